@@ -1,0 +1,240 @@
+/*
+ * sparsering: sparse linear algebra over semirings, on the CPU and on CUDA GPUs.
+ *
+ * The one public header. C11; no C++ or CUDA headers are needed to include it.
+ *
+ * Conventions
+ *  - Every call returns an sr_status. On failure, sr_last_error() gives a precise message
+ *    (thread-local) and the call has changed nothing: output handles are written only on
+ *    success, caller arrays only when the whole result is ready.
+ *  - Handles are opaque. A matrix keeps a reference to the context it was made with, so a
+ *    context may be destroyed before its matrices; it is freed with the last of them.
+ *  - Row pointers and counts are 64-bit; column indices are 32-bit (ncols < 2^31).
+ *  - Where a call runs: operations on matrices run where the matrices live (host data on the
+ *    CPU backend, device data on the CUDA backend); a result lives where its input lives.
+ */
+#ifndef SPARSERING_H
+#define SPARSERING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SR_VERSION_MAJOR 0
+#define SR_VERSION_MINOR 1
+#define SR_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------ status and errors */
+
+typedef enum sr_status {
+    SR_SUCCESS = 0,
+    SR_ERROR_INVALID_ARGUMENT = 1,    /* NULL handle or pointer, unknown enum, mismatched sizes */
+    SR_ERROR_INVALID_MATRIX = 2,      /* caller arrays that are not a valid matrix */
+    SR_ERROR_OVERFLOW = 3,            /* a size that does not fit the index or byte types */
+    SR_ERROR_OUT_OF_MEMORY = 4,       /* host allocation failed */
+    SR_ERROR_DEVICE_OUT_OF_MEMORY = 5,/* device allocation failed */
+    SR_ERROR_NO_DEVICE = 6,           /* CUDA asked for, but not built in or no usable GPU */
+    SR_ERROR_DEVICE = 7,              /* a CUDA call failed */
+    SR_ERROR_IO = 8,                  /* a file could not be opened, read or written */
+    SR_ERROR_PARSE = 9,               /* a file is not valid Matrix Market */
+    SR_ERROR_UNSUPPORTED = 10,        /* valid, but not handled (e.g. complex values) */
+    SR_ERROR_INTERNAL = 11            /* a bug in sparsering: please report it */
+} sr_status;
+
+/* Message of the most recent failure on the calling thread ("" if none yet). */
+const char *sr_last_error(void);
+/* Short fixed name of a status, e.g. "SR_ERROR_PARSE". */
+const char *sr_status_name(sr_status status);
+/* "0.1.0 (cpu+cuda)" or "0.1.0 (cpu)". */
+const char *sr_version_string(void);
+
+/* ------------------------------------------------------------------ enums */
+
+typedef enum sr_backend {
+    SR_BACKEND_AUTO = 0, /* CUDA when built in and a GPU is usable, else CPU; SPARSERING_BACKEND overrides */
+    SR_BACKEND_CPU = 1,
+    SR_BACKEND_CUDA = 2
+} sr_backend;
+
+typedef enum sr_type {
+    SR_TYPE_BOOL = 0,    /* pattern: every stored entry is true; matrices store no values.
+                            In dense views one uint8_t per element (0 or 1). */
+    SR_TYPE_INT32 = 1,
+    SR_TYPE_FLOAT32 = 2,
+    SR_TYPE_FLOAT64 = 3
+} sr_type;
+
+typedef enum sr_location {
+    SR_HOST = 0,
+    SR_DEVICE = 1 /* memory of the context's CUDA device */
+} sr_location;
+
+typedef enum sr_layout {
+    SR_ROW_MAJOR = 0,
+    SR_COL_MAJOR = 1
+} sr_layout;
+
+/* What to do with repeated (row, col) pairs in COO input. */
+typedef enum sr_duplicates {
+    SR_DUPLICATES_ERROR = 0, /* reject, naming the pair */
+    SR_DUPLICATES_SUM = 1    /* combine with +  (logical or for SR_TYPE_BOOL), as scipy does */
+} sr_duplicates;
+
+/* Bytes of one element in dense views and value arrays (bool: 1). */
+size_t sr_type_size(sr_type type);
+/* "bool", "int32", "float32", "float64". */
+const char *sr_type_name(sr_type type);
+
+/* ------------------------------------------------------------------ context */
+
+typedef struct sr_context_s *sr_context;
+
+typedef struct sr_context_options {
+    sr_backend backend;       /* default SR_BACKEND_AUTO */
+    int device;               /* CUDA device ordinal; default 0 */
+    void *stream;             /* cudaStream_t to run on; NULL: the context makes its own */
+    int threads;              /* CPU threads; 0: OpenMP's default */
+    size_t workspace_limit;   /* bytes of temporary memory a call may use; 0: automatic
+                                 (half the free device memory, 1 GiB on the host) */
+} sr_context_options;
+
+/* The defaults above. */
+sr_context_options sr_context_options_default(void);
+
+/* options may be NULL for the defaults. Fails with SR_ERROR_NO_DEVICE when CUDA is asked for
+ * (by options or by SPARSERING_BACKEND=cuda) and cannot be used. */
+sr_status sr_context_create(sr_context *ctx, const sr_context_options *options);
+sr_status sr_context_destroy(sr_context ctx); /* NULL is allowed */
+
+/* The backend the context resolved to: SR_BACKEND_CPU or SR_BACKEND_CUDA. */
+sr_status sr_context_get_backend(sr_context ctx, sr_backend *backend);
+sr_status sr_context_get_options(sr_context ctx, sr_context_options *options);
+sr_status sr_context_set_threads(sr_context ctx, int threads);
+sr_status sr_context_set_workspace_limit(sr_context ctx, size_t bytes);
+/* Waits for the context's device work to finish (no-op on the CPU backend). */
+sr_status sr_context_synchronize(sr_context ctx);
+
+/* Device bytes held by matrices and workspaces of this context: now, and the peak since the
+ * context was made or the peak was last reset. */
+sr_status sr_context_device_memory(sr_context ctx, size_t *current_bytes, size_t *peak_bytes);
+sr_status sr_context_reset_peak_memory(sr_context ctx);
+
+/* ------------------------------------------------------------------ dense views */
+
+/* A non-owning view of a caller's dense matrix. Element (i, j) is at
+ * data[i*ld + j] (row-major) or data[j*ld + i] (column-major). */
+typedef struct sr_dense {
+    void *data;
+    int64_t nrows, ncols;
+    int64_t ld;           /* leading dimension in elements, >= ncols (row-major) or nrows */
+    sr_type type;
+    sr_layout layout;
+    sr_location location;
+} sr_dense;
+
+/* A packed view (ld = ncols for row-major, nrows for column-major). */
+sr_dense sr_dense_view(void *data, int64_t nrows, int64_t ncols, sr_type type, sr_layout layout,
+                       sr_location location);
+
+/* ------------------------------------------------------------------ sparse matrices */
+
+typedef struct sr_matrix_s *sr_matrix;
+
+typedef struct sr_matrix_info {
+    int64_t nrows, ncols, nnz;
+    sr_type type;
+    sr_location location;
+    int device; /* CUDA ordinal when location is SR_DEVICE, else -1 */
+} sr_matrix_info;
+
+/* From CSR arrays (copied). rowptr has nrows+1 entries starting at 0; the column indices of
+ * each row are strictly increasing and in [0, ncols); values is NULL for SR_TYPE_BOOL. The
+ * arrays live in `where`; the matrix is made there too. Everything is validated. */
+sr_status sr_matrix_from_csr(sr_context ctx, sr_matrix *A, int64_t nrows, int64_t ncols, sr_type type,
+                             const int64_t *rowptr, const int32_t *colind, const void *values,
+                             sr_location where);
+
+/* From COO triplets (copied) in any order; duplicates as `dup` says. */
+sr_status sr_matrix_from_coo(sr_context ctx, sr_matrix *A, int64_t nrows, int64_t ncols, sr_type type,
+                             int64_t nnz, const int64_t *rows, const int32_t *cols, const void *values,
+                             sr_duplicates dup, sr_location where);
+
+/* From a dense matrix: keeps the elements that are not 0 (NaN is kept). The matrix is made
+ * where the view's data lives, with the view's type. */
+sr_status sr_matrix_from_dense(sr_context ctx, sr_matrix *A, const sr_dense *dense);
+
+sr_status sr_matrix_free(sr_matrix A); /* NULL is allowed */
+sr_status sr_matrix_get_info(sr_matrix A, sr_matrix_info *info);
+
+/* Borrowed pointers to the matrix's own arrays (in its location); valid until it is freed.
+ * values is NULL for SR_TYPE_BOOL. Any output pointer may be NULL. */
+sr_status sr_matrix_csr_arrays(sr_matrix A, const int64_t **rowptr, const int32_t **colind,
+                               const void **values);
+
+/* Copies out into caller arrays in `where` (sizes from sr_matrix_get_info; values may be NULL
+ * to skip them). */
+sr_status sr_matrix_export_csr(sr_context ctx, sr_matrix A, int64_t *rowptr, int32_t *colind, void *values,
+                               sr_location where);
+/* Triplets in row-major order (rows ascending, columns ascending within a row). */
+sr_status sr_matrix_export_coo(sr_context ctx, sr_matrix A, int64_t *rows, int32_t *cols, void *values,
+                               sr_location where);
+/* Writes every element of `dense` (shape and type must match A; absent entries become 0). */
+sr_status sr_matrix_export_dense(sr_context ctx, sr_matrix A, const sr_dense *dense);
+
+/* New matrices. */
+sr_status sr_matrix_dup(sr_context ctx, sr_matrix A, sr_matrix *B);
+sr_status sr_matrix_copy_to(sr_context ctx, sr_matrix A, sr_location where, sr_matrix *B);
+sr_status sr_matrix_transpose(sr_context ctx, sr_matrix A, sr_matrix *AT);
+/* Value conversion: to bool keeps the pattern; from bool gives 1 at each entry; float to int32
+ * truncates toward zero and fails on NaN or out-of-range values. */
+sr_status sr_matrix_cast(sr_context ctx, sr_matrix A, sr_type type, sr_matrix *B);
+/* true when shape, type, pattern and values are identical (NaN equals NaN). */
+sr_status sr_matrix_equal(sr_context ctx, sr_matrix A, sr_matrix B, bool *equal);
+
+/* ------------------------------------------------------------------ Matrix Market */
+
+typedef enum sr_mm_symmetry {
+    SR_MM_GENERAL = 0,
+    SR_MM_SYMMETRIC = 1,
+    SR_MM_SKEW_SYMMETRIC = 2
+} sr_mm_symmetry;
+
+typedef struct sr_mm_header {
+    int64_t nrows, ncols;
+    int64_t stored_entries;   /* as the size line says */
+    bool coordinate;          /* false: array (dense) format */
+    sr_type type;             /* the type the file's field maps to: pattern->bool, integer->int32, real->float64 */
+    sr_mm_symmetry symmetry;
+} sr_mm_header;
+
+/* Reads a Matrix Market file (coordinate or array; real, integer or pattern; general,
+ * symmetric or skew-symmetric), plain or gzip-compressed, into a host matrix. Symmetric files
+ * are expanded to both triangles. Comments, blank lines and surrounding whitespace are
+ * tolerated; anything else malformed is an SR_ERROR_PARSE that names the line. Duplicate
+ * entries are an error. `type` converts the values (e.g. SR_TYPE_FLOAT32); pass -1 to keep
+ * the file's own. A "%%GraphBLAS type T" comment line, when present, is checked: values
+ * outside T's range are an error. header may be NULL. */
+sr_status sr_matrix_read_mm(sr_context ctx, const char *path, int type, sr_matrix *A, sr_mm_header *header);
+/* Reads only the banner and size line. */
+sr_status sr_mm_read_header(const char *path, sr_mm_header *header);
+
+typedef struct sr_mm_write_options {
+    bool array;              /* write the dense array format instead of coordinate */
+    bool symmetric;          /* write the lower triangle with "symmetric"; fails if A is not symmetric */
+    const char *comment;     /* optional text written as % lines after the banner */
+} sr_mm_write_options;
+
+/* Writes A (host or device) to a file; options may be NULL (coordinate, general). Values are
+ * written so that reading them back gives the same bits. The file is written to a temporary
+ * name and renamed, so a failure never leaves a half-written file at `path`. */
+sr_status sr_matrix_write_mm(sr_context ctx, sr_matrix A, const char *path, const sr_mm_write_options *options);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPARSERING_H */

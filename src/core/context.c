@@ -1,0 +1,195 @@
+#include "context.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "device_api.h"
+#include "error.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define SR_HOST_WORKSPACE_DEFAULT ((size_t)1 << 30)
+
+sr_context_options sr_context_options_default(void)
+{
+    sr_context_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = SR_BACKEND_AUTO;
+    return o;
+}
+
+/* SPARSERING_BACKEND=cpu|cuda|auto overrides an AUTO request. */
+static sr_status backend_from_environment(sr_backend *backend)
+{
+    const char *env = getenv("SPARSERING_BACKEND");
+    if (env == NULL || *env == '\0' || strcasecmp(env, "auto") == 0)
+        return SR_SUCCESS;
+    if (strcasecmp(env, "cpu") == 0)
+        *backend = SR_BACKEND_CPU;
+    else if (strcasecmp(env, "cuda") == 0 || strcasecmp(env, "gpu") == 0)
+        *backend = SR_BACKEND_CUDA;
+    else
+        return sr_error(SR_ERROR_INVALID_ARGUMENT,
+                        "SPARSERING_BACKEND is '%s'; expected cpu, cuda or auto", env);
+    return SR_SUCCESS;
+}
+
+sr_status sr_context_create(sr_context *out, const sr_context_options *options)
+{
+    SR_CHECK_ARG(out != NULL, "sr_context_create: the output pointer is NULL");
+    sr_context_options o = options ? *options : sr_context_options_default();
+    SR_CHECK_ARG(o.backend >= SR_BACKEND_AUTO && o.backend <= SR_BACKEND_CUDA,
+                 "sr_context_create: unknown backend %d", (int)o.backend);
+    SR_CHECK_ARG(o.device >= 0, "sr_context_create: device ordinal %d is negative", o.device);
+    SR_CHECK_ARG(o.threads >= 0, "sr_context_create: thread count %d is negative", o.threads);
+
+    sr_backend wanted = o.backend;
+    if (wanted == SR_BACKEND_AUTO)
+        SR_TRY(backend_from_environment(&wanted));
+
+    bool device_usable = sr_device_built() && sr_device_check(o.device) == SR_SUCCESS;
+    if (wanted == SR_BACKEND_CUDA && !device_usable) {
+        if (!sr_device_built())
+            return sr_error(SR_ERROR_NO_DEVICE, "the CUDA backend was asked for, but this build of "
+                                                "sparsering has no CUDA support (rebuild with nvcc on PATH)");
+        return sr_device_check(o.device); /* its message says why */
+    }
+    sr_backend resolved = (wanted == SR_BACKEND_CPU || !device_usable) ? SR_BACKEND_CPU : SR_BACKEND_CUDA;
+
+    struct sr_context_s *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_context_create: out of host memory");
+    ctx->refcount = 1;
+    ctx->backend = resolved;
+    ctx->device_usable = device_usable;
+    ctx->device = o.device;
+    ctx->threads = o.threads;
+    ctx->workspace_limit = o.workspace_limit;
+    ctx->stream = o.stream;
+    if (device_usable && o.stream == NULL) {
+        sr_status s = sr_device_stream_create(o.device, &ctx->stream);
+        if (s != SR_SUCCESS) {
+            free(ctx);
+            return s;
+        }
+        ctx->owns_stream = true;
+    }
+    *out = ctx;
+    return SR_SUCCESS;
+}
+
+void sr_context_retain(sr_context ctx) { __atomic_add_fetch(&ctx->refcount, 1, __ATOMIC_RELAXED); }
+
+void sr_context_release(sr_context ctx)
+{
+    if (__atomic_sub_fetch(&ctx->refcount, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    if (ctx->owns_stream)
+        sr_device_stream_destroy(ctx->device, ctx->stream);
+    free(ctx);
+}
+
+sr_status sr_context_destroy(sr_context ctx)
+{
+    if (ctx == NULL)
+        return SR_SUCCESS;
+    SR_CHECK_ARG(!ctx->destroyed, "sr_context_destroy: the context was already destroyed");
+    ctx->destroyed = true;
+    sr_context_release(ctx);
+    return SR_SUCCESS;
+}
+
+sr_status sr_context_get_backend(sr_context ctx, sr_backend *backend)
+{
+    SR_CHECK_ARG(ctx != NULL && backend != NULL, "sr_context_get_backend: NULL argument");
+    *backend = ctx->backend;
+    return SR_SUCCESS;
+}
+
+sr_status sr_context_get_options(sr_context ctx, sr_context_options *options)
+{
+    SR_CHECK_ARG(ctx != NULL && options != NULL, "sr_context_get_options: NULL argument");
+    options->backend = ctx->backend;
+    options->device = ctx->device;
+    options->stream = ctx->stream;
+    options->threads = ctx->threads;
+    options->workspace_limit = ctx->workspace_limit;
+    return SR_SUCCESS;
+}
+
+sr_status sr_context_set_threads(sr_context ctx, int threads)
+{
+    SR_CHECK_ARG(ctx != NULL, "sr_context_set_threads: the context is NULL");
+    SR_CHECK_ARG(threads >= 0, "sr_context_set_threads: thread count %d is negative", threads);
+    ctx->threads = threads;
+    return SR_SUCCESS;
+}
+
+sr_status sr_context_set_workspace_limit(sr_context ctx, size_t bytes)
+{
+    SR_CHECK_ARG(ctx != NULL, "sr_context_set_workspace_limit: the context is NULL");
+    ctx->workspace_limit = bytes;
+    return SR_SUCCESS;
+}
+
+sr_status sr_context_synchronize(sr_context ctx)
+{
+    SR_CHECK_ARG(ctx != NULL, "sr_context_synchronize: the context is NULL");
+    if (!ctx->device_usable)
+        return SR_SUCCESS;
+    return sr_device_synchronize(ctx->device, ctx->stream);
+}
+
+sr_status sr_context_device_memory(sr_context ctx, size_t *current_bytes, size_t *peak_bytes)
+{
+    SR_CHECK_ARG(ctx != NULL, "sr_context_device_memory: the context is NULL");
+    if (current_bytes)
+        *current_bytes = __atomic_load_n(&ctx->device_bytes, __ATOMIC_RELAXED);
+    if (peak_bytes)
+        *peak_bytes = __atomic_load_n(&ctx->device_peak, __ATOMIC_RELAXED);
+    return SR_SUCCESS;
+}
+
+sr_status sr_context_reset_peak_memory(sr_context ctx)
+{
+    SR_CHECK_ARG(ctx != NULL, "sr_context_reset_peak_memory: the context is NULL");
+    __atomic_store_n(&ctx->device_peak, __atomic_load_n(&ctx->device_bytes, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
+    return SR_SUCCESS;
+}
+
+int sr_context_threads(const struct sr_context_s *ctx)
+{
+    if (ctx->threads > 0)
+        return ctx->threads;
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+size_t sr_context_workspace(const struct sr_context_s *ctx, sr_location where)
+{
+    if (ctx->workspace_limit != 0)
+        return ctx->workspace_limit;
+    if (where == SR_DEVICE) {
+        size_t free_bytes = 0;
+        if (sr_device_free_bytes(ctx->device, &free_bytes) == SR_SUCCESS)
+            return free_bytes / 2;
+    }
+    return SR_HOST_WORKSPACE_DEFAULT;
+}
+
+sr_status sr_context_require_device(const struct sr_context_s *ctx)
+{
+    if (ctx->device_usable)
+        return SR_SUCCESS;
+    if (!sr_device_built())
+        return sr_error(SR_ERROR_NO_DEVICE, "device memory was asked for, but this build of sparsering "
+                                            "has no CUDA support");
+    return sr_device_check(ctx->device);
+}

@@ -1,0 +1,38 @@
+/* The context: backend, device, stream, threads, workspace limit, device memory accounting. */
+#ifndef SR_CORE_CONTEXT_H
+#define SR_CORE_CONTEXT_H
+
+#include "sparsering.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sr_context_s {
+    int refcount;              /* one for the caller's handle, one per live matrix */
+    bool destroyed;            /* the caller's handle has been released */
+    sr_backend backend;        /* resolved: CPU or CUDA */
+    bool device_usable;        /* a device was found (even for a CPU context with device data) */
+    int device;
+    void *stream;
+    bool owns_stream;
+    int threads;
+    size_t workspace_limit;
+    size_t device_bytes;       /* updated with __atomic builtins: matrices may be freed on any thread */
+    size_t device_peak;
+};
+
+void sr_context_retain(sr_context ctx);
+void sr_context_release(sr_context ctx);
+/* Threads for an OpenMP region (>= 1). */
+int sr_context_threads(const struct sr_context_s *ctx);
+/* The workspace limit in bytes for a location, resolving 0 to the automatic choice. */
+size_t sr_context_workspace(const struct sr_context_s *ctx, sr_location where);
+/* SR_SUCCESS when device memory can be used through ctx (CUDA built in and a GPU present). */
+sr_status sr_context_require_device(const struct sr_context_s *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

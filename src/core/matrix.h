@@ -1,0 +1,38 @@
+/* The sparse matrix object: CSR with 64-bit row pointers and 32-bit column indices. */
+#ifndef SR_CORE_MATRIX_H
+#define SR_CORE_MATRIX_H
+
+#include "context.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sr_matrix_s {
+    struct sr_context_s *ctx; /* a counted reference: memory accounting and the stream */
+    int64_t nrows, ncols, nnz;
+    int64_t capacity;         /* entries allocated in colind/values (>= nnz) */
+    sr_type type;
+    sr_location location;
+    int64_t *rowptr;          /* nrows + 1 */
+    int32_t *colind;          /* capacity */
+    void *values;             /* capacity values; NULL for SR_TYPE_BOOL */
+};
+
+/* A matrix with allocated, unset arrays for `capacity` entries; nnz is set to capacity. */
+sr_status sr_matrix_alloc(struct sr_context_s *ctx, int64_t nrows, int64_t ncols, int64_t capacity,
+                          sr_type type, sr_location where, struct sr_matrix_s **out);
+/* Allocates colind/values for a matrix whose rowptr is already filled (nnz = rowptr[nrows]). */
+sr_status sr_matrix_alloc_entries(struct sr_matrix_s *A, int64_t capacity);
+void sr_matrix_destroy(struct sr_matrix_s *A);
+
+/* Bytes of each array. */
+size_t sr_matrix_rowptr_bytes(const struct sr_matrix_s *A);
+size_t sr_matrix_colind_bytes(const struct sr_matrix_s *A);
+size_t sr_matrix_values_bytes(const struct sr_matrix_s *A);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,84 @@
+#include "memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_api.h"
+#include "error.h"
+#include "types.h"
+
+static void account_device_bytes(struct sr_context_s *ctx, size_t bytes)
+{
+    size_t now = __atomic_add_fetch(&ctx->device_bytes, bytes, __ATOMIC_RELAXED);
+    size_t peak = __atomic_load_n(&ctx->device_peak, __ATOMIC_RELAXED);
+    while (now > peak &&
+           !__atomic_compare_exchange_n(&ctx->device_peak, &peak, now, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+sr_status sr_mem_alloc(struct sr_context_s *ctx, sr_location where, size_t bytes, void **ptr)
+{
+    *ptr = NULL;
+    if (bytes == 0)
+        return SR_SUCCESS;
+    if (where == SR_HOST) {
+        *ptr = malloc(bytes);
+        if (*ptr == NULL)
+            return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory allocating %zu bytes", bytes);
+        return SR_SUCCESS;
+    }
+    SR_TRY(sr_context_require_device(ctx));
+    SR_TRY(sr_device_malloc(ctx->device, bytes, ptr));
+    account_device_bytes(ctx, bytes);
+    return SR_SUCCESS;
+}
+
+sr_status sr_mem_alloc_array(struct sr_context_s *ctx, sr_location where, size_t n, size_t size, void **ptr)
+{
+    size_t bytes;
+    if (!sr_checked_mul(n, size, &bytes)) {
+        *ptr = NULL;
+        return sr_error(SR_ERROR_OVERFLOW, "an array of %zu elements of %zu bytes overflows size_t", n, size);
+    }
+    return sr_mem_alloc(ctx, where, bytes, ptr);
+}
+
+void sr_mem_free(struct sr_context_s *ctx, sr_location where, void *ptr, size_t bytes)
+{
+    if (ptr == NULL)
+        return;
+    if (where == SR_HOST) {
+        free(ptr);
+        return;
+    }
+    sr_device_free(ctx->device, ptr);
+    __atomic_sub_fetch(&ctx->device_bytes, bytes, __ATOMIC_RELAXED);
+}
+
+sr_status sr_mem_copy(struct sr_context_s *ctx, void *dst, sr_location dst_loc, const void *src,
+                      sr_location src_loc, size_t bytes)
+{
+    if (bytes == 0)
+        return SR_SUCCESS;
+    if (dst_loc == SR_HOST && src_loc == SR_HOST) {
+        memcpy(dst, src, bytes);
+        return SR_SUCCESS;
+    }
+    SR_TRY(sr_context_require_device(ctx));
+    return sr_device_memcpy(ctx->device, ctx->stream, dst, dst_loc, src, src_loc, bytes);
+}
+
+sr_status sr_mem_copy2d(struct sr_context_s *ctx, void *dst, size_t dst_pitch, sr_location dst_loc,
+                        const void *src, size_t src_pitch, sr_location src_loc, size_t width, size_t rows)
+{
+    if (width == 0 || rows == 0)
+        return SR_SUCCESS;
+    if (dst_loc == SR_HOST && src_loc == SR_HOST) {
+        for (size_t r = 0; r < rows; r++)
+            memcpy((char *)dst + r * dst_pitch, (const char *)src + r * src_pitch, width);
+        return SR_SUCCESS;
+    }
+    SR_TRY(sr_context_require_device(ctx));
+    return sr_device_memcpy2d(ctx->device, ctx->stream, dst, dst_pitch, dst_loc, src, src_pitch, src_loc, width,
+                              rows);
+}

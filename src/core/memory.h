@@ -1,0 +1,26 @@
+/* Allocation and copies in either location, with device memory accounted to the context. */
+#ifndef SR_CORE_MEMORY_H
+#define SR_CORE_MEMORY_H
+
+#include "context.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* bytes == 0 gives *ptr = NULL and succeeds. */
+sr_status sr_mem_alloc(struct sr_context_s *ctx, sr_location where, size_t bytes, void **ptr);
+/* Like sr_mem_alloc for n elements of `size` bytes, failing with SR_ERROR_OVERFLOW on overflow. */
+sr_status sr_mem_alloc_array(struct sr_context_s *ctx, sr_location where, size_t n, size_t size, void **ptr);
+void sr_mem_free(struct sr_context_s *ctx, sr_location where, void *ptr, size_t bytes);
+/* Copies and waits; host-to-host is a memcpy. */
+sr_status sr_mem_copy(struct sr_context_s *ctx, void *dst, sr_location dst_loc, const void *src,
+                      sr_location src_loc, size_t bytes);
+sr_status sr_mem_copy2d(struct sr_context_s *ctx, void *dst, size_t dst_pitch, sr_location dst_loc,
+                        const void *src, size_t src_pitch, sr_location src_loc, size_t width, size_t rows);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,41 @@
+/* CPU backend (OpenMP). Kernels take internal objects whose arrays live on the host; they
+ * are called only by src/ops, which has already checked shapes and types. */
+#ifndef SR_CPU_H
+#define SR_CPU_H
+
+#include "../core/matrix.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* rows[k] = the row of entry k. */
+void sr_cpu_expand_rows(const int64_t *rowptr, int64_t nrows, int64_t *rows, int threads);
+
+/* Triplets in any order -> a new host CSR matrix; checks ranges and duplicates. When a
+ * duplicate is rejected and duplicate_pair is not NULL, it receives the two triplet numbers. */
+sr_status sr_cpu_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t ncols, sr_type type, int64_t nnz,
+                            const int64_t *rows, const int32_t *cols, const void *vals, sr_duplicates dup,
+                            struct sr_matrix_s **out, int64_t *duplicate_pair);
+
+/* AT must be allocated as ncols x nrows with A->nnz entries and A's type. */
+sr_status sr_cpu_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT);
+
+/* Writes every element of the host view d (A's shape and type). */
+void sr_cpu_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d, int threads);
+/* rowptr[i+1] = nonzeros in row i of d, then the prefix sum (rowptr has nrows+1 entries). */
+void sr_cpu_dense_rowptr(const sr_dense *d, int64_t *rowptr, int threads);
+/* Fills colind/values of A, whose rowptr came from sr_cpu_dense_rowptr. */
+void sr_cpu_dense_fill(const sr_dense *d, struct sr_matrix_s *A, int threads);
+
+/* B has A's shape, pattern arrays (already copied) and the target type; converts values. */
+sr_status sr_cpu_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B, int threads);
+
+/* In-place exclusive prefix sum of counts[0..n] shifted: counts[0] = 0, counts[i+1] += counts[i]. */
+void sr_cpu_prefix_sum(int64_t *rowptr, int64_t nrows);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

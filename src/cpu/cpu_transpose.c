@@ -1,0 +1,58 @@
+/* Transpose on the host: a stable counting sort by column, parallel over row blocks. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/error.h"
+#include "../core/memory.h"
+#include "../core/types.h"
+#include "cpu.h"
+
+/* Each of T threads counts the columns of its block of rows; the count table has T*ncols
+ * entries, so beyond this many bytes we use one block instead. */
+#define SR_TRANSPOSE_TABLE_LIMIT ((size_t)256 << 20)
+
+sr_status sr_cpu_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT)
+{
+    int64_t ncols = A->ncols;
+    int blocks = sr_context_threads(A->ctx);
+    if (A->nnz < 65536 || (size_t)blocks * (size_t)(ncols + 1) * sizeof(int64_t) > SR_TRANSPOSE_TABLE_LIMIT)
+        blocks = 1;
+
+    int64_t *offsets; /* offsets[b*ncols + c]: where block b writes its first entry of column c */
+    SR_TRY(sr_mem_alloc_array(A->ctx, SR_HOST, (size_t)blocks * (size_t)ncols + 1, sizeof(int64_t),
+                              (void **)&offsets));
+    memset(offsets, 0, ((size_t)blocks * (size_t)ncols + 1) * sizeof(int64_t));
+    size_t vsize = sr_value_size(A->type);
+
+    /* Loops run over blocks, not threads, so every block is done whatever OpenMP grants. */
+#pragma omp parallel for num_threads(blocks) schedule(static, 1)
+    for (int b = 0; b < blocks; b++) {
+        int64_t *mine = offsets + (size_t)b * (size_t)ncols;
+        for (int64_t k = A->rowptr[A->nrows * b / blocks]; k < A->rowptr[A->nrows * (b + 1) / blocks]; k++)
+            mine[A->colind[k]]++;
+    }
+    /* Scan over (column, block): block b's run of column c follows block b-1's, keeping order. */
+    int64_t running = 0;
+    for (int64_t c = 0; c < ncols; c++) {
+        AT->rowptr[c] = running;
+        for (int b = 0; b < blocks; b++) {
+            int64_t n = offsets[(size_t)b * (size_t)ncols + c];
+            offsets[(size_t)b * (size_t)ncols + c] = running;
+            running += n;
+        }
+    }
+    AT->rowptr[ncols] = running;
+#pragma omp parallel for num_threads(blocks) schedule(static, 1)
+    for (int b = 0; b < blocks; b++) {
+        int64_t *mine = offsets + (size_t)b * (size_t)ncols;
+        for (int64_t i = A->nrows * b / blocks; i < A->nrows * (b + 1) / blocks; i++)
+            for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+                int64_t at = mine[A->colind[k]]++;
+                AT->colind[at] = (int32_t)i;
+                if (vsize)
+                    memcpy((char *)AT->values + at * vsize, (const char *)A->values + k * vsize, vsize);
+            }
+    }
+    sr_mem_free(A->ctx, SR_HOST, offsets, 0);
+    return SR_SUCCESS;
+}

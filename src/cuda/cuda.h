@@ -1,0 +1,35 @@
+/* CUDA backend kernels behind C launchers. Arrays of the objects passed live on the device of
+ * their context; src/ops has checked shapes and types. Each call finishes its work before it
+ * returns (it synchronizes the context's stream) unless it says otherwise. */
+#ifndef SR_CUDA_H
+#define SR_CUDA_H
+
+#include "../core/matrix.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Validates a device CSR; the message names the first bad row, as the host check would. */
+sr_status sr_cuda_check_csr(struct sr_context_s *ctx, const int64_t *rowptr, const int32_t *colind, int64_t nrows,
+                            int64_t ncols, int64_t nnz);
+/* rows[k] = the row of entry k (device array of A->nnz). */
+sr_status sr_cuda_expand_rows(const struct sr_matrix_s *A, int64_t *rows);
+/* Device triplets -> a new device CSR matrix (radix sort); checks ranges and duplicates. */
+sr_status sr_cuda_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t ncols, sr_type type, int64_t nnz,
+                             const int64_t *rows, const int32_t *cols, const void *vals, sr_duplicates dup,
+                             struct sr_matrix_s **out);
+/* AT allocated as ncols x nrows with A->nnz entries (stable radix sort by column). */
+sr_status sr_cuda_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT);
+/* Writes every element of the device view d. */
+sr_status sr_cuda_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d);
+/* A device view -> a new device CSR matrix of its nonzeros. */
+sr_status sr_cuda_dense_to_csr(struct sr_context_s *ctx, const sr_dense *d, struct sr_matrix_s **out);
+/* As sr_cpu_cast_values, on the device. */
+sr_status sr_cuda_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,97 @@
+// Shared helpers for the CUDA backend: error mapping, device guard, owned device buffers.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+extern "C" {
+#include "../core/context.h"
+#include "../core/error.h"
+#include "../core/memory.h"
+}
+
+// Maps a CUDA error to a status with a message naming the call.
+sr_status sr_cuda_fail(cudaError_t err, const char *what, const char *file, int line);
+
+#define SR_CUDA_TRY(call)                                               \
+    do {                                                                \
+        cudaError_t sr_cuda_err_ = (call);                              \
+        if (sr_cuda_err_ != cudaSuccess)                                \
+            return sr_cuda_fail(sr_cuda_err_, #call, __FILE__, __LINE__); \
+    } while (0)
+
+// After a kernel launch: launch-configuration errors surface here.
+#define SR_CUDA_LAUNCHED() SR_CUDA_TRY(cudaGetLastError())
+
+namespace sr_cuda {
+
+inline cudaStream_t stream_of(const sr_context_s *ctx) { return static_cast<cudaStream_t>(ctx->stream); }
+
+// Makes the context's device current for the scope and restores the previous one.
+class device_guard {
+  public:
+    explicit device_guard(int device) {
+        cudaGetDevice(&previous_);
+        if (previous_ != device)
+            cudaSetDevice(device);
+    }
+    ~device_guard() {
+        int now = -1;
+        cudaGetDevice(&now);
+        if (now != previous_)
+            cudaSetDevice(previous_);
+    }
+    device_guard(const device_guard &) = delete;
+    device_guard &operator=(const device_guard &) = delete;
+
+  private:
+    int previous_ = 0;
+};
+
+// Device scratch memory accounted to the context; freed when it goes out of scope.
+template <typename T> class buffer {
+  public:
+    explicit buffer(sr_context_s *ctx) : ctx_(ctx) {}
+    ~buffer() { sr_mem_free(ctx_, SR_DEVICE, ptr_, bytes_); }
+    buffer(const buffer &) = delete;
+    buffer &operator=(const buffer &) = delete;
+    sr_status allocate(size_t count) {
+        sr_mem_free(ctx_, SR_DEVICE, ptr_, bytes_);
+        ptr_ = nullptr;
+        bytes_ = count * sizeof(T);
+        void *p = nullptr;
+        sr_status s = sr_mem_alloc_array(ctx_, SR_DEVICE, count, sizeof(T), &p);
+        ptr_ = static_cast<T *>(p);
+        if (s != SR_SUCCESS)
+            bytes_ = 0;
+        return s;
+    }
+    T *get() const { return ptr_; }
+
+  private:
+    sr_context_s *ctx_;
+    T *ptr_ = nullptr;
+    size_t bytes_ = 0;
+};
+
+inline unsigned blocks_for(int64_t n, int threads) {
+    int64_t b = (n + threads - 1) / threads;
+    const int64_t cap = 1 << 20; // kernels below use grid-stride loops
+    return static_cast<unsigned>(b < 1 ? 1 : (b > cap ? cap : b));
+}
+
+// The row holding entry k: the last i with rowptr[i] <= k (rows may be empty).
+__device__ inline int64_t row_of_entry(const int64_t *rowptr, int64_t nrows, int64_t k) {
+    int64_t lo = 0, hi = nrows; // invariant: rowptr[lo] <= k < rowptr[hi]
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (rowptr[mid] <= k)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+} // namespace sr_cuda

@@ -1,0 +1,190 @@
+// CSR <-> dense on the device.
+#include "cuda_common.cuh"
+
+#include <cub/cub.cuh>
+
+extern "C" {
+#include "../core/types.h"
+#include "cuda.h"
+}
+
+namespace {
+
+struct dense_shape {
+    int64_t nrows, ncols, ld;
+    bool row_major;
+    __device__ size_t offset(int64_t i, int64_t j) const {
+        return row_major ? (size_t)i * (size_t)ld + (size_t)j : (size_t)j * (size_t)ld + (size_t)i;
+    }
+};
+
+dense_shape shape_of(const sr_dense *d) { return {d->nrows, d->ncols, d->ld, d->layout == SR_ROW_MAJOR}; }
+
+template <typename T>
+__global__ void scatter_entries(const int64_t *rowptr, const int32_t *colind, const T *values, int64_t nrows,
+                                int64_t nnz, dense_shape shape, T *data) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < nnz; k += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = sr_cuda::row_of_entry(rowptr, nrows, k);
+        data[shape.offset(i, colind[k])] = values != nullptr ? values[k] : T(1);
+    }
+}
+
+template <typename T> __device__ inline bool nonzero(T v) { return v != T(0); } // NaN != 0: kept
+
+// Row-major: a warp a row, lanes over columns (coalesced). Column-major: a thread a row
+// (neighbouring threads read neighbouring elements). Both write the count to counts[i].
+template <typename T>
+__global__ void count_row_major(const T *data, dense_shape shape, int64_t *counts) {
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; i < shape.nrows; i += warps) {
+        int64_t n = 0;
+        for (int64_t j = lane; j < shape.ncols; j += 32)
+            n += nonzero(data[shape.offset(i, j)]);
+        for (int o = 16; o > 0; o /= 2)
+            n += __shfl_down_sync(0xffffffffu, n, o);
+        if (lane == 0)
+            counts[i] = n;
+    }
+}
+
+template <typename T>
+__global__ void count_col_major(const T *data, dense_shape shape, int64_t *counts) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < shape.nrows; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t n = 0;
+        for (int64_t j = 0; j < shape.ncols; j++)
+            n += nonzero(data[shape.offset(i, j)]);
+        counts[i] = n;
+    }
+}
+
+// Row-major fill: each warp compacts 32 columns at a time with a ballot, keeping column order.
+template <typename T>
+__global__ void fill_row_major(const T *data, dense_shape shape, const int64_t *rowptr, int32_t *colind, T *values) {
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; i < shape.nrows; i += warps) {
+        int64_t at = rowptr[i];
+        for (int64_t j0 = 0; j0 < shape.ncols; j0 += 32) {
+            const int64_t j = j0 + lane;
+            const T v = j < shape.ncols ? data[shape.offset(i, j)] : T(0);
+            const bool keep = j < shape.ncols && nonzero(v);
+            const unsigned mask = __ballot_sync(0xffffffffu, keep);
+            if (keep) {
+                const int64_t slot = at + __popc(mask & ((1u << lane) - 1));
+                colind[slot] = (int32_t)j;
+                if (values != nullptr)
+                    values[slot] = v;
+            }
+            at += __popc(mask);
+        }
+    }
+}
+
+template <typename T>
+__global__ void fill_col_major(const T *data, dense_shape shape, const int64_t *rowptr, int32_t *colind, T *values) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < shape.nrows; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t at = rowptr[i];
+        for (int64_t j = 0; j < shape.ncols; j++) {
+            const T v = data[shape.offset(i, j)];
+            if (nonzero(v)) {
+                colind[at] = (int32_t)j;
+                if (values != nullptr)
+                    values[at] = v;
+                at++;
+            }
+        }
+    }
+}
+
+template <typename T> sr_status to_dense(const sr_matrix_s *A, const sr_dense *d) {
+    cudaStream_t stream = sr_cuda::stream_of(A->ctx);
+    const size_t esize = sizeof(T);
+    const int64_t inner = d->layout == SR_ROW_MAJOR ? d->ncols : d->nrows;
+    const int64_t outer = d->layout == SR_ROW_MAJOR ? d->nrows : d->ncols;
+    if (inner > 0 && outer > 0)
+        SR_CUDA_TRY(cudaMemset2DAsync(d->data, (size_t)d->ld * esize, 0, (size_t)inner * esize, (size_t)outer, stream));
+    scatter_entries<T><<<sr_cuda::blocks_for(A->nnz, 256), 256, 0, stream>>>(
+        A->rowptr, A->colind, static_cast<const T *>(A->values), A->nrows, A->nnz, shape_of(d), static_cast<T *>(d->data));
+    SR_CUDA_LAUNCHED();
+    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    return SR_SUCCESS;
+}
+
+template <typename T> sr_status from_dense(sr_context_s *ctx, const sr_dense *d, sr_matrix_s **out) {
+    cudaStream_t stream = sr_cuda::stream_of(ctx);
+    const dense_shape shape = shape_of(d);
+    const T *data = static_cast<const T *>(d->data);
+    sr_matrix_s *A = nullptr;
+    SR_TRY(sr_matrix_alloc(ctx, d->nrows, d->ncols, 0, d->type, SR_DEVICE, &A));
+    auto fail = [&](sr_status s) {
+        sr_matrix_destroy(A);
+        return s;
+    };
+    // counts go into rowptr[1..nrows]; an inclusive scan in place makes them row pointers.
+    int64_t *counts = A->rowptr + 1;
+    cudaError_t err = cudaMemsetAsync(A->rowptr, 0, sizeof(int64_t), stream);
+    if (shape.row_major)
+        count_row_major<T><<<sr_cuda::blocks_for(d->nrows * 32, 256), 256, 0, stream>>>(data, shape, counts);
+    else
+        count_col_major<T><<<sr_cuda::blocks_for(d->nrows, 256), 256, 0, stream>>>(data, shape, counts);
+    if (err == cudaSuccess)
+        err = cudaGetLastError();
+    if (err != cudaSuccess)
+        return fail(sr_cuda_fail(err, "counting dense nonzeros", __FILE__, __LINE__));
+    size_t temp_bytes = 0;
+    cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, counts, counts, d->nrows, stream);
+    sr_cuda::buffer<unsigned char> temp(ctx);
+    sr_status s = temp.allocate(temp_bytes);
+    if (s != SR_SUCCESS)
+        return fail(s);
+    err = cub::DeviceScan::InclusiveSum(temp.get(), temp_bytes, counts, counts, d->nrows, stream);
+    int64_t nnz = 0;
+    if (err == cudaSuccess)
+        err = cudaMemcpyAsync(&nnz, A->rowptr + d->nrows, sizeof nnz, cudaMemcpyDeviceToHost, stream);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(stream);
+    if (err != cudaSuccess)
+        return fail(sr_cuda_fail(err, "scanning dense row counts", __FILE__, __LINE__));
+    s = sr_matrix_alloc_entries(A, nnz);
+    if (s != SR_SUCCESS)
+        return fail(s);
+    T *values = static_cast<T *>(A->values);
+    if (shape.row_major)
+        fill_row_major<T><<<sr_cuda::blocks_for(d->nrows * 32, 256), 256, 0, stream>>>(data, shape, A->rowptr,
+                                                                                       A->colind, values);
+    else
+        fill_col_major<T><<<sr_cuda::blocks_for(d->nrows, 256), 256, 0, stream>>>(data, shape, A->rowptr, A->colind,
+                                                                                  values);
+    err = cudaGetLastError();
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(stream);
+    if (err != cudaSuccess)
+        return fail(sr_cuda_fail(err, "filling CSR from dense", __FILE__, __LINE__));
+    *out = A;
+    return SR_SUCCESS;
+}
+
+} // namespace
+
+extern "C" sr_status sr_cuda_csr_to_dense(const sr_matrix_s *A, const sr_dense *d) {
+    sr_cuda::device_guard guard(A->ctx->device);
+    switch (A->type) {
+    case SR_TYPE_BOOL: return to_dense<uint8_t>(A, d);
+    case SR_TYPE_INT32: return to_dense<int32_t>(A, d);
+    case SR_TYPE_FLOAT32: return to_dense<float>(A, d);
+    case SR_TYPE_FLOAT64: return to_dense<double>(A, d);
+    }
+    return sr_error(SR_ERROR_INTERNAL, "unknown type %d", (int)A->type);
+}
+
+extern "C" sr_status sr_cuda_dense_to_csr(sr_context_s *ctx, const sr_dense *d, sr_matrix_s **out) {
+    sr_cuda::device_guard guard(ctx->device);
+    switch (d->type) {
+    case SR_TYPE_BOOL: return from_dense<uint8_t>(ctx, d, out);
+    case SR_TYPE_INT32: return from_dense<int32_t>(ctx, d, out);
+    case SR_TYPE_FLOAT32: return from_dense<float>(ctx, d, out);
+    case SR_TYPE_FLOAT64: return from_dense<double>(ctx, d, out);
+    }
+    return sr_error(SR_ERROR_INTERNAL, "unknown type %d", (int)d->type);
+}

@@ -1,0 +1,296 @@
+// Conversions built on a stable radix sort: COO -> CSR, transpose, and CSR -> COO rows.
+#include "cuda_common.cuh"
+
+#include <cub/cub.cuh>
+
+extern "C" {
+#include "../core/types.h"
+#include "cuda.h"
+}
+
+namespace {
+
+constexpr unsigned long long kNone = ~0ull;
+constexpr int kColumnBits = 31; // column indices are < 2^31
+
+int bits_for(uint64_t max_value) {
+    int bits = 0;
+    while (bits < 64 && (max_value >> bits) != 0)
+        bits++;
+    return bits;
+}
+
+__global__ void expand_rows_kernel(const int64_t *rowptr, int64_t nrows, int64_t nnz, int64_t *rows) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < nnz; k += (int64_t)gridDim.x * blockDim.x)
+        rows[k] = sr_cuda::row_of_entry(rowptr, nrows, k);
+}
+
+__global__ void first_bad_triplet(const int64_t *rows, const int32_t *cols, int64_t nnz, int64_t nrows,
+                                  int64_t ncols, unsigned long long *first) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < nnz; k += (int64_t)gridDim.x * blockDim.x)
+        if (rows[k] < 0 || rows[k] >= nrows || cols[k] < 0 || cols[k] >= ncols)
+            atomicMin(first, (unsigned long long)k);
+}
+
+__global__ void make_keys(const int64_t *rows, const int32_t *cols, int64_t nnz, uint64_t *keys, int64_t *order) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < nnz; k += (int64_t)gridDim.x * blockDim.x) {
+        keys[k] = ((uint64_t)rows[k] << kColumnBits) | (uint64_t)cols[k];
+        order[k] = k;
+    }
+}
+
+// head[j] = 1 where a new (row, col) starts; first_dup records the first repeat.
+__global__ void mark_heads(const uint64_t *keys, int64_t nnz, int64_t *head, unsigned long long *first_dup) {
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < nnz; j += (int64_t)gridDim.x * blockDim.x) {
+        bool is_head = j == 0 || keys[j] != keys[j - 1];
+        head[j] = is_head;
+        if (!is_head)
+            atomicMin(first_dup, (unsigned long long)j);
+    }
+}
+
+// At each head j (slot = position[j] - 1): the column, and the values of its run summed in input order.
+template <typename T>
+__global__ void write_unique(const uint64_t *keys, const int64_t *order, const int64_t *position, int64_t nnz,
+                             const T *vals, int32_t *colind, T *values) {
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < nnz; j += (int64_t)gridDim.x * blockDim.x) {
+        if (j > 0 && keys[j] == keys[j - 1])
+            continue;
+        const int64_t slot = position[j] - 1;
+        colind[slot] = (int32_t)(keys[j] & ((1ull << kColumnBits) - 1));
+        if (values != nullptr) {
+            T sum = vals[order[j]];
+            for (int64_t t = j + 1; t < nnz && keys[t] == keys[j]; t++)
+                sum += vals[order[t]];
+            values[slot] = sum;
+        }
+    }
+}
+
+// rowptr[r] = output slot of the first entry of row r or later: lower_bound of r's first key.
+__global__ void rowptr_from_keys(const uint64_t *keys, const int64_t *position, int64_t nnz, int64_t nrows,
+                                 int64_t *rowptr) {
+    for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r <= nrows; r += (int64_t)gridDim.x * blockDim.x) {
+        const uint64_t key = (uint64_t)r << kColumnBits;
+        int64_t lo = 0, hi = nnz;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (keys[mid] < key)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        rowptr[r] = lo < nnz ? position[lo] - 1 : (nnz > 0 ? position[nnz - 1] : 0);
+    }
+}
+
+template <typename T>
+sr_status write_entries(sr_context_s *ctx, const uint64_t *keys, const int64_t *order, const int64_t *position,
+                        int64_t nnz, const void *vals, sr_matrix_s *A) {
+    write_unique<T><<<sr_cuda::blocks_for(nnz, 256), 256, 0, sr_cuda::stream_of(ctx)>>>(
+        keys, order, position, nnz, static_cast<const T *>(vals), A->colind, static_cast<T *>(A->values));
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+sr_status dispatch_write_entries(sr_context_s *ctx, const uint64_t *keys, const int64_t *order,
+                                 const int64_t *position, int64_t nnz, const void *vals, sr_matrix_s *A) {
+    switch (A->type) {
+    case SR_TYPE_BOOL: return write_entries<uint8_t>(ctx, keys, order, position, nnz, nullptr, A);
+    case SR_TYPE_INT32: return write_entries<int32_t>(ctx, keys, order, position, nnz, vals, A);
+    case SR_TYPE_FLOAT32: return write_entries<float>(ctx, keys, order, position, nnz, vals, A);
+    case SR_TYPE_FLOAT64: return write_entries<double>(ctx, keys, order, position, nnz, vals, A);
+    }
+    return sr_error(SR_ERROR_INTERNAL, "unknown type %d", (int)A->type);
+}
+
+template <typename T> T copy_one(const T *device_ptr) {
+    T value{};
+    cudaMemcpy(&value, device_ptr, sizeof(T), cudaMemcpyDeviceToHost);
+    return value;
+}
+
+sr_status read_flag(cudaStream_t stream, unsigned long long *flag_dev, unsigned long long *flag) {
+    SR_CUDA_TRY(cudaMemcpyAsync(flag, flag_dev, sizeof *flag, cudaMemcpyDeviceToHost, stream));
+    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    return SR_SUCCESS;
+}
+
+} // namespace
+
+extern "C" sr_status sr_cuda_expand_rows(const sr_matrix_s *A, int64_t *rows) {
+    sr_cuda::device_guard guard(A->ctx->device);
+    cudaStream_t stream = sr_cuda::stream_of(A->ctx);
+    expand_rows_kernel<<<sr_cuda::blocks_for(A->nnz, 256), 256, 0, stream>>>(A->rowptr, A->nrows, A->nnz, rows);
+    SR_CUDA_LAUNCHED();
+    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    return SR_SUCCESS;
+}
+
+extern "C" sr_status sr_cuda_coo_to_csr(sr_context_s *ctx, int64_t nrows, int64_t ncols, sr_type type, int64_t nnz,
+                                        const int64_t *rows, const int32_t *cols, const void *vals,
+                                        sr_duplicates dup, sr_matrix_s **out) {
+    sr_cuda::device_guard guard(ctx->device);
+    cudaStream_t stream = sr_cuda::stream_of(ctx);
+    const int key_bits = kColumnBits + bits_for(nrows > 0 ? (uint64_t)(nrows - 1) : 0);
+    if (key_bits > 64)
+        return sr_error(SR_ERROR_UNSUPPORTED, "device COO input supports at most 2^33 rows (%lld given)",
+                        (long long)nrows);
+
+    sr_cuda::buffer<unsigned long long> flag(ctx);
+    SR_TRY(flag.allocate(1));
+    unsigned long long first = kNone;
+    SR_CUDA_TRY(cudaMemsetAsync(flag.get(), 0xff, sizeof first, stream));
+    first_bad_triplet<<<sr_cuda::blocks_for(nnz, 256), 256, 0, stream>>>(rows, cols, nnz, nrows, ncols, flag.get());
+    SR_CUDA_LAUNCHED();
+    SR_TRY(read_flag(stream, flag.get(), &first));
+    if (first != kNone) {
+        int64_t r = copy_one(rows + first);
+        int32_t c = copy_one(cols + first);
+        if (r < 0 || r >= nrows)
+            return sr_error(SR_ERROR_INVALID_MATRIX, "row index %lld of triplet %llu is out of range [0, %lld)",
+                            (long long)r, first, (long long)nrows);
+        return sr_error(SR_ERROR_INVALID_MATRIX, "column index %d of triplet %llu is out of range [0, %lld)", (int)c,
+                        first, (long long)ncols);
+    }
+
+    sr_cuda::buffer<uint64_t> keys_in(ctx), keys(ctx);
+    sr_cuda::buffer<int64_t> order_in(ctx), order(ctx), position(ctx);
+    SR_TRY(keys_in.allocate(nnz));
+    SR_TRY(keys.allocate(nnz));
+    SR_TRY(order_in.allocate(nnz));
+    SR_TRY(order.allocate(nnz));
+    SR_TRY(position.allocate(nnz));
+    make_keys<<<sr_cuda::blocks_for(nnz, 256), 256, 0, stream>>>(rows, cols, nnz, keys_in.get(), order_in.get());
+    SR_CUDA_LAUNCHED();
+    size_t temp_bytes = 0;
+    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys_in.get(), keys.get(), order_in.get(),
+                                                order.get(), nnz, 0, key_bits, stream));
+    sr_cuda::buffer<unsigned char> temp(ctx);
+    SR_TRY(temp.allocate(temp_bytes));
+    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, keys_in.get(), keys.get(), order_in.get(),
+                                                order.get(), nnz, 0, key_bits, stream));
+
+    // Heads of runs; their inclusive sum numbers the distinct entries 1..unique.
+    int64_t *head = order_in.get(); // free again after the sort
+    SR_CUDA_TRY(cudaMemsetAsync(flag.get(), 0xff, sizeof first, stream));
+    mark_heads<<<sr_cuda::blocks_for(nnz, 256), 256, 0, stream>>>(keys.get(), nnz, head, flag.get());
+    SR_CUDA_LAUNCHED();
+    SR_TRY(read_flag(stream, flag.get(), &first));
+    if (first != kNone && dup == SR_DUPLICATES_ERROR) {
+        uint64_t key = copy_one(keys.get() + first);
+        int64_t a = copy_one(order.get() + first - 1), b = copy_one(order.get() + first);
+        return sr_error(SR_ERROR_INVALID_MATRIX, "duplicate entry (%lld, %d): triplets %lld and %lld",
+                        (long long)(key >> kColumnBits), (int)(key & ((1ull << kColumnBits) - 1)), (long long)a,
+                        (long long)b);
+    }
+    size_t scan_bytes = 0;
+    SR_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, head, position.get(), nnz, stream));
+    if (scan_bytes > temp_bytes) {
+        SR_TRY(temp.allocate(scan_bytes));
+        temp_bytes = scan_bytes;
+    }
+    SR_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp.get(), temp_bytes, head, position.get(), nnz, stream));
+    int64_t unique = 0;
+    if (nnz > 0) {
+        SR_CUDA_TRY(cudaMemcpyAsync(&unique, position.get() + nnz - 1, sizeof unique, cudaMemcpyDeviceToHost, stream));
+        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    }
+
+    sr_matrix_s *A = nullptr;
+    SR_TRY(sr_matrix_alloc(ctx, nrows, ncols, unique, type, SR_DEVICE, &A));
+    sr_status s = dispatch_write_entries(ctx, keys.get(), order.get(), position.get(), nnz, vals, A);
+    if (s == SR_SUCCESS) {
+        rowptr_from_keys<<<sr_cuda::blocks_for(nrows + 1, 256), 256, 0, stream>>>(keys.get(), position.get(), nnz,
+                                                                                   nrows, A->rowptr);
+        cudaError_t err = cudaGetLastError();
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(stream);
+        if (err != cudaSuccess)
+            s = sr_cuda_fail(err, "rowptr_from_keys", __FILE__, __LINE__);
+    }
+    if (s != SR_SUCCESS) {
+        sr_matrix_destroy(A);
+        return s;
+    }
+    *out = A;
+    return SR_SUCCESS;
+}
+
+namespace {
+
+__global__ void iota(int64_t n, int64_t *out) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
+        out[k] = k;
+}
+
+// rowptr[c] = lower_bound(sorted columns, c).
+__global__ void rowptr_from_sorted(const int32_t *sorted, int64_t nnz, int64_t ncols, int64_t *rowptr) {
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c <= ncols; c += (int64_t)gridDim.x * blockDim.x) {
+        int64_t lo = 0, hi = nnz;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (sorted[mid] < c)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        rowptr[c] = lo;
+    }
+}
+
+template <typename T>
+__global__ void gather_transposed(const int64_t *rowptr, int64_t nrows, const T *values, const int64_t *order,
+                                  int64_t nnz, int32_t *out_cols, T *out_values) {
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < nnz; j += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t k = order[j];
+        out_cols[j] = (int32_t)sr_cuda::row_of_entry(rowptr, nrows, k);
+        if (out_values != nullptr)
+            out_values[j] = values[k];
+    }
+}
+
+template <typename T> sr_status gather(const sr_matrix_s *A, const int64_t *order, sr_matrix_s *AT) {
+    gather_transposed<T><<<sr_cuda::blocks_for(A->nnz, 256), 256, 0, sr_cuda::stream_of(A->ctx)>>>(
+        A->rowptr, A->nrows, static_cast<const T *>(A->values), order, A->nnz, AT->colind,
+        static_cast<T *>(AT->values));
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+} // namespace
+
+extern "C" sr_status sr_cuda_transpose(const sr_matrix_s *A, sr_matrix_s *AT) {
+    sr_context_s *ctx = A->ctx;
+    sr_cuda::device_guard guard(ctx->device);
+    cudaStream_t stream = sr_cuda::stream_of(ctx);
+    const int64_t nnz = A->nnz;
+    const int end_bit = bits_for(A->ncols > 0 ? (uint64_t)(A->ncols - 1) : 0);
+
+    // Stable sort of entry numbers by column: within a column, rows stay ascending.
+    sr_cuda::buffer<int32_t> sorted_cols(ctx);
+    sr_cuda::buffer<int64_t> order_in(ctx), order(ctx);
+    SR_TRY(sorted_cols.allocate(nnz));
+    SR_TRY(order_in.allocate(nnz));
+    SR_TRY(order.allocate(nnz));
+    iota<<<sr_cuda::blocks_for(nnz, 256), 256, 0, stream>>>(nnz, order_in.get());
+    SR_CUDA_LAUNCHED();
+    size_t temp_bytes = 0;
+    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, A->colind, sorted_cols.get(), order_in.get(),
+                                                order.get(), nnz, 0, end_bit > 0 ? end_bit : 1, stream));
+    sr_cuda::buffer<unsigned char> temp(ctx);
+    SR_TRY(temp.allocate(temp_bytes));
+    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, A->colind, sorted_cols.get(), order_in.get(),
+                                                order.get(), nnz, 0, end_bit > 0 ? end_bit : 1, stream));
+    rowptr_from_sorted<<<sr_cuda::blocks_for(A->ncols + 1, 256), 256, 0, stream>>>(sorted_cols.get(), nnz, A->ncols,
+                                                                                    AT->rowptr);
+    SR_CUDA_LAUNCHED();
+    switch (A->type) {
+    case SR_TYPE_BOOL: SR_TRY(gather<uint8_t>(A, order.get(), AT)); break;
+    case SR_TYPE_INT32: SR_TRY(gather<int32_t>(A, order.get(), AT)); break;
+    case SR_TYPE_FLOAT32: SR_TRY(gather<float>(A, order.get(), AT)); break;
+    case SR_TYPE_FLOAT64: SR_TRY(gather<double>(A, order.get(), AT)); break;
+    }
+    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    return SR_SUCCESS;
+}

@@ -1,0 +1,57 @@
+/* Core's device API when sparsering is built without CUDA: no device, clear messages. */
+#include "../core/device_api.h"
+#include "../core/error.h"
+#include "cuda.h"
+
+static sr_status no_cuda(void)
+{
+    return sr_error(SR_ERROR_NO_DEVICE, "this build of sparsering has no CUDA support (rebuild with nvcc on PATH)");
+}
+
+bool sr_device_built(void) { return false; }
+sr_status sr_device_check(int device) { (void)device; return no_cuda(); }
+sr_status sr_device_stream_create(int device, void **stream) { (void)device; *stream = NULL; return no_cuda(); }
+void sr_device_stream_destroy(int device, void *stream) { (void)device; (void)stream; }
+sr_status sr_device_synchronize(int device, void *stream) { (void)device; (void)stream; return SR_SUCCESS; }
+sr_status sr_device_malloc(int device, size_t bytes, void **ptr) { (void)device; (void)bytes; *ptr = NULL; return no_cuda(); }
+void sr_device_free(int device, void *ptr) { (void)device; (void)ptr; }
+sr_status sr_device_free_bytes(int device, size_t *free_bytes) { (void)device; *free_bytes = 0; return no_cuda(); }
+sr_status sr_device_memcpy(int device, void *stream, void *dst, sr_location dst_loc, const void *src,
+                           sr_location src_loc, size_t bytes)
+{
+    (void)device; (void)stream; (void)dst; (void)dst_loc; (void)src; (void)src_loc; (void)bytes;
+    return no_cuda();
+}
+sr_status sr_device_memcpy2d(int device, void *stream, void *dst, size_t dst_pitch, sr_location dst_loc,
+                             const void *src, size_t src_pitch, sr_location src_loc, size_t width, size_t rows)
+{
+    (void)device; (void)stream; (void)dst; (void)dst_pitch; (void)dst_loc; (void)src; (void)src_pitch;
+    (void)src_loc; (void)width; (void)rows;
+    return no_cuda();
+}
+sr_status sr_device_pointer_location(const void *ptr, sr_location *loc) { (void)ptr; *loc = SR_HOST; return no_cuda(); }
+
+/* The kernels: unreachable without device matrices, which cannot be made here. */
+sr_status sr_cuda_check_csr(struct sr_context_s *ctx, const int64_t *rowptr, const int32_t *colind, int64_t nrows,
+                            int64_t ncols, int64_t nnz)
+{
+    (void)ctx; (void)rowptr; (void)colind; (void)nrows; (void)ncols; (void)nnz;
+    return no_cuda();
+}
+sr_status sr_cuda_expand_rows(const struct sr_matrix_s *A, int64_t *rows) { (void)A; (void)rows; return no_cuda(); }
+sr_status sr_cuda_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t ncols, sr_type type, int64_t nnz,
+                             const int64_t *rows, const int32_t *cols, const void *vals, sr_duplicates dup,
+                             struct sr_matrix_s **out)
+{
+    (void)ctx; (void)nrows; (void)ncols; (void)type; (void)nnz; (void)rows; (void)cols; (void)vals; (void)dup;
+    (void)out;
+    return no_cuda();
+}
+sr_status sr_cuda_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT) { (void)A; (void)AT; return no_cuda(); }
+sr_status sr_cuda_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d) { (void)A; (void)d; return no_cuda(); }
+sr_status sr_cuda_dense_to_csr(struct sr_context_s *ctx, const sr_dense *d, struct sr_matrix_s **out)
+{
+    (void)ctx; (void)d; (void)out;
+    return no_cuda();
+}
+sr_status sr_cuda_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B) { (void)A; (void)B; return no_cuda(); }

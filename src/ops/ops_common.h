@@ -1,0 +1,12 @@
+/* Checks shared by the public entry points in src/ops. */
+#ifndef SR_OPS_COMMON_H
+#define SR_OPS_COMMON_H
+
+#include "../core/error.h"
+#include "../core/matrix.h"
+#include "../core/validate.h"
+
+/* ctx and A are usable together: both non-NULL, and a device matrix is on ctx's device. */
+sr_status sr_ops_check_matrix(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *A);
+
+#endif

@@ -1,0 +1,273 @@
+/* The CUDA backend against the CPU backend: every conversion must give the identical matrix,
+ * and device validation the same messages as the host. Skips (exit 77) with the reason when
+ * sparsering has no CUDA backend or no GPU is usable. */
+#include "test_util.h"
+
+#ifndef SR_TEST_HAVE_CUDA
+int main(void)
+{
+    printf("SKIP test_cuda: this build has no CUDA backend (nvcc was not found)\n");
+    return SR_TEST_SKIP;
+}
+#else
+#include <cuda_runtime.h>
+
+static sr_context gpu, cpu;
+
+/* A device copy of a host array (NULL for zero bytes). */
+static void *upload(const void *host, size_t bytes)
+{
+    void *d = NULL;
+    if (bytes == 0)
+        return NULL;
+    if (cudaMalloc(&d, bytes) != cudaSuccess || cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+        fprintf(stderr, "upload of %zu bytes failed\n", bytes);
+        exit(2);
+    }
+    return d;
+}
+
+static void check_same(sr_matrix device_result, sr_matrix host_result, const char *what, const test_csr *m)
+{
+    bool same = false;
+    if (device_result && host_result)
+        CHECK_OK(sr_matrix_equal(gpu, device_result, host_result, &same));
+    CHECK(same, "%s: device and host differ (%lld x %lld, %lld nnz, %s)", what, (long long)m->nrows,
+          (long long)m->ncols, (long long)m->nnz, sr_type_name(m->type));
+}
+
+static void shuffle_triplets(int64_t *rows, int32_t *cols, char *vals, size_t es, int64_t nnz)
+{
+    for (int64_t k = nnz - 1; k > 0; k--) {
+        int64_t j = test_below(k + 1);
+        int64_t tr = rows[k]; rows[k] = rows[j]; rows[j] = tr;
+        int32_t tc = cols[k]; cols[k] = cols[j]; cols[j] = tc;
+        char tmp[8];
+        memcpy(tmp, vals + k * es, es); memcpy(vals + k * es, vals + j * es, es); memcpy(vals + j * es, tmp, es);
+    }
+}
+
+static void test_matrix_on_device(const test_csr *m)
+{
+    size_t es = sr_type_size(m->type), vbytes = m->type == SR_TYPE_BOOL ? 0 : (size_t)m->nnz * es;
+    int64_t nnz = m->nnz;
+    sr_matrix H = test_make_matrix(cpu, m), D = NULL;
+
+    /* from device CSR arrays, validated on the device */
+    int64_t *drp = upload(m->rowptr, (size_t)(m->nrows + 1) * sizeof(int64_t));
+    int32_t *dci = upload(m->colind, (size_t)nnz * sizeof(int32_t));
+    void *dv = upload(m->values, vbytes);
+    CHECK_OK(sr_matrix_from_csr(gpu, &D, m->nrows, m->ncols, m->type, drp, dci, dv, SR_DEVICE));
+    check_same(D, H, "from_csr(device)", m);
+    if (!D)
+        return;
+    sr_matrix_info info;
+    sr_matrix_get_info(D, &info);
+    CHECK(info.location == SR_DEVICE && info.nnz == nnz && info.device == 0, "device matrix info");
+
+    /* host <-> device copies */
+    sr_matrix D2 = NULL, H2 = NULL;
+    CHECK_OK(sr_matrix_copy_to(gpu, H, SR_DEVICE, &D2));
+    CHECK_OK(sr_matrix_copy_to(gpu, D2, SR_HOST, &H2));
+    check_same(D2, H, "copy_to(device)", m);
+    check_same(H2, H, "copy_to(host)", m);
+    sr_matrix_free(D2);
+    sr_matrix_free(H2);
+
+    /* transpose */
+    sr_matrix DT = NULL, HT = NULL;
+    CHECK_OK(sr_matrix_transpose(gpu, D, &DT));
+    CHECK_OK(sr_matrix_transpose(cpu, H, &HT));
+    check_same(DT, HT, "transpose", m);
+    sr_matrix_free(DT);
+    sr_matrix_free(HT);
+
+    /* COO export into device memory, shuffled, rebuilt on the device; also with duplicates */
+    int64_t *rows = malloc((size_t)(2 * nnz + 1) * sizeof *rows);
+    int32_t *cols = malloc((size_t)(2 * nnz + 1) * sizeof *cols);
+    char *vals = malloc((size_t)(2 * nnz + 1) * es);
+    int64_t *drows = upload(rows, (size_t)nnz * sizeof(int64_t));
+    int32_t *dcols = upload(cols, (size_t)nnz * sizeof(int32_t));
+    void *dvals = upload(vals, vbytes);
+    CHECK_OK(sr_matrix_export_coo(gpu, D, drows, dcols, dvals, SR_DEVICE));
+    cudaMemcpy(rows, drows, (size_t)nnz * sizeof(int64_t), cudaMemcpyDeviceToHost);
+    cudaMemcpy(cols, dcols, (size_t)nnz * sizeof(int32_t), cudaMemcpyDeviceToHost);
+    if (vbytes)
+        cudaMemcpy(vals, dvals, vbytes, cudaMemcpyDeviceToHost);
+    bool ok = true;
+    for (int64_t i = 0; i < m->nrows; i++)
+        for (int64_t k = m->rowptr[i]; k < m->rowptr[i + 1]; k++)
+            ok &= rows[k] == i && cols[k] == m->colind[k];
+    CHECK(ok, "device COO export differs from the input");
+    cudaFree(drows);
+    cudaFree(dcols);
+    cudaFree(dvals);
+    for (int dup = 0; dup < 2; dup++) {
+        if (dup) { /* every entry twice, shuffled */
+            CHECK_OK(sr_matrix_export_coo(cpu, H, rows, cols, vals, SR_HOST));
+            memcpy(rows + nnz, rows, (size_t)nnz * sizeof *rows);
+            memcpy(cols + nnz, cols, (size_t)nnz * sizeof *cols);
+            memcpy(vals + nnz * es, vals, (size_t)nnz * es);
+            shuffle_triplets(rows, cols, vals, es, 2 * nnz);
+        }
+        int64_t count = dup ? 2 * nnz : nnz;
+        if (!dup) { /* the first nnz shuffled triplets may hold repeats: take a fresh export, shuffled */
+            CHECK_OK(sr_matrix_export_coo(cpu, H, rows, cols, vals, SR_HOST));
+            shuffle_triplets(rows, cols, vals, es, nnz);
+        }
+        drows = upload(rows, (size_t)count * sizeof(int64_t));
+        dcols = upload(cols, (size_t)count * sizeof(int32_t));
+        dvals = upload(vals, m->type == SR_TYPE_BOOL ? 0 : (size_t)count * es);
+        sr_matrix DC = NULL, HC = NULL;
+        sr_duplicates policy = dup ? SR_DUPLICATES_SUM : SR_DUPLICATES_ERROR;
+        CHECK_OK(sr_matrix_from_coo(gpu, &DC, m->nrows, m->ncols, m->type, count, drows, dcols, dvals, policy,
+                                    SR_DEVICE));
+        CHECK_OK(sr_matrix_from_coo(cpu, &HC, m->nrows, m->ncols, m->type, count, rows, cols, vals, policy, SR_HOST));
+        check_same(DC, HC, dup ? "from_coo(device, summed duplicates)" : "from_coo(device)", m);
+        if (dup && nnz > 0) {
+            sr_matrix none = NULL;
+            sr_status s = sr_matrix_from_coo(gpu, &none, m->nrows, m->ncols, m->type, count, drows, dcols, dvals,
+                                             SR_DUPLICATES_ERROR, SR_DEVICE);
+            CHECK(s == SR_ERROR_INVALID_MATRIX && strstr(sr_last_error(), "duplicate entry") && none == NULL,
+                  "device duplicates not rejected: %s", sr_last_error());
+        }
+        sr_matrix_free(DC);
+        sr_matrix_free(HC);
+        cudaFree(drows);
+        cudaFree(dcols);
+        cudaFree(dvals);
+    }
+    free(rows);
+    free(cols);
+    free(vals);
+
+    /* dense: into host and device views, both layouts, padded; device dense back to CSR */
+    for (int layout = 0; layout < 2; layout++) {
+        sr_dense hv = sr_dense_view(NULL, m->nrows, m->ncols, m->type, (sr_layout)layout, SR_HOST);
+        hv.ld += 2;
+        int64_t outer = layout == SR_ROW_MAJOR ? m->nrows : m->ncols;
+        size_t bytes = (size_t)(outer * hv.ld) * es;
+        hv.data = malloc(bytes + es);
+        memset(hv.data, 0x5a, bytes + es);
+        sr_dense dvw = hv;
+        dvw.location = SR_DEVICE;
+        dvw.data = upload(hv.data, bytes); /* poisoned too */
+        CHECK_OK(sr_matrix_export_dense(gpu, D, &hv));
+        CHECK_OK(sr_matrix_export_dense(gpu, D, &dvw));
+        ok = true;
+        for (int64_t i = 0; i < m->nrows; i++)
+            for (int64_t j = 0; j < m->ncols; j++)
+                ok &= test_dense_at(&hv, i, j) == test_csr_at(m, i, j);
+        CHECK(ok, "device dense export into host memory differs (layout %d)", layout);
+        void *back = malloc(bytes + es);
+        if (bytes)
+            cudaMemcpy(back, dvw.data, bytes, cudaMemcpyDeviceToHost);
+        CHECK(bytes == 0 || memcmp(back, hv.data, bytes) == 0,
+              "device dense export into device memory differs (layout %d)", layout);
+        free(back);
+        sr_matrix DD = NULL;
+        CHECK_OK(sr_matrix_from_dense(gpu, &DD, &dvw));
+        check_same(DD, H, "from_dense(device)", m);
+        sr_matrix_free(DD);
+        cudaFree(dvw.data);
+        free(hv.data);
+    }
+
+    /* cast */
+    for (int t = 0; t < 4; t++) {
+        sr_matrix DC = NULL, HC = NULL;
+        CHECK_OK(sr_matrix_cast(gpu, D, test_all_types[t], &DC));
+        CHECK_OK(sr_matrix_cast(cpu, H, test_all_types[t], &HC));
+        check_same(DC, HC, "cast", m);
+        sr_matrix_free(DC);
+        sr_matrix_free(HC);
+    }
+    cudaFree(drp);
+    cudaFree(dci);
+    cudaFree(dv);
+    sr_matrix_free(D);
+    sr_matrix_free(H);
+}
+
+/* Device validation names the same row and entry as the host check. */
+static void test_device_validation(void)
+{
+    int64_t rp[] = {0, 2, 3, 5};
+    int32_t unsorted[] = {0, 2, 1, 3, 0};
+    int64_t decreasing[] = {0, 3, 2, 5};
+    int32_t ci[] = {0, 2, 1, 0, 3};
+    int32_t out_of_range[] = {0, 2, 9, 0, 3};
+    struct {
+        const int64_t *rp;
+        const int32_t *ci;
+        const char *message;
+    } cases[] = {
+        {rp, unsorted, "column indices of row 2 are not sorted: 0 follows 3 (entry 4)"},
+        {decreasing, ci, "row pointers decrease at row 1: rowptr[1] = 3 > rowptr[2] = 2"},
+        {rp, out_of_range, "column index 9 of row 1 (entry 2) is out of range [0, 4)"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t *drp = upload(cases[c].rp, sizeof rp);
+        int32_t *dci = upload(cases[c].ci, sizeof ci);
+        sr_matrix A = NULL;
+        CHECK_FAILS(sr_matrix_from_csr(gpu, &A, 3, 4, SR_TYPE_BOOL, drp, dci, NULL, SR_DEVICE), SR_ERROR_INVALID_MATRIX,
+                    cases[c].message);
+        CHECK(A == NULL, "failed device construction made a matrix");
+        cudaFree(drp);
+        cudaFree(dci);
+    }
+}
+
+/* A large power-law matrix: multi-block kernels, long rows, and memory accounting. */
+static void test_large(void)
+{
+    test_csr m = test_random_csr(200000, 50000, 24, SR_TYPE_FLOAT32);
+    size_t before = 0, peak = 0, after = 0;
+    sr_context_device_memory(gpu, &before, NULL);
+    sr_context_reset_peak_memory(gpu);
+    sr_matrix H = test_make_matrix(cpu, &m), D = NULL, DT = NULL, HT = NULL;
+    CHECK_OK(sr_matrix_copy_to(gpu, H, SR_DEVICE, &D));
+    if (D) {
+        CHECK_OK(sr_matrix_transpose(gpu, D, &DT));
+        CHECK_OK(sr_matrix_transpose(cpu, H, &HT));
+        check_same(DT, HT, "large transpose", &m);
+    }
+    sr_context_device_memory(gpu, NULL, &peak);
+    size_t matrix_bytes = (size_t)(m.nrows + 1) * 8 + (size_t)m.nnz * 8;
+    CHECK(peak >= 2 * matrix_bytes, "peak device memory %zu is below two matrices (%zu)", peak, 2 * matrix_bytes);
+    sr_matrix_free(D);
+    sr_matrix_free(DT);
+    sr_context_device_memory(gpu, &after, NULL);
+    CHECK(after == before, "device memory not returned: %zu before, %zu after", before, after);
+    printf("large: %lld x %lld, %lld nnz, peak device memory %.1f MB\n", (long long)m.nrows, (long long)m.ncols,
+           (long long)m.nnz, peak / 1e6);
+    sr_matrix_free(H);
+    sr_matrix_free(HT);
+    test_csr_free(&m);
+}
+
+int main(void)
+{
+    test_seed("test_cuda");
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CUDA;
+    if (sr_context_create(&gpu, &o) != SR_SUCCESS) {
+        printf("SKIP test_cuda: %s\n", sr_last_error());
+        return SR_TEST_SKIP;
+    }
+    o.backend = SR_BACKEND_CPU;
+    CHECK_OK(sr_context_create(&cpu, &o));
+    test_device_validation();
+    for (size_t s = 0; s < sizeof test_shapes / sizeof test_shapes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+            test_csr m = test_random_csr(test_shapes[s].nrows, test_shapes[s].ncols, test_shapes[s].degree,
+                                         test_all_types[t]);
+            test_matrix_on_device(&m);
+            test_csr_free(&m);
+        }
+    test_large();
+    sr_context_destroy(gpu);
+    sr_context_destroy(cpu);
+    return test_finish("test_cuda");
+}
+#endif

@@ -1,0 +1,207 @@
+/* A small test harness: printed seeds, checks that keep going, random skewed matrices. */
+#ifndef SR_TEST_UTIL_H
+#define SR_TEST_UTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sparsering.h"
+
+#define SR_TEST_SKIP 77 /* ctest's SKIP_RETURN_CODE */
+
+static int test_failures = 0;
+static uint64_t test_rng_state = 1;
+
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            test_failures++;                                                  \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n");                                            \
+        }                                                                     \
+    } while (0)
+
+#define CHECK_OK(expr)                                                                        \
+    do {                                                                                      \
+        sr_status check_ok_s_ = (expr);                                                       \
+        CHECK(check_ok_s_ == SR_SUCCESS, "%s: %s", sr_status_name(check_ok_s_), sr_last_error()); \
+    } while (0)
+
+/* The call fails with `status` and its message contains `needle`. */
+#define CHECK_FAILS(expr, status, needle)                                                          \
+    do {                                                                                           \
+        sr_status check_fails_s_ = (expr);                                                         \
+        CHECK(check_fails_s_ == (status), "got %s (%s), expected %s", sr_status_name(check_fails_s_), \
+              sr_last_error(), #status);                                                           \
+        CHECK(strstr(sr_last_error(), (needle)) != NULL, "message '%s' lacks '%s'", sr_last_error(), (needle)); \
+    } while (0)
+
+static inline uint64_t test_rand(void)
+{
+    uint64_t x = test_rng_state; /* xorshift64* */
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    test_rng_state = x;
+    return x * 2685821657736338717ull;
+}
+
+static inline double test_uniform(void) { return (double)(test_rand() >> 11) / 9007199254740992.0; }
+static inline int64_t test_below(int64_t n) { return n > 0 ? (int64_t)(test_rand() % (uint64_t)n) : 0; }
+
+/* Seeds from SR_TEST_SEED or the clock, and prints how to rerun. */
+static inline void test_seed(const char *name)
+{
+    const char *env = getenv("SR_TEST_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
+    if (seed == 0)
+        seed = 1;
+    test_rng_state = seed;
+    printf("%s: seed %llu (rerun with SR_TEST_SEED=%llu)\n", name, (unsigned long long)seed,
+           (unsigned long long)seed);
+}
+
+static inline int test_finish(const char *name)
+{
+    if (test_failures) {
+        printf("%s: %d check%s FAILED\n", name, test_failures, test_failures == 1 ? "" : "s");
+        return 1;
+    }
+    printf("%s: all checks passed\n", name);
+    return 0;
+}
+
+/* A host CSR drawn at random: power-law row degrees (a few very long rows), some empty rows,
+ * columns drawn from a skewed popularity so some columns stay empty. Values are nonzero. */
+typedef struct {
+    int64_t nrows, ncols, nnz;
+    sr_type type;
+    int64_t *rowptr;
+    int32_t *colind;
+    void *values; /* NULL for bool */
+} test_csr;
+
+static inline void test_random_value(sr_type type, void *values, int64_t k)
+{
+    double sign = test_below(2) ? 1.0 : -1.0;
+    switch (type) {
+    case SR_TYPE_BOOL: break;
+    case SR_TYPE_INT32: ((int32_t *)values)[k] = (int32_t)(sign * (double)(1 + test_below(1000))); break;
+    case SR_TYPE_FLOAT32: ((float *)values)[k] = (float)(sign * (0.25 + test_uniform())); break;
+    case SR_TYPE_FLOAT64: ((double *)values)[k] = sign * (0.25 + test_uniform()); break;
+    }
+}
+
+static inline test_csr test_random_csr(int64_t nrows, int64_t ncols, double mean_degree, sr_type type)
+{
+    test_csr m = {nrows, ncols, 0, type, NULL, NULL, NULL};
+    m.rowptr = calloc((size_t)nrows + 1, sizeof(int64_t));
+    for (int64_t i = 0; i < nrows; i++) {
+        int64_t d = 0;
+        if (ncols > 0 && test_below(8) != 0) { /* 1 in 8 rows empty */
+            double u = test_uniform();
+            d = (int64_t)(mean_degree * 0.5 / pow(1.0 - u * 0.999, 0.7)); /* heavy tail */
+            if (d > ncols)
+                d = ncols;
+        }
+        m.rowptr[i + 1] = m.rowptr[i] + d;
+    }
+    m.nnz = m.rowptr[nrows];
+    m.colind = malloc((size_t)(m.nnz ? m.nnz : 1) * sizeof(int32_t));
+    size_t vsize = sr_type_size(type);
+    m.values = type == SR_TYPE_BOOL ? NULL : malloc((size_t)(m.nnz ? m.nnz : 1) * vsize);
+    unsigned char *used = calloc((size_t)(ncols ? ncols : 1), 1);
+    for (int64_t i = 0; i < nrows; i++) {
+        int64_t start = m.rowptr[i], d = m.rowptr[i + 1] - start;
+        if (d * 2 > ncols) { /* dense row: take every column, then drop at random */
+            int64_t n = 0;
+            for (int64_t c = 0; c < ncols && n < d; c++)
+                if (test_below(ncols - c) < d - n)
+                    m.colind[start + n++] = (int32_t)c;
+        } else { /* sparse row: skewed columns, rejecting repeats, then sort */
+            for (int64_t n = 0; n < d;) {
+                double u = test_uniform();
+                int32_t c = (int32_t)((double)ncols * u * u);
+                if (c >= ncols || used[c])
+                    continue;
+                used[c] = 1;
+                m.colind[start + n++] = c;
+            }
+            for (int64_t a = 0; a < d; a++) {
+                used[m.colind[start + a]] = 0;
+                for (int64_t b = a; b > 0 && m.colind[start + b] < m.colind[start + b - 1]; b--) {
+                    int32_t t = m.colind[start + b];
+                    m.colind[start + b] = m.colind[start + b - 1];
+                    m.colind[start + b - 1] = t;
+                }
+            }
+        }
+        for (int64_t k = start; k < start + d; k++)
+            test_random_value(type, m.values, k);
+    }
+    free(used);
+    return m;
+}
+
+static inline void test_csr_free(test_csr *m)
+{
+    free(m->rowptr);
+    free(m->colind);
+    free(m->values);
+}
+
+/* Element (i, j) of a test CSR, by linear search (the reference). */
+static inline double test_csr_at(const test_csr *m, int64_t i, int64_t j)
+{
+    for (int64_t k = m->rowptr[i]; k < m->rowptr[i + 1]; k++)
+        if (m->colind[k] == j) {
+            switch (m->type) {
+            case SR_TYPE_BOOL: return 1.0;
+            case SR_TYPE_INT32: return ((int32_t *)m->values)[k];
+            case SR_TYPE_FLOAT32: return ((float *)m->values)[k];
+            case SR_TYPE_FLOAT64: return ((double *)m->values)[k];
+            }
+        }
+    return 0.0;
+}
+
+static inline double test_dense_at(const sr_dense *d, int64_t i, int64_t j)
+{
+    size_t at = d->layout == SR_ROW_MAJOR ? (size_t)(i * d->ld + j) : (size_t)(j * d->ld + i);
+    switch (d->type) {
+    case SR_TYPE_BOOL: return ((uint8_t *)d->data)[at];
+    case SR_TYPE_INT32: return ((int32_t *)d->data)[at];
+    case SR_TYPE_FLOAT32: return ((float *)d->data)[at];
+    case SR_TYPE_FLOAT64: return ((double *)d->data)[at];
+    }
+    return NAN;
+}
+
+static inline sr_matrix test_make_matrix(sr_context ctx, const test_csr *m)
+{
+    sr_matrix A = NULL;
+    sr_status s = sr_matrix_from_csr(ctx, &A, m->nrows, m->ncols, m->type, m->rowptr, m->colind, m->values, SR_HOST);
+    if (s != SR_SUCCESS) {
+        fprintf(stderr, "cannot build a test matrix: %s\n", sr_last_error());
+        exit(2);
+    }
+    return A;
+}
+
+static const sr_type test_all_types[] = {SR_TYPE_BOOL, SR_TYPE_INT32, SR_TYPE_FLOAT32, SR_TYPE_FLOAT64};
+
+/* Shapes every conversion test runs over: empty, degenerate and skewed. */
+typedef struct {
+    int64_t nrows, ncols;
+    double degree;
+} test_shape;
+
+static const test_shape test_shapes[] = {
+    {0, 0, 0}, {0, 7, 0}, {7, 0, 0}, {1, 1, 1}, {1, 40, 30}, {40, 1, 1}, {33, 17, 3}, {300, 200, 6}, {2000, 900, 12},
+};
+
+#endif

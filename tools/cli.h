@@ -1,0 +1,31 @@
+/* Shared pieces of the sparsering command-line program. */
+#ifndef SR_CLI_H
+#define SR_CLI_H
+
+#include "sparsering.h"
+
+/* Exit codes (documented in --help and README). */
+enum {
+    CLI_OK = 0,
+    CLI_FAILED = 1,      /* the operation failed */
+    CLI_USAGE = 2,       /* bad command line */
+    CLI_BAD_INPUT = 3,   /* an input file could not be read or is malformed */
+    CLI_NO_DEVICE = 4    /* --backend cuda, but no usable GPU */
+};
+
+typedef struct {
+    sr_backend backend;
+    int threads;
+} cli_globals;
+
+/* Prints "sparsering: <what>: <library message>" and returns the exit code for status. */
+int cli_fail(sr_status status, const char *what);
+/* Creates the context the global options ask for. */
+int cli_context(const cli_globals *g, sr_context *ctx);
+double cli_seconds(void);
+
+int cmd_info(const cli_globals *g, int argc, char **argv);
+int cmd_convert(const cli_globals *g, int argc, char **argv);
+int cmd_demo(const cli_globals *g, int argc, char **argv);
+
+#endif

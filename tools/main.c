@@ -1,0 +1,111 @@
+/* sparsering: the command-line program. Subcommands live in cmd_*.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: sparsering [--backend auto|cpu|cuda] [--threads N] COMMAND [ARGS]\n"
+            "\n"
+            "commands:\n"
+            "  info FILE.mtx[.gz]              shape, entries, type, degrees and memory of a Matrix Market file\n"
+            "  convert IN.mtx OUT.mtx[.gz]     rewrite a matrix: --type bool|int32|float32|float64, --transpose,\n"
+            "                                  --symmetric, --array, --comment TEXT\n"
+            "  demo [--rows N --cols N --degree D --seed S]\n"
+            "                                  build a random power-law matrix and time the basics on CPU and GPU\n"
+            "  version                         print the library version\n"
+            "\n"
+            "exit codes: 0 success, 1 the operation failed, 2 bad command line, 3 unreadable or malformed\n"
+            "input file, 4 the CUDA backend was asked for but no GPU is usable.\n"
+            "SPARSERING_BACKEND=cpu|cuda sets the default backend.\n");
+}
+
+double cli_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int cli_fail(sr_status status, const char *what)
+{
+    fprintf(stderr, "sparsering: %s: %s\n", what, sr_last_error());
+    switch (status) {
+    case SR_ERROR_IO:
+    case SR_ERROR_PARSE: return CLI_BAD_INPUT;
+    case SR_ERROR_NO_DEVICE: return CLI_NO_DEVICE;
+    case SR_ERROR_INVALID_ARGUMENT: return CLI_USAGE;
+    default: return CLI_FAILED;
+    }
+}
+
+int cli_context(const cli_globals *g, sr_context *ctx)
+{
+    sr_context_options o = sr_context_options_default();
+    o.backend = g->backend;
+    o.threads = g->threads;
+    sr_status s = sr_context_create(ctx, &o);
+    return s == SR_SUCCESS ? CLI_OK : cli_fail(s, "cannot start");
+}
+
+int main(int argc, char **argv)
+{
+    cli_globals g = {SR_BACKEND_AUTO, 0};
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return CLI_OK;
+        } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            const char *b = argv[++i];
+            if (strcmp(b, "auto") == 0)
+                g.backend = SR_BACKEND_AUTO;
+            else if (strcmp(b, "cpu") == 0)
+                g.backend = SR_BACKEND_CPU;
+            else if (strcmp(b, "cuda") == 0 || strcmp(b, "gpu") == 0)
+                g.backend = SR_BACKEND_CUDA;
+            else {
+                fprintf(stderr, "sparsering: unknown backend '%s' (auto, cpu or cuda)\n", b);
+                return CLI_USAGE;
+            }
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            g.threads = atoi(argv[++i]);
+            if (g.threads < 0) {
+                fprintf(stderr, "sparsering: --threads must be >= 0\n");
+                return CLI_USAGE;
+            }
+        } else {
+            fprintf(stderr, "sparsering: unknown option '%s'\n\n", argv[i]);
+            usage(stderr);
+            return CLI_USAGE;
+        }
+    }
+    if (i == argc) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[i];
+    int sub_argc = argc - i;
+    char **sub_argv = argv + i;
+    if (strcmp(cmd, "info") == 0)
+        return cmd_info(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "convert") == 0)
+        return cmd_convert(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "demo") == 0)
+        return cmd_demo(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "version") == 0) {
+        printf("sparsering %s\n", sr_version_string());
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    fprintf(stderr, "sparsering: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return CLI_USAGE;
+}
