@@ -260,6 +260,8 @@ static sr_status append(parser *p, int64_t i, int64_t j, const char *value)
     o->lines[at] = sr_line_reader_line(p->reader);
     if (value)
         SR_TRY(store_value(p, value, at));
+    else if (p->type != SR_TYPE_BOOL)
+        SR_TRY(store_value(p, p->integer ? "1" : "1.0", at)); /* a pattern entry read as numbers is a 1 */
     o->count++;
     if (mirror) {
         o->rows[at + 1] = j;

@@ -1,0 +1,49 @@
+#!/bin/sh
+# The command-line program: exit codes, info, convert round trips, demo.
+# usage: test_cli.sh PATH/TO/sparsering TMPDIR [DATA_DIR]
+cli="$1"; tmp="$2/cli_$$"; data="$3"
+mkdir -p "$tmp"
+failures=0
+expect() { # expect CODE command...
+    want="$1"; shift
+    "$@" >"$tmp/out" 2>"$tmp/err"; got=$?
+    if [ "$got" -ne "$want" ]; then
+        echo "FAIL: '$*' exited $got, expected $want"; cat "$tmp/err"; failures=$((failures + 1))
+    fi
+}
+expect 0 "$cli" --help
+grep -q "exit codes" "$tmp/out" || { echo "FAIL: --help lacks exit codes"; failures=$((failures + 1)); }
+expect 2 "$cli"
+expect 2 "$cli" frobnicate
+expect 2 "$cli" --backend tpu info x.mtx
+expect 2 "$cli" convert only-one.mtx
+expect 3 "$cli" info "$tmp/missing.mtx"
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n' > "$tmp/short.mtx"
+expect 3 "$cli" info "$tmp/short.mtx"
+grep -q "short.mtx: the file ends after 1 of the 2 entries" "$tmp/err" || { echo "FAIL: message: $(cat "$tmp/err")"; failures=$((failures + 1)); }
+
+printf '%%%%MatrixMarket matrix coordinate real general\n%% a comment\n3 4 4\n1 2 1.5\n3 1 -2\n3 4 7\n2 2 0.25\n' > "$tmp/a.mtx"
+expect 0 "$cli" --backend cpu info "$tmp/a.mtx"
+grep -q "shape:         3 x 4" "$tmp/out" || { echo "FAIL: info shape"; cat "$tmp/out"; failures=$((failures + 1)); }
+expect 0 "$cli" convert "$tmp/a.mtx" "$tmp/at.mtx.gz" --transpose --type float32
+expect 0 "$cli" convert "$tmp/at.mtx.gz" "$tmp/att.mtx" --transpose --type float64
+expect 0 "$cli" info "$tmp/att.mtx"
+grep -q "shape:         3 x 4" "$tmp/out" || { echo "FAIL: transposed twice"; failures=$((failures + 1)); }
+grep -v '^%' "$tmp/att.mtx" | sort > "$tmp/got"; grep -v '^%' "$tmp/a.mtx" | sort > "$tmp/want"
+# values print in shortest form: 1.5, -2, 7, 0.25 survive float32 exactly
+cmp -s "$tmp/got" "$tmp/want" || { echo "FAIL: round trip differs"; diff "$tmp/got" "$tmp/want"; failures=$((failures + 1)); }
+expect 2 "$cli" convert "$tmp/a.mtx" "$tmp/b.mtx" --symmetric   # not square: a usage error with a message
+[ ! -e "$tmp/b.mtx" ] || { echo "FAIL: failed convert left a file"; failures=$((failures + 1)); }
+expect 1 "$cli" convert "$tmp/a.mtx" "/nonexistent-dir/b.mtx"
+
+"$cli" --backend cuda version >/dev/null 2>&1
+expect 0 "$cli" demo --rows 3000 --cols 2000 --degree 8
+"$cli" --backend cuda demo --rows 10 --cols 10 --degree 2 >"$tmp/out" 2>&1; code=$?
+[ "$code" -eq 0 ] || [ "$code" -eq 4 ] || { echo "FAIL: --backend cuda demo exited $code"; failures=$((failures + 1)); }
+if [ -n "$data" ] && [ -f "$data/malformed-mtx/mangled14.mtx" ]; then
+    expect 3 "$cli" info "$data/malformed-mtx/mangled14.mtx"
+    expect 0 "$cli" info "$data/graphs/karate.mtx.gz"
+fi
+rm -rf "$tmp"
+if [ "$failures" -ne 0 ]; then echo "test_cli: $failures FAILED"; exit 1; fi
+echo "test_cli: all checks passed"
