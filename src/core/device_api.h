@@ -17,8 +17,10 @@ sr_status sr_device_check(int device);
 sr_status sr_device_stream_create(int device, void **stream);
 void sr_device_stream_destroy(int device, void *stream);
 sr_status sr_device_synchronize(int device, void *stream);
-sr_status sr_device_malloc(int device, size_t bytes, void **ptr);
-void sr_device_free(int device, void *ptr);
+/* Stream-ordered allocation from the device's memory pool, which keeps freed memory for reuse
+ * (cudaMalloc/cudaFree per call cost more than many kernels). Usable on `stream` at once. */
+sr_status sr_device_malloc(int device, void *stream, size_t bytes, void **ptr);
+void sr_device_free(int device, void *stream, void *ptr);
 /* Free bytes on the device now (for the automatic workspace limit). */
 sr_status sr_device_free_bytes(int device, size_t *free_bytes);
 /* Copies bytes between any two locations and waits for it to finish. */

@@ -28,7 +28,7 @@ sr_status sr_mem_alloc(struct sr_context_s *ctx, sr_location where, size_t bytes
         return SR_SUCCESS;
     }
     SR_TRY(sr_context_require_device(ctx));
-    SR_TRY(sr_device_malloc(ctx->device, bytes, ptr));
+    SR_TRY(sr_device_malloc(ctx->device, ctx->stream, bytes, ptr));
     account_device_bytes(ctx, bytes);
     return SR_SUCCESS;
 }
@@ -51,7 +51,7 @@ void sr_mem_free(struct sr_context_s *ctx, sr_location where, void *ptr, size_t 
         free(ptr);
         return;
     }
-    sr_device_free(ctx->device, ptr);
+    sr_device_free(ctx->device, ctx->stream, ptr);
     __atomic_sub_fetch(&ctx->device_bytes, bytes, __ATOMIC_RELAXED);
 }
 

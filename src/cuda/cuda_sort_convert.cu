@@ -219,9 +219,31 @@ extern "C" sr_status sr_cuda_coo_to_csr(sr_context_s *ctx, int64_t nrows, int64_
 
 namespace {
 
-__global__ void iota(int64_t n, int64_t *out) {
-    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
-        out[k] = k;
+// Row heads: rows[rowptr[i]] = i for each non-empty row; a max-scan then fills every entry.
+__global__ void mark_row_heads(const int64_t *rowptr, int64_t nrows, int32_t *rows) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nrows; i += (int64_t)gridDim.x * blockDim.x)
+        if (rowptr[i] < rowptr[i + 1])
+            rows[rowptr[i]] = (int32_t)i;
+}
+
+struct max_op {
+    __device__ int32_t operator()(int32_t a, int32_t b) const { return a > b ? a : b; }
+};
+
+// rows[k] = the row of entry k, as int32 (the transpose's column indices).
+sr_status expand_rows32(const sr_matrix_s *A, int32_t *rows, sr_cuda::buffer<unsigned char> &temp, size_t &temp_bytes) {
+    cudaStream_t stream = sr_cuda::stream_of(A->ctx);
+    SR_CUDA_TRY(cudaMemsetAsync(rows, 0, (size_t)A->nnz * sizeof(int32_t), stream));
+    mark_row_heads<<<sr_cuda::blocks_for(A->nrows, 256), 256, 0, stream>>>(A->rowptr, A->nrows, rows);
+    SR_CUDA_LAUNCHED();
+    size_t need = 0;
+    SR_CUDA_TRY(cub::DeviceScan::InclusiveScan(nullptr, need, rows, rows, max_op(), A->nnz, stream));
+    if (need > temp_bytes) {
+        SR_TRY(temp.allocate(need));
+        temp_bytes = need;
+    }
+    SR_CUDA_TRY(cub::DeviceScan::InclusiveScan(temp.get(), temp_bytes, rows, rows, max_op(), A->nnz, stream));
+    return SR_SUCCESS;
 }
 
 // rowptr[c] = lower_bound(sorted columns, c).
@@ -239,22 +261,56 @@ __global__ void rowptr_from_sorted(const int32_t *sorted, int64_t nnz, int64_t n
     }
 }
 
-template <typename T>
-__global__ void gather_transposed(const int64_t *rowptr, int64_t nrows, const T *values, const int64_t *order,
-                                  int64_t nnz, int32_t *out_cols, T *out_values) {
+// Payloads that ride through the sort and become the output directly.
+__global__ void pack_row_value(const int32_t *rows, const uint32_t *bits, int64_t nnz, uint64_t *packed) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < nnz; k += (int64_t)gridDim.x * blockDim.x)
+        packed[k] = ((uint64_t)(uint32_t)rows[k] << 32) | bits[k];
+}
+
+__global__ void unpack_row_value(const uint64_t *packed, int64_t nnz, int32_t *cols, uint32_t *bits) {
     for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < nnz; j += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t k = order[j];
-        out_cols[j] = (int32_t)sr_cuda::row_of_entry(rowptr, nrows, k);
-        if (out_values != nullptr)
-            out_values[j] = values[k];
+        const uint64_t p = packed[j];
+        cols[j] = (int32_t)(p >> 32);
+        bits[j] = (uint32_t)p;
     }
 }
 
-template <typename T> sr_status gather(const sr_matrix_s *A, const int64_t *order, sr_matrix_s *AT) {
-    gather_transposed<T><<<sr_cuda::blocks_for(A->nnz, 256), 256, 0, sr_cuda::stream_of(A->ctx)>>>(
-        A->rowptr, A->nrows, static_cast<const T *>(A->values), order, A->nnz, AT->colind,
-        static_cast<T *>(AT->values));
-    SR_CUDA_LAUNCHED();
+// For 8-byte values: the payload is the entry number, and the row and value are gathered.
+__global__ void pack_entry(int64_t nnz, uint32_t *entry) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < nnz; k += (int64_t)gridDim.x * blockDim.x)
+        entry[k] = (uint32_t)k;
+}
+
+template <typename T>
+__global__ void gather_by_entry(const uint32_t *entry, const int32_t *rows, const T *values, int64_t nnz, int32_t *cols,
+                                T *out) {
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < nnz; j += (int64_t)gridDim.x * blockDim.x) {
+        const uint32_t k = entry[j];
+        cols[j] = rows[k];
+        out[j] = values[k];
+    }
+}
+
+// Stable radix sort of payloads by column (within a column, rows stay ascending), ping-ponging
+// between caller buffers: keys[0] gets a copy of the column indices, keys[1] and payload[1]
+// are scratch. On return keys[0]/payload[0] point at the sorted data (which may be either buffer).
+template <typename P>
+sr_status sort_by_column(const sr_matrix_s *A, int32_t *keys[2], P *payload[2], sr_cuda::buffer<unsigned char> &temp,
+                         size_t &temp_bytes) {
+    cudaStream_t stream = sr_cuda::stream_of(A->ctx);
+    const int end_bit = bits_for(A->ncols > 1 ? (uint64_t)(A->ncols - 1) : 1);
+    SR_CUDA_TRY(cudaMemcpyAsync(keys[0], A->colind, (size_t)A->nnz * sizeof(int32_t), cudaMemcpyDeviceToDevice, stream));
+    cub::DoubleBuffer<int32_t> k(keys[0], keys[1]);
+    cub::DoubleBuffer<P> v(payload[0], payload[1]);
+    size_t need = 0;
+    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, need, k, v, A->nnz, 0, end_bit, stream));
+    if (need > temp_bytes) {
+        SR_TRY(temp.allocate(need));
+        temp_bytes = need;
+    }
+    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, k, v, A->nnz, 0, end_bit, stream));
+    keys[0] = k.Current();
+    payload[0] = v.Current();
     return SR_SUCCESS;
 }
 
@@ -265,32 +321,62 @@ extern "C" sr_status sr_cuda_transpose(const sr_matrix_s *A, sr_matrix_s *AT) {
     sr_cuda::device_guard guard(ctx->device);
     cudaStream_t stream = sr_cuda::stream_of(ctx);
     const int64_t nnz = A->nnz;
-    const int end_bit = bits_for(A->ncols > 0 ? (uint64_t)(A->ncols - 1) : 0);
-
-    // Stable sort of entry numbers by column: within a column, rows stay ascending.
-    sr_cuda::buffer<int32_t> sorted_cols(ctx);
-    sr_cuda::buffer<int64_t> order_in(ctx), order(ctx);
-    SR_TRY(sorted_cols.allocate(nnz));
-    SR_TRY(order_in.allocate(nnz));
-    SR_TRY(order.allocate(nnz));
-    iota<<<sr_cuda::blocks_for(nnz, 256), 256, 0, stream>>>(nnz, order_in.get());
-    SR_CUDA_LAUNCHED();
-    size_t temp_bytes = 0;
-    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, A->colind, sorted_cols.get(), order_in.get(),
-                                                order.get(), nnz, 0, end_bit > 0 ? end_bit : 1, stream));
+    if (nnz > (int64_t)UINT32_MAX)
+        return sr_error(SR_ERROR_UNSUPPORTED, "device transpose supports up to 2^32 - 1 entries (%lld given)",
+                        (long long)nnz);
+    const unsigned grid = sr_cuda::blocks_for(nnz, 256);
     sr_cuda::buffer<unsigned char> temp(ctx);
-    SR_TRY(temp.allocate(temp_bytes));
-    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, A->colind, sorted_cols.get(), order_in.get(),
-                                                order.get(), nnz, 0, end_bit > 0 ? end_bit : 1, stream));
-    rowptr_from_sorted<<<sr_cuda::blocks_for(A->ncols + 1, 256), 256, 0, stream>>>(sorted_cols.get(), nnz, A->ncols,
-                                                                                    AT->rowptr);
-    SR_CUDA_LAUNCHED();
-    switch (A->type) {
-    case SR_TYPE_BOOL: SR_TRY(gather<uint8_t>(A, order.get(), AT)); break;
-    case SR_TYPE_INT32: SR_TRY(gather<int32_t>(A, order.get(), AT)); break;
-    case SR_TYPE_FLOAT32: SR_TRY(gather<float>(A, order.get(), AT)); break;
-    case SR_TYPE_FLOAT64: SR_TRY(gather<double>(A, order.get(), AT)); break;
+    size_t temp_bytes = 0;
+    sr_cuda::buffer<int32_t> rows(ctx), sorted_cols(ctx), key_copy(ctx);
+    SR_TRY(rows.allocate(nnz));
+    SR_TRY(sorted_cols.allocate(nnz));
+    if (sr_value_size(A->type) != 4)
+        SR_TRY(key_copy.allocate(nnz));
+    SR_TRY(expand_rows32(A, rows.get(), temp, temp_bytes));
+
+    // Scratch: rows (reused as sort keys once packed), the sort's second key buffer, payload
+    // pairs per type; the output column array doubles as a payload buffer where it can.
+    int32_t *keys[2] = {nullptr, sorted_cols.get()};
+    if (A->type == SR_TYPE_BOOL) { // payload = row = the output column index
+        keys[0] = key_copy.get();
+        int32_t *payload[2] = {rows.get(), AT->colind};
+        SR_TRY(sort_by_column<int32_t>(A, keys, payload, temp, temp_bytes));
+        if (payload[0] != AT->colind)
+            SR_CUDA_TRY(cudaMemcpyAsync(AT->colind, payload[0], (size_t)nnz * sizeof(int32_t), cudaMemcpyDeviceToDevice,
+                                        stream));
+    } else if (sr_value_size(A->type) == 4) { // payload = row << 32 | value bits
+        sr_cuda::buffer<uint64_t> packed_in(ctx), packed_out(ctx);
+        SR_TRY(packed_in.allocate(nnz));
+        SR_TRY(packed_out.allocate(nnz));
+        pack_row_value<<<grid, 256, 0, stream>>>(rows.get(), static_cast<const uint32_t *>(A->values), nnz,
+                                                 packed_in.get());
+        SR_CUDA_LAUNCHED();
+        keys[0] = rows.get(); // free once packed
+        uint64_t *payload[2] = {packed_in.get(), packed_out.get()};
+        SR_TRY(sort_by_column<uint64_t>(A, keys, payload, temp, temp_bytes));
+        unpack_row_value<<<grid, 256, 0, stream>>>(payload[0], nnz, AT->colind, static_cast<uint32_t *>(AT->values));
+        SR_CUDA_LAUNCHED();
+    } else { // float64: payload = entry number; gather row and value
+        keys[0] = key_copy.get();
+        sr_cuda::buffer<uint32_t> entry_alt(ctx);
+        SR_TRY(entry_alt.allocate(nnz));
+        uint32_t *entries[2] = {reinterpret_cast<uint32_t *>(AT->colind), entry_alt.get()}; // output as scratch
+        pack_entry<<<grid, 256, 0, stream>>>(nnz, entries[0]);
+        SR_CUDA_LAUNCHED();
+        SR_TRY(sort_by_column<uint32_t>(A, keys, entries, temp, temp_bytes));
+        if (entries[0] == reinterpret_cast<uint32_t *>(AT->colind)) { // gather cannot write in place
+            SR_CUDA_TRY(cudaMemcpyAsync(entry_alt.get(), entries[0], (size_t)nnz * sizeof(uint32_t),
+                                        cudaMemcpyDeviceToDevice, stream));
+            entries[0] = entry_alt.get();
+        }
+        gather_by_entry<double><<<grid, 256, 0, stream>>>(entries[0], rows.get(),
+                                                          static_cast<const double *>(A->values), nnz, AT->colind,
+                                                          static_cast<double *>(AT->values));
+        SR_CUDA_LAUNCHED();
     }
+    const int32_t *sorted = keys[0];
+    rowptr_from_sorted<<<sr_cuda::blocks_for(A->ncols + 1, 256), 256, 0, stream>>>(sorted, nnz, A->ncols, AT->rowptr);
+    SR_CUDA_LAUNCHED();
     SR_CUDA_TRY(cudaStreamSynchronize(stream));
     return SR_SUCCESS;
 }

@@ -57,9 +57,33 @@ sr_status sr_device_synchronize(int device, void *stream) {
     return SR_SUCCESS;
 }
 
-sr_status sr_device_malloc(int device, size_t bytes, void **ptr) {
+// Once per device: let the default pool keep freed memory instead of returning it at each sync.
+static void retain_pool_memory(int device) {
+    static bool configured[64];
+    if (device < 0 || device >= 64 || __atomic_load_n(&configured[device], __ATOMIC_ACQUIRE))
+        return;
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+        uint64_t keep = UINT64_MAX;
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    }
+    cudaGetLastError();
+    __atomic_store_n(&configured[device], true, __ATOMIC_RELEASE);
+}
+
+sr_status sr_device_malloc(int device, void *stream, size_t bytes, void **ptr) {
     sr_cuda::device_guard guard(device);
-    cudaError_t err = cudaMalloc(ptr, bytes);
+    retain_pool_memory(device);
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    cudaError_t err = cudaMallocAsync(ptr, bytes, s);
+    if (err == cudaErrorMemoryAllocation) { // give the pool's cached memory back and try once more
+        cudaGetLastError();
+        cudaMemPool_t pool;
+        cudaStreamSynchronize(s);
+        if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess)
+            cudaMemPoolTrimTo(pool, 0);
+        err = cudaMallocAsync(ptr, bytes, s);
+    }
     if (err != cudaSuccess) {
         cudaGetLastError();
         *ptr = nullptr;
@@ -70,20 +94,27 @@ sr_status sr_device_malloc(int device, size_t bytes, void **ptr) {
                             "device %d is out of memory: %zu bytes asked for, %zu of %zu free", device, bytes,
                             free_bytes, total);
         }
-        return sr_cuda_fail(err, "cudaMalloc", __FILE__, __LINE__);
+        return sr_cuda_fail(err, "cudaMallocAsync", __FILE__, __LINE__);
     }
     return SR_SUCCESS;
 }
 
-void sr_device_free(int device, void *ptr) {
+void sr_device_free(int device, void *stream, void *ptr) {
     sr_cuda::device_guard guard(device);
-    cudaFree(ptr);
+    cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
 }
 
 sr_status sr_device_free_bytes(int device, size_t *free_bytes) {
     sr_cuda::device_guard guard(device);
     size_t total = 0;
     SR_CUDA_TRY(cudaMemGetInfo(free_bytes, &total));
+    cudaMemPool_t pool; // memory our pool holds but does not use is free to us
+    uint64_t reserved = 0, used = 0;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess &&
+        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess &&
+        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess && reserved > used)
+        *free_bytes += (size_t)(reserved - used);
+    cudaGetLastError();
     return SR_SUCCESS;
 }
 

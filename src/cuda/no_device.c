@@ -13,8 +13,13 @@ sr_status sr_device_check(int device) { (void)device; return no_cuda(); }
 sr_status sr_device_stream_create(int device, void **stream) { (void)device; *stream = NULL; return no_cuda(); }
 void sr_device_stream_destroy(int device, void *stream) { (void)device; (void)stream; }
 sr_status sr_device_synchronize(int device, void *stream) { (void)device; (void)stream; return SR_SUCCESS; }
-sr_status sr_device_malloc(int device, size_t bytes, void **ptr) { (void)device; (void)bytes; *ptr = NULL; return no_cuda(); }
-void sr_device_free(int device, void *ptr) { (void)device; (void)ptr; }
+sr_status sr_device_malloc(int device, void *stream, size_t bytes, void **ptr)
+{
+    (void)device; (void)stream; (void)bytes;
+    *ptr = NULL;
+    return no_cuda();
+}
+void sr_device_free(int device, void *stream, void *ptr) { (void)device; (void)stream; (void)ptr; }
 sr_status sr_device_free_bytes(int device, size_t *free_bytes) { (void)device; *free_bytes = 0; return no_cuda(); }
 sr_status sr_device_memcpy(int device, void *stream, void *dst, sr_location dst_loc, const void *src,
                            sr_location src_loc, size_t bytes)
