@@ -54,21 +54,22 @@ int cmd_demo(const cli_globals *g, int argc, char **argv)
         fprintf(stderr, "sparsering demo: need rows >= 1, 2 <= cols < 2^31, degree > 0\n");
         return CLI_USAGE;
     }
+    sr_context ctx;
+    int rc = cli_context(g, &ctx);
+    if (rc != CLI_OK)
+        return rc;
     int64_t *rowptr;
     int32_t *colind;
     float *values;
     if (!powerlaw_csr(nrows, ncols, degree, seed, &rowptr, &colind, &values)) {
         fprintf(stderr, "sparsering demo: out of memory generating the matrix\n");
+        sr_context_destroy(ctx);
         return CLI_FAILED;
     }
     int64_t nnz = rowptr[nrows], max_degree = 0;
     for (int64_t i = 0; i < nrows; i++)
         max_degree = rowptr[i + 1] - rowptr[i] > max_degree ? rowptr[i + 1] - rowptr[i] : max_degree;
 
-    sr_context ctx;
-    int rc = cli_context(g, &ctx);
-    if (rc != CLI_OK)
-        return rc;
     sr_backend backend;
     sr_context_get_backend(ctx, &backend);
     printf("sparsering %s, backend %s\n", sr_version_string(), backend == SR_BACKEND_CUDA ? "cuda" : "cpu");
