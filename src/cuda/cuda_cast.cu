@@ -7,8 +7,6 @@ extern "C" {
 
 namespace {
 
-constexpr unsigned long long kNone = ~0ull;
-
 template <typename S>
 __global__ void first_not_int32(const S *in, int64_t n, unsigned long long *first) {
     for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
@@ -24,17 +22,14 @@ template <typename S, typename D> __global__ void convert(const S *in, int64_t n
 }
 
 template <typename S> sr_status check_int32(const sr_matrix_s *A) {
-    cudaStream_t stream = sr_cuda::stream_of(A->ctx);
-    sr_cuda::buffer<unsigned long long> flag(A->ctx);
-    SR_TRY(flag.allocate(1));
-    SR_CUDA_TRY(cudaMemsetAsync(flag.get(), 0xff, sizeof(unsigned long long), stream));
-    first_not_int32<S><<<sr_cuda::blocks_for(A->nnz, 256), 256, 0, stream>>>(static_cast<const S *>(A->values), A->nnz,
-                                                                             flag.get());
+    sr_cuda::first_index flag(A->ctx);
+    SR_TRY(flag.reset());
+    first_not_int32<S><<<sr_cuda::blocks_for(A->nnz, 256), 256, 0, sr_cuda::stream_of(A->ctx)>>>(
+        static_cast<const S *>(A->values), A->nnz, flag.get());
     SR_CUDA_LAUNCHED();
-    unsigned long long first = kNone;
-    SR_CUDA_TRY(cudaMemcpyAsync(&first, flag.get(), sizeof first, cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
-    if (first == kNone)
+    unsigned long long first = sr_cuda::kNoIndex;
+    SR_TRY(flag.read(&first));
+    if (first == sr_cuda::kNoIndex)
         return SR_SUCCESS;
     S bad;
     SR_CUDA_TRY(cudaMemcpy(&bad, static_cast<const S *>(A->values) + first, sizeof bad, cudaMemcpyDeviceToHost));

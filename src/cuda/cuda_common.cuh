@@ -75,10 +75,49 @@ template <typename T> class buffer {
     size_t bytes_ = 0;
 };
 
+constexpr unsigned long long kNoIndex = ~0ull;
+
+// A device cell that kernels lower with atomicMin to report the first bad index they see.
+class first_index {
+  public:
+    explicit first_index(sr_context_s *ctx) : ctx_(ctx), cell_(ctx) {}
+    // Allocates the cell once and sets it to kNoIndex.
+    sr_status reset() {
+        if (cell_.get() == nullptr)
+            SR_TRY(cell_.allocate(1));
+        SR_CUDA_TRY(cudaMemsetAsync(cell_.get(), 0xff, sizeof(unsigned long long), stream_of(ctx_)));
+        return SR_SUCCESS;
+    }
+    unsigned long long *get() const { return cell_.get(); }
+    // Waits for the stream and reads the cell (kNoIndex when nothing was flagged).
+    sr_status read(unsigned long long *index) const {
+        SR_CUDA_TRY(cudaMemcpyAsync(index, cell_.get(), sizeof *index, cudaMemcpyDeviceToHost, stream_of(ctx_)));
+        SR_CUDA_TRY(cudaStreamSynchronize(stream_of(ctx_)));
+        return SR_SUCCESS;
+    }
+
+  private:
+    sr_context_s *ctx_;
+    buffer<unsigned long long> cell_;
+};
+
 inline unsigned blocks_for(int64_t n, int threads) {
     int64_t b = (n + threads - 1) / threads;
     const int64_t cap = 1 << 20; // kernels below use grid-stride loops
     return static_cast<unsigned>(b < 1 ? 1 : (b > cap ? cap : b));
+}
+
+// The first i in [0, n) with sorted[i] >= key (n when none).
+template <typename T, typename K> __device__ inline int64_t lower_bound(const T *sorted, int64_t n, K key) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 // The row holding entry k: the last i with rowptr[i] <= k (rows may be empty).

@@ -10,7 +10,6 @@ extern "C" {
 
 namespace {
 
-constexpr unsigned long long kNone = ~0ull;
 constexpr int kColumnBits = 31; // column indices are < 2^31
 
 int bits_for(uint64_t max_value) {
@@ -71,15 +70,7 @@ __global__ void write_unique(const uint64_t *keys, const int64_t *order, const i
 __global__ void rowptr_from_keys(const uint64_t *keys, const int64_t *position, int64_t nnz, int64_t nrows,
                                  int64_t *rowptr) {
     for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r <= nrows; r += (int64_t)gridDim.x * blockDim.x) {
-        const uint64_t key = (uint64_t)r << kColumnBits;
-        int64_t lo = 0, hi = nnz;
-        while (lo < hi) {
-            int64_t mid = lo + (hi - lo) / 2;
-            if (keys[mid] < key)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        const int64_t lo = sr_cuda::lower_bound(keys, nnz, (uint64_t)r << kColumnBits);
         rowptr[r] = lo < nnz ? position[lo] - 1 : (nnz > 0 ? position[nnz - 1] : 0);
     }
 }
@@ -110,12 +101,6 @@ template <typename T> T copy_one(const T *device_ptr) {
     return value;
 }
 
-sr_status read_flag(cudaStream_t stream, unsigned long long *flag_dev, unsigned long long *flag) {
-    SR_CUDA_TRY(cudaMemcpyAsync(flag, flag_dev, sizeof *flag, cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
-    return SR_SUCCESS;
-}
-
 } // namespace
 
 extern "C" sr_status sr_cuda_expand_rows(const sr_matrix_s *A, int64_t *rows) {
@@ -137,14 +122,13 @@ extern "C" sr_status sr_cuda_coo_to_csr(sr_context_s *ctx, int64_t nrows, int64_
         return sr_error(SR_ERROR_UNSUPPORTED, "device COO input supports at most 2^33 rows (%lld given)",
                         (long long)nrows);
 
-    sr_cuda::buffer<unsigned long long> flag(ctx);
-    SR_TRY(flag.allocate(1));
-    unsigned long long first = kNone;
-    SR_CUDA_TRY(cudaMemsetAsync(flag.get(), 0xff, sizeof first, stream));
+    sr_cuda::first_index flag(ctx);
+    unsigned long long first = sr_cuda::kNoIndex;
+    SR_TRY(flag.reset());
     first_bad_triplet<<<sr_cuda::blocks_for(nnz, 256), 256, 0, stream>>>(rows, cols, nnz, nrows, ncols, flag.get());
     SR_CUDA_LAUNCHED();
-    SR_TRY(read_flag(stream, flag.get(), &first));
-    if (first != kNone) {
+    SR_TRY(flag.read(&first));
+    if (first != sr_cuda::kNoIndex) {
         int64_t r = copy_one(rows + first);
         int32_t c = copy_one(cols + first);
         if (r < 0 || r >= nrows)
@@ -173,11 +157,11 @@ extern "C" sr_status sr_cuda_coo_to_csr(sr_context_s *ctx, int64_t nrows, int64_
 
     // Heads of runs; their inclusive sum numbers the distinct entries 1..unique.
     int64_t *head = order_in.get(); // free again after the sort
-    SR_CUDA_TRY(cudaMemsetAsync(flag.get(), 0xff, sizeof first, stream));
+    SR_TRY(flag.reset());
     mark_heads<<<sr_cuda::blocks_for(nnz, 256), 256, 0, stream>>>(keys.get(), nnz, head, flag.get());
     SR_CUDA_LAUNCHED();
-    SR_TRY(read_flag(stream, flag.get(), &first));
-    if (first != kNone && dup == SR_DUPLICATES_ERROR) {
+    SR_TRY(flag.read(&first));
+    if (first != sr_cuda::kNoIndex && dup == SR_DUPLICATES_ERROR) {
         uint64_t key = copy_one(keys.get() + first);
         int64_t a = copy_one(order.get() + first - 1), b = copy_one(order.get() + first);
         return sr_error(SR_ERROR_INVALID_MATRIX, "duplicate entry (%lld, %d): triplets %lld and %lld",
@@ -249,15 +233,7 @@ sr_status expand_rows32(const sr_matrix_s *A, int32_t *rows, sr_cuda::buffer<uns
 // rowptr[c] = lower_bound(sorted columns, c).
 __global__ void rowptr_from_sorted(const int32_t *sorted, int64_t nnz, int64_t ncols, int64_t *rowptr) {
     for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c <= ncols; c += (int64_t)gridDim.x * blockDim.x) {
-        int64_t lo = 0, hi = nnz;
-        while (lo < hi) {
-            int64_t mid = lo + (hi - lo) / 2;
-            if (sorted[mid] < c)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        rowptr[c] = lo;
+        rowptr[c] = sr_cuda::lower_bound(sorted, nnz, c);
     }
 }
 

@@ -10,8 +10,6 @@ extern "C" {
 
 namespace {
 
-constexpr unsigned long long kNone = ~0ull;
-
 __global__ void first_rowptr_decrease(const int64_t *rowptr, int64_t nrows, unsigned long long *first) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nrows; i += (int64_t)gridDim.x * blockDim.x)
         if (rowptr[i + 1] < rowptr[i])
@@ -35,12 +33,6 @@ __global__ void first_bad_row(const int64_t *rowptr, const int32_t *colind, int6
     }
 }
 
-sr_status read_flag(const sr_context_s *ctx, unsigned long long *flag_dev, unsigned long long *flag) {
-    SR_CUDA_TRY(cudaMemcpyAsync(flag, flag_dev, sizeof *flag, cudaMemcpyDeviceToHost, sr_cuda::stream_of(ctx)));
-    SR_CUDA_TRY(cudaStreamSynchronize(sr_cuda::stream_of(ctx)));
-    return SR_SUCCESS;
-}
-
 } // namespace
 
 extern "C" sr_status sr_cuda_check_csr(sr_context_s *ctx, const int64_t *rowptr, const int32_t *colind, int64_t nrows,
@@ -54,24 +46,24 @@ extern "C" sr_status sr_cuda_check_csr(sr_context_s *ctx, const int64_t *rowptr,
     if (ends[0] != 0)
         return sr_check_rowptr_ends(ends[0], ends[1], nrows, nnz);
 
-    sr_cuda::buffer<unsigned long long> flag(ctx);
-    SR_TRY(flag.allocate(1));
-    unsigned long long first = kNone;
-    SR_CUDA_TRY(cudaMemsetAsync(flag.get(), 0xff, sizeof first, stream));
+    sr_cuda::first_index flag(ctx);
+    unsigned long long first = sr_cuda::kNoIndex;
+    SR_TRY(flag.reset());
     first_rowptr_decrease<<<sr_cuda::blocks_for(nrows, 256), 256, 0, stream>>>(rowptr, nrows, flag.get());
     SR_CUDA_LAUNCHED();
-    SR_TRY(read_flag(ctx, flag.get(), &first));
-    if (first != kNone) {
+    SR_TRY(flag.read(&first));
+    if (first != sr_cuda::kNoIndex) {
         int64_t pair[2];
         SR_CUDA_TRY(cudaMemcpy(pair, rowptr + first, sizeof pair, cudaMemcpyDeviceToHost));
         return sr_rowptr_decrease_error((int64_t)first, pair[0], pair[1]);
     }
     SR_TRY(sr_check_rowptr_ends(ends[0], ends[1], nrows, nnz));
 
+    SR_TRY(flag.reset());
     first_bad_row<<<sr_cuda::blocks_for(nrows * 32, 256), 256, 0, stream>>>(rowptr, colind, nrows, ncols, flag.get());
     SR_CUDA_LAUNCHED();
-    SR_TRY(read_flag(ctx, flag.get(), &first));
-    if (first == kNone)
+    SR_TRY(flag.read(&first));
+    if (first == sr_cuda::kNoIndex)
         return SR_SUCCESS;
     int64_t span[2];
     SR_CUDA_TRY(cudaMemcpy(span, rowptr + first, sizeof span, cudaMemcpyDeviceToHost));
