@@ -195,6 +195,55 @@ sr_status sr_matrix_cast(sr_context ctx, sr_matrix A, sr_type type, sr_matrix *B
 /* true when shape, type, pattern and values are identical (NaN equals NaN). */
 sr_status sr_matrix_equal(sr_context ctx, sr_matrix A, sr_matrix B, bool *equal);
 
+/* ------------------------------------------------------------------ semiring products */
+
+/* C = A ⊕.⊗ B: C(i,j) = ⊕ over k of A(i,k) ⊗ B(k,j), over the k where both have entries. */
+typedef enum sr_semiring {
+    SR_PLUS_TIMES = 0, /* (+, ×), identity 0: the ordinary product */
+    SR_MIN_PLUS = 1,   /* (min, +), identity +inf: shortest paths */
+    SR_MAX_PLUS = 2,   /* (max, +), identity -inf: longest / critical paths */
+    SR_MAX_TIMES = 3,  /* (max, ×), identity -inf: most reliable path */
+    SR_MIN_TIMES = 4,  /* (min, ×), identity +inf */
+    SR_MAX_MIN = 5,    /* (max, min), identity -inf: widest (bottleneck) paths */
+    SR_OR_AND = 6,     /* (or, and), identity false: Boolean; bool matrices only */
+    SR_PLUS_PAIR = 7,  /* (+, 1), identity 0: counts the k where both have entries (int32 for bool input) */
+    SR_ANY_PAIR = 8    /* (any, 1): structure only; the result is bool */
+} sr_semiring;
+#define SR_SEMIRING_COUNT 9
+
+/* "plus_times", "min_plus", ... */
+const char *sr_semiring_name(sr_semiring s);
+/* The type of A ⊕.⊗ B for inputs of `input` type (fails where the pair is not meaningful,
+ * e.g. min_plus on bool, or_and on float32). int infinities are INT32_MAX / INT32_MIN. */
+sr_status sr_semiring_output_type(sr_semiring s, sr_type input, sr_type *output);
+
+/* Options of a product. NULL means all false. */
+typedef struct sr_descriptor {
+    bool accumulate;      /* C = C ⊕ (A ⊕.⊗ B): combine with what C holds, by the semiring's ⊕ */
+    bool mask_complement; /* compute where the mask has NO entry */
+    bool transpose_b;     /* sr_mxm only: use B^T (B is n x k) */
+} sr_descriptor;
+
+/* Masks are structural: only their pattern counts (their values are ignored), they have the
+ * output's shape and live with A. Where the mask excludes an entry, a dense output keeps its
+ * old value and a sparse output has no entry. With no mask (NULL) everything is computed. */
+
+/* y = A ⊕.⊗ x (y ⊕= with accumulate). x and y are n x 1 dense views (sr_vector_view);
+ * x has A's type, y the output type. A row of A with no entries gives the ⊕ identity. */
+sr_status sr_spmv(sr_context ctx, const sr_dense *y, sr_matrix mask, sr_semiring s, sr_matrix A, const sr_dense *x,
+                  const sr_descriptor *desc);
+/* C = A ⊕.⊗ B for dense B (k x n, row- or column-major) and dense C (m x n, either layout). */
+sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring s, sr_matrix A, const sr_dense *B,
+                  const sr_descriptor *desc);
+/* C = A ⊕.⊗ B for sparse A and B; *C receives a new matrix. With accumulate, *C must hold a
+ * matrix of the output's shape and type: on success it is replaced (and freed), on failure
+ * left as it was. Entries exist where some k joins A(i,k) and B(k,j) (no value is dropped). */
+sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr_matrix A, sr_matrix B,
+                 const sr_descriptor *desc);
+
+/* A column vector view: n x 1, ld n. */
+sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location location);
+
 /* ------------------------------------------------------------------ Matrix Market */
 
 typedef enum sr_mm_symmetry {

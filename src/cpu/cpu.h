@@ -4,6 +4,7 @@
 #define SR_CPU_H
 
 #include "../core/matrix.h"
+#include "../semiring/semiring.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,20 @@ void sr_cpu_dense_fill(const sr_dense *d, struct sr_matrix_s *A, int threads);
 
 /* B has A's shape, pattern arrays (already copied) and the target type; converts values. */
 sr_status sr_cpu_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B, int threads);
+
+/* C = A ⊕.⊗ B (dense B and C, any layouts); mask (structural, may be NULL) and accumulate as
+ * in sr_spmm. T is the semiring's output type; A and B have their input type. */
+sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
+                      sr_semiring s, bool complement, bool accumulate);
+
+/* C = A ⊕.⊗ B for sparse A and B (Gustavson, two passes: count, then fill). */
+sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                     const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,
+                     struct sr_matrix_s **C);
+
+/* C = A ∪ B with ⊕ = op where both have an entry (same shape and type). */
+sr_status sr_cpu_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                             int add_op, struct sr_matrix_s **C);
 
 /* In-place exclusive prefix sum of counts[0..n] shifted: counts[0] = 0, counts[i+1] += counts[i]. */
 void sr_cpu_prefix_sum(int64_t *rowptr, int64_t nrows);

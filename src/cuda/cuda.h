@@ -5,6 +5,7 @@
 #define SR_CUDA_H
 
 #include "../core/matrix.h"
+#include "../semiring/semiring.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,6 +28,15 @@ sr_status sr_cuda_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d);
 sr_status sr_cuda_dense_to_csr(struct sr_context_s *ctx, const sr_dense *d, struct sr_matrix_s **out);
 /* As sr_cpu_cast_values, on the device. */
 sr_status sr_cuda_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B);
+
+/* Semiring products, as their CPU twins in src/cpu/cpu.h. */
+sr_status sr_cuda_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
+                       sr_semiring s, bool complement, bool accumulate);
+sr_status sr_cuda_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                      const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,
+                      struct sr_matrix_s **C);
+sr_status sr_cuda_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                              int add_op, struct sr_matrix_s **C);
 
 #ifdef __cplusplus
 }

@@ -60,3 +60,22 @@ sr_status sr_cuda_dense_to_csr(struct sr_context_s *ctx, const sr_dense *d, stru
     return no_cuda();
 }
 sr_status sr_cuda_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B) { (void)A; (void)B; return no_cuda(); }
+sr_status sr_cuda_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
+                       sr_semiring s, bool complement, bool accumulate)
+{
+    (void)A; (void)B; (void)C; (void)mask; (void)s; (void)complement; (void)accumulate;
+    return no_cuda();
+}
+sr_status sr_cuda_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                      const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,
+                      struct sr_matrix_s **C)
+{
+    (void)ctx; (void)A; (void)B; (void)mask; (void)complement; (void)s; (void)out_type; (void)C;
+    return no_cuda();
+}
+sr_status sr_cuda_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                              int add_op, struct sr_matrix_s **C)
+{
+    (void)ctx; (void)A; (void)B; (void)add_op; (void)C;
+    return no_cuda();
+}

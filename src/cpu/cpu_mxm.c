@@ -1,0 +1,165 @@
+/* Sparse x sparse semiring product on the host (Gustavson): a count pass sizes each output row,
+ * a fill pass computes it with a dense accumulator per thread, then each row is sorted. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "../core/error.h"
+#include "../core/memory.h"
+#include "../core/types.h"
+#include "cpu.h"
+
+/* Per-thread work rows: stamps of the last output row that touched a column, and mask stamps. */
+typedef struct {
+    int64_t *mark;      /* threads x n */
+    int64_t *mask_mark; /* threads x n, or NULL without a mask */
+    void *acc;          /* threads x n values of the output type, or NULL for bool */
+} spa;
+
+static int compare_int32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Marks row i of the mask so that allowed(j) is one comparison. */
+static inline void stamp_mask_row(const struct sr_matrix_s *mask, int64_t i, int64_t *mask_mark)
+{
+    for (int64_t k = mask->rowptr[i]; k < mask->rowptr[i + 1]; k++)
+        mask_mark[mask->colind[k]] = i;
+}
+
+#define ALLOWED(j) (!mask || ((mask_mark[j] == i) != complement))
+
+static void count_rows(const struct sr_matrix_s *A, const struct sr_matrix_s *B, const struct sr_matrix_s *mask,
+                       bool complement, spa *w, int64_t *counts, int threads)
+{
+    const int64_t n = B->ncols;
+#pragma omp parallel num_threads(threads)
+    {
+        int64_t *mark = w->mark + (size_t)omp_get_thread_num() * (size_t)n;
+        int64_t *mask_mark = mask ? w->mask_mark + (size_t)omp_get_thread_num() * (size_t)n : NULL;
+        for (int64_t j = 0; j < n; j++)
+            mark[j] = -1;
+        for (int64_t j = 0; mask && j < n; j++)
+            mask_mark[j] = -1;
+#pragma omp for schedule(dynamic, 64)
+        for (int64_t i = 0; i < A->nrows; i++) {
+            if (mask)
+                stamp_mask_row(mask, i, mask_mark);
+            int64_t count = 0;
+            for (int64_t ka = A->rowptr[i]; ka < A->rowptr[i + 1]; ka++) {
+                int64_t k = A->colind[ka];
+                for (int64_t kb = B->rowptr[k]; kb < B->rowptr[k + 1]; kb++) {
+                    int32_t j = B->colind[kb];
+                    if (mark[j] != i && ALLOWED(j)) {
+                        mark[j] = i;
+                        count++;
+                    }
+                }
+            }
+            counts[i + 1] = count;
+        }
+    }
+}
+
+/* One fill kernel per (semiring, T); C's rowptr is set and its arrays allocated. */
+#define SR_DEFINE_MXM_FILL(SEMI, ADD, MUL, T, OUT)                                                       \
+    static void mxm_fill_##ADD##_##MUL##_##T(const struct sr_matrix_s *A, const struct sr_matrix_s *B,   \
+                                             const struct sr_matrix_s *mask, bool complement, spa *w,    \
+                                             struct sr_matrix_s *C, int threads)                         \
+    {                                                                                                    \
+        const int64_t n = B->ncols;                                                                      \
+        const T *av = (const T *)A->values, *bv = (const T *)B->values;                                  \
+        T *cv = (T *)C->values;                                                                          \
+        _Pragma("omp parallel num_threads(threads)")                                                     \
+        {                                                                                                \
+            int64_t *mark = w->mark + (size_t)omp_get_thread_num() * (size_t)n;                          \
+            int64_t *mask_mark = mask ? w->mask_mark + (size_t)omp_get_thread_num() * (size_t)n : NULL;  \
+            T *acc = cv ? (T *)w->acc + (size_t)omp_get_thread_num() * (size_t)n : NULL;                 \
+            for (int64_t j = 0; j < n; j++)                                                              \
+                mark[j] = -1;                                                                            \
+            for (int64_t j = 0; mask && j < n; j++)                                                      \
+                mask_mark[j] = -1;                                                                       \
+            _Pragma("omp for schedule(dynamic, 64)")                                                     \
+            for (int64_t i = 0; i < A->nrows; i++) {                                                     \
+                if (mask)                                                                                \
+                    stamp_mask_row(mask, i, mask_mark);                                                  \
+                int32_t *cols = C->colind + C->rowptr[i];                                                \
+                int64_t count = 0;                                                                       \
+                for (int64_t ka = A->rowptr[i]; ka < A->rowptr[i + 1]; ka++) {                           \
+                    const int64_t k = A->colind[ka];                                                     \
+                    const T a = av ? av[ka] : (T)1;                                                      \
+                    (void)a;                                                                             \
+                    for (int64_t kb = B->rowptr[k]; kb < B->rowptr[k + 1]; kb++) {                       \
+                        const int32_t j = B->colind[kb];                                                 \
+                        if (!ALLOWED(j))                                                                 \
+                            continue;                                                                    \
+                        const T b = bv ? bv[kb] : (T)1;                                                  \
+                        (void)b;                                                                         \
+                        if (mark[j] != i) {                                                              \
+                            mark[j] = i;                                                                 \
+                            cols[count++] = j;                                                           \
+                            if (acc)                                                                     \
+                                acc[j] = (T)SR_MUL_##MUL(a, b);                                          \
+                        } else if (acc) {                                                                \
+                            acc[j] = (T)SR_ADD_##ADD(acc[j], (T)SR_MUL_##MUL(a, b));                     \
+                        }                                                                                \
+                    }                                                                                    \
+                }                                                                                        \
+                qsort(cols, (size_t)count, sizeof *cols, compare_int32);                                 \
+                for (int64_t q = 0; acc && q < count; q++)                                               \
+                    cv[C->rowptr[i] + q] = acc[cols[q]];                                                 \
+            }                                                                                            \
+        }                                                                                                \
+    }
+SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_MXM_FILL)
+
+sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                     const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,
+                     struct sr_matrix_s **out)
+{
+    int threads = sr_context_threads(ctx);
+    size_t n = (size_t)(B->ncols ? B->ncols : 1);
+    size_t per_thread = n * (sizeof(int64_t) * (mask ? 2 : 1) + sr_value_size(out_type));
+    size_t limit = sr_context_workspace(ctx, SR_HOST);
+    while (threads > 1 && (size_t)threads * per_thread > limit) /* the accumulators must fit the workspace */
+        threads--;
+    spa w = {NULL, NULL, NULL};
+    struct sr_matrix_s *C = NULL;
+    sr_status st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * n, sizeof(int64_t), (void **)&w.mark);
+    if (st == SR_SUCCESS && mask)
+        st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * n, sizeof(int64_t), (void **)&w.mask_mark);
+    if (st == SR_SUCCESS && out_type != SR_TYPE_BOOL)
+        st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * n, sr_value_size(out_type), &w.acc);
+    if (st == SR_SUCCESS)
+        st = sr_matrix_alloc(ctx, A->nrows, B->ncols, 0, out_type, SR_HOST, &C);
+    if (st == SR_SUCCESS) {
+        count_rows(A, B, mask, complement, &w, C->rowptr, threads);
+        sr_cpu_prefix_sum(C->rowptr, A->nrows);
+        st = sr_matrix_alloc_entries(C, C->rowptr[A->nrows]);
+    }
+    if (st == SR_SUCCESS) {
+        bool done = false;
+#define SR_DISPATCH_MXM(SEMI, ADD, MUL, T, OUT)                                                          \
+    if (!done && s == SEMI && out_type == OUT) {                                                         \
+        mxm_fill_##ADD##_##MUL##_##T(A, B, mask, complement, &w, C, threads);                            \
+        done = true;                                                                                     \
+    }
+        SR_FOR_EACH_SEMIRING_KERNEL(SR_DISPATCH_MXM)
+#undef SR_DISPATCH_MXM
+        if (!done)
+            st = sr_error(SR_ERROR_INTERNAL, "no CPU kernel for %s with %s output", sr_semiring_name(s),
+                          sr_type_name(out_type));
+    }
+    sr_mem_free(ctx, SR_HOST, w.mark, 0);
+    sr_mem_free(ctx, SR_HOST, w.mask_mark, 0);
+    sr_mem_free(ctx, SR_HOST, w.acc, 0);
+    if (st != SR_SUCCESS) {
+        sr_matrix_destroy(C);
+        return st;
+    }
+    *out = C;
+    return SR_SUCCESS;
+}

@@ -1,0 +1,90 @@
+/* Dense-output semiring products on the host: C = A ⊕.⊗ B (SpMV is the one-column case). */
+#include <stdlib.h>
+
+#include <omp.h>
+
+#include "../core/error.h"
+#include "cpu.h"
+
+/* Element (i, j) of a dense view with elements of type T. */
+#define DENSE_AT(T, d, i, j)                                                                           \
+    (((T *)(d)->data)[(d)->layout == SR_ROW_MAJOR ? (size_t)(i) * (size_t)(d)->ld + (size_t)(j)      \
+                                                  : (size_t)(j) * (size_t)(d)->ld + (size_t)(i)])
+
+/* One kernel per (semiring, T): each thread owns a row of accumulators and a row of mask flags. */
+#define SR_DEFINE_SPMM(SEMI, ADD, MUL, T, OUT)                                                           \
+    static void spmm_##ADD##_##MUL##_##T(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, \
+                                         const struct sr_matrix_s *mask, bool complement, bool accumulate, \
+                                         T *scratch, unsigned char *allow_all, int threads)                \
+    {                                                                                                    \
+        const T *av = (const T *)A->values; /* NULL for bool: every entry is 1 */                       \
+        const int64_t n = C->ncols;                                                                      \
+        _Pragma("omp parallel num_threads(threads)")                                                     \
+        {                                                                                                \
+            T *acc = scratch + (size_t)omp_get_thread_num() * (size_t)n;                                 \
+            unsigned char *allow = allow_all + (size_t)omp_get_thread_num() * (size_t)n;                 \
+            for (int64_t j = 0; j < n && mask; j++)                                                      \
+                allow[j] = complement;                                                                   \
+            _Pragma("omp for schedule(dynamic, 64)")                                                     \
+            for (int64_t i = 0; i < A->nrows; i++) {                                                     \
+                for (int64_t j = 0; j < n; j++)                                                          \
+                    acc[j] = SR_ID_##ADD##_##T;                                                          \
+                for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {                              \
+                    const T a = av ? av[k] : (T)1;                                                       \
+                    const int64_t col = A->colind[k];                                                    \
+                    (void)a;                                                                             \
+                    (void)col;                                                                           \
+                    if (B->layout == SR_ROW_MAJOR) {                                                     \
+                        const T *b = (const T *)B->data + (size_t)col * (size_t)B->ld;                   \
+                        (void)b;                                                                         \
+                        for (int64_t j = 0; j < n; j++)                                                  \
+                            acc[j] = SR_ADD_##ADD(acc[j], (T)SR_MUL_##MUL(a, b[j]));                     \
+                    } else {                                                                             \
+                        for (int64_t j = 0; j < n; j++)                                                  \
+                            acc[j] = SR_ADD_##ADD(acc[j], (T)SR_MUL_##MUL(a, DENSE_AT(const T, B, col, j))); \
+                    }                                                                                    \
+                }                                                                                        \
+                if (mask)                                                                                \
+                    for (int64_t k = mask->rowptr[i]; k < mask->rowptr[i + 1]; k++)                      \
+                        allow[mask->colind[k]] = !complement;                                            \
+                for (int64_t j = 0; j < n; j++) {                                                        \
+                    if (mask && !allow[j])                                                               \
+                        continue;                                                                        \
+                    T *c = &DENSE_AT(T, C, i, j);                                                        \
+                    *c = accumulate ? (T)SR_ADD_##ADD(*c, acc[j]) : acc[j];                              \
+                }                                                                                        \
+                if (mask)                                                                                \
+                    for (int64_t k = mask->rowptr[i]; k < mask->rowptr[i + 1]; k++)                      \
+                        allow[mask->colind[k]] = complement;                                             \
+            }                                                                                            \
+        }                                                                                                \
+    }
+SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SPMM)
+
+sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
+                      sr_semiring s, bool complement, bool accumulate)
+{
+    int threads = sr_context_threads(A->ctx);
+    size_t n = (size_t)C->ncols;
+    void *scratch = malloc((size_t)threads * (n ? n : 1) * sizeof(double));
+    unsigned char *allow = malloc((size_t)threads * (n ? n : 1));
+    if (!scratch || !allow) {
+        free(scratch);
+        free(allow);
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d rows of %zu accumulators", threads, n);
+    }
+    sr_type out = C->type;
+    bool done = false;
+#define SR_DISPATCH_SPMM(SEMI, ADD, MUL, T, OUT)                                                         \
+    if (!done && s == SEMI && out == OUT) {                                                              \
+        spmm_##ADD##_##MUL##_##T(A, B, C, mask, complement, accumulate, (T *)scratch, allow, threads);   \
+        done = true;                                                                                     \
+    }
+    SR_FOR_EACH_SEMIRING_KERNEL(SR_DISPATCH_SPMM)
+#undef SR_DISPATCH_SPMM
+    free(scratch);
+    free(allow);
+    if (!done)
+        return sr_error(SR_ERROR_INTERNAL, "no CPU kernel for %s with %s output", sr_semiring_name(s), sr_type_name(out));
+    return SR_SUCCESS;
+}

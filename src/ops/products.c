@@ -1,0 +1,162 @@
+/* Public semiring products: argument checks, staging of operands that live elsewhere, dispatch. */
+#include <string.h>
+
+#include "../core/memory.h"
+#include "../core/types.h"
+#include "../cpu/cpu.h"
+#include "../cuda/cuda.h"
+#include "../semiring/semiring.h"
+#include "ops_common.h"
+
+sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location location)
+{
+    return sr_dense_view(data, n, 1, type, SR_COL_MAJOR, location);
+}
+
+static sr_descriptor descriptor_or_default(const sr_descriptor *desc)
+{
+    sr_descriptor d = {false, false, false};
+    return desc ? *desc : d;
+}
+
+static sr_status check_mask(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *mask,
+                            const struct sr_matrix_s *A, int64_t nrows, int64_t ncols)
+{
+    if (mask == NULL)
+        return SR_SUCCESS;
+    SR_TRY(sr_ops_check_matrix(fn, ctx, mask));
+    SR_CHECK_ARG(mask->nrows == nrows && mask->ncols == ncols, "%s: the mask is %lld x %lld but the output is %lld x %lld",
+                 fn, (long long)mask->nrows, (long long)mask->ncols, (long long)nrows, (long long)ncols);
+    SR_CHECK_ARG(mask->location == A->location, "%s: the mask lives on the %s but A on the %s (sr_matrix_copy_to moves it)",
+                 fn, mask->location == SR_DEVICE ? "device" : "host", A->location == SR_DEVICE ? "device" : "host");
+    return SR_SUCCESS;
+}
+
+/* A dense view in `where`: the caller's own if it is there already, else a packed copy (copied in
+ * when `copy_in`). *owned is what to free afterwards (NULL for the caller's own). */
+static sr_status stage_dense(struct sr_context_s *ctx, const sr_dense *v, sr_location where, bool copy_in,
+                             sr_dense *staged, void **owned, size_t *owned_bytes)
+{
+    *staged = *v;
+    *owned = NULL;
+    *owned_bytes = 0;
+    if (v->location == where)
+        return SR_SUCCESS;
+    *staged = sr_dense_view(NULL, v->nrows, v->ncols, v->type, v->layout, where);
+    size_t es = sr_type_size(v->type);
+    int64_t outer = v->layout == SR_ROW_MAJOR ? v->nrows : v->ncols, inner = v->layout == SR_ROW_MAJOR ? v->ncols : v->nrows;
+    *owned_bytes = (size_t)outer * (size_t)staged->ld * es;
+    SR_TRY(sr_mem_alloc(ctx, where, *owned_bytes, owned));
+    staged->data = *owned;
+    if (!copy_in)
+        return SR_SUCCESS;
+    sr_status s = sr_mem_copy2d(ctx, staged->data, (size_t)staged->ld * es, where, v->data, (size_t)v->ld * es,
+                                v->location, (size_t)inner * es, (size_t)outer);
+    if (s != SR_SUCCESS) {
+        sr_mem_free(ctx, where, *owned, *owned_bytes);
+        *owned = NULL;
+    }
+    return s;
+}
+
+sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring s, sr_matrix A, const sr_dense *B,
+                  const sr_descriptor *desc)
+{
+    const char *fn = "sr_spmm";
+    SR_TRY(sr_ops_check_matrix(fn, ctx, A));
+    SR_TRY(sr_check_dense(fn, B));
+    SR_TRY(sr_check_dense(fn, C));
+    sr_type out;
+    SR_TRY(sr_semiring_output_type(s, A->type, &out));
+    SR_CHECK_ARG(B->type == A->type, "%s: B has type %s but A has type %s", fn, sr_type_name(B->type),
+                 sr_type_name(A->type));
+    SR_CHECK_ARG(C->type == out, "%s: C has type %s but %s on %s gives %s", fn, sr_type_name(C->type),
+                 sr_semiring_name(s), sr_type_name(A->type), sr_type_name(out));
+    SR_CHECK_ARG(B->nrows == A->ncols, "%s: A is %lld x %lld but B has %lld rows", fn, (long long)A->nrows,
+                 (long long)A->ncols, (long long)B->nrows);
+    SR_CHECK_ARG(C->nrows == A->nrows && C->ncols == B->ncols, "%s: C is %lld x %lld but A B is %lld x %lld", fn,
+                 (long long)C->nrows, (long long)C->ncols, (long long)A->nrows, (long long)B->ncols);
+    SR_TRY(check_mask(fn, ctx, mask, A, C->nrows, C->ncols));
+    sr_descriptor d = descriptor_or_default(desc);
+
+    sr_dense b, c;
+    void *b_owned, *c_owned;
+    size_t b_bytes, c_bytes;
+    SR_TRY(stage_dense(ctx, B, A->location, true, &b, &b_owned, &b_bytes));
+    /* C is read too when accumulating or when a mask keeps old values */
+    sr_status st = stage_dense(ctx, C, A->location, d.accumulate || mask != NULL, &c, &c_owned, &c_bytes);
+    if (st == SR_SUCCESS) {
+        st = A->location == SR_DEVICE ? sr_cuda_spmm(A, &b, &c, mask, s, d.mask_complement, d.accumulate)
+                                      : sr_cpu_spmm(A, &b, &c, mask, s, d.mask_complement, d.accumulate);
+        if (st == SR_SUCCESS && c_owned) {
+            size_t es = sr_type_size(C->type);
+            int64_t outer = C->layout == SR_ROW_MAJOR ? C->nrows : C->ncols;
+            int64_t inner = C->layout == SR_ROW_MAJOR ? C->ncols : C->nrows;
+            st = sr_mem_copy2d(ctx, C->data, (size_t)C->ld * es, C->location, c.data, (size_t)c.ld * es, c.location,
+                               (size_t)inner * es, (size_t)outer);
+        }
+        sr_mem_free(ctx, A->location, c_owned, c_bytes);
+    }
+    sr_mem_free(ctx, A->location, b_owned, b_bytes);
+    return st;
+}
+
+sr_status sr_spmv(sr_context ctx, const sr_dense *y, sr_matrix mask, sr_semiring s, sr_matrix A, const sr_dense *x,
+                  const sr_descriptor *desc)
+{
+    SR_CHECK_ARG(x != NULL && y != NULL, "sr_spmv: x or y is NULL");
+    SR_CHECK_ARG(x->ncols == 1 && y->ncols == 1, "sr_spmv: x and y must be vectors (n x 1 views; see sr_vector_view), "
+                 "not %lld and %lld columns", (long long)x->ncols, (long long)y->ncols);
+    return sr_spmm(ctx, y, mask, s, A, x, desc);
+}
+
+sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr_matrix A, sr_matrix B,
+                 const sr_descriptor *desc)
+{
+    const char *fn = "sr_mxm";
+    SR_TRY(sr_ops_check_matrix(fn, ctx, A));
+    SR_TRY(sr_ops_check_matrix(fn, ctx, B));
+    SR_CHECK_ARG(C != NULL, "%s: the output pointer is NULL", fn);
+    sr_descriptor d = descriptor_or_default(desc);
+    sr_type out;
+    SR_TRY(sr_semiring_output_type(s, A->type, &out));
+    SR_CHECK_ARG(B->type == A->type, "%s: B has type %s but A has type %s", fn, sr_type_name(B->type),
+                 sr_type_name(A->type));
+    SR_CHECK_ARG(B->location == A->location, "%s: A lives on the %s but B on the %s (sr_matrix_copy_to moves one)", fn,
+                 A->location == SR_DEVICE ? "device" : "host", B->location == SR_DEVICE ? "device" : "host");
+    int64_t inner = d.transpose_b ? B->ncols : B->nrows, ncols = d.transpose_b ? B->nrows : B->ncols;
+    SR_CHECK_ARG(inner == A->ncols, "%s: A is %lld x %lld but B%s has %lld rows", fn, (long long)A->nrows,
+                 (long long)A->ncols, d.transpose_b ? "^T" : "", (long long)inner);
+    SR_TRY(check_mask(fn, ctx, mask, A, A->nrows, ncols));
+    struct sr_matrix_s *old = NULL;
+    if (d.accumulate) {
+        old = *C;
+        SR_TRY(sr_ops_check_matrix(fn, ctx, old));
+        SR_CHECK_ARG(old->nrows == A->nrows && old->ncols == ncols && old->type == out && old->location == A->location,
+                     "%s: to accumulate, C must be a %lld x %lld %s matrix where A lives", fn, (long long)A->nrows,
+                     (long long)ncols, sr_type_name(out));
+    }
+    if (ncols > INT32_MAX)
+        return sr_error(SR_ERROR_OVERFLOW, "%s: the product has %lld columns, beyond the 32-bit limit", fn, (long long)ncols);
+
+    struct sr_matrix_s *Bt = NULL, *T = NULL, *U = NULL;
+    if (d.transpose_b)
+        SR_TRY(sr_matrix_transpose(ctx, B, &Bt));
+    const struct sr_matrix_s *right = Bt ? Bt : B;
+    bool device = A->location == SR_DEVICE;
+    sr_status st = device ? sr_cuda_mxm(ctx, A, right, mask, d.mask_complement, s, out, &T)
+                          : sr_cpu_mxm(ctx, A, right, mask, d.mask_complement, s, out, &T);
+    sr_matrix_destroy(Bt);
+    SR_TRY(st);
+    if (!old) {
+        *C = T;
+        return SR_SUCCESS;
+    }
+    int op = (int)sr_semiring_add_op(s);
+    st = device ? sr_cuda_ewise_union(ctx, old, T, op, &U) : sr_cpu_ewise_union(ctx, old, T, op, &U);
+    sr_matrix_destroy(T);
+    SR_TRY(st);
+    sr_matrix_destroy(old);
+    *C = U;
+    return SR_SUCCESS;
+}

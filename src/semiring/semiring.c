@@ -1,0 +1,51 @@
+#include "semiring.h"
+
+#include "../core/error.h"
+
+bool sr_semiring_valid(int s) { return s >= SR_PLUS_TIMES && s <= SR_ANY_PAIR; }
+
+const char *sr_semiring_name(sr_semiring s)
+{
+    static const char *names[] = {"plus_times", "min_plus", "max_plus", "max_times", "min_times",
+                                  "max_min",    "or_and",   "plus_pair", "any_pair"};
+    return sr_semiring_valid(s) ? names[s] : "unknown";
+}
+
+sr_add_op sr_semiring_add_op(sr_semiring s)
+{
+    switch (s) {
+    case SR_MIN_PLUS:
+    case SR_MIN_TIMES: return SR_ADD_OP_MIN;
+    case SR_MAX_PLUS:
+    case SR_MAX_TIMES:
+    case SR_MAX_MIN: return SR_ADD_OP_MAX;
+    case SR_OR_AND:
+    case SR_ANY_PAIR: return SR_ADD_OP_OR;
+    default: return SR_ADD_OP_PLUS;
+    }
+}
+
+bool sr_semiring_pattern_only(sr_semiring s) { return s == SR_PLUS_PAIR || s == SR_ANY_PAIR; }
+
+sr_status sr_semiring_output_type(sr_semiring s, sr_type input, sr_type *output)
+{
+    SR_CHECK_ARG(sr_semiring_valid(s), "unknown semiring %d", (int)s);
+    SR_CHECK_ARG(input >= SR_TYPE_BOOL && input <= SR_TYPE_FLOAT64, "unknown type %d", (int)input);
+    SR_CHECK_ARG(output != NULL, "sr_semiring_output_type: the output pointer is NULL");
+    switch (s) {
+    case SR_OR_AND:
+        if (input != SR_TYPE_BOOL)
+            return sr_error(SR_ERROR_INVALID_ARGUMENT, "or_and needs bool matrices, not %s (use plus_times or "
+                                                       "cast to bool)", sr_type_name(input));
+        *output = SR_TYPE_BOOL;
+        return SR_SUCCESS;
+    case SR_ANY_PAIR: *output = SR_TYPE_BOOL; return SR_SUCCESS;
+    case SR_PLUS_PAIR: *output = input == SR_TYPE_BOOL ? SR_TYPE_INT32 : input; return SR_SUCCESS;
+    default:
+        if (input == SR_TYPE_BOOL)
+            return sr_error(SR_ERROR_INVALID_ARGUMENT, "%s is not defined for bool; use or_and (or cast to a "
+                                                       "numeric type)", sr_semiring_name(s));
+        *output = input;
+        return SR_SUCCESS;
+    }
+}

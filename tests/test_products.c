@@ -1,0 +1,336 @@
+/* Semiring products (spmv, spmm, mxm) with masks, complement, accumulate and transpose, against
+ * an independent dense reference in double precision, on the CPU backend and (when present) CUDA. */
+#include "test_util.h"
+
+static const sr_semiring all_semirings[] = {SR_PLUS_TIMES, SR_MIN_PLUS, SR_MAX_PLUS, SR_MAX_TIMES, SR_MIN_TIMES,
+                                            SR_MAX_MIN,    SR_OR_AND,   SR_PLUS_PAIR, SR_ANY_PAIR};
+
+/* ---------------------------------------------------------------- the reference */
+
+static bool is_min(sr_semiring s) { return s == SR_MIN_PLUS || s == SR_MIN_TIMES; }
+static bool is_max(sr_semiring s) { return s == SR_MAX_PLUS || s == SR_MAX_TIMES || s == SR_MAX_MIN; }
+
+static double ref_identity(sr_semiring s, sr_type out)
+{
+    if (is_min(s))
+        return out == SR_TYPE_INT32 ? 2147483647.0 : INFINITY;
+    if (is_max(s))
+        return out == SR_TYPE_INT32 ? -2147483648.0 : -INFINITY;
+    return 0.0;
+}
+
+static double ref_add(sr_semiring s, double a, double b)
+{
+    if (is_min(s))
+        return a < b ? a : b;
+    if (is_max(s))
+        return a > b ? a : b;
+    if (s == SR_OR_AND || s == SR_ANY_PAIR)
+        return (a != 0 || b != 0) ? 1 : 0;
+    return a + b;
+}
+
+static double ref_mul(sr_semiring s, double a, double b)
+{
+    switch (s) {
+    case SR_PLUS_TIMES:
+    case SR_MAX_TIMES:
+    case SR_MIN_TIMES: return a * b;
+    case SR_MIN_PLUS:
+    case SR_MAX_PLUS: return a + b;
+    case SR_MAX_MIN: return a < b ? a : b;
+    case SR_OR_AND: return (a != 0 && b != 0) ? 1 : 0;
+    default: return 1; /* pair */
+    }
+}
+
+/* A dense copy with presence flags. */
+typedef struct {
+    int64_t nrows, ncols;
+    double *v;
+    unsigned char *present;
+} ref_matrix;
+
+static ref_matrix ref_from(const test_csr *m)
+{
+    ref_matrix r = {m->nrows, m->ncols, calloc((size_t)(m->nrows * m->ncols + 1), sizeof(double)),
+                    calloc((size_t)(m->nrows * m->ncols + 1), 1)};
+    for (int64_t i = 0; i < m->nrows; i++)
+        for (int64_t k = m->rowptr[i]; k < m->rowptr[i + 1]; k++) {
+            r.v[i * m->ncols + m->colind[k]] = test_csr_at(m, i, m->colind[k]);
+            r.present[i * m->ncols + m->colind[k]] = 1;
+        }
+    return r;
+}
+
+static void ref_free(ref_matrix *r)
+{
+    free(r->v);
+    free(r->present);
+}
+
+/* Tolerance for comparing against the double reference: exact for int32 and pattern results. */
+static bool close_enough(double got, double want, sr_type out)
+{
+    if (isinf(want) || isinf(got))
+        return got == want;
+    if (out == SR_TYPE_INT32 || out == SR_TYPE_BOOL)
+        return got == want;
+    double tol = out == SR_TYPE_FLOAT32 ? 2e-5 : 1e-12;
+    return fabs(got - want) <= tol * (1.0 + fabs(want)) * 8;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static sr_context ctx;
+static sr_location where; /* where the matrices under test live */
+
+static sr_matrix place(const test_csr *m)
+{
+    sr_context_options o = sr_context_options_default();
+    (void)o;
+    sr_matrix H = test_make_matrix(ctx, m), D = NULL;
+    if (where == SR_HOST)
+        return H;
+    CHECK_OK(sr_matrix_copy_to(ctx, H, SR_DEVICE, &D));
+    sr_matrix_free(H);
+    return D;
+}
+
+static void *dense_alloc(int64_t nrows, int64_t ncols, sr_type type, sr_layout layout, sr_dense *d)
+{
+    *d = sr_dense_view(NULL, nrows, ncols, type, layout, SR_HOST);
+    d->data = calloc((size_t)(nrows * ncols + 1), sr_type_size(type));
+    return d->data;
+}
+
+static void dense_set(const sr_dense *d, int64_t i, int64_t j, double v)
+{
+    size_t at = d->layout == SR_ROW_MAJOR ? (size_t)(i * d->ld + j) : (size_t)(j * d->ld + i);
+    switch (d->type) {
+    case SR_TYPE_BOOL: ((uint8_t *)d->data)[at] = v != 0; break;
+    case SR_TYPE_INT32: ((int32_t *)d->data)[at] = (int32_t)v; break;
+    case SR_TYPE_FLOAT32: ((float *)d->data)[at] = (float)v; break;
+    case SR_TYPE_FLOAT64: ((double *)d->data)[at] = v; break;
+    }
+}
+
+/* ---------------------------------------------------------------- dense-output products */
+
+static void check_spmm(sr_semiring s, sr_type in, int64_t m, int64_t k, int64_t n, bool use_mask, bool complement,
+                       bool accumulate, sr_layout b_layout, sr_layout c_layout)
+{
+    sr_type out;
+    if (sr_semiring_output_type(s, in, &out) != SR_SUCCESS)
+        return;
+    test_csr a = test_random_csr(m, k, 4, in), mk = test_random_csr(m, n, n > 4 ? 3 : 1, SR_TYPE_BOOL);
+    sr_matrix A = place(&a), M = use_mask ? place(&mk) : NULL;
+    ref_matrix ra = ref_from(&a), rm = ref_from(&mk);
+    sr_dense B, C;
+    dense_alloc(k, n, in, b_layout, &B);
+    dense_alloc(m, n, out, c_layout, &C);
+    double *bref = malloc((size_t)(k * n + 1) * sizeof(double)), *cold = malloc((size_t)(m * n + 1) * sizeof(double));
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double v = in == SR_TYPE_BOOL ? (double)test_below(2)
+                       : in == SR_TYPE_INT32 ? (double)(int32_t)(test_below(200) - 100)
+                       : in == SR_TYPE_FLOAT32 ? (double)(float)(test_uniform() * 4 - 2)
+                                               : test_uniform() * 4 - 2;
+            bref[i * n + j] = v;
+            dense_set(&B, i, j, v);
+        }
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) { /* old C: a poison that accumulate and masks must respect */
+            double v = out == SR_TYPE_BOOL ? (double)test_below(2) : (double)(int)(test_below(50) - 25);
+            cold[i * n + j] = v;
+            dense_set(&C, i, j, v);
+        }
+    sr_descriptor d = {accumulate, complement, false};
+    sr_status st = n == 1 && test_below(2) ? sr_spmv(ctx, &C, M, s, A, &B, &d) : sr_spmm(ctx, &C, M, s, A, &B, &d);
+    CHECK(st == SR_SUCCESS, "%s %s: %s", sr_semiring_name(s), sr_type_name(in), sr_last_error());
+    int bad = 0;
+    for (int64_t i = 0; st == SR_SUCCESS && i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double want = cold[i * n + j];
+            bool allowed = !use_mask || ((rm.present[i * n + j] != 0) != complement);
+            if (allowed) {
+                double acc = ref_identity(s, out);
+                for (int64_t q = 0; q < k; q++)
+                    if (ra.present[i * k + q])
+                        acc = ref_add(s, acc, ref_mul(s, ra.v[i * k + q], bref[q * n + j]));
+                want = accumulate ? ref_add(s, cold[i * n + j], acc) : acc;
+                if (out == SR_TYPE_INT32 && accumulate && s == SR_PLUS_TIMES)
+                    want = (double)(int32_t)want;
+            }
+            double got = test_dense_at(&C, i, j);
+            if (!close_enough(got, want, out) && bad++ < 3)
+                fprintf(stderr, "  (%lld,%lld) got %.9g want %.9g\n", (long long)i, (long long)j, got, want);
+        }
+    CHECK(bad == 0, "spmm %s %s %lldx%lldx%lld mask %d compl %d acc %d layouts %d%d on %s: %d wrong",
+          sr_semiring_name(s), sr_type_name(in), (long long)m, (long long)k, (long long)n, use_mask, complement,
+          accumulate, b_layout, c_layout, where == SR_DEVICE ? "device" : "host", bad);
+    free(B.data);
+    free(C.data);
+    free(bref);
+    free(cold);
+    ref_free(&ra);
+    ref_free(&rm);
+    sr_matrix_free(A);
+    sr_matrix_free(M);
+    test_csr_free(&a);
+    test_csr_free(&mk);
+}
+
+/* ---------------------------------------------------------------- sparse products */
+
+static void check_mxm(sr_semiring s, sr_type in, int64_t m, int64_t k, int64_t n, double degree, bool use_mask,
+                      bool complement, bool accumulate, bool transpose_b)
+{
+    sr_type out;
+    if (sr_semiring_output_type(s, in, &out) != SR_SUCCESS)
+        return;
+    test_csr a = test_random_csr(m, k, degree, in);
+    test_csr b = transpose_b ? test_random_csr(n, k, degree, in) : test_random_csr(k, n, degree, in);
+    test_csr mk = test_random_csr(m, n, n / 3.0 + 1, SR_TYPE_BOOL), c0 = test_random_csr(m, n, 2, out);
+    sr_matrix A = place(&a), B = place(&b), M = use_mask ? place(&mk) : NULL, C = accumulate ? place(&c0) : NULL;
+    ref_matrix ra = ref_from(&a), rb = ref_from(&b), rm = ref_from(&mk), rc = ref_from(&c0);
+    sr_descriptor d = {accumulate, complement, transpose_b};
+    sr_status st = sr_mxm(ctx, &C, M, s, A, B, &d);
+    CHECK(st == SR_SUCCESS, "mxm %s %s: %s", sr_semiring_name(s), sr_type_name(in), sr_last_error());
+    if (st != SR_SUCCESS)
+        goto done;
+    sr_matrix_info info;
+    sr_matrix_get_info(C, &info);
+    CHECK(info.type == out && info.nrows == m && info.ncols == n && info.location == where, "mxm result info");
+    /* read the result back as dense values + pattern */
+    int64_t *rp = malloc((size_t)(m + 1) * sizeof *rp);
+    int32_t *ci = malloc((size_t)(info.nnz + 1) * sizeof *ci);
+    double *cv = calloc((size_t)(info.nnz + 1), sizeof *cv);
+    void *raw = malloc((size_t)(info.nnz + 1) * 8);
+    CHECK_OK(sr_matrix_export_csr(ctx, C, rp, ci, raw, SR_HOST));
+    for (int64_t q = 0; q < info.nnz; q++)
+        cv[q] = sr_type_size(out) && out != SR_TYPE_BOOL ? (out == SR_TYPE_INT32 ? ((int32_t *)raw)[q]
+                                                            : out == SR_TYPE_FLOAT32 ? ((float *)raw)[q]
+                                                                                     : ((double *)raw)[q])
+                                                         : 1.0;
+    int bad = 0;
+    int64_t expected_nnz = 0;
+    for (int64_t i = 0; i < m; i++) {
+        int64_t q = rp[i];
+        for (int64_t j = 0; j < n; j++) {
+            bool allowed = !use_mask || ((rm.present[i * n + j] != 0) != complement);
+            bool any = false;
+            double acc = ref_identity(s, out);
+            for (int64_t p = 0; allowed && p < k; p++) {
+                double bv = transpose_b ? rb.v[j * k + p] : rb.v[p * n + j];
+                bool bp = transpose_b ? rb.present[j * k + p] : rb.present[p * n + j];
+                if (ra.present[i * k + p] && bp) {
+                    acc = ref_add(s, acc, ref_mul(s, ra.v[i * k + p], bv));
+                    any = true;
+                }
+            }
+            bool old = accumulate && rc.present[i * n + j];
+            double want = any && old ? ref_add(s, rc.v[i * n + j], acc) : any ? acc : rc.v[i * n + j];
+            if (!any && !old)
+                continue;
+            expected_nnz++;
+            if (q >= rp[i + 1] || ci[q] != j) {
+                if (bad++ < 3)
+                    fprintf(stderr, "  missing (%lld,%lld)\n", (long long)i, (long long)j);
+                continue;
+            }
+            if (!close_enough(cv[q], want, out) && bad++ < 3)
+                fprintf(stderr, "  (%lld,%lld) got %.9g want %.9g\n", (long long)i, (long long)j, cv[q], want);
+            q++;
+        }
+        if (q != rp[i + 1] && bad++ < 3)
+            fprintf(stderr, "  row %lld has extra entries\n", (long long)i);
+    }
+    CHECK(bad == 0 && expected_nnz == info.nnz,
+          "mxm %s %s %lldx%lldx%lld mask %d compl %d acc %d trans %d on %s: %d wrong, nnz %lld vs %lld",
+          sr_semiring_name(s), sr_type_name(in), (long long)m, (long long)k, (long long)n, use_mask, complement,
+          accumulate, transpose_b, where == SR_DEVICE ? "device" : "host", bad, (long long)info.nnz,
+          (long long)expected_nnz);
+    free(rp);
+    free(ci);
+    free(cv);
+    free(raw);
+done:
+    sr_matrix_free(A);
+    sr_matrix_free(B);
+    sr_matrix_free(M);
+    sr_matrix_free(C);
+    ref_free(&ra);
+    ref_free(&rb);
+    ref_free(&rm);
+    ref_free(&rc);
+    test_csr_free(&a);
+    test_csr_free(&b);
+    test_csr_free(&mk);
+    test_csr_free(&c0);
+}
+
+static void test_errors(void)
+{
+    test_csr a = test_random_csr(5, 4, 2, SR_TYPE_FLOAT32), b = test_random_csr(3, 6, 2, SR_TYPE_FLOAT32);
+    sr_matrix A = place(&a), B = place(&b), C = NULL;
+    CHECK_FAILS(sr_mxm(ctx, &C, NULL, SR_PLUS_TIMES, A, B, NULL), SR_ERROR_INVALID_ARGUMENT,
+                "A is 5 x 4 but B has 3 rows");
+    CHECK_FAILS(sr_mxm(ctx, &C, NULL, SR_OR_AND, A, A, NULL), SR_ERROR_INVALID_ARGUMENT, "or_and needs bool");
+    CHECK_FAILS(sr_mxm(ctx, &C, NULL, (sr_semiring)42, A, A, NULL), SR_ERROR_INVALID_ARGUMENT, "unknown semiring 42");
+    float x[4], y[5];
+    sr_dense xv = sr_vector_view(x, 4, SR_TYPE_FLOAT32, SR_HOST), yv = sr_vector_view(y, 5, SR_TYPE_FLOAT64, SR_HOST);
+    CHECK_FAILS(sr_spmv(ctx, &yv, NULL, SR_PLUS_TIMES, A, &xv, NULL), SR_ERROR_INVALID_ARGUMENT,
+                "C has type float64 but plus_times on float32 gives float32");
+    CHECK(C == NULL, "failed mxm wrote C");
+    sr_matrix_free(A);
+    sr_matrix_free(B);
+    test_csr_free(&a);
+    test_csr_free(&b);
+}
+
+static void run_all(void)
+{
+    const sr_type types[] = {SR_TYPE_BOOL, SR_TYPE_INT32, SR_TYPE_FLOAT32, SR_TYPE_FLOAT64};
+    test_errors();
+    for (int si = 0; si < SR_SEMIRING_COUNT; si++)
+        for (int ti = 0; ti < 4; ti++) {
+            sr_semiring s = all_semirings[si];
+            /* shapes: degenerate, vectors, skewed */
+            check_spmm(s, types[ti], 0, 5, 3, false, false, false, SR_ROW_MAJOR, SR_ROW_MAJOR);
+            check_spmm(s, types[ti], 1, 1, 1, false, false, false, SR_ROW_MAJOR, SR_COL_MAJOR);
+            check_spmm(s, types[ti], 60, 40, 1, false, false, false, SR_COL_MAJOR, SR_COL_MAJOR);
+            check_spmm(s, types[ti], 70, 50, 7, true, false, false, SR_ROW_MAJOR, SR_ROW_MAJOR);
+            check_spmm(s, types[ti], 70, 50, 9, true, true, true, SR_COL_MAJOR, SR_ROW_MAJOR);
+            check_spmm(s, types[ti], 90, 33, 32, false, false, true, SR_ROW_MAJOR, SR_COL_MAJOR);
+            check_spmm(s, types[ti], 300, 200, 1, test_below(2), test_below(2), test_below(2), SR_COL_MAJOR,
+                       SR_COL_MAJOR);
+            check_mxm(s, types[ti], 0, 4, 4, 1, false, false, false, false);
+            check_mxm(s, types[ti], 1, 1, 1, 1, false, false, false, false);
+            check_mxm(s, types[ti], 40, 30, 35, 3, false, false, false, false);
+            check_mxm(s, types[ti], 40, 30, 35, 3, true, false, false, false);
+            check_mxm(s, types[ti], 40, 30, 35, 3, true, true, true, false);
+            check_mxm(s, types[ti], 60, 50, 45, 5, false, false, true, true);
+            check_mxm(s, types[ti], 120, 80, 100, 12, test_below(2), test_below(2), test_below(2), test_below(2));
+        }
+}
+
+int main(void)
+{
+    test_seed("test_products");
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CPU;
+    CHECK_OK(sr_context_create(&ctx, &o));
+    where = SR_HOST;
+    run_all();
+    sr_context_destroy(ctx);
+    o.backend = SR_BACKEND_CUDA;
+    if (sr_context_create(&ctx, &o) == SR_SUCCESS) {
+        where = SR_DEVICE;
+        run_all();
+        sr_context_destroy(ctx);
+    } else {
+        printf("device part skipped: %s\n", sr_last_error());
+    }
+    return test_finish("test_products");
+}
