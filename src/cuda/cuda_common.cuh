@@ -107,6 +107,20 @@ inline unsigned blocks_for(int64_t n, int threads) {
     return static_cast<unsigned>(b < 1 ? 1 : (b > cap ? cap : b));
 }
 
+// Blocks for a grid-stride kernel of `threads_wanted` threads: no more than fill the chip.
+inline unsigned grid_for(int64_t threads_wanted, int block = 256) {
+    static int sms = 0;
+    if (sms == 0) {
+        int device = 0;
+        cudaGetDevice(&device);
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0)
+            sms = 80;
+    }
+    const int64_t blocks = (threads_wanted + block - 1) / block;
+    const int64_t cap = (int64_t)sms * 16;
+    return (unsigned)(blocks < 1 ? 1 : (blocks > cap ? cap : blocks));
+}
+
 // The first i in [0, n) with sorted[i] >= key (n when none).
 template <typename T, typename K> __device__ inline int64_t lower_bound(const T *sorted, int64_t n, K key) {
     int64_t lo = 0, hi = n;

@@ -1,0 +1,208 @@
+"""SpMV, SpMM (K = 8, 32, 128; B row- and column-major) and SpGEMM (A·A, A·Aᵀ) on the GPU:
+sparsering against cuSPARSE (through cupy) in the same process, on the anchors' power-law
+matrices (../shared/anchors, same generator and seeds) and on real graphs.
+usage: python3 bench/bench_products.py BUILD_DIR [DATA_DIR] [--json out.json] [--quick] [--spmv-only]"""
+import json
+import os
+import sys
+import time
+
+import cupy as cp
+import cupyx.scipy.sparse as csp
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+
+sys.path.insert(0, os.path.dirname(__file__))
+import sr_ctypes as sr  # noqa: E402
+
+REPS = 10
+
+
+def powerlaw(m, n, avg, alpha=1.8, seed=0):
+    """The anchors' generator (shared/anchors/anchor_bench.py), unchanged."""
+    rng = np.random.default_rng(seed)
+    deg = np.minimum((rng.pareto(alpha, m) + 1) * avg / 2.2, n).astype(np.int64)
+    indptr = np.concatenate([[0], np.cumsum(deg)])
+    cols = rng.integers(0, n, indptr[-1])
+    vals = rng.random(indptr[-1], dtype=np.float32) + 0.1
+    A = sp.csr_matrix((vals, cols, indptr), shape=(m, n))
+    A.sum_duplicates()
+    A.sort_indices()
+    return A
+
+
+def median_time(f, reps=REPS, warm=2):
+    for _ in range(warm):
+        f()
+    cp.cuda.Device().synchronize()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f()
+        cp.cuda.Device().synchronize()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+def copy_ceiling():
+    x = cp.empty(2 * 1024**3 // 4, dtype=cp.float32)
+    y = cp.empty_like(x)
+    t = median_time(lambda: y.__setitem__(slice(None), x))
+    del x, y
+    return 2 * 2 * 1024**3 / t
+
+
+class Ours:
+    """A host CSR uploaded once as a sparsering device matrix (from device arrays)."""
+
+    def __init__(self, lib, ctx, A, type_=sr.FLOAT32):
+        self.lib, self.ctx, self.shape, self.nnz = lib, ctx, A.shape, A.nnz
+        self.rp = cp.asarray(A.indptr.astype(np.int64))
+        self.ci = cp.asarray(A.indices.astype(np.int32))
+        self.v = cp.asarray(A.data.astype(np.float32))
+        self.M = lib.matrix_from_csr(ctx, A.shape[0], A.shape[1], type_, self.rp.data.ptr, self.ci.data.ptr,
+                                     self.v.data.ptr, sr.DEVICE)
+
+
+def result_to_scipy(lib, M):
+    i = lib.info(M)
+    rp, ci, v = lib.arrays(M)
+    rpa = cp.ndarray((i.nrows + 1,), cp.int64, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(rp, 8 * (i.nrows + 1), None), 0)).get()
+    cia = cp.ndarray((i.nnz,), cp.int32, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ci, 4 * i.nnz + 4, None), 0)).get()
+    va = cp.ndarray((i.nnz,), cp.float32, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(v, 4 * i.nnz + 4, None), 0)).get()
+    return sp.csr_matrix((va, cia, rpa), shape=(i.nrows, i.ncols))
+
+
+def rel_err(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+
+def bench_dense(lib, ctx, name, A, rows, ceiling, semirings, Ks=(1, 8, 32, 128)):
+    o = Ours(lib, ctx, A)
+    Ad = csp.csr_matrix(A)
+    m, k = A.shape
+    for K in Ks:
+        for layout in ((sr.ROW_MAJOR, sr.COL_MAJOR) if K > 1 else (sr.COL_MAJOR,)):
+            order = "C" if layout == sr.ROW_MAJOR else "F"
+            B = cp.asarray(cp.random.random((k, K), dtype=cp.float32), order=order)
+            Cm = cp.zeros((m, K), dtype=cp.float32, order=order)
+            Bd = sr.dense(B.data.ptr, k, K, sr.FLOAT32, layout)
+            Cd = sr.dense(Cm.data.ptr, m, K, sr.FLOAT32, layout)
+            Bv = B[:, 0] if K == 1 else B
+            theirs = median_time(lambda: Ad @ Bv)
+            ref = (Ad @ Bv).get()
+            times = {}
+            for s in semirings:
+                lib.reset_peak(ctx)
+                base = lib.memory(ctx)[0]
+                times[s] = median_time(lambda: lib.spmm(ctx, Cd, sr.SEMIRINGS.index(s), o.M, Bd))
+                peak = lib.memory(ctx)[1] - base
+                if s == "plus_times":
+                    err = rel_err(Cm.get().reshape(ref.shape), ref)
+            flops = 2.0 * A.nnz * K
+            bytes_ = A.nnz * 8 + (m + 1) * 8 + (k * K + m * K) * 4  # A once, B and C once (the floor)
+            t = times["plus_times"]
+            others = max(times[s] / t for s in semirings)
+            row = dict(operation="spmv" if K == 1 else "spmm", input=name, K=K,
+                       layout="row" if layout == sr.ROW_MAJOR else "col", nnz=A.nnz, backend="cuda",
+                       median_s=t, baseline="cuSPARSE (cupy)", baseline_s=theirs, ratio=theirs / t,
+                       gflops=flops / t / 1e9, gbps=bytes_ / t / 1e9, floor_s=bytes_ / ceiling,
+                       peak_device_bytes=peak, rel_err=err, worst_semiring_ratio=others,
+                       semiring_s={s: times[s] for s in semirings})
+            rows.append(row)
+            print(f"{row['operation']:5} {name:18} K={K:<4} {row['layout']:3} | ours {t*1e3:8.3f} ms  cuSPARSE "
+                  f"{theirs*1e3:8.3f} ms  {theirs/t:5.2f}x | {row['gflops']:7.1f} GFLOP/s {row['gbps']:7.1f} GB/s "
+                  f"({100*bytes_/ceiling/t:4.1f}% of floor) | other semirings <= {others:4.2f}x | err {err:.1e}",
+                  flush=True)
+            del B, Cm
+    lib.free(o.M)
+
+
+def bench_spgemm(lib, ctx, name, A, rows):
+    o = Ours(lib, ctx, A)
+    Ad = csp.csr_matrix(A)
+    pool = cp.get_default_memory_pool()
+    for transpose in (False, True):
+        label = "A*A^T" if transpose else "A*A"
+        if transpose:
+            f_theirs = lambda: Ad @ Ad.T.tocsr()  # noqa: E731
+        else:
+            f_theirs = lambda: Ad @ Ad  # noqa: E731
+        pool.free_all_blocks()
+        base_pool = pool.total_bytes()
+        ref = f_theirs()
+        theirs_peak = pool.total_bytes() - base_pool
+        theirs = median_time(f_theirs, reps=5)
+        ref = ref.get()
+        lib.reset_peak(ctx)
+        base = lib.memory(ctx)[0]
+        C = lib.mxm(ctx, 0, o.M, o.M, transpose)
+        peak = lib.memory(ctx)[1] - base
+        got = result_to_scipy(lib, C)
+        lib.free(C)
+        same_pattern = got.nnz == ref.nnz and (abs(got - ref) > 1e-3 * abs(ref).max()).nnz == 0
+
+        def ours_once():
+            lib.free(lib.mxm(ctx, 0, o.M, o.M, transpose))
+        t = median_time(ours_once, reps=5)
+        times = {"plus_times": t}
+        for s in ("min_plus", "max_times", "plus_pair"):
+            times[s] = median_time(lambda: lib.free(lib.mxm(ctx, sr.SEMIRINGS.index(s), o.M, o.M, transpose)), reps=3)
+        others = max(times[s] / t for s in times)
+        row = dict(operation="spgemm", input=name, product=label, nnz=A.nnz, nnz_out=ref.nnz, backend="cuda",
+                   median_s=t, baseline="cuSPARSE SpGEMM (cupy)", baseline_s=theirs, ratio=theirs / t,
+                   peak_device_bytes=peak, baseline_peak_device_bytes=theirs_peak, matches=bool(same_pattern),
+                   worst_semiring_ratio=others, semiring_s=times)
+        rows.append(row)
+        print(f"spgemm {name:18} {label:6} nnz {A.nnz:>9} -> {ref.nnz:>10} | ours {t*1e3:8.2f} ms  cuSPARSE "
+              f"{theirs*1e3:8.2f} ms  {theirs/t:5.2f}x | memory ours {peak/1e6:8.1f} MB  cuSPARSE "
+              f"{theirs_peak/1e6:8.1f} MB | other semirings <= {others:4.2f}x | matches {same_pattern}", flush=True)
+    lib.free(o.M)
+
+
+def read_graph(path):
+    A = scipy.io.mmread(path).tocsr().astype(np.float32)
+    A.sum_duplicates()
+    A.sort_indices()
+    A.data[:] = np.random.default_rng(0).random(A.nnz, dtype=np.float32) + 0.1
+    return A
+
+
+def main():
+    build = sys.argv[1]
+    data = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else None
+    out = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else "bench_products.json"
+    quick = "--quick" in sys.argv
+    lib = sr.load(build)
+    ctx = lib.context()
+    ceiling = copy_ceiling()
+    print(f"device {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, copy ceiling {ceiling/1e12:.2f} TB/s; "
+          f"median of {REPS} runs after 2 warm-ups (5 for SpGEMM)", flush=True)
+    rows = []
+    if "--spmv-only" in sys.argv:
+        bench_dense(lib, ctx, "powerlaw 2Mx2M", powerlaw(2_000_000, 2_000_000, 16), rows, ceiling, ["plus_times"], Ks=(1,))
+        return
+    semirings = ["plus_times", "min_plus", "max_times", "max_min"] if not quick else ["plus_times"]
+    bench_dense(lib, ctx, "powerlaw 2Mx2M", powerlaw(2_000_000, 2_000_000, 16), rows, ceiling, semirings)
+    if data:
+        for g in ("debian-depends", "pushpull"):
+            p = os.path.join(data, "graphs", g + ".mtx.gz")
+            if os.path.exists(p):
+                bench_dense(lib, ctx, g, read_graph(p), rows, ceiling, ["plus_times"])
+    bench_spgemm(lib, ctx, "powerlaw 300Kx300K", powerlaw(300_000, 300_000, 10, seed=1), rows)
+    if not quick:
+        bench_spgemm(lib, ctx, "powerlaw 1Mx1M", powerlaw(1_000_000, 1_000_000, 12, seed=4), rows)
+    if data:
+        for g in ("debian-depends", "pushpull", "bcsstk13"):
+            p = os.path.join(data, "graphs", g + ".mtx.gz")
+            if os.path.exists(p):
+                bench_spgemm(lib, ctx, g, read_graph(p), rows)
+    with open(out, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""A thin ctypes binding to libsparsering for the benchmarks (the Python package, issue 8,
+will be the real interface). Device arrays are passed as raw pointers (cupy .data.ptr)."""
+import ctypes as C
+import os
+
+HOST, DEVICE = 0, 1
+BOOL, INT32, FLOAT32, FLOAT64 = 0, 1, 2, 3
+ROW_MAJOR, COL_MAJOR = 0, 1
+SEMIRINGS = ["plus_times", "min_plus", "max_plus", "max_times", "min_times", "max_min", "or_and", "plus_pair",
+             "any_pair"]
+
+
+class Options(C.Structure):
+    _fields_ = [("backend", C.c_int), ("device", C.c_int), ("stream", C.c_void_p), ("threads", C.c_int),
+                ("workspace_limit", C.c_size_t)]
+
+
+class Dense(C.Structure):
+    _fields_ = [("data", C.c_void_p), ("nrows", C.c_int64), ("ncols", C.c_int64), ("ld", C.c_int64),
+                ("type", C.c_int), ("layout", C.c_int), ("location", C.c_int)]
+
+
+class Descriptor(C.Structure):
+    _fields_ = [("accumulate", C.c_bool), ("mask_complement", C.c_bool), ("transpose_b", C.c_bool)]
+
+
+class Info(C.Structure):
+    _fields_ = [("nrows", C.c_int64), ("ncols", C.c_int64), ("nnz", C.c_int64), ("type", C.c_int),
+                ("location", C.c_int), ("device", C.c_int)]
+
+
+def load(build_dir):
+    lib = C.CDLL(os.path.join(build_dir, "libsparsering.so"))
+    lib.sr_last_error.restype = C.c_char_p
+    return Library(lib)
+
+
+class Library:
+    def __init__(self, lib):
+        self.lib = lib
+
+    def check(self, status):
+        if status != 0:
+            raise RuntimeError(self.lib.sr_last_error().decode())
+
+    def context(self, backend=2):
+        ctx = C.c_void_p()
+        self.check(self.lib.sr_context_create(C.byref(ctx), C.byref(Options(backend, 0, None, 0, 0))))
+        return ctx
+
+    def matrix_from_csr(self, ctx, nrows, ncols, type_, rowptr, colind, values, where):
+        A = C.c_void_p()
+        self.check(self.lib.sr_matrix_from_csr(ctx, C.byref(A), C.c_int64(nrows), C.c_int64(ncols), type_,
+                                               C.c_void_p(rowptr), C.c_void_p(colind), C.c_void_p(values), where))
+        return A
+
+    def info(self, A):
+        i = Info()
+        self.check(self.lib.sr_matrix_get_info(A, C.byref(i)))
+        return i
+
+    def arrays(self, A):
+        rp, ci, v = C.c_void_p(), C.c_void_p(), C.c_void_p()
+        self.check(self.lib.sr_matrix_csr_arrays(A, C.byref(rp), C.byref(ci), C.byref(v)))
+        return rp.value, ci.value, v.value
+
+    def spmm(self, ctx, Cd, semiring, A, Bd, accumulate=False):
+        self.check(self.lib.sr_spmm(ctx, C.byref(Cd), None, semiring, A, C.byref(Bd),
+                                    C.byref(Descriptor(accumulate, False, False))))
+
+    def mxm(self, ctx, semiring, A, B, transpose_b=False):
+        out = C.c_void_p()
+        self.check(self.lib.sr_mxm(ctx, C.byref(out), None, semiring, A, B,
+                                   C.byref(Descriptor(False, False, transpose_b))))
+        return out
+
+    def free(self, A):
+        self.lib.sr_matrix_free(A)
+
+    def memory(self, ctx):
+        cur, peak = C.c_size_t(), C.c_size_t()
+        self.check(self.lib.sr_context_device_memory(ctx, C.byref(cur), C.byref(peak)))
+        return cur.value, peak.value
+
+    def reset_peak(self, ctx):
+        self.check(self.lib.sr_context_reset_peak_memory(ctx))
+
+
+def dense(ptr, nrows, ncols, type_, layout, location=DEVICE):
+    ld = ncols if layout == ROW_MAJOR else nrows
+    return Dense(ptr, nrows, ncols, max(ld, 1), type_, layout, location)

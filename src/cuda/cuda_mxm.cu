@@ -1,0 +1,369 @@
+// Sparse x sparse semiring product on the device, in two passes over the same kernels: a count
+// pass sizes each output row, a fill pass writes it.
+//
+// Rows are binned by their product count's upper bound ub (sum of the B-row lengths they touch):
+//   ub <= 64    a warp per row, a 128-slot hash table in shared memory, bitonic sort in shared memory
+//   ub <= 2048  a block per row, a 4096-slot hash table in shared memory, bitonic sort
+//   larger      a block per row with a dense accumulator row (column-indexed, so compaction in
+//               column order needs no sort); one accumulator row per resident block
+// ⊕ goes through a compare-and-swap loop, so every semiring and type works the same way.
+#include "cuda_atomic.cuh"
+#include "cuda_semiring.cuh"
+
+#include <cub/cub.cuh>
+
+extern "C" {
+#include "../core/types.h"
+#include "cuda.h"
+}
+
+namespace {
+
+using namespace sr_cuda;
+
+constexpr int kBlock = 256;
+constexpr int kWarpTable = 128, kWarpMaxProducts = 64;
+constexpr int kBlockTable = 4096, kBlockMaxProducts = 2048;
+enum { kBinWarp, kBinBlock, kBinDense, kBins };
+
+template <class Ops> struct mxm_args {
+    using T = typename Ops::value;
+    const int64_t *a_rowptr;
+    const int32_t *a_colind;
+    const T *a_values;
+    const int64_t *b_rowptr;
+    const int32_t *b_colind;
+    const T *b_values;
+    int64_t nrows, ncols;
+    mask_view mask;
+    int64_t *counts;       // count pass: entries of each output row
+    const int64_t *c_rowptr; // fill pass
+    int32_t *c_colind;
+    T *c_values;           // nullptr for bool output
+    __device__ T a(int64_t k) const { return Ops::reads_values && a_values ? a_values[k] : T(1); }
+    __device__ T b(int64_t k) const { return Ops::reads_values && b_values ? b_values[k] : T(1); }
+};
+
+// ub per row (a warp per row, lanes over A's entries) and the row's bin.
+__global__ void bound_and_bin(const int64_t *a_rowptr, const int32_t *a_colind, const int64_t *b_rowptr, int64_t nrows,
+                              int64_t *counts, int64_t *bins, unsigned long long *bin_sizes) {
+    const int lane = threadIdx.x % 32;
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+    for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; row < nrows; row += warps) {
+        int64_t ub = 0;
+        for (int64_t k = a_rowptr[row] + lane; k < a_rowptr[row + 1]; k += 32)
+            ub += b_rowptr[a_colind[k] + 1] - b_rowptr[a_colind[k]];
+        for (int offset = 16; offset > 0; offset /= 2)
+            ub += __shfl_xor_sync(0xffffffffu, ub, offset);
+        if (lane == 0) {
+            counts[row] = 0;
+            if (ub > 0) {
+                const int bin = ub <= kWarpMaxProducts ? kBinWarp : ub <= kBlockMaxProducts ? kBinBlock : kBinDense;
+                bins[bin * nrows + (int64_t)atomicAdd(&bin_sizes[bin], 1ull)] = row;
+            }
+        }
+    }
+}
+
+template <int TEAM> __device__ inline void team_sync() {
+    if constexpr (TEAM == 32)
+        __syncwarp();
+    else
+        __syncthreads();
+}
+
+__device__ inline unsigned hash_slot(int32_t j, int table) { return ((unsigned)j * 2654435761u) & (unsigned)(table - 1); }
+
+// Sorts keys[0, P) ascending with vals alongside (P a power of two), by a bitonic network.
+template <int TEAM, typename T>
+__device__ void bitonic_sort(int32_t *keys, T *vals, int P, int lane, bool with_values) {
+    for (int size = 2; size <= P; size <<= 1)
+        for (int stride = size / 2; stride > 0; stride >>= 1) {
+            for (int t = lane; t < P / 2; t += TEAM) {
+                const int i = 2 * stride * (t / stride) + (t % stride), j = i + stride;
+                const bool ascending = (i & size) == 0;
+                if ((keys[i] > keys[j]) == ascending) {
+                    const int32_t k = keys[i];
+                    keys[i] = keys[j];
+                    keys[j] = k;
+                    if (with_values) {
+                        const T v = vals[i];
+                        vals[i] = vals[j];
+                        vals[j] = v;
+                    }
+                }
+            }
+            team_sync<TEAM>();
+        }
+}
+
+// Hash-table rows: TEAM threads per row, TABLE slots in shared memory per team.
+template <class Ops, int TEAM, int TABLE, bool FILL>
+__global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned long long *row_count) {
+    using T = typename Ops::value;
+    extern __shared__ __align__(16) unsigned char smem[];
+    constexpr int kTeams = kBlock / TEAM;
+    const int team = threadIdx.x / TEAM, lane = threadIdx.x % TEAM;
+    T *vals = reinterpret_cast<T *>(smem) + team * TABLE;
+    int32_t *keys = reinterpret_cast<int32_t *>(smem + sizeof(T) * TABLE * kTeams) + team * TABLE;
+    int *counter = reinterpret_cast<int *>(smem + (sizeof(T) + 4) * TABLE * kTeams) + team;
+    const bool with_values = FILL && p.c_values != nullptr;
+    const int64_t n = (int64_t)*row_count;
+    for (int64_t idx = (int64_t)blockIdx.x * kTeams + team; idx < n; idx += (int64_t)gridDim.x * kTeams) {
+        const int64_t row = rows[idx];
+        for (int s = lane; s < TABLE; s += TEAM) {
+            keys[s] = -1;
+            vals[s] = Ops::identity();
+        }
+        if (lane == 0)
+            *counter = 0;
+        team_sync<TEAM>();
+        for (int64_t ka = p.a_rowptr[row]; ka < p.a_rowptr[row + 1]; ka++) {
+            const int32_t k = p.a_colind[ka];
+            const T a = p.a(ka);
+            for (int64_t kb = p.b_rowptr[k] + lane; kb < p.b_rowptr[k + 1]; kb += TEAM) {
+                const int32_t j = p.b_colind[kb];
+                if (!p.mask.allows(row, j))
+                    continue;
+                unsigned slot = hash_slot(j, TABLE);
+                for (;;) {
+                    const int32_t seen = atomicCAS(&keys[slot], -1, j);
+                    if (seen == -1 || seen == j) {
+                        if (seen == -1)
+                            atomicAdd(counter, 1);
+                        if (with_values)
+                            atomic_combine<Ops>(&vals[slot], Ops::mul(a, p.b(kb)));
+                        break;
+                    }
+                    slot = (slot + 1) & (TABLE - 1);
+                }
+            }
+        }
+        team_sync<TEAM>();
+        const int count = *counter;
+        team_sync<TEAM>(); // every lane has read the count before lane 0 reuses the counter below
+        if (!FILL) {
+            if (lane == 0)
+                p.counts[row] = count;
+            team_sync<TEAM>();
+            continue;
+        }
+        // Compact the occupied slots to the front (through registers), pad to a power of two, sort.
+        constexpr int kPerLane = TABLE / TEAM;
+        int32_t my_keys[kPerLane];
+        T my_vals[kPerLane];
+#pragma unroll
+        for (int q = 0; q < kPerLane; q++) {
+            my_keys[q] = keys[lane + q * TEAM];
+            my_vals[q] = vals[lane + q * TEAM];
+        }
+        if (lane == 0)
+            *counter = 0;
+        team_sync<TEAM>();
+        int P = 1;
+        while (P < count)
+            P <<= 1;
+        for (int s = count + lane; s < P; s += TEAM)
+            keys[s] = INT32_MAX;
+#pragma unroll
+        for (int q = 0; q < kPerLane; q++)
+            if (my_keys[q] != -1) {
+                const int at = atomicAdd(counter, 1);
+                keys[at] = my_keys[q];
+                vals[at] = my_vals[q];
+            }
+        team_sync<TEAM>();
+        bitonic_sort<TEAM>(keys, vals, P, lane, with_values);
+        const int64_t base = p.c_rowptr[row];
+        for (int t = lane; t < count; t += TEAM) {
+            p.c_colind[base + t] = keys[t];
+            if (with_values)
+                p.c_values[base + t] = vals[t];
+        }
+        team_sync<TEAM>();
+    }
+}
+
+// Dense-accumulator rows: a block per row, one accumulator row per block (stamped with row + 1,
+// so nothing needs clearing between rows); compaction in column order with a block scan.
+template <class Ops, bool FILL>
+__global__ void dense_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned long long *row_count,
+                           uint32_t *stamps_all, typename Ops::value *vals_all) {
+    using T = typename Ops::value;
+    using scan = cub::BlockScan<int, kBlock>;
+    __shared__ typename scan::TempStorage scan_storage;
+    __shared__ int64_t running;
+    uint32_t *stamps = stamps_all + (size_t)blockIdx.x * (size_t)p.ncols;
+    T *vals = vals_all ? vals_all + (size_t)blockIdx.x * (size_t)p.ncols : nullptr;
+    const bool with_values = FILL && p.c_values != nullptr;
+    const int64_t n = (int64_t)*row_count;
+    for (int64_t idx = blockIdx.x; idx < n; idx += gridDim.x) {
+        const int64_t row = rows[idx];
+        const uint32_t stamp = (uint32_t)row + 1;
+        if (with_values)
+            for (int64_t j = threadIdx.x; j < p.ncols; j += kBlock)
+                vals[j] = Ops::identity();
+        __syncthreads();
+        for (int64_t ka = p.a_rowptr[row]; ka < p.a_rowptr[row + 1]; ka++) {
+            const int32_t k = p.a_colind[ka];
+            const T a = p.a(ka);
+            for (int64_t kb = p.b_rowptr[k] + threadIdx.x; kb < p.b_rowptr[k + 1]; kb += kBlock) {
+                const int32_t j = p.b_colind[kb];
+                if (!p.mask.allows(row, j))
+                    continue;
+                stamps[j] = stamp;
+                if (with_values)
+                    atomic_combine<Ops>(&vals[j], Ops::mul(a, p.b(kb)));
+            }
+        }
+        if (threadIdx.x == 0)
+            running = FILL ? p.c_rowptr[row] : 0;
+        __syncthreads();
+        for (int64_t j0 = 0; j0 < p.ncols; j0 += kBlock) {
+            const int64_t j = j0 + threadIdx.x;
+            const int flag = j < p.ncols && stamps[j] == stamp;
+            int offset, total;
+            scan(scan_storage).ExclusiveSum(flag, offset, total);
+            if (FILL && flag) {
+                p.c_colind[running + offset] = (int32_t)j;
+                if (with_values)
+                    p.c_values[running + offset] = vals[j];
+            }
+            __syncthreads();
+            if (threadIdx.x == 0)
+                running += total;
+            __syncthreads();
+        }
+        if (!FILL && threadIdx.x == 0)
+            p.counts[row] = running;
+        if (FILL && with_values) // the next row's initialisation must not race this row's reads
+            __syncthreads();
+    }
+}
+
+template <class Ops> struct mxm_launcher {
+    using T = typename Ops::value;
+
+    template <bool FILL>
+    static sr_status run_pass(const mxm_args<Ops> &p, const int64_t *bins, const unsigned long long *bin_sizes,
+                              int64_t nrows, int dense_blocks, uint32_t *stamps, T *dense_vals, cudaStream_t stream) {
+        constexpr size_t warp_smem = (sizeof(T) + 4) * kWarpTable * (kBlock / 32) + 4 * (kBlock / 32);
+        constexpr size_t block_smem = (sizeof(T) + 4) * kBlockTable + 4;
+        hash_rows<Ops, 32, kWarpTable, FILL><<<grid_for(nrows * 32), kBlock, warp_smem, stream>>>(
+            p, bins + kBinWarp * nrows, bin_sizes + kBinWarp);
+        SR_CUDA_LAUNCHED();
+        SR_CUDA_TRY(cudaFuncSetAttribute(hash_rows<Ops, kBlock, kBlockTable, FILL>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)block_smem));
+        hash_rows<Ops, kBlock, kBlockTable, FILL><<<grid_for(nrows * kBlock), kBlock, block_smem, stream>>>(
+            p, bins + kBinBlock * nrows, bin_sizes + kBinBlock);
+        SR_CUDA_LAUNCHED();
+        dense_rows<Ops, FILL><<<dense_blocks, kBlock, 0, stream>>>(p, bins + kBinDense * nrows, bin_sizes + kBinDense,
+                                                                    stamps, dense_vals);
+        SR_CUDA_LAUNCHED();
+        return SR_SUCCESS;
+    }
+
+    static sr_status run(sr_context_s *ctx, const sr_matrix_s *A, const sr_matrix_s *B, const sr_matrix_s *mask,
+                         bool complement, sr_type out_type, sr_matrix_s **out) {
+        cudaStream_t stream = stream_of(ctx);
+        const int64_t nrows = A->nrows, ncols = B->ncols;
+        if (nrows >= (int64_t)UINT32_MAX)
+            return sr_error(SR_ERROR_UNSUPPORTED, "sr_mxm on the device supports fewer than 2^32 rows");
+        mxm_args<Ops> p{};
+        p.a_rowptr = A->rowptr;
+        p.a_colind = A->colind;
+        p.a_values = static_cast<const T *>(A->values);
+        p.b_rowptr = B->rowptr;
+        p.b_colind = B->colind;
+        p.b_values = static_cast<const T *>(B->values);
+        p.nrows = nrows;
+        p.ncols = ncols;
+        p.mask = mask ? mask_view{mask->rowptr, mask->colind, complement} : mask_view{};
+
+        sr_matrix_s *C = nullptr;
+        SR_TRY(sr_matrix_alloc(ctx, nrows, ncols, 0, out_type, SR_DEVICE, &C));
+        auto fail = [&](sr_status s) {
+            sr_matrix_destroy(C);
+            return s;
+        };
+        buffer<int64_t> bins(ctx);
+        buffer<unsigned long long> bin_sizes(ctx);
+        sr_status st = bins.allocate((size_t)kBins * (size_t)(nrows ? nrows : 1));
+        if (st == SR_SUCCESS)
+            st = bin_sizes.allocate(kBins);
+        if (st != SR_SUCCESS)
+            return fail(st);
+        // counts live in C's rowptr[1..]: an in-place inclusive scan turns them into row pointers
+        p.counts = C->rowptr + 1;
+        cudaError_t err = cudaMemsetAsync(bin_sizes.get(), 0, kBins * sizeof(unsigned long long), stream);
+        if (err == cudaSuccess)
+            err = cudaMemsetAsync(C->rowptr, 0, sizeof(int64_t), stream);
+        if (err != cudaSuccess)
+            return fail(sr_cuda_fail(err, "mxm setup", __FILE__, __LINE__));
+        if (nrows > 0) {
+            bound_and_bin<<<grid_for(nrows * 32), kBlock, 0, stream>>>(A->rowptr, A->colind, B->rowptr, nrows,
+                                                                        p.counts, bins.get(), bin_sizes.get());
+            if ((err = cudaGetLastError()) != cudaSuccess)
+                return fail(sr_cuda_fail(err, "bound_and_bin", __FILE__, __LINE__));
+        }
+        // Dense accumulator rows: as many as fit a quarter of the workspace, at most one per SM slot.
+        const size_t row_bytes = (size_t)(ncols ? ncols : 1) * (sizeof(uint32_t) + sizeof(T));
+        size_t budget = sr_context_workspace(ctx, SR_DEVICE) / 4;
+        int dense_blocks = (int)(budget / row_bytes);
+        dense_blocks = dense_blocks > 264 ? 264 : dense_blocks;
+        if (dense_blocks < 1)
+            return fail(sr_error(SR_ERROR_DEVICE_OUT_OF_MEMORY,
+                                 "sr_mxm: one dense accumulator row of %lld columns (%zu bytes) exceeds the workspace",
+                                 (long long)ncols, row_bytes));
+        buffer<uint32_t> stamps(ctx);
+        buffer<T> dense_vals(ctx);
+        st = stamps.allocate((size_t)dense_blocks * (size_t)ncols);
+        if (st == SR_SUCCESS && out_type != SR_TYPE_BOOL)
+            st = dense_vals.allocate((size_t)dense_blocks * (size_t)ncols);
+        if (st != SR_SUCCESS)
+            return fail(st);
+        if ((err = cudaMemsetAsync(stamps.get(), 0, (size_t)dense_blocks * (size_t)ncols * sizeof(uint32_t), stream)) !=
+            cudaSuccess)
+            return fail(sr_cuda_fail(err, "clearing stamps", __FILE__, __LINE__));
+
+        if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), nrows, dense_blocks, stamps.get(),
+                                               nullptr, stream)) != SR_SUCCESS)
+            return fail(st);
+        size_t temp_bytes = 0;
+        int64_t nnz = 0;
+        if (nrows > 0) {
+            cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, p.counts, p.counts, nrows, stream);
+            buffer<unsigned char> temp(ctx);
+            if ((st = temp.allocate(temp_bytes)) != SR_SUCCESS)
+                return fail(st);
+            err = cub::DeviceScan::InclusiveSum(temp.get(), temp_bytes, p.counts, p.counts, nrows, stream);
+            if (err == cudaSuccess)
+                err = cudaMemcpyAsync(&nnz, C->rowptr + nrows, sizeof nnz, cudaMemcpyDeviceToHost, stream);
+            if (err == cudaSuccess)
+                err = cudaStreamSynchronize(stream);
+            if (err != cudaSuccess)
+                return fail(sr_cuda_fail(err, "mxm row pointers", __FILE__, __LINE__));
+        }
+        if ((st = sr_matrix_alloc_entries(C, nnz)) != SR_SUCCESS)
+            return fail(st);
+        p.c_rowptr = C->rowptr;
+        p.c_colind = C->colind;
+        p.c_values = static_cast<T *>(C->values);
+        if (nrows > 0 && nnz > 0 &&
+            (st = run_pass<true>(p, bins.get(), bin_sizes.get(), nrows, dense_blocks, stamps.get(), dense_vals.get(),
+                                 stream)) != SR_SUCCESS)
+            return fail(st);
+        if ((err = cudaStreamSynchronize(stream)) != cudaSuccess)
+            return fail(sr_cuda_fail(err, "sr_mxm", __FILE__, __LINE__));
+        *out = C;
+        return SR_SUCCESS;
+    }
+};
+
+} // namespace
+
+extern "C" sr_status sr_cuda_mxm(sr_context_s *ctx, const sr_matrix_s *A, const sr_matrix_s *B, const sr_matrix_s *mask,
+                                 bool complement, sr_semiring s, sr_type out_type, sr_matrix_s **C) {
+    device_guard guard(ctx->device);
+    return dispatch_semiring<mxm_launcher>(s, out_type, ctx, A, B, mask, complement, out_type, C);
+}

@@ -1,0 +1,349 @@
+// Dense-output semiring products on the device: C = A ⊕.⊗ B (SpMV is the one-column case).
+//
+// Load balance over skewed rows: rows up to kLongRow entries are handled by a group of G lanes
+// each; longer rows are cut into kChunk-entry chunks that write partial results, which a
+// combine pass reduces in chunk order (deterministic for every semiring, no atomics).
+#include "cuda_semiring.cuh"
+
+#include <cub/cub.cuh>
+
+#include <cstdlib>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+extern "C" {
+#include "../core/types.h"
+#include "cuda.h"
+}
+
+namespace {
+
+using namespace sr_cuda;
+
+constexpr int64_t kLongRow = 2048;
+constexpr int64_t kChunk = 1024;
+constexpr int kBlock = 256;
+
+// Number of chunks of row i (0 for rows that are not long); 0 past the last row.
+struct chunks_of_row {
+    const int64_t *rowptr;
+    int64_t nrows;
+    __host__ __device__ int64_t operator()(int64_t i) const {
+        if (i >= nrows)
+            return 0;
+        const int64_t len = rowptr[i + 1] - rowptr[i];
+        return len > kLongRow ? (len + kChunk - 1) / kChunk : 0;
+    }
+};
+
+// Element (i, j) of a dense matrix at base[i * row_stride + j * col_stride].
+template <typename T> struct dense_ref {
+    T *base;
+    int64_t row_stride, col_stride;
+    __device__ T &at(int64_t i, int64_t j) const { return base[i * row_stride + j * col_stride]; }
+};
+
+template <typename T> dense_ref<T> ref_of(const sr_dense *d) {
+    const bool row_major = d->layout == SR_ROW_MAJOR;
+    return {static_cast<T *>(d->data), row_major ? d->ld : 1, row_major ? 1 : d->ld};
+}
+
+template <class Ops> struct product_args {
+    using T = typename Ops::value;
+    const int64_t *rowptr;
+    const int32_t *colind;
+    const T *values; // nullptr for bool: every entry is 1
+    int64_t nrows, ncols_out;
+    dense_ref<const T> B;
+    dense_ref<T> C;
+    mask_view mask;
+    bool accumulate;
+    const int64_t *chunk_offsets; // per row, exclusive scan of chunks_of_row; [nrows] = total
+    T *partials;                  // chunk x ncols_out
+
+    __device__ T a_value(int64_t k) const { return values != nullptr ? values[k] : T(1); }
+    __device__ T b_value(int64_t k, int64_t j) const {
+        if constexpr (Ops::reads_values)
+            return B.at(k, j);
+        else
+            return T(1);
+    }
+    __device__ void write(int64_t i, int64_t j, T acc) const {
+        if (!mask.allows(i, j))
+            return;
+        T &c = C.at(i, j);
+        c = accumulate ? Ops::add(c, acc) : acc;
+    }
+    // The row and entry range of chunk c.
+    __device__ void chunk_range(int64_t c, int64_t *row, int64_t *start, int64_t *end) const {
+        const int64_t r = lower_bound(chunk_offsets, nrows + 1, c + 1) - 1; // last r with offsets[r] <= c
+        const int64_t s = rowptr[r] + (c - chunk_offsets[r]) * kChunk;
+        *row = r;
+        *start = s;
+        *end = min(rowptr[r + 1], s + kChunk);
+    }
+};
+
+template <typename T> __device__ T shuffle_xor(T v, int offset, int width) {
+    if constexpr (sizeof(T) == 1)
+        return (T)__shfl_xor_sync(0xffffffffu, (int)v, offset, width);
+    else
+        return __shfl_xor_sync(0xffffffffu, v, offset, width);
+}
+
+// SpMV, short rows: G lanes per row stride over its entries, then reduce by shuffles. The
+// loop bound is uniform per warp so every lane reaches the shuffles.
+template <class Ops, int G> __global__ void spmv_rows(product_args<Ops> p) {
+    using T = typename Ops::value;
+    const int lane = threadIdx.x % G;
+    const int64_t rows_per_warp = 32 / G;
+    const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+    for (int64_t base = warp * rows_per_warp; base < p.nrows; base += warps * rows_per_warp) {
+        const int64_t row = base + (threadIdx.x % 32) / G;
+        int64_t start = 0, end = 0;
+        if (row < p.nrows) {
+            start = p.rowptr[row];
+            end = p.rowptr[row + 1];
+        }
+        const bool active = row < p.nrows && end - start <= kLongRow;
+        T acc = Ops::identity();
+        if (active)
+            for (int64_t k = start + lane; k < end; k += G)
+                acc = Ops::add(acc, Ops::mul(p.a_value(k), p.b_value(p.colind[k], 0)));
+#pragma unroll
+        for (int offset = G / 2; offset > 0; offset /= 2)
+            acc = Ops::add(acc, shuffle_xor(acc, offset, G));
+        if (active && lane == 0)
+            p.write(row, 0, acc);
+    }
+}
+
+// SpMV, chunks of long rows: a warp per chunk.
+template <class Ops> __global__ void spmv_chunks(product_args<Ops> p, int64_t max_chunks) {
+    using T = typename Ops::value;
+    const int lane = threadIdx.x % 32;
+    const int64_t total = p.chunk_offsets[p.nrows];
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+    for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; c < total && c < max_chunks; c += warps) {
+        int64_t row, start, end;
+        p.chunk_range(c, &row, &start, &end);
+        T acc = Ops::identity();
+        for (int64_t k = start + lane; k < end; k += 32)
+            acc = Ops::add(acc, Ops::mul(p.a_value(k), p.b_value(p.colind[k], 0)));
+#pragma unroll
+        for (int offset = 16; offset > 0; offset /= 2)
+            acc = Ops::add(acc, shuffle_xor(acc, offset, 32));
+        if (lane == 0)
+            p.partials[c] = acc;
+    }
+}
+
+// SpMM, short rows: G lanes per row, each lane one output column of a G-wide tile.
+template <class Ops, int G> __global__ void spmm_rows(product_args<Ops> p) {
+    using T = typename Ops::value;
+    const int lane = threadIdx.x % G;
+    const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
+    for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; row < p.nrows; row += groups) {
+        const int64_t start = p.rowptr[row], end = p.rowptr[row + 1];
+        if (end - start > kLongRow)
+            continue;
+        for (int64_t j = lane; j < p.ncols_out; j += G) {
+            T acc = Ops::identity();
+#pragma unroll 4
+            for (int64_t k = start; k < end; k++)
+                acc = Ops::add(acc, Ops::mul(p.a_value(k), p.b_value(p.colind[k], j)));
+            p.write(row, j, acc);
+        }
+    }
+}
+
+// SpMM, chunks of long rows: G lanes per chunk over the output columns.
+template <class Ops, int G> __global__ void spmm_chunks(product_args<Ops> p, int64_t max_chunks) {
+    using T = typename Ops::value;
+    const int lane = threadIdx.x % G;
+    const int64_t total = p.chunk_offsets[p.nrows];
+    const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
+    for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; c < total && c < max_chunks; c += groups) {
+        int64_t row, start, end;
+        p.chunk_range(c, &row, &start, &end);
+        for (int64_t j = lane; j < p.ncols_out; j += G) {
+            T acc = Ops::identity();
+#pragma unroll 4
+            for (int64_t k = start; k < end; k++)
+                acc = Ops::add(acc, Ops::mul(p.a_value(k), p.b_value(p.colind[k], j)));
+            p.partials[c * p.ncols_out + j] = acc;
+        }
+    }
+}
+
+// Long rows: a thread per row reduces its chunks' partials in chunk order (short rows skip).
+template <class Ops> __global__ void combine_chunks(product_args<Ops> p) {
+    using T = typename Ops::value;
+    const int64_t threads = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t row = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; row < p.nrows; row += threads) {
+        const int64_t first = p.chunk_offsets[row], last = p.chunk_offsets[row + 1];
+        for (int64_t j = 0; first < last && j < p.ncols_out; j++) {
+            T acc = Ops::identity();
+            for (int64_t c = first; c < last; c++)
+                acc = Ops::add(acc, p.partials[c * p.ncols_out + j]);
+            p.write(row, j, acc);
+        }
+    }
+}
+
+// SPARSERING_SPMV_LANES (2..32) overrides the choice, for tuning.
+int64_t spmv_lanes(int64_t mean_row) {
+    static int64_t forced = -1;
+    if (forced < 0) {
+        const char *env = getenv("SPARSERING_SPMV_LANES");
+        forced = env ? atoll(env) : 0;
+    }
+    if (forced >= 2 && forced <= 32)
+        return forced;
+    return mean_row / 4;
+}
+
+template <class Ops, int G> void launch_spmv_rows(const product_args<Ops> &p, cudaStream_t s) {
+    spmv_rows<Ops, G><<<grid_for(p.nrows * G), kBlock, 0, s>>>(p);
+}
+
+// dst (cols x rows, leading dimension dst_ld) = src (rows x cols, leading dimension src_ld)^T,
+// through 32 x 33 shared-memory tiles (the padding column avoids bank conflicts).
+template <typename T>
+__global__ void transpose_tiles(const T *src, int64_t rows, int64_t cols, int64_t src_ld, T *dst, int64_t dst_ld) {
+    __shared__ T tile[32][33];
+    const int64_t tiles_c = (cols + 31) / 32, tiles = ((rows + 31) / 32) * tiles_c;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int64_t r0 = (t / tiles_c) * 32, c0 = (t % tiles_c) * 32;
+        for (int y = threadIdx.y; y < 32; y += blockDim.y)
+            if (r0 + y < rows && c0 + threadIdx.x < cols)
+                tile[y][threadIdx.x] = src[(r0 + y) * src_ld + c0 + threadIdx.x];
+        __syncthreads();
+        for (int y = threadIdx.y; y < 32; y += blockDim.y)
+            if (c0 + y < cols && r0 + threadIdx.x < rows)
+                dst[(c0 + y) * dst_ld + r0 + threadIdx.x] = tile[threadIdx.x][y];
+        __syncthreads();
+    }
+}
+
+template <typename T>
+sr_status transpose_dense(const T *src, int64_t rows, int64_t cols, int64_t src_ld, T *dst, int64_t dst_ld,
+                          cudaStream_t stream) {
+    if (rows == 0 || cols == 0)
+        return SR_SUCCESS;
+    const int64_t tiles = ((rows + 31) / 32) * ((cols + 31) / 32);
+    const unsigned grid = (unsigned)(tiles < 65535 * 16 ? tiles : 65535 * 16);
+    transpose_tiles<T><<<grid, dim3(32, 8), 0, stream>>>(src, rows, cols, src_ld, dst, dst_ld);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+template <class Ops> struct spmm_launcher {
+    using T = typename Ops::value;
+    // Column-major B or C (more than one column): the kernels read B rows and write C rows, so
+    // such operands go through row-major scratch (B transposed in; C transposed out, and in when
+    // its old values matter).
+    static sr_status run(const sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const sr_matrix_s *mask,
+                         bool complement, bool accumulate) {
+        sr_context_s *ctx = A->ctx;
+        cudaStream_t stream = stream_of(ctx);
+        const int64_t K = C->ncols;
+        const bool b_cols = K > 1 && B->layout == SR_COL_MAJOR, c_cols = K > 1 && C->layout == SR_COL_MAJOR;
+        if (!b_cols && !c_cols)
+            return run_row_major(A, B, C, mask, complement, accumulate);
+        buffer<T> b_rows(ctx), c_rows(ctx);
+        sr_dense b = *B, c = *C;
+        if (b_cols) {
+            SR_TRY(b_rows.allocate((size_t)B->nrows * (size_t)K));
+            SR_TRY(transpose_dense<T>(static_cast<const T *>(B->data), K, B->nrows, B->ld, b_rows.get(), K, stream));
+            b = sr_dense_view(b_rows.get(), B->nrows, K, B->type, SR_ROW_MAJOR, SR_DEVICE);
+        }
+        if (c_cols) {
+            SR_TRY(c_rows.allocate((size_t)C->nrows * (size_t)K));
+            if (accumulate || mask)
+                SR_TRY(transpose_dense<T>(static_cast<const T *>(C->data), K, C->nrows, C->ld, c_rows.get(), K, stream));
+            c = sr_dense_view(c_rows.get(), C->nrows, K, C->type, SR_ROW_MAJOR, SR_DEVICE);
+        }
+        SR_TRY(run_row_major(A, &b, &c, mask, complement, accumulate));
+        if (c_cols) {
+            SR_TRY(transpose_dense<T>(c_rows.get(), C->nrows, K, K, static_cast<T *>(C->data), C->ld, stream));
+            SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        }
+        return SR_SUCCESS;
+    }
+
+    static sr_status run_row_major(const sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const sr_matrix_s *mask,
+                                   bool complement, bool accumulate) {
+        sr_context_s *ctx = A->ctx;
+        cudaStream_t stream = stream_of(ctx);
+        const int64_t K = C->ncols, nrows = A->nrows;
+        product_args<Ops> p;
+        p.rowptr = A->rowptr;
+        p.colind = A->colind;
+        p.values = Ops::reads_values ? static_cast<const T *>(A->values) : nullptr;
+        p.nrows = nrows;
+        p.ncols_out = K;
+        dense_ref<T> b = ref_of<T>(B);
+        p.B = {b.base, b.row_stride, b.col_stride};
+        p.C = ref_of<T>(C);
+        p.mask = mask ? mask_view{mask->rowptr, mask->colind, complement} : mask_view{};
+        p.accumulate = accumulate;
+        if (nrows == 0 || K == 0)
+            return SR_SUCCESS;
+
+        // Chunk offsets of long rows: one scan, no host round trip (the total stays on the device;
+        // chunk kernels are sized by the bound nnz / kChunk + rows that can be long).
+        buffer<int64_t> offsets(ctx);
+        SR_TRY(offsets.allocate(nrows + 1));
+        auto counts = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), chunks_of_row{A->rowptr, nrows});
+        size_t temp_bytes = 0;
+        SR_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts, offsets.get(), nrows + 1, stream));
+        buffer<unsigned char> temp(ctx);
+        SR_TRY(temp.allocate(temp_bytes));
+        SR_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, counts, offsets.get(), nrows + 1, stream));
+        const int64_t max_chunks = A->nnz / kChunk + A->nnz / kLongRow + 1;
+        buffer<T> partials(ctx);
+        SR_TRY(partials.allocate((size_t)max_chunks * (size_t)K));
+        p.chunk_offsets = offsets.get();
+        p.partials = partials.get();
+
+        if (K == 1) {
+            // Lanes per row: a quarter of the mean row length (each lane then has a few independent
+            // loads in flight), 2 to 32.
+            const int64_t lanes = spmv_lanes(A->nnz / nrows);
+            if (lanes <= 2) launch_spmv_rows<Ops, 2>(p, stream);
+            else if (lanes <= 4) launch_spmv_rows<Ops, 4>(p, stream);
+            else if (lanes <= 8) launch_spmv_rows<Ops, 8>(p, stream);
+            else if (lanes <= 16) launch_spmv_rows<Ops, 16>(p, stream);
+            else launch_spmv_rows<Ops, 32>(p, stream);
+            SR_CUDA_LAUNCHED();
+            spmv_chunks<Ops><<<grid_for(max_chunks * 32), kBlock, 0, stream>>>(p, max_chunks);
+        } else if (K <= 8) {
+            spmm_rows<Ops, 8><<<grid_for(nrows * 8), kBlock, 0, stream>>>(p);
+            SR_CUDA_LAUNCHED();
+            spmm_chunks<Ops, 8><<<grid_for(max_chunks * 8), kBlock, 0, stream>>>(p, max_chunks);
+        } else if (K <= 16) {
+            spmm_rows<Ops, 16><<<grid_for(nrows * 16), kBlock, 0, stream>>>(p);
+            SR_CUDA_LAUNCHED();
+            spmm_chunks<Ops, 16><<<grid_for(max_chunks * 16), kBlock, 0, stream>>>(p, max_chunks);
+        } else {
+            spmm_rows<Ops, 32><<<grid_for(nrows * 32), kBlock, 0, stream>>>(p);
+            SR_CUDA_LAUNCHED();
+            spmm_chunks<Ops, 32><<<grid_for(max_chunks * 32), kBlock, 0, stream>>>(p, max_chunks);
+        }
+        SR_CUDA_LAUNCHED();
+        combine_chunks<Ops><<<grid_for(nrows), kBlock, 0, stream>>>(p);
+        SR_CUDA_LAUNCHED();
+        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        return SR_SUCCESS;
+    }
+};
+
+} // namespace
+
+extern "C" sr_status sr_cuda_spmm(const sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const sr_matrix_s *mask,
+                                  sr_semiring s, bool complement, bool accumulate) {
+    device_guard guard(A->ctx->device);
+    return dispatch_semiring<spmm_launcher>(s, C->type, A, B, C, mask, complement, accumulate);
+}
