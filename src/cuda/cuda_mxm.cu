@@ -3,7 +3,8 @@
 //
 // Rows are binned by their product count's upper bound ub (sum of the B-row lengths they touch):
 //   ub <= 64    a warp per row, a 128-slot hash table in shared memory, bitonic sort in shared memory
-//   ub <= 2048  a block per row, a 4096-slot hash table in shared memory, bitonic sort
+//   ub <= 512   a warp per row, a 1024-slot table
+//   ub <= 8192  a block per row, a 16384-slot table (Hopper's large shared memory)
 //   larger      a block per row with a dense accumulator row (column-indexed, so compaction in
 //               column order needs no sort); one accumulator row per resident block
 // ⊕ goes through a compare-and-swap loop, so every semiring and type works the same way.
@@ -23,8 +24,10 @@ using namespace sr_cuda;
 
 constexpr int kBlock = 256;
 constexpr int kWarpTable = 128, kWarpMaxProducts = 64;
-constexpr int kBlockTable = 4096, kBlockMaxProducts = 2048;
-enum { kBinWarp, kBinBlock, kBinDense, kBins };
+constexpr int kWideWarpTable = 1024, kWideWarpMaxProducts = 512;
+constexpr int kBlockTable = 16384, kBlockMaxProducts = 8192;
+constexpr int kDenseItems = 16; // columns per thread per step of the dense compaction
+enum { kBinWarp, kBinWideWarp, kBinBlock, kBinDense, kBins };
 
 template <class Ops> struct mxm_args {
     using T = typename Ops::value;
@@ -58,7 +61,10 @@ __global__ void bound_and_bin(const int64_t *a_rowptr, const int32_t *a_colind, 
         if (lane == 0) {
             counts[row] = 0;
             if (ub > 0) {
-                const int bin = ub <= kWarpMaxProducts ? kBinWarp : ub <= kBlockMaxProducts ? kBinBlock : kBinDense;
+                const int bin = ub <= kWarpMaxProducts       ? kBinWarp
+                                : ub <= kWideWarpMaxProducts ? kBinWideWarp
+                                : ub <= kBlockMaxProducts    ? kBinBlock
+                                                             : kBinDense;
                 bins[bin * nrows + (int64_t)atomicAdd(&bin_sizes[bin], 1ull)] = row;
             }
         }
@@ -70,6 +76,26 @@ template <int TEAM> __device__ inline void team_sync() {
         __syncwarp();
     else
         __syncthreads();
+}
+
+// Sum over the team (every lane gets it).
+template <int TEAM> __device__ inline int64_t team_sum(int64_t v) {
+    if constexpr (TEAM == 32) {
+        for (int offset = 16; offset > 0; offset /= 2)
+            v += __shfl_xor_sync(0xffffffffu, v, offset);
+        return v;
+    } else {
+        using reduce = cub::BlockReduce<int64_t, TEAM>;
+        __shared__ typename reduce::TempStorage storage;
+        __shared__ int64_t total;
+        const int64_t t = reduce(storage).Sum(v);
+        if (threadIdx.x == 0)
+            total = t;
+        __syncthreads();
+        const int64_t result = total;
+        __syncthreads();
+        return result;
+    }
 }
 
 __device__ inline unsigned hash_slot(int32_t j, int table) { return ((unsigned)j * 2654435761u) & (unsigned)(table - 1); }
@@ -97,6 +123,40 @@ __device__ void bitonic_sort(int32_t *keys, T *vals, int P, int lane, bool with_
         }
 }
 
+// Moves the occupied slots (key != -1) of keys/vals[0, table) to the front, keeping slot order,
+// in place: chunks of TEAM slots are read into registers, then written below their source.
+template <int TEAM, typename T>
+__device__ void compact_slots(int32_t *keys, T *vals, int table, int *counter, int lane, bool with_values) {
+    if (lane == 0)
+        *counter = 0;
+    team_sync<TEAM>();
+    for (int base = 0; base < table; base += TEAM) {
+        const int32_t k = keys[base + lane];
+        const T v = vals[base + lane];
+        const bool occupied = k != -1;
+        int before, total;
+        if constexpr (TEAM == 32) {
+            const unsigned mask = __ballot_sync(0xffffffffu, occupied);
+            before = __popc(mask & ((1u << lane) - 1));
+            total = __popc(mask);
+        } else {
+            using scan = cub::BlockScan<int, TEAM>;
+            __shared__ typename scan::TempStorage storage;
+            scan(storage).ExclusiveSum(occupied ? 1 : 0, before, total);
+        }
+        const int at = *counter + before; // at <= base + lane: never overwrites an unread slot
+        team_sync<TEAM>();
+        if (occupied) {
+            keys[at] = k;
+            if (with_values)
+                vals[at] = v;
+        }
+        if (lane == 0)
+            *counter += total;
+        team_sync<TEAM>();
+    }
+}
+
 // Hash-table rows: TEAM threads per row, TABLE slots in shared memory per team.
 template <class Ops, int TEAM, int TABLE, bool FILL>
 __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned long long *row_count) {
@@ -111,7 +171,15 @@ __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned l
     const int64_t n = (int64_t)*row_count;
     for (int64_t idx = (int64_t)blockIdx.x * kTeams + team; idx < n; idx += (int64_t)gridDim.x * kTeams) {
         const int64_t row = rows[idx];
-        for (int s = lane; s < TABLE; s += TEAM) {
+        // This row's table: twice its product bound, a power of two, at least a team's width.
+        int64_t ub = 0;
+        for (int64_t ka = p.a_rowptr[row] + lane; ka < p.a_rowptr[row + 1]; ka += TEAM)
+            ub += p.b_rowptr[p.a_colind[ka] + 1] - p.b_rowptr[p.a_colind[ka]];
+        ub = team_sum<TEAM>(ub);
+        int table = TEAM;
+        while (table < 2 * ub && table < TABLE)
+            table <<= 1;
+        for (int s = lane; s < table; s += TEAM) {
             keys[s] = -1;
             vals[s] = Ops::identity();
         }
@@ -125,7 +193,7 @@ __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned l
                 const int32_t j = p.b_colind[kb];
                 if (!p.mask.allows(row, j))
                     continue;
-                unsigned slot = hash_slot(j, TABLE);
+                unsigned slot = hash_slot(j, table);
                 for (;;) {
                     const int32_t seen = atomicCAS(&keys[slot], -1, j);
                     if (seen == -1 || seen == j) {
@@ -135,7 +203,7 @@ __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned l
                             atomic_combine<Ops>(&vals[slot], Ops::mul(a, p.b(kb)));
                         break;
                     }
-                    slot = (slot + 1) & (TABLE - 1);
+                    slot = (slot + 1) & (unsigned)(table - 1);
                 }
             }
         }
@@ -148,30 +216,14 @@ __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned l
             team_sync<TEAM>();
             continue;
         }
-        // Compact the occupied slots to the front (through registers), pad to a power of two, sort.
-        constexpr int kPerLane = TABLE / TEAM;
-        int32_t my_keys[kPerLane];
-        T my_vals[kPerLane];
-#pragma unroll
-        for (int q = 0; q < kPerLane; q++) {
-            my_keys[q] = keys[lane + q * TEAM];
-            my_vals[q] = vals[lane + q * TEAM];
-        }
-        if (lane == 0)
-            *counter = 0;
-        team_sync<TEAM>();
+        // Compact the occupied slots to the front in place: slot s moves to a position below s
+        // only after every lane has read its slots (ordered by a prefix over the team's slots).
         int P = 1;
         while (P < count)
             P <<= 1;
+        compact_slots<TEAM>(keys, vals, table, counter, lane, with_values);
         for (int s = count + lane; s < P; s += TEAM)
             keys[s] = INT32_MAX;
-#pragma unroll
-        for (int q = 0; q < kPerLane; q++)
-            if (my_keys[q] != -1) {
-                const int at = atomicAdd(counter, 1);
-                keys[at] = my_keys[q];
-                vals[at] = my_vals[q];
-            }
         team_sync<TEAM>();
         bitonic_sort<TEAM>(keys, vals, P, lane, with_values);
         const int64_t base = p.c_rowptr[row];
@@ -219,16 +271,23 @@ __global__ void dense_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned 
         if (threadIdx.x == 0)
             running = FILL ? p.c_rowptr[row] : 0;
         __syncthreads();
-        for (int64_t j0 = 0; j0 < p.ncols; j0 += kBlock) {
-            const int64_t j = j0 + threadIdx.x;
-            const int flag = j < p.ncols && stamps[j] == stamp;
+        for (int64_t j0 = 0; j0 < p.ncols; j0 += (int64_t)kBlock * kDenseItems) {
+            const int64_t first = j0 + (int64_t)threadIdx.x * kDenseItems;
+            int flags = 0; // bit q: column first + q belongs to this row
+#pragma unroll
+            for (int q = 0; q < kDenseItems; q++)
+                if (first + q < p.ncols && stamps[first + q] == stamp)
+                    flags |= 1 << q;
             int offset, total;
-            scan(scan_storage).ExclusiveSum(flag, offset, total);
-            if (FILL && flag) {
-                p.c_colind[running + offset] = (int32_t)j;
-                if (with_values)
-                    p.c_values[running + offset] = vals[j];
-            }
+            scan(scan_storage).ExclusiveSum(__popc(flags), offset, total);
+            if (FILL)
+                for (int q = 0; flags != 0; q++, flags >>= 1)
+                    if (flags & 1) {
+                        p.c_colind[running + offset] = (int32_t)(first + q);
+                        if (with_values)
+                            p.c_values[running + offset] = vals[first + q];
+                        offset++;
+                    }
             __syncthreads();
             if (threadIdx.x == 0)
                 running += total;
@@ -244,19 +303,27 @@ __global__ void dense_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned 
 template <class Ops> struct mxm_launcher {
     using T = typename Ops::value;
 
+    template <int TEAM, int TABLE, bool FILL>
+    static sr_status launch_hash(const mxm_args<Ops> &p, const int64_t *rows, const unsigned long long *count,
+                                 int64_t nrows, cudaStream_t stream) {
+        constexpr int teams = kBlock / TEAM;
+        constexpr size_t smem = (sizeof(T) + 4) * (size_t)TABLE * teams + 4 * teams;
+        if (smem > 48 * 1024)
+            SR_CUDA_TRY(cudaFuncSetAttribute(hash_rows<Ops, TEAM, TABLE, FILL>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        hash_rows<Ops, TEAM, TABLE, FILL><<<grid_for(nrows * TEAM), kBlock, smem, stream>>>(p, rows, count);
+        SR_CUDA_LAUNCHED();
+        return SR_SUCCESS;
+    }
+
     template <bool FILL>
     static sr_status run_pass(const mxm_args<Ops> &p, const int64_t *bins, const unsigned long long *bin_sizes,
                               int64_t nrows, int dense_blocks, uint32_t *stamps, T *dense_vals, cudaStream_t stream) {
-        constexpr size_t warp_smem = (sizeof(T) + 4) * kWarpTable * (kBlock / 32) + 4 * (kBlock / 32);
-        constexpr size_t block_smem = (sizeof(T) + 4) * kBlockTable + 4;
-        hash_rows<Ops, 32, kWarpTable, FILL><<<grid_for(nrows * 32), kBlock, warp_smem, stream>>>(
-            p, bins + kBinWarp * nrows, bin_sizes + kBinWarp);
-        SR_CUDA_LAUNCHED();
-        SR_CUDA_TRY(cudaFuncSetAttribute(hash_rows<Ops, kBlock, kBlockTable, FILL>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)block_smem));
-        hash_rows<Ops, kBlock, kBlockTable, FILL><<<grid_for(nrows * kBlock), kBlock, block_smem, stream>>>(
-            p, bins + kBinBlock * nrows, bin_sizes + kBinBlock);
-        SR_CUDA_LAUNCHED();
+        SR_TRY((launch_hash<32, kWarpTable, FILL>(p, bins + kBinWarp * nrows, bin_sizes + kBinWarp, nrows, stream)));
+        SR_TRY((launch_hash<32, kWideWarpTable, FILL>(p, bins + kBinWideWarp * nrows, bin_sizes + kBinWideWarp, nrows,
+                                                      stream)));
+        SR_TRY((launch_hash<kBlock, kBlockTable, FILL>(p, bins + kBinBlock * nrows, bin_sizes + kBinBlock, nrows,
+                                                       stream)));
         dense_rows<Ops, FILL><<<dense_blocks, kBlock, 0, stream>>>(p, bins + kBinDense * nrows, bin_sizes + kBinDense,
                                                                     stamps, dense_vals);
         SR_CUDA_LAUNCHED();

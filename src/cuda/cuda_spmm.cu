@@ -61,7 +61,7 @@ template <class Ops> struct product_args {
     const int64_t *chunk_offsets; // per row, exclusive scan of chunks_of_row; [nrows] = total
     T *partials;                  // chunk x ncols_out
 
-    __device__ T a_value(int64_t k) const { return values != nullptr ? values[k] : T(1); }
+    __device__ T a_value(int64_t k) const { return values != nullptr ? __ldg(values + k) : T(1); }
     __device__ T b_value(int64_t k, int64_t j) const {
         if constexpr (Ops::reads_values)
             return B.at(k, j);
@@ -108,9 +108,23 @@ template <class Ops, int G> __global__ void spmv_rows(product_args<Ops> p) {
         }
         const bool active = row < p.nrows && end - start <= kLongRow;
         T acc = Ops::identity();
-        if (active)
-            for (int64_t k = start + lane; k < end; k += G)
-                acc = Ops::add(acc, Ops::mul(p.a_value(k), p.b_value(p.colind[k], 0)));
+        // Four entries per lane per step: their column and x loads are independent, so they are
+        // in flight together (the gathers, not the arithmetic, bound SpMV).
+        constexpr int U = 4;
+        for (int64_t k = active ? start + lane : end; k < end; k += G * U) {
+            int32_t col[U];
+            T a[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int64_t kk = k + u * G;
+                col[u] = kk < end ? __ldg(p.colind + kk) : -1;
+                a[u] = kk < end ? p.a_value(kk) : T(0);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (col[u] >= 0)
+                    acc = Ops::add(acc, Ops::mul(a[u], p.b_value(col[u], 0)));
+        }
 #pragma unroll
         for (int offset = G / 2; offset > 0; offset /= 2)
             acc = Ops::add(acc, shuffle_xor(acc, offset, G));
