@@ -143,6 +143,11 @@ def bench_spgemm(lib, ctx, name, A, rows):
         got = result_to_scipy(lib, C)
         lib.free(C)
         same_pattern = got.nnz == ref.nnz and (abs(got - ref) > 1e-3 * abs(ref).max()).nnz == 0
+        if not same_pattern:
+            diff = abs(got - ref)
+            print(f"  mismatch: nnz ours {got.nnz} theirs {ref.nnz}; entries differing by > 1e-3 max: "
+                  f"{(diff > 1e-3 * abs(ref).max()).nnz}; max |diff| {diff.max():.3g}, max |ref| {abs(ref).max():.3g}",
+                  flush=True)
 
         def ours_once():
             lib.free(lib.mxm(ctx, 0, o.M, o.M, transpose))
@@ -181,6 +186,9 @@ def main():
     print(f"device {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, copy ceiling {ceiling/1e12:.2f} TB/s; "
           f"median of {REPS} runs after 2 warm-ups (5 for SpGEMM)", flush=True)
     rows = []
+    if "--spgemm-1m" in sys.argv:
+        bench_spgemm(lib, ctx, "powerlaw 1Mx1M", powerlaw(1_000_000, 1_000_000, 12, seed=4), rows)
+        return
     if "--spmv-only" in sys.argv:
         bench_dense(lib, ctx, "powerlaw 2Mx2M", powerlaw(2_000_000, 2_000_000, 16), rows, ceiling, ["plus_times"], Ks=(1,))
         return

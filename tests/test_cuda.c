@@ -246,6 +246,79 @@ static void test_large(void)
     test_csr_free(&m);
 }
 
+/* Device mxm against host mxm on rows heavy enough for every device bin (products per row from
+ * a few up to tens of thousands), for several semirings; patterns exactly, values closely. */
+static void test_heavy_mxm(void)
+{
+    /* A: 400 x 3000 with row lengths from 1 to 3000 (a few very long rows); B: 3000 x 20000, ~25 per row */
+    test_csr a = test_random_csr(400, 3000, 40, SR_TYPE_FLOAT64), b = test_random_csr(3000, 20000, 25, SR_TYPE_FLOAT64);
+    const sr_semiring semirings[] = {SR_PLUS_TIMES, SR_MIN_PLUS, SR_MAX_MIN, SR_PLUS_PAIR};
+    for (int t = 0; t < 2; t++) {
+        sr_type type = t == 0 ? SR_TYPE_FLOAT64 : SR_TYPE_FLOAT32;
+        sr_matrix HA = test_make_matrix(cpu, &a), HB = test_make_matrix(cpu, &b), A = NULL, B = NULL;
+        if (type == SR_TYPE_FLOAT32) {
+            sr_matrix ca = NULL, cb = NULL;
+            CHECK_OK(sr_matrix_cast(cpu, HA, type, &ca));
+            CHECK_OK(sr_matrix_cast(cpu, HB, type, &cb));
+            sr_matrix_free(HA);
+            sr_matrix_free(HB);
+            HA = ca;
+            HB = cb;
+        }
+        CHECK_OK(sr_matrix_copy_to(gpu, HA, SR_DEVICE, &A));
+        CHECK_OK(sr_matrix_copy_to(gpu, HB, SR_DEVICE, &B));
+        for (size_t s = 0; s < sizeof semirings / sizeof semirings[0]; s++) {
+            sr_matrix DC = NULL, HC = NULL, back = NULL;
+            CHECK_OK(sr_mxm(gpu, &DC, NULL, semirings[s], A, B, NULL));
+            CHECK_OK(sr_mxm(cpu, &HC, NULL, semirings[s], HA, HB, NULL));
+            if (!DC || !HC)
+                continue;
+            CHECK_OK(sr_matrix_copy_to(gpu, DC, SR_HOST, &back));
+            sr_matrix_info di, hi;
+            sr_matrix_get_info(back, &di);
+            sr_matrix_get_info(HC, &hi);
+            const int64_t *drp, *hrp;
+            const int32_t *dci, *hci;
+            const void *dv, *hv;
+            sr_matrix_csr_arrays(back, &drp, &dci, &dv);
+            sr_matrix_csr_arrays(HC, &hrp, &hci, &hv);
+            bool pattern = di.nnz == hi.nnz && memcmp(drp, hrp, (size_t)(di.nrows + 1) * 8) == 0 &&
+                           memcmp(dci, hci, (size_t)di.nnz * 4) == 0;
+            int64_t first_bad_row = -1;
+            for (int64_t i = 0; !pattern && i < di.nrows && first_bad_row < 0; i++)
+                if (drp[i + 1] - drp[i] != hrp[i + 1] - hrp[i])
+                    first_bad_row = i;
+            double worst = 0;
+            for (int64_t k = 0; pattern && k < di.nnz; k++) {
+                double x = type == SR_TYPE_FLOAT64 ? ((const double *)dv)[k] : ((const float *)dv)[k];
+                double y = type == SR_TYPE_FLOAT64 ? ((const double *)hv)[k] : ((const float *)hv)[k];
+                double e = fabs(x - y) / (1.0 + fabs(y));
+                worst = e > worst ? e : worst;
+            }
+            CHECK(pattern, "heavy mxm %s %s: device pattern differs (nnz %lld vs %lld, first row with another count "
+                  "%lld)", sr_semiring_name(semirings[s]), sr_type_name(type), (long long)di.nnz, (long long)hi.nnz,
+                  (long long)first_bad_row);
+            CHECK(worst < (type == SR_TYPE_FLOAT64 ? 1e-12 : 1e-4), "heavy mxm %s %s: values differ by %g",
+                  sr_semiring_name(semirings[s]), sr_type_name(type), worst);
+            sr_matrix_free(DC);
+            sr_matrix_free(HC);
+            sr_matrix_free(back);
+        }
+        sr_matrix_free(A);
+        sr_matrix_free(B);
+        sr_matrix_free(HA);
+        sr_matrix_free(HB);
+    }
+    int64_t max_row = 0;
+    for (int64_t i = 0; i < a.nrows; i++)
+        max_row = a.rowptr[i + 1] - a.rowptr[i] > max_row ? a.rowptr[i + 1] - a.rowptr[i] : max_row;
+    printf("heavy mxm: A %lld x %lld (%lld nnz, longest row %lld), B %lld x %lld (%lld nnz)\n", (long long)a.nrows,
+           (long long)a.ncols, (long long)a.nnz, (long long)max_row, (long long)b.nrows, (long long)b.ncols,
+           (long long)b.nnz);
+    test_csr_free(&a);
+    test_csr_free(&b);
+}
+
 int main(void)
 {
     test_seed("test_cuda");
@@ -266,6 +339,7 @@ int main(void)
             test_csr_free(&m);
         }
     test_large();
+    test_heavy_mxm();
     sr_context_destroy(gpu);
     sr_context_destroy(cpu);
     return test_finish("test_cuda");

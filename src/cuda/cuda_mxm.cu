@@ -13,6 +13,9 @@
 
 #include <cub/cub.cuh>
 
+#include <cstdio>
+#include <cstdlib>
+
 extern "C" {
 #include "../core/types.h"
 #include "cuda.h"
@@ -96,6 +99,15 @@ template <int TEAM> __device__ inline int64_t team_sum(int64_t v) {
         __syncthreads();
         return result;
     }
+}
+
+// Threads per A entry for a row: about its mean B-row length (ub / A-row length), a power of two
+// up to min(32, TEAM). The team's groups take different A entries; a group's lanes share a B row.
+template <int TEAM> __device__ inline int lanes_per_entry(int64_t ub, int64_t a_len) {
+    int s = 1;
+    while (s < 32 && s < TEAM && (int64_t)s * a_len < ub)
+        s <<= 1;
+    return s;
 }
 
 __device__ inline unsigned hash_slot(int32_t j, int table) { return ((unsigned)j * 2654435761u) & (unsigned)(table - 1); }
@@ -186,10 +198,12 @@ __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned l
         if (lane == 0)
             *counter = 0;
         team_sync<TEAM>();
-        for (int64_t ka = p.a_rowptr[row]; ka < p.a_rowptr[row + 1]; ka++) {
+        const int64_t a_start = p.a_rowptr[row], a_end = p.a_rowptr[row + 1];
+        const int width = lanes_per_entry<TEAM>(ub, a_end - a_start), sub = lane % width;
+        for (int64_t ka = a_start + lane / width; ka < a_end; ka += TEAM / width) {
             const int32_t k = p.a_colind[ka];
             const T a = p.a(ka);
-            for (int64_t kb = p.b_rowptr[k] + lane; kb < p.b_rowptr[k + 1]; kb += TEAM) {
+            for (int64_t kb = p.b_rowptr[k] + sub; kb < p.b_rowptr[k + 1]; kb += width) {
                 const int32_t j = p.b_colind[kb];
                 if (!p.mask.allows(row, j))
                     continue;
@@ -256,10 +270,16 @@ __global__ void dense_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned 
             for (int64_t j = threadIdx.x; j < p.ncols; j += kBlock)
                 vals[j] = Ops::identity();
         __syncthreads();
-        for (int64_t ka = p.a_rowptr[row]; ka < p.a_rowptr[row + 1]; ka++) {
+        const int64_t a_start = p.a_rowptr[row], a_end = p.a_rowptr[row + 1];
+        int64_t ub = 0;
+        for (int64_t ka = a_start + threadIdx.x; ka < a_end; ka += kBlock)
+            ub += p.b_rowptr[p.a_colind[ka] + 1] - p.b_rowptr[p.a_colind[ka]];
+        ub = team_sum<kBlock>(ub);
+        const int width = lanes_per_entry<kBlock>(ub, a_end - a_start), sub = threadIdx.x % width;
+        for (int64_t ka = a_start + threadIdx.x / width; ka < a_end; ka += kBlock / width) {
             const int32_t k = p.a_colind[ka];
             const T a = p.a(ka);
-            for (int64_t kb = p.b_rowptr[k] + threadIdx.x; kb < p.b_rowptr[k + 1]; kb += kBlock) {
+            for (int64_t kb = p.b_rowptr[k] + sub; kb < p.b_rowptr[k + 1]; kb += width) {
                 const int32_t j = p.b_colind[kb];
                 if (!p.mask.allows(row, j))
                     continue;
@@ -300,6 +320,57 @@ __global__ void dense_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned 
     }
 }
 
+// SPARSERING_PROFILE=1: per-phase device times and bin sizes of each product, on stderr.
+struct phase_timer {
+    bool on = getenv("SPARSERING_PROFILE") != nullptr;
+    cudaStream_t stream;
+    cudaEvent_t last{};
+    explicit phase_timer(cudaStream_t s) : stream(s) {
+        if (on) {
+            cudaEventCreate(&last);
+            cudaEventRecord(last, stream);
+        }
+    }
+    void mark(const char *phase) {
+        if (!on)
+            return;
+        cudaEvent_t now;
+        cudaEventCreate(&now);
+        cudaEventRecord(now, stream);
+        cudaEventSynchronize(now);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, last, now);
+        fprintf(stderr, "  [mxm] %-22s %8.3f ms\n", phase, ms);
+        cudaEventDestroy(last);
+        last = now;
+    }
+    ~phase_timer() {
+        if (on)
+            cudaEventDestroy(last);
+    }
+};
+
+// Streams and events for running the bins concurrently; released with the scope.
+struct stream_set {
+    cudaStream_t streams[kBins] = {};
+    cudaEvent_t events[kBins + 1] = {};
+    sr_status create() {
+        for (int b = 0; b < kBins; b++)
+            SR_CUDA_TRY(cudaStreamCreateWithFlags(&streams[b], cudaStreamNonBlocking));
+        for (int e = 0; e <= kBins; e++)
+            SR_CUDA_TRY(cudaEventCreateWithFlags(&events[e], cudaEventDisableTiming));
+        return SR_SUCCESS;
+    }
+    ~stream_set() {
+        for (cudaStream_t s : streams)
+            if (s)
+                cudaStreamDestroy(s);
+        for (cudaEvent_t e : events)
+            if (e)
+                cudaEventDestroy(e);
+    }
+};
+
 template <class Ops> struct mxm_launcher {
     using T = typename Ops::value;
 
@@ -316,17 +387,29 @@ template <class Ops> struct mxm_launcher {
         return SR_SUCCESS;
     }
 
+    // The four bins are independent: each runs on its own stream, forked from and joined back
+    // into the context's stream, so a pass costs about its slowest bin rather than their sum.
     template <bool FILL>
     static sr_status run_pass(const mxm_args<Ops> &p, const int64_t *bins, const unsigned long long *bin_sizes,
-                              int64_t nrows, int dense_blocks, uint32_t *stamps, T *dense_vals, cudaStream_t stream) {
-        SR_TRY((launch_hash<32, kWarpTable, FILL>(p, bins + kBinWarp * nrows, bin_sizes + kBinWarp, nrows, stream)));
+                              int64_t nrows, int dense_blocks, uint32_t *stamps, T *dense_vals, cudaStream_t stream,
+                              phase_timer &timer, const cudaStream_t *lanes, cudaEvent_t *events) {
+        SR_CUDA_TRY(cudaEventRecord(events[kBins], stream));
+        for (int b = 0; b < kBins; b++)
+            SR_CUDA_TRY(cudaStreamWaitEvent(lanes[b], events[kBins], 0));
+        SR_TRY((launch_hash<32, kWarpTable, FILL>(p, bins + kBinWarp * nrows, bin_sizes + kBinWarp, nrows,
+                                                  lanes[kBinWarp])));
         SR_TRY((launch_hash<32, kWideWarpTable, FILL>(p, bins + kBinWideWarp * nrows, bin_sizes + kBinWideWarp, nrows,
-                                                      stream)));
+                                                      lanes[kBinWideWarp])));
         SR_TRY((launch_hash<kBlock, kBlockTable, FILL>(p, bins + kBinBlock * nrows, bin_sizes + kBinBlock, nrows,
-                                                       stream)));
-        dense_rows<Ops, FILL><<<dense_blocks, kBlock, 0, stream>>>(p, bins + kBinDense * nrows, bin_sizes + kBinDense,
-                                                                    stamps, dense_vals);
+                                                       lanes[kBinBlock])));
+        dense_rows<Ops, FILL><<<dense_blocks, kBlock, 0, lanes[kBinDense]>>>(p, bins + kBinDense * nrows,
+                                                                               bin_sizes + kBinDense, stamps, dense_vals);
         SR_CUDA_LAUNCHED();
+        for (int b = 0; b < kBins; b++) {
+            SR_CUDA_TRY(cudaEventRecord(events[b], lanes[b]));
+            SR_CUDA_TRY(cudaStreamWaitEvent(stream, events[b], 0));
+        }
+        timer.mark(FILL ? "fill (4 bins at once)" : "count (4 bins at once)");
         return SR_SUCCESS;
     }
 
@@ -393,8 +476,19 @@ template <class Ops> struct mxm_launcher {
             cudaSuccess)
             return fail(sr_cuda_fail(err, "clearing stamps", __FILE__, __LINE__));
 
+        stream_set lanes;
+        if ((st = lanes.create()) != SR_SUCCESS)
+            return fail(st);
+        phase_timer timer(stream);
+        timer.mark("setup + bounds");
+        if (timer.on) {
+            unsigned long long sizes[kBins];
+            cudaMemcpy(sizes, bin_sizes.get(), sizeof sizes, cudaMemcpyDeviceToHost);
+            fprintf(stderr, "  [mxm] rows per bin: warp128 %llu, warp1024 %llu, block16384 %llu, dense %llu (of %lld)\n",
+                    sizes[0], sizes[1], sizes[2], sizes[3], (long long)nrows);
+        }
         if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), nrows, dense_blocks, stamps.get(),
-                                               nullptr, stream)) != SR_SUCCESS)
+                                               nullptr, stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
             return fail(st);
         size_t temp_bytes = 0;
         int64_t nnz = 0;
@@ -411,14 +505,16 @@ template <class Ops> struct mxm_launcher {
             if (err != cudaSuccess)
                 return fail(sr_cuda_fail(err, "mxm row pointers", __FILE__, __LINE__));
         }
+        timer.mark("scan");
         if ((st = sr_matrix_alloc_entries(C, nnz)) != SR_SUCCESS)
             return fail(st);
+        timer.mark("allocate C");
         p.c_rowptr = C->rowptr;
         p.c_colind = C->colind;
         p.c_values = static_cast<T *>(C->values);
         if (nrows > 0 && nnz > 0 &&
             (st = run_pass<true>(p, bins.get(), bin_sizes.get(), nrows, dense_blocks, stamps.get(), dense_vals.get(),
-                                 stream)) != SR_SUCCESS)
+                                 stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
             return fail(st);
         if ((err = cudaStreamSynchronize(stream)) != cudaSuccess)
             return fail(sr_cuda_fail(err, "sr_mxm", __FILE__, __LINE__));
