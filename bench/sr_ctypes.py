@@ -1,5 +1,6 @@
-"""A thin ctypes binding to libsparsering for the benchmarks (the Python package, issue 8,
-will be the real interface). Device arrays are passed as raw pointers (cupy .data.ptr)."""
+"""A thin ctypes binding to libsparsering for the benchmarks and the scipy comparison tests (the
+Python package, issue 8, will be the real interface). Arrays are passed as raw pointers: numpy
+.ctypes.data for host memory, cupy .data.ptr for device memory."""
 import ctypes as C
 import os
 
@@ -73,6 +74,16 @@ class Library:
         self.check(self.lib.sr_mxm(ctx, C.byref(out), None, semiring, A, B,
                                    C.byref(Descriptor(False, False, transpose_b))))
         return out
+
+    def copy_to(self, ctx, A, where):
+        out = C.c_void_p()
+        self.check(self.lib.sr_matrix_copy_to(ctx, A, where, C.byref(out)))
+        return out
+
+    def context_or_none(self, backend):
+        ctx = C.c_void_p()
+        status = self.lib.sr_context_create(C.byref(ctx), C.byref(Options(backend, 0, None, 0, 0)))
+        return ctx if status == 0 else None
 
     def free(self, A):
         self.lib.sr_matrix_free(A)

@@ -1,10 +1,16 @@
-// c = c ⊕ v atomically, for any semiring's ⊕ and value type, by a compare-and-swap loop.
+// c = c ⊕ v atomically, for any semiring's ⊕ and value type: native atomics where the hardware has
+// them (+ on numbers, min/max on int32), else a compare-and-swap loop.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+extern "C" {
+#include "../semiring/semiring.h"
+}
 
 namespace sr_cuda {
 
@@ -14,7 +20,13 @@ template <> struct cas_word<int32_t> { using type = unsigned int; };
 template <> struct cas_word<double> { using type = unsigned long long; };
 
 template <class Ops, typename T> __device__ inline void atomic_combine(T *address, T value) {
-    if constexpr (sizeof(T) == 1) {
+    if constexpr (Ops::add_kind == SR_ADD_OP_PLUS && sizeof(T) != 1) {
+        atomicAdd(address, value); // native for int32, float and double
+    } else if constexpr (Ops::add_kind == SR_ADD_OP_MIN && std::is_same_v<T, int32_t>) {
+        atomicMin(address, value);
+    } else if constexpr (Ops::add_kind == SR_ADD_OP_MAX && std::is_same_v<T, int32_t>) {
+        atomicMax(address, value);
+    } else if constexpr (sizeof(T) == 1) {
         // bool results store no values: nothing to combine
         (void)address;
         (void)value;

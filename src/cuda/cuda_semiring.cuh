@@ -16,9 +16,15 @@ namespace sr_cuda {
 #define SR_READS_VALUES_AND true
 #define SR_READS_VALUES_PAIR false
 
+#define SR_ADD_KIND_PLUS SR_ADD_OP_PLUS
+#define SR_ADD_KIND_MIN SR_ADD_OP_MIN
+#define SR_ADD_KIND_MAX SR_ADD_OP_MAX
+#define SR_ADD_KIND_OR SR_ADD_OP_OR
+
 #define SR_CUDA_DEFINE_OPS(SEMI, ADD, MUL, T, OUT)                                               \
     struct ops_##ADD##_##MUL##_##T {                                                             \
         using value = T;                                                                         \
+        static constexpr int add_kind = SR_ADD_KIND_##ADD; /* picks native atomics */            \
         static constexpr sr_type type = OUT;                                                     \
         static constexpr bool reads_values = SR_READS_VALUES_##MUL; /* PAIR reads patterns only */ \
         __host__ __device__ static T identity() { return (T)SR_ID_##ADD##_##T; }                 \
