@@ -8,7 +8,6 @@
 #include <cub/cub.cuh>
 
 #include <cstdlib>
-#include <cstring>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
@@ -90,20 +89,6 @@ template <typename T> __device__ T shuffle_xor(T v, int offset, int width) {
         return (T)__shfl_xor_sync(0xffffffffu, (int)v, offset, width);
     else
         return __shfl_xor_sync(0xffffffffu, v, offset, width);
-}
-
-template <typename T> __device__ T shuffle_up(T v, int offset) {
-    if constexpr (sizeof(T) == 1)
-        return (T)__shfl_up_sync(0xffffffffu, (int)v, offset);
-    else
-        return __shfl_up_sync(0xffffffffu, v, offset);
-}
-
-template <typename T> __device__ T shuffle_from(T v, int lane) {
-    if constexpr (sizeof(T) == 1)
-        return (T)__shfl_sync(0xffffffffu, (int)v, lane);
-    else
-        return __shfl_sync(0xffffffffu, v, lane);
 }
 
 // SpMV, short rows: G lanes per row stride over its entries, then reduce by shuffles. The
@@ -221,138 +206,6 @@ template <class Ops> __global__ void combine_chunks(product_args<Ops> p) {
     }
 }
 
-// ---------------------------------------------------------------- merge-style SpMV
-// Each warp takes a fixed slice of kSlice entries: loads are coalesced whatever the row lengths.
-// Within a step of 32 entries, a segmented scan by row (rows are non-decreasing across lanes)
-// reduces each row's run with ⊕; a row running on into the next step is carried; a row that is
-// not wholly inside the slice leaves a partial (at most two per slice), which spmv_fixup
-// combines in slice order. Empty rows get the identity from spmv_empty_rows.
-constexpr int kSliceSteps = 8;
-constexpr int64_t kSlice = 32 * kSliceSteps;
-
-template <class Ops> __global__ void spmv_slices(product_args<Ops> p, int64_t nnz, int64_t *part_row,
-                                                 typename Ops::value *part_val) {
-    using T = typename Ops::value;
-    const int lane = threadIdx.x % 32;
-    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-    const int64_t slices = (nnz + kSlice - 1) / kSlice;
-    for (int64_t w = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; w < slices; w += warps) {
-        const int64_t c0 = w * kSlice, c1 = min(nnz, c0 + kSlice);
-        const int64_t r0 = row_of_entry(p.rowptr, p.nrows, c0), r1 = row_of_entry(p.rowptr, p.nrows, c1 - 1);
-        int64_t carry_row = -1;
-        T carry = Ops::identity();
-        if (lane == 0) {
-            part_row[2 * w] = -1;
-            part_row[2 * w + 1] = -1;
-        }
-        for (int u = 0; u < kSliceSteps; u++) {
-            const int64_t e = c0 + u * 32 + lane;
-            const bool valid = e < c1;
-            int64_t row = -1;
-            T v = Ops::identity();
-            if (valid) {
-                // the row of entry e: the last r in [r0, r1] with rowptr[r] <= e
-                int64_t lo = r0, hi = r1;
-                while (lo < hi) {
-                    const int64_t mid = (lo + hi + 1) / 2;
-                    if (__ldg(p.rowptr + mid) <= e)
-                        lo = mid;
-                    else
-                        hi = mid - 1;
-                }
-                row = lo;
-                v = Ops::mul(p.a_value(e), p.b_value(__ldg(p.colind + e), 0));
-            }
-#pragma unroll
-            for (int offset = 1; offset < 32; offset *= 2) {
-                const T up = shuffle_up(v, offset);
-                const int64_t up_row = __shfl_up_sync(0xffffffffu, row, offset);
-                if (lane >= offset && up_row == row)
-                    v = Ops::add(up, v);
-            }
-            const int64_t next_row = __shfl_down_sync(0xffffffffu, row, 1);
-            const bool tail = valid && (lane == 31 || next_row != row);
-            if (valid && row == carry_row)
-                v = Ops::add(carry, v);
-            bool carried = false;
-            if (tail) {
-                const int64_t row_start = __ldg(p.rowptr + row), row_end = __ldg(p.rowptr + row + 1);
-                if (e + 1 < row_end && e + 1 < c1) {
-                    carried = true; // the row goes on in the next step of this slice
-                } else if (row_start >= c0 && row_end <= c1) {
-                    p.write(row, 0, v); // wholly inside the slice
-                } else {
-                    const int slot = row_start < c0 ? 0 : 1; // began before the slice, or runs past it
-                    part_row[2 * w + slot] = row;
-                    part_val[2 * w + slot] = v;
-                }
-            }
-            const unsigned carriers = __ballot_sync(0xffffffffu, carried);
-            if (carriers) {
-                const int from = 31 - __clz(carriers);
-                carry = shuffle_from(v, from);
-                carry_row = __shfl_sync(0xffffffffu, row, from);
-            } else {
-                carry_row = -1;
-            }
-        }
-    }
-}
-
-// Rows spread over several slices: the slice where the row begins (its slot 1) owns it and folds
-// in the slot-0 partials of the following slices, in order.
-template <class Ops> __global__ void spmv_fixup(product_args<Ops> p, int64_t slices, const int64_t *part_row,
-                                                const typename Ops::value *part_val) {
-    using T = typename Ops::value;
-    const int64_t threads = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t w = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; w < slices; w += threads) {
-        const int64_t row = part_row[2 * w + 1];
-        if (row < 0)
-            continue;
-        T acc = part_val[2 * w + 1];
-        for (int64_t c = w + 1; c < slices && part_row[2 * c] == row; c++)
-            acc = Ops::add(acc, part_val[2 * c]);
-        p.write(row, 0, acc);
-    }
-}
-
-template <class Ops> __global__ void spmv_empty_rows(product_args<Ops> p) {
-    const int64_t threads = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t row = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; row < p.nrows; row += threads)
-        if (p.rowptr[row] == p.rowptr[row + 1])
-            p.write(row, 0, Ops::identity());
-}
-
-template <class Ops> sr_status run_spmv_slices(sr_context_s *ctx, const product_args<Ops> &p, int64_t nnz) {
-    using T = typename Ops::value;
-    cudaStream_t stream = stream_of(ctx);
-    const int64_t slices = (nnz + kSlice - 1) / kSlice;
-    buffer<int64_t> part_row(ctx);
-    buffer<T> part_val(ctx);
-    SR_TRY(part_row.allocate(2 * (size_t)slices + 1));
-    SR_TRY(part_val.allocate(2 * (size_t)slices + 1));
-    spmv_empty_rows<Ops><<<grid_for(p.nrows), kBlock, 0, stream>>>(p);
-    SR_CUDA_LAUNCHED();
-    if (slices > 0) {
-        spmv_slices<Ops><<<grid_for(slices * 32), kBlock, 0, stream>>>(p, nnz, part_row.get(), part_val.get());
-        SR_CUDA_LAUNCHED();
-        spmv_fixup<Ops><<<grid_for(slices), kBlock, 0, stream>>>(p, slices, part_row.get(), part_val.get());
-        SR_CUDA_LAUNCHED();
-    }
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
-    return SR_SUCCESS;
-}
-
-// SPARSERING_SPMV_KERNEL=rows selects the row-group SpMV instead of the slices (for comparison).
-bool spmv_by_rows() {
-    static int choice = -1;
-    if (choice < 0) {
-        const char *env = getenv("SPARSERING_SPMV_KERNEL");
-        choice = env && strcmp(env, "rows") == 0;
-    }
-    return choice == 1;
-}
-
 // SPARSERING_SPMV_LANES (2..32) overrides the choice, for tuning.
 int64_t spmv_lanes(int64_t mean_row) {
     static int64_t forced = -1;
@@ -452,8 +305,6 @@ template <class Ops> struct spmm_launcher {
         p.accumulate = accumulate;
         if (nrows == 0 || K == 0)
             return SR_SUCCESS;
-        if (K == 1 && !spmv_by_rows())
-            return run_spmv_slices<Ops>(ctx, p, A->nnz);
 
         // Chunk offsets of long rows: one scan, no host round trip (the total stays on the device;
         // chunk kernels are sized by the bound nnz / kChunk + rows that can be long).
