@@ -108,7 +108,8 @@ static void count_rows(const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                         }                                                                                \
                     }                                                                                    \
                 }                                                                                        \
-                qsort(cols, (size_t)count, sizeof *cols, compare_int32);                                 \
+                if (count > 1) /* qsort needs a non-NULL base even for 0 items */                   \
+                    qsort(cols, (size_t)count, sizeof *cols, compare_int32);                             \
                 for (int64_t q = 0; acc && q < count; q++)                                               \
                     cv[C->rowptr[i] + q] = acc[cols[q]];                                                 \
             }                                                                                            \
