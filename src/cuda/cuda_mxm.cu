@@ -393,23 +393,33 @@ template <class Ops> struct mxm_launcher {
     static sr_status run_pass(const mxm_args<Ops> &p, const int64_t *bins, const unsigned long long *bin_sizes,
                               int64_t nrows, int dense_blocks, uint32_t *stamps, T *dense_vals, cudaStream_t stream,
                               phase_timer &timer, const cudaStream_t *lanes, cudaEvent_t *events) {
-        SR_CUDA_TRY(cudaEventRecord(events[kBins], stream));
-        for (int b = 0; b < kBins; b++)
-            SR_CUDA_TRY(cudaStreamWaitEvent(lanes[b], events[kBins], 0));
-        SR_TRY((launch_hash<32, kWarpTable, FILL>(p, bins + kBinWarp * nrows, bin_sizes + kBinWarp, nrows,
-                                                  lanes[kBinWarp])));
-        SR_TRY((launch_hash<32, kWideWarpTable, FILL>(p, bins + kBinWideWarp * nrows, bin_sizes + kBinWideWarp, nrows,
-                                                      lanes[kBinWideWarp])));
-        SR_TRY((launch_hash<kBlock, kBlockTable, FILL>(p, bins + kBinBlock * nrows, bin_sizes + kBinBlock, nrows,
-                                                       lanes[kBinBlock])));
-        dense_rows<Ops, FILL><<<dense_blocks, kBlock, 0, lanes[kBinDense]>>>(p, bins + kBinDense * nrows,
-                                                                               bin_sizes + kBinDense, stamps, dense_vals);
-        SR_CUDA_LAUNCHED();
-        for (int b = 0; b < kBins; b++) {
-            SR_CUDA_TRY(cudaEventRecord(events[b], lanes[b]));
-            SR_CUDA_TRY(cudaStreamWaitEvent(stream, events[b], 0));
+        if (timer.on) // profiling: one bin after another on the main stream, each timed
+            lanes = nullptr;
+        const cudaStream_t on[kBins] = {lanes ? lanes[0] : stream, lanes ? lanes[1] : stream,
+                                        lanes ? lanes[2] : stream, lanes ? lanes[3] : stream};
+        if (lanes) {
+            SR_CUDA_TRY(cudaEventRecord(events[kBins], stream));
+            for (int b = 0; b < kBins; b++)
+                SR_CUDA_TRY(cudaStreamWaitEvent(lanes[b], events[kBins], 0));
         }
-        timer.mark(FILL ? "fill (4 bins at once)" : "count (4 bins at once)");
+        SR_TRY((launch_hash<32, kWarpTable, FILL>(p, bins + kBinWarp * nrows, bin_sizes + kBinWarp, nrows,
+                                                  on[kBinWarp])));
+        timer.mark(FILL ? "fill: warp 128" : "count: warp 128");
+        SR_TRY((launch_hash<32, kWideWarpTable, FILL>(p, bins + kBinWideWarp * nrows, bin_sizes + kBinWideWarp, nrows,
+                                                      on[kBinWideWarp])));
+        timer.mark(FILL ? "fill: warp 1024" : "count: warp 1024");
+        SR_TRY((launch_hash<kBlock, kBlockTable, FILL>(p, bins + kBinBlock * nrows, bin_sizes + kBinBlock, nrows,
+                                                       on[kBinBlock])));
+        timer.mark(FILL ? "fill: block 16384" : "count: block 16384");
+        dense_rows<Ops, FILL><<<dense_blocks, kBlock, 0, on[kBinDense]>>>(p, bins + kBinDense * nrows,
+                                                                            bin_sizes + kBinDense, stamps, dense_vals);
+        SR_CUDA_LAUNCHED();
+        timer.mark(FILL ? "fill: dense" : "count: dense");
+        if (lanes)
+            for (int b = 0; b < kBins; b++) {
+                SR_CUDA_TRY(cudaEventRecord(events[b], lanes[b]));
+                SR_CUDA_TRY(cudaStreamWaitEvent(stream, events[b], 0));
+            }
         return SR_SUCCESS;
     }
 
