@@ -150,6 +150,11 @@ def bench_spgemm(lib, ctx, name, A, rows):
             print(f"  mismatch: nnz ours {got.nnz} theirs {ref.nnz}; entries differing by > 1e-3 max: "
                   f"{(diff > 1e-3 * abs(ref).max()).nnz}; max |diff| {diff.max():.3g}, max |ref| {abs(ref).max():.3g}",
                   flush=True)
+            third = (A @ (A.T if transpose else A)).tocsr()  # scipy on the host: who is right?
+            third.sort_indices()
+            for who, M in (("sparsering", got), ("cuSPARSE", ref)):
+                d = abs(M - third)
+                print(f"  {who} vs scipy: entries off by > 1e-3 max: {(d > 1e-3 * abs(third).max()).nnz}", flush=True)
 
         def ours_once():
             lib.free(lib.mxm(ctx, 0, o.M, o.M, transpose))

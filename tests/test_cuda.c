@@ -319,6 +319,53 @@ static void test_heavy_mxm(void)
     test_csr_free(&b);
 }
 
+/* A power-law A*A big enough to fill every device bin with many rows, device against host,
+ * three times over (an intermittent race would show as a difference in one of them). */
+static void test_large_mxm_repeated(void)
+{
+    test_csr a = test_random_csr(200000, 200000, 10, SR_TYPE_FLOAT32);
+    sr_matrix H = test_make_matrix(cpu, &a), D = NULL, HC = NULL;
+    CHECK_OK(sr_matrix_copy_to(gpu, H, SR_DEVICE, &D));
+    CHECK_OK(sr_mxm(cpu, &HC, NULL, SR_PLUS_TIMES, H, H, NULL));
+    for (int round = 0; D && HC && round < 3; round++) {
+        sr_matrix DC = NULL, back = NULL;
+        CHECK_OK(sr_mxm(gpu, &DC, NULL, SR_PLUS_TIMES, D, D, NULL));
+        if (!DC)
+            break;
+        CHECK_OK(sr_matrix_copy_to(gpu, DC, SR_HOST, &back));
+        sr_matrix_info di, hi;
+        sr_matrix_get_info(back, &di);
+        sr_matrix_get_info(HC, &hi);
+        const int64_t *drp, *hrp;
+        const int32_t *dci, *hci;
+        const void *dv, *hv;
+        sr_matrix_csr_arrays(back, &drp, &dci, &dv);
+        sr_matrix_csr_arrays(HC, &hrp, &hci, &hv);
+        bool pattern = di.nnz == hi.nnz && memcmp(drp, hrp, (size_t)(di.nrows + 1) * 8) == 0 &&
+                       memcmp(dci, hci, (size_t)di.nnz * 4) == 0;
+        int64_t off = 0, first_off = -1;
+        for (int64_t k = 0; pattern && k < di.nnz; k++) {
+            float x = ((const float *)dv)[k], y = ((const float *)hv)[k];
+            if (fabsf(x - y) > 1e-4f * (1.0f + fabsf(y))) {
+                if (first_off < 0)
+                    first_off = k;
+                off++;
+            }
+        }
+        CHECK(pattern && off == 0, "large mxm round %d: pattern %s, %lld values off (first at entry %lld of %lld)",
+              round, pattern ? "same" : "DIFFERENT", (long long)off, (long long)first_off, (long long)di.nnz);
+        if (round == 0)
+            printf("large mxm: %lld x %lld, %lld nnz -> %lld nnz\n", (long long)a.nrows, (long long)a.ncols,
+                   (long long)a.nnz, (long long)di.nnz);
+        sr_matrix_free(DC);
+        sr_matrix_free(back);
+    }
+    sr_matrix_free(H);
+    sr_matrix_free(D);
+    sr_matrix_free(HC);
+    test_csr_free(&a);
+}
+
 int main(void)
 {
     test_seed("test_cuda");
@@ -340,6 +387,7 @@ int main(void)
         }
     test_large();
     test_heavy_mxm();
+    test_large_mxm_repeated();
     sr_context_destroy(gpu);
     sr_context_destroy(cpu);
     return test_finish("test_cuda");

@@ -107,8 +107,8 @@ inline unsigned blocks_for(int64_t n, int threads) {
     return static_cast<unsigned>(b < 1 ? 1 : (b > cap ? cap : b));
 }
 
-// Blocks for a grid-stride kernel of `threads_wanted` threads: no more than fill the chip.
-inline unsigned grid_for(int64_t threads_wanted, int block = 256) {
+// Multiprocessors of the current device (read once).
+inline int sm_count() {
     static int sms = 0;
     if (sms == 0) {
         int device = 0;
@@ -116,8 +116,13 @@ inline unsigned grid_for(int64_t threads_wanted, int block = 256) {
         if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0)
             sms = 80;
     }
+    return sms;
+}
+
+// Blocks for a grid-stride kernel of `threads_wanted` threads: no more than fill the chip.
+inline unsigned grid_for(int64_t threads_wanted, int block = 256) {
     const int64_t blocks = (threads_wanted + block - 1) / block;
-    const int64_t cap = (int64_t)sms * 16;
+    const int64_t cap = (int64_t)sm_count() * 16;
     return (unsigned)(blocks < 1 ? 1 : (blocks > cap ? cap : blocks));
 }
 

@@ -13,6 +13,7 @@
 
 #include <cub/cub.cuh>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -391,8 +392,9 @@ template <class Ops> struct mxm_launcher {
     // into the context's stream, so a pass costs about its slowest bin rather than their sum.
     template <bool FILL>
     static sr_status run_pass(const mxm_args<Ops> &p, const int64_t *bins, const unsigned long long *bin_sizes,
-                              int64_t nrows, int dense_blocks, uint32_t *stamps, T *dense_vals, cudaStream_t stream,
-                              phase_timer &timer, const cudaStream_t *lanes, cudaEvent_t *events) {
+                              const unsigned long long *sizes, int64_t nrows, int dense_blocks, uint32_t *stamps,
+                              T *dense_vals, cudaStream_t stream, phase_timer &timer, const cudaStream_t *lanes,
+                              cudaEvent_t *events) {
         if (timer.on) // profiling: one bin after another on the main stream, each timed
             lanes = nullptr;
         const cudaStream_t on[kBins] = {lanes ? lanes[0] : stream, lanes ? lanes[1] : stream,
@@ -402,18 +404,24 @@ template <class Ops> struct mxm_launcher {
             for (int b = 0; b < kBins; b++)
                 SR_CUDA_TRY(cudaStreamWaitEvent(lanes[b], events[kBins], 0));
         }
-        SR_TRY((launch_hash<32, kWarpTable, FILL>(p, bins + kBinWarp * nrows, bin_sizes + kBinWarp, nrows,
-                                                  on[kBinWarp])));
+        if (sizes[kBinWarp])
+            SR_TRY((launch_hash<32, kWarpTable, FILL>(p, bins + kBinWarp * nrows, bin_sizes + kBinWarp,
+                                                      (int64_t)sizes[kBinWarp], on[kBinWarp])));
         timer.mark(FILL ? "fill: warp 128" : "count: warp 128");
-        SR_TRY((launch_hash<32, kWideWarpTable, FILL>(p, bins + kBinWideWarp * nrows, bin_sizes + kBinWideWarp, nrows,
-                                                      on[kBinWideWarp])));
+        if (sizes[kBinWideWarp])
+            SR_TRY((launch_hash<32, kWideWarpTable, FILL>(p, bins + kBinWideWarp * nrows, bin_sizes + kBinWideWarp,
+                                                          (int64_t)sizes[kBinWideWarp], on[kBinWideWarp])));
         timer.mark(FILL ? "fill: warp 1024" : "count: warp 1024");
-        SR_TRY((launch_hash<kBlock, kBlockTable, FILL>(p, bins + kBinBlock * nrows, bin_sizes + kBinBlock, nrows,
-                                                       on[kBinBlock])));
+        if (sizes[kBinBlock])
+            SR_TRY((launch_hash<kBlock, kBlockTable, FILL>(p, bins + kBinBlock * nrows, bin_sizes + kBinBlock,
+                                                           (int64_t)sizes[kBinBlock], on[kBinBlock])));
         timer.mark(FILL ? "fill: block 16384" : "count: block 16384");
-        dense_rows<Ops, FILL><<<dense_blocks, kBlock, 0, on[kBinDense]>>>(p, bins + kBinDense * nrows,
-                                                                            bin_sizes + kBinDense, stamps, dense_vals);
-        SR_CUDA_LAUNCHED();
+        if (dense_blocks > 0) {
+            dense_rows<Ops, FILL><<<dense_blocks, kBlock, 0, on[kBinDense]>>>(p, bins + kBinDense * nrows,
+                                                                                bin_sizes + kBinDense, stamps,
+                                                                                dense_vals);
+            SR_CUDA_LAUNCHED();
+        }
         timer.mark(FILL ? "fill: dense" : "count: dense");
         if (lanes)
             for (int b = 0; b < kBins; b++) {
@@ -466,38 +474,47 @@ template <class Ops> struct mxm_launcher {
             if ((err = cudaGetLastError()) != cudaSuccess)
                 return fail(sr_cuda_fail(err, "bound_and_bin", __FILE__, __LINE__));
         }
-        // Dense accumulator rows: as many as fit a quarter of the workspace, at most one per SM slot.
+        // How many rows each bin has (one small copy): empty bins launch nothing, and the dense
+        // bin gets only as many accumulator rows as it has rows (up to 2 per SM), within a
+        // quarter of the workspace.
+        unsigned long long sizes[kBins] = {0, 0, 0, 0};
+        if (nrows > 0) {
+            err = cudaMemcpyAsync(sizes, bin_sizes.get(), sizeof sizes, cudaMemcpyDeviceToHost, stream);
+            if (err == cudaSuccess)
+                err = cudaStreamSynchronize(stream);
+            if (err != cudaSuccess)
+                return fail(sr_cuda_fail(err, "mxm bin sizes", __FILE__, __LINE__));
+        }
         const size_t row_bytes = (size_t)(ncols ? ncols : 1) * (sizeof(uint32_t) + sizeof(T));
-        size_t budget = sr_context_workspace(ctx, SR_DEVICE) / 4;
-        int dense_blocks = (int)(budget / row_bytes);
-        dense_blocks = dense_blocks > 264 ? 264 : dense_blocks;
-        if (dense_blocks < 1)
+        const size_t budget = sr_context_workspace(ctx, SR_DEVICE) / 4;
+        int dense_blocks = (int)std::min<unsigned long long>(sizes[kBinDense], (unsigned long long)(2 * sm_count()));
+        dense_blocks = (int)std::min<size_t>((size_t)dense_blocks, budget / row_bytes);
+        if (sizes[kBinDense] > 0 && dense_blocks < 1)
             return fail(sr_error(SR_ERROR_DEVICE_OUT_OF_MEMORY,
                                  "sr_mxm: one dense accumulator row of %lld columns (%zu bytes) exceeds the workspace",
                                  (long long)ncols, row_bytes));
         buffer<uint32_t> stamps(ctx);
         buffer<T> dense_vals(ctx);
-        st = stamps.allocate((size_t)dense_blocks * (size_t)ncols);
-        if (st == SR_SUCCESS && out_type != SR_TYPE_BOOL)
-            st = dense_vals.allocate((size_t)dense_blocks * (size_t)ncols);
-        if (st != SR_SUCCESS)
-            return fail(st);
-        if ((err = cudaMemsetAsync(stamps.get(), 0, (size_t)dense_blocks * (size_t)ncols * sizeof(uint32_t), stream)) !=
-            cudaSuccess)
-            return fail(sr_cuda_fail(err, "clearing stamps", __FILE__, __LINE__));
+        if (dense_blocks > 0) {
+            st = stamps.allocate((size_t)dense_blocks * (size_t)ncols);
+            if (st == SR_SUCCESS && out_type != SR_TYPE_BOOL)
+                st = dense_vals.allocate((size_t)dense_blocks * (size_t)ncols);
+            if (st != SR_SUCCESS)
+                return fail(st);
+            if ((err = cudaMemsetAsync(stamps.get(), 0, (size_t)dense_blocks * (size_t)ncols * sizeof(uint32_t),
+                                       stream)) != cudaSuccess)
+                return fail(sr_cuda_fail(err, "clearing stamps", __FILE__, __LINE__));
+        }
 
         stream_set lanes;
         if ((st = lanes.create()) != SR_SUCCESS)
             return fail(st);
         phase_timer timer(stream);
         timer.mark("setup + bounds");
-        if (timer.on) {
-            unsigned long long sizes[kBins];
-            cudaMemcpy(sizes, bin_sizes.get(), sizeof sizes, cudaMemcpyDeviceToHost);
+        if (timer.on)
             fprintf(stderr, "  [mxm] rows per bin: warp128 %llu, warp1024 %llu, block16384 %llu, dense %llu (of %lld)\n",
                     sizes[0], sizes[1], sizes[2], sizes[3], (long long)nrows);
-        }
-        if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), nrows, dense_blocks, stamps.get(),
+        if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), sizes, nrows, dense_blocks, stamps.get(),
                                                nullptr, stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
             return fail(st);
         size_t temp_bytes = 0;
@@ -523,7 +540,7 @@ template <class Ops> struct mxm_launcher {
         p.c_colind = C->colind;
         p.c_values = static_cast<T *>(C->values);
         if (nrows > 0 && nnz > 0 &&
-            (st = run_pass<true>(p, bins.get(), bin_sizes.get(), nrows, dense_blocks, stamps.get(), dense_vals.get(),
+            (st = run_pass<true>(p, bins.get(), bin_sizes.get(), sizes, nrows, dense_blocks, stamps.get(), dense_vals.get(),
                                  stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
             return fail(st);
         if ((err = cudaStreamSynchronize(stream)) != cudaSuccess)
