@@ -323,7 +323,7 @@ static void test_heavy_mxm(void)
  * three times over (an intermittent race would show as a difference in one of them). */
 static void test_large_mxm_repeated(void)
 {
-    test_csr a = test_random_csr(200000, 200000, 10, SR_TYPE_FLOAT32);
+    test_csr a = test_random_csr(200000, 200000, 20, SR_TYPE_FLOAT32); /* longest rows ~1250: ub > 8192 */
     sr_matrix H = test_make_matrix(cpu, &a), D = NULL, HC = NULL;
     CHECK_OK(sr_matrix_copy_to(gpu, H, SR_DEVICE, &D));
     CHECK_OK(sr_mxm(cpu, &HC, NULL, SR_PLUS_TIMES, H, H, NULL));
