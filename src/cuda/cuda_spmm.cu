@@ -256,15 +256,18 @@ sr_status transpose_dense(const T *src, int64_t rows, int64_t cols, int64_t src_
 template <class Ops> struct spmm_launcher {
     using T = typename Ops::value;
     // Column-major B or C (more than one column): the kernels read B rows and write C rows, so
-    // such operands go through row-major scratch (B transposed in; C transposed out, and in when
-    // its old values matter).
+    // large such operands go through row-major scratch (B transposed in; C transposed out, and in
+    // when its old values matter); small ones are read and written in place, strided.
     static sr_status run(const sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const sr_matrix_s *mask,
                          bool complement, bool accumulate) {
         sr_context_s *ctx = A->ctx;
         cudaStream_t stream = stream_of(ctx);
         const int64_t K = C->ncols;
         const bool b_cols = K > 1 && B->layout == SR_COL_MAJOR, c_cols = K > 1 && C->layout == SR_COL_MAJOR;
-        if (!b_cols && !c_cols)
+        // Strided access is cheap while B and C stay in L2 (50 MB on an H100): then the transposes
+        // would cost more than they save (measured on the real graphs of bench_products.py).
+        const size_t dense_bytes = ((size_t)B->nrows + (size_t)C->nrows) * (size_t)K * sizeof(T);
+        if ((!b_cols && !c_cols) || dense_bytes <= ((size_t)24 << 20))
             return run_row_major(A, B, C, mask, complement, accumulate);
         buffer<T> b_rows(ctx), c_rows(ctx);
         sr_dense b = *B, c = *C;
