@@ -264,10 +264,11 @@ template <class Ops> struct spmm_launcher {
         cudaStream_t stream = stream_of(ctx);
         const int64_t K = C->ncols;
         const bool b_cols = K > 1 && B->layout == SR_COL_MAJOR, c_cols = K > 1 && C->layout == SR_COL_MAJOR;
-        // Strided access is cheap while B and C stay in L2 (50 MB on an H100): then the transposes
-        // would cost more than they save (measured on the real graphs of bench_products.py).
+        // For a few columns (K <= 16) held in L2 (50 MB on an H100), strided access costs less than
+        // the two transposes; from K = 32 on, the transposes win even on small graphs (measured with
+        // bench_products.py on debian-depends and pushpull, 2026-11-23).
         const size_t dense_bytes = ((size_t)B->nrows + (size_t)C->nrows) * (size_t)K * sizeof(T);
-        if ((!b_cols && !c_cols) || dense_bytes <= ((size_t)24 << 20))
+        if ((!b_cols && !c_cols) || (K <= 16 && dense_bytes <= ((size_t)24 << 20)))
             return run_row_major(A, B, C, mask, complement, accumulate);
         buffer<T> b_rows(ctx), c_rows(ctx);
         sr_dense b = *B, c = *C;
