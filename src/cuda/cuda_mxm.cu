@@ -111,6 +111,31 @@ template <int TEAM> __device__ inline int lanes_per_entry(int64_t ub, int64_t a_
     return s;
 }
 
+// ub of a row (the sum of the B-row lengths its entries select), summed over the team.
+template <int TEAM, class Ops> __device__ int64_t row_bound(const mxm_args<Ops> &p, int64_t row, int lane) {
+    int64_t ub = 0;
+    for (int64_t ka = p.a_rowptr[row] + lane; ka < p.a_rowptr[row + 1]; ka += TEAM)
+        ub += p.b_rowptr[p.a_colind[ka] + 1] - p.b_rowptr[p.a_colind[ka]];
+    return team_sum<TEAM>(ub);
+}
+
+// Calls visit(j, a_ik * b_kj) for this lane's share of the row's products that the mask allows:
+// groups of lanes_per_entry lanes take different A entries, a group's lanes share a B row.
+template <int TEAM, class Ops, class Visit>
+__device__ void for_each_product(const mxm_args<Ops> &p, int64_t row, int64_t ub, int lane, Visit visit) {
+    const int64_t a_start = p.a_rowptr[row], a_end = p.a_rowptr[row + 1];
+    const int width = lanes_per_entry<TEAM>(ub, a_end - a_start), sub = lane % width;
+    for (int64_t ka = a_start + lane / width; ka < a_end; ka += TEAM / width) {
+        const int32_t k = p.a_colind[ka];
+        const typename Ops::value a = p.a(ka);
+        for (int64_t kb = p.b_rowptr[k] + sub; kb < p.b_rowptr[k + 1]; kb += width) {
+            const int32_t j = p.b_colind[kb];
+            if (p.mask.allows(row, j))
+                visit(j, Ops::mul(a, p.b(kb)));
+        }
+    }
+}
+
 __device__ inline unsigned hash_slot(int32_t j, int table) { return ((unsigned)j * 2654435761u) & (unsigned)(table - 1); }
 
 // Sorts keys[0, P) ascending with vals alongside (P a power of two), by a bitonic network.
@@ -185,10 +210,7 @@ __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned l
     for (int64_t idx = (int64_t)blockIdx.x * kTeams + team; idx < n; idx += (int64_t)gridDim.x * kTeams) {
         const int64_t row = rows[idx];
         // This row's table: twice its product bound, a power of two, at least a team's width.
-        int64_t ub = 0;
-        for (int64_t ka = p.a_rowptr[row] + lane; ka < p.a_rowptr[row + 1]; ka += TEAM)
-            ub += p.b_rowptr[p.a_colind[ka] + 1] - p.b_rowptr[p.a_colind[ka]];
-        ub = team_sum<TEAM>(ub);
+        const int64_t ub = row_bound<TEAM>(p, row, lane);
         int table = TEAM;
         while (table < 2 * ub && table < TABLE)
             table <<= 1;
@@ -199,29 +221,20 @@ __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned l
         if (lane == 0)
             *counter = 0;
         team_sync<TEAM>();
-        const int64_t a_start = p.a_rowptr[row], a_end = p.a_rowptr[row + 1];
-        const int width = lanes_per_entry<TEAM>(ub, a_end - a_start), sub = lane % width;
-        for (int64_t ka = a_start + lane / width; ka < a_end; ka += TEAM / width) {
-            const int32_t k = p.a_colind[ka];
-            const T a = p.a(ka);
-            for (int64_t kb = p.b_rowptr[k] + sub; kb < p.b_rowptr[k + 1]; kb += width) {
-                const int32_t j = p.b_colind[kb];
-                if (!p.mask.allows(row, j))
-                    continue;
-                unsigned slot = hash_slot(j, table);
-                for (;;) {
-                    const int32_t seen = atomicCAS(&keys[slot], -1, j);
-                    if (seen == -1 || seen == j) {
-                        if (seen == -1)
-                            atomicAdd(counter, 1);
-                        if (with_values)
-                            atomic_combine<Ops>(&vals[slot], Ops::mul(a, p.b(kb)));
-                        break;
-                    }
-                    slot = (slot + 1) & (unsigned)(table - 1);
+        for_each_product<TEAM>(p, row, ub, lane, [&](int32_t j, T product) {
+            unsigned slot = hash_slot(j, table);
+            for (;;) {
+                const int32_t seen = atomicCAS(&keys[slot], -1, j);
+                if (seen == -1 || seen == j) {
+                    if (seen == -1)
+                        atomicAdd(counter, 1);
+                    if (with_values)
+                        atomic_combine<Ops>(&vals[slot], product);
+                    return;
                 }
+                slot = (slot + 1) & (unsigned)(table - 1);
             }
-        }
+        });
         team_sync<TEAM>();
         const int count = *counter;
         team_sync<TEAM>(); // every lane has read the count before lane 0 reuses the counter below
@@ -271,24 +284,12 @@ __global__ void dense_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned 
             for (int64_t j = threadIdx.x; j < p.ncols; j += kBlock)
                 vals[j] = Ops::identity();
         __syncthreads();
-        const int64_t a_start = p.a_rowptr[row], a_end = p.a_rowptr[row + 1];
-        int64_t ub = 0;
-        for (int64_t ka = a_start + threadIdx.x; ka < a_end; ka += kBlock)
-            ub += p.b_rowptr[p.a_colind[ka] + 1] - p.b_rowptr[p.a_colind[ka]];
-        ub = team_sum<kBlock>(ub);
-        const int width = lanes_per_entry<kBlock>(ub, a_end - a_start), sub = threadIdx.x % width;
-        for (int64_t ka = a_start + threadIdx.x / width; ka < a_end; ka += kBlock / width) {
-            const int32_t k = p.a_colind[ka];
-            const T a = p.a(ka);
-            for (int64_t kb = p.b_rowptr[k] + sub; kb < p.b_rowptr[k + 1]; kb += width) {
-                const int32_t j = p.b_colind[kb];
-                if (!p.mask.allows(row, j))
-                    continue;
-                stamps[j] = stamp;
-                if (with_values)
-                    atomic_combine<Ops>(&vals[j], Ops::mul(a, p.b(kb)));
-            }
-        }
+        const int64_t ub = row_bound<kBlock>(p, row, threadIdx.x);
+        for_each_product<kBlock>(p, row, ub, threadIdx.x, [&](int32_t j, T product) {
+            stamps[j] = stamp;
+            if (with_values)
+                atomic_combine<Ops>(&vals[j], product);
+        });
         if (threadIdx.x == 0)
             running = FILL ? p.c_rowptr[row] : 0;
         __syncthreads();
