@@ -15,21 +15,9 @@ import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(__file__))
 import sr_ctypes as sr  # noqa: E402
+from powerlaw import powerlaw  # noqa: E402
 
 REPS = 10
-
-
-def powerlaw(m, n, avg, alpha=1.8, seed=0):
-    """The anchors' generator (shared/anchors/anchor_bench.py), unchanged."""
-    rng = np.random.default_rng(seed)
-    deg = np.minimum((rng.pareto(alpha, m) + 1) * avg / 2.2, n).astype(np.int64)
-    indptr = np.concatenate([[0], np.cumsum(deg)])
-    cols = rng.integers(0, n, indptr[-1])
-    vals = rng.random(indptr[-1], dtype=np.float32) + 0.1
-    A = sp.csr_matrix((vals, cols, indptr), shape=(m, n))
-    A.sum_duplicates()
-    A.sort_indices()
-    return A
 
 
 def median_time(f, reps=REPS, warm=2):
