@@ -17,10 +17,42 @@ typedef struct {
     void *acc;          /* threads x n values of the output type, or NULL for bool */
 } spa;
 
-static int compare_int32(const void *a, const void *b)
+/* Sorts a row's column indices ascending, inline (qsort's comparator call per comparison
+ * dominated the fill pass): insertion sort for short rows, median-of-3 quicksort above, always
+ * recursing into the smaller part. */
+static void sort_columns(int32_t *a, int64_t n)
 {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
+    while (n > 24) {
+        int32_t x = a[0], y = a[n / 2], z = a[n - 1];
+        int32_t pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        int64_t i = 0, j = n - 1;
+        while (i <= j) {
+            while (a[i] < pivot)
+                i++;
+            while (a[j] > pivot)
+                j--;
+            if (i <= j) {
+                int32_t t = a[i];
+                a[i++] = a[j];
+                a[j--] = t;
+            }
+        }
+        if (j + 1 < n - i) { /* [0, j] is the smaller part */
+            sort_columns(a, j + 1);
+            a += i;
+            n -= i;
+        } else {
+            sort_columns(a + i, n - i);
+            n = j + 1;
+        }
+    }
+    for (int64_t k = 1; k < n; k++) {
+        int32_t v = a[k];
+        int64_t m = k - 1;
+        for (; m >= 0 && a[m] > v; m--)
+            a[m + 1] = a[m];
+        a[m + 1] = v;
+    }
 }
 
 /* Marks row i of the mask so that allowed(j) is one comparison. */
@@ -108,8 +140,7 @@ static void count_rows(const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                         }                                                                                \
                     }                                                                                    \
                 }                                                                                        \
-                if (count > 1) /* qsort needs a non-NULL base even for 0 items */                   \
-                    qsort(cols, (size_t)count, sizeof *cols, compare_int32);                             \
+                sort_columns(cols, count);                                                               \
                 for (int64_t q = 0; acc && q < count; q++)                                               \
                     cv[C->rowptr[i] + q] = acc[cols[q]];                                                 \
             }                                                                                            \
