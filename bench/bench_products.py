@@ -49,6 +49,9 @@ class Ours:
         self.rp = cp.asarray(A.indptr.astype(np.int64))
         self.ci = cp.asarray(A.indices.astype(np.int32))
         self.v = cp.asarray(A.data.astype(np.float32))
+        # cupy's host-to-device copies run on the legacy default stream and may return before their
+        # DMA lands; sparsering reads on its own stream, so wait here (see README, device pointers)
+        cp.cuda.Device().synchronize()
         self.M = lib.matrix_from_csr(ctx, A.shape[0], A.shape[1], type_, self.rp.data.ptr, self.ci.data.ptr,
                                      self.v.data.ptr, sr.DEVICE)
 

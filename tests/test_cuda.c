@@ -20,7 +20,10 @@ static void *upload(const void *host, size_t bytes)
     void *d = NULL;
     if (bytes == 0)
         return NULL;
-    if (cudaMalloc(&d, bytes) != cudaSuccess || cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+    /* cudaMemcpy from pageable memory may return before its DMA lands, and sparsering reads on its
+     * own stream: synchronize before handing the pointer over (README: device pointers) */
+    if (cudaMalloc(&d, bytes) != cudaSuccess || cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) {
         fprintf(stderr, "upload of %zu bytes failed\n", bytes);
         exit(2);
     }

@@ -2,9 +2,9 @@
 // pass sizes each output row, a fill pass writes it.
 //
 // Rows are binned by their product count's upper bound ub (sum of the B-row lengths they touch):
-//   ub <= 64    a warp per row, a 128-slot hash table in shared memory, bitonic sort in shared memory
-//   ub <= 512   a warp per row, a 1024-slot table
-//   ub <= 8192  a block per row, a 16384-slot table (Hopper's large shared memory)
+//   ub <= 64 / 128 / 512   a warp per row, a 128- / 256- / 1024-slot hash table in shared memory,
+//                          bitonic sort in shared memory
+//   ub <= 2048 / 8192      a block per row, a 4096- / 16384-slot table (Hopper's large shared memory)
 //   larger      a block per row with a dense accumulator row (column-indexed, so compaction in
 //               column order needs no sort); one accumulator row per resident block
 // ⊕ goes through a compare-and-swap loop, so every semiring and type works the same way.
@@ -27,11 +27,15 @@ namespace {
 using namespace sr_cuda;
 
 constexpr int kBlock = 256;
+// Bins by table size: shared memory is reserved for a bin's largest table, so small tables in
+// their own bins let more blocks stay resident on each multiprocessor.
 constexpr int kWarpTable = 128, kWarpMaxProducts = 64;
+constexpr int kMidWarpTable = 256, kMidWarpMaxProducts = 128;
 constexpr int kWideWarpTable = 1024, kWideWarpMaxProducts = 512;
+constexpr int kSmallBlockTable = 4096, kSmallBlockMaxProducts = 2048;
 constexpr int kBlockTable = 16384, kBlockMaxProducts = 8192;
 constexpr int kDenseItems = 16; // columns per thread per step of the dense compaction
-enum { kBinWarp, kBinWideWarp, kBinBlock, kBinDense, kBins };
+enum { kBinWarp, kBinMidWarp, kBinWideWarp, kBinSmallBlock, kBinBlock, kBinDense, kBins };
 
 template <class Ops> struct mxm_args {
     using T = typename Ops::value;
@@ -65,10 +69,12 @@ __global__ void bound_and_bin(const int64_t *a_rowptr, const int32_t *a_colind, 
         if (lane == 0) {
             counts[row] = 0;
             if (ub > 0) {
-                const int bin = ub <= kWarpMaxProducts       ? kBinWarp
-                                : ub <= kWideWarpMaxProducts ? kBinWideWarp
-                                : ub <= kBlockMaxProducts    ? kBinBlock
-                                                             : kBinDense;
+                const int bin = ub <= kWarpMaxProducts         ? kBinWarp
+                                : ub <= kMidWarpMaxProducts    ? kBinMidWarp
+                                : ub <= kWideWarpMaxProducts   ? kBinWideWarp
+                                : ub <= kSmallBlockMaxProducts ? kBinSmallBlock
+                                : ub <= kBlockMaxProducts      ? kBinBlock
+                                                               : kBinDense;
                 bins[bin * nrows + (int64_t)atomicAdd(&bin_sizes[bin], 1ull)] = row;
             }
         }
@@ -398,8 +404,9 @@ template <class Ops> struct mxm_launcher {
                               cudaEvent_t *events) {
         if (timer.on) // profiling: one bin after another on the main stream, each timed
             lanes = nullptr;
-        const cudaStream_t on[kBins] = {lanes ? lanes[0] : stream, lanes ? lanes[1] : stream,
-                                        lanes ? lanes[2] : stream, lanes ? lanes[3] : stream};
+        cudaStream_t on[kBins];
+        for (int b = 0; b < kBins; b++)
+            on[b] = lanes ? lanes[b] : stream;
         if (lanes) {
             SR_CUDA_TRY(cudaEventRecord(events[kBins], stream));
             for (int b = 0; b < kBins; b++)
@@ -409,10 +416,19 @@ template <class Ops> struct mxm_launcher {
             SR_TRY((launch_hash<32, kWarpTable, FILL>(p, bins + kBinWarp * nrows, bin_sizes + kBinWarp,
                                                       (int64_t)sizes[kBinWarp], on[kBinWarp])));
         timer.mark(FILL ? "fill: warp 128" : "count: warp 128");
+        if (sizes[kBinMidWarp])
+            SR_TRY((launch_hash<32, kMidWarpTable, FILL>(p, bins + kBinMidWarp * nrows, bin_sizes + kBinMidWarp,
+                                                         (int64_t)sizes[kBinMidWarp], on[kBinMidWarp])));
+        timer.mark(FILL ? "fill: warp 256" : "count: warp 256");
         if (sizes[kBinWideWarp])
             SR_TRY((launch_hash<32, kWideWarpTable, FILL>(p, bins + kBinWideWarp * nrows, bin_sizes + kBinWideWarp,
                                                           (int64_t)sizes[kBinWideWarp], on[kBinWideWarp])));
         timer.mark(FILL ? "fill: warp 1024" : "count: warp 1024");
+        if (sizes[kBinSmallBlock])
+            SR_TRY((launch_hash<kBlock, kSmallBlockTable, FILL>(p, bins + kBinSmallBlock * nrows,
+                                                                bin_sizes + kBinSmallBlock,
+                                                                (int64_t)sizes[kBinSmallBlock], on[kBinSmallBlock])));
+        timer.mark(FILL ? "fill: block 4096" : "count: block 4096");
         if (sizes[kBinBlock])
             SR_TRY((launch_hash<kBlock, kBlockTable, FILL>(p, bins + kBinBlock * nrows, bin_sizes + kBinBlock,
                                                            (int64_t)sizes[kBinBlock], on[kBinBlock])));
@@ -478,7 +494,7 @@ template <class Ops> struct mxm_launcher {
         // How many rows each bin has (one small copy): empty bins launch nothing, and the dense
         // bin gets only as many accumulator rows as it has rows (up to 2 per SM), within a
         // quarter of the workspace.
-        unsigned long long sizes[kBins] = {0, 0, 0, 0};
+        unsigned long long sizes[kBins] = {};
         if (nrows > 0) {
             err = cudaMemcpyAsync(sizes, bin_sizes.get(), sizeof sizes, cudaMemcpyDeviceToHost, stream);
             if (err == cudaSuccess)
@@ -513,8 +529,10 @@ template <class Ops> struct mxm_launcher {
         phase_timer timer(stream);
         timer.mark("setup + bounds");
         if (timer.on)
-            fprintf(stderr, "  [mxm] rows per bin: warp128 %llu, warp1024 %llu, block16384 %llu, dense %llu (of %lld)\n",
-                    sizes[0], sizes[1], sizes[2], sizes[3], (long long)nrows);
+            fprintf(stderr, "  [mxm] rows per bin: warp 128/256/1024 %llu/%llu/%llu, block 4096/16384 %llu/%llu, "
+                            "dense %llu (of %lld)\n",
+                    sizes[kBinWarp], sizes[kBinMidWarp], sizes[kBinWideWarp], sizes[kBinSmallBlock], sizes[kBinBlock],
+                    sizes[kBinDense], (long long)nrows);
         if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), sizes, nrows, dense_blocks, stamps.get(),
                                                nullptr, stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
             return fail(st);
