@@ -29,9 +29,6 @@ sr_status sr_device_memcpy(int device, void *stream, void *dst, sr_location dst_
 /* A 2-D copy: `rows` rows of `width` bytes with the given pitches. */
 sr_status sr_device_memcpy2d(int device, void *stream, void *dst, size_t dst_pitch, sr_location dst_loc,
                              const void *src, size_t src_pitch, sr_location src_loc, size_t width, size_t rows);
-/* Which location a pointer belongs to, when the driver can tell (managed/pinned count as host
- * only if the host can read them). Returns SR_SUCCESS and sets *loc, or an error when unknown. */
-sr_status sr_device_pointer_location(const void *ptr, sr_location *loc);
 
 #ifdef __cplusplus
 }

@@ -136,15 +136,4 @@ sr_status sr_device_memcpy2d(int device, void *stream, void *dst, size_t dst_pit
     return SR_SUCCESS;
 }
 
-sr_status sr_device_pointer_location(const void *ptr, sr_location *loc) {
-    cudaPointerAttributes attr;
-    cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        return sr_cuda_fail(err, "cudaPointerGetAttributes", __FILE__, __LINE__);
-    }
-    *loc = attr.type == cudaMemoryTypeDevice ? SR_DEVICE : SR_HOST;
-    return SR_SUCCESS;
-}
-
 } // extern "C"

@@ -34,7 +34,6 @@ sr_status sr_device_memcpy2d(int device, void *stream, void *dst, size_t dst_pit
     (void)src_loc; (void)width; (void)rows;
     return no_cuda();
 }
-sr_status sr_device_pointer_location(const void *ptr, sr_location *loc) { (void)ptr; *loc = SR_HOST; return no_cuda(); }
 
 /* The kernels: unreachable without device matrices, which cannot be made here. */
 sr_status sr_cuda_check_csr(struct sr_context_s *ctx, const int64_t *rowptr, const int32_t *colind, int64_t nrows,

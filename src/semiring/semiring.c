@@ -25,8 +25,6 @@ sr_add_op sr_semiring_add_op(sr_semiring s)
     }
 }
 
-bool sr_semiring_pattern_only(sr_semiring s) { return s == SR_PLUS_PAIR || s == SR_ANY_PAIR; }
-
 sr_status sr_semiring_output_type(sr_semiring s, sr_type input, sr_type *output)
 {
     SR_CHECK_ARG(sr_semiring_valid(s), "unknown semiring %d", (int)s);

@@ -71,8 +71,6 @@ extern "C" {
 /* The ⊕ monoid of a semiring, for element-wise combination (accumulate). */
 typedef enum sr_add_op { SR_ADD_OP_PLUS, SR_ADD_OP_MIN, SR_ADD_OP_MAX, SR_ADD_OP_OR } sr_add_op;
 sr_add_op sr_semiring_add_op(sr_semiring s);
-/* true when ⊗ ignores values (PAIR): inputs are read for their pattern only. */
-bool sr_semiring_pattern_only(sr_semiring s);
 bool sr_semiring_valid(int s);
 
 #ifdef __cplusplus
