@@ -240,6 +240,17 @@ static void test_large_transpose(void)
     for (int64_t c = 0; ok && c < m.ncols; c++)
         ok = rp[c + 1] - rp[c] == counts[c];
     CHECK(ok, "row lengths of A^T differ from column counts of A");
+    /* the same with a workspace too small for the per-thread column table: threads split the
+     * columns instead (with one thread this is the plain path again) */
+    sr_context_set_workspace_limit(ctx, 4096);
+    sr_matrix AT2 = NULL;
+    CHECK_OK(sr_matrix_transpose(ctx, A, &AT2));
+    same = false;
+    if (AT2)
+        CHECK_OK(sr_matrix_equal(ctx, AT, AT2, &same));
+    CHECK(same, "transpose by column ranges differs from transpose by row blocks");
+    sr_context_set_workspace_limit(ctx, 0);
+    sr_matrix_free(AT2);
     free(counts);
     free(trp);
     sr_matrix_free(A);

@@ -7,16 +7,55 @@
 #include "../core/types.h"
 #include "cpu.h"
 
-/* Each of T threads counts the columns of its block of rows; the count table has T*ncols
- * entries, so beyond this many bytes we use one block instead. */
-#define SR_TRANSPOSE_TABLE_LIMIT ((size_t)256 << 20)
+/* Wide matrices: thread t owns the columns [lo_t, hi_t) (about nnz/T entries each). Every thread
+ * reads all column indices, but counts and places only its own, so no count table is needed and
+ * rows stay in order within each column. */
+static sr_status transpose_by_column_ranges(const struct sr_matrix_s *A, struct sr_matrix_s *AT, int threads)
+{
+    const int64_t ncols = A->ncols;
+    size_t vsize = sr_value_size(A->type);
+    int64_t *cursor; /* next free slot of each output row; threads touch disjoint column ranges */
+    SR_TRY(sr_mem_alloc_array(A->ctx, SR_HOST, (size_t)ncols + 1, sizeof(int64_t), (void **)&cursor));
+    memset(AT->rowptr, 0, (size_t)(ncols + 1) * sizeof(int64_t));
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int t = 0; t < threads; t++) {
+        const int64_t lo = ncols * t / threads, hi = ncols * (t + 1) / threads;
+        for (int64_t k = 0; k < A->nnz; k++)
+            if (A->colind[k] >= lo && A->colind[k] < hi)
+                AT->rowptr[A->colind[k] + 1]++;
+    }
+    sr_cpu_prefix_sum(AT->rowptr, ncols);
+    memcpy(cursor, AT->rowptr, (size_t)(ncols + 1) * sizeof(int64_t));
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int t = 0; t < threads; t++) {
+        const int64_t lo = ncols * t / threads, hi = ncols * (t + 1) / threads;
+        for (int64_t i = 0; i < A->nrows; i++)
+            for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+                const int32_t c = A->colind[k];
+                if (c < lo || c >= hi)
+                    continue;
+                const int64_t at = cursor[c]++;
+                AT->colind[at] = (int32_t)i;
+                if (vsize)
+                    memcpy((char *)AT->values + at * vsize, (const char *)A->values + k * vsize, vsize);
+            }
+    }
+    sr_mem_free(A->ctx, SR_HOST, cursor, 0);
+    return SR_SUCCESS;
+}
 
 sr_status sr_cpu_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT)
 {
     int64_t ncols = A->ncols;
     int blocks = sr_context_threads(A->ctx);
-    if (A->nnz < 65536 || (size_t)blocks * (size_t)(ncols + 1) * sizeof(int64_t) > SR_TRANSPOSE_TABLE_LIMIT)
+    /* Each of T threads counts the columns of its block of rows in a T x ncols table; when that
+     * table would exceed a quarter of the host workspace, threads split the columns instead. */
+    size_t table_limit = sr_context_workspace(A->ctx, SR_HOST) / 4;
+    if (A->nnz < 65536)
         blocks = 1;
+    else if (blocks > 1 && (size_t)blocks * (size_t)(ncols + 1) * sizeof(int64_t) > table_limit) {
+        return transpose_by_column_ranges(A, AT, blocks);
+    }
 
     int64_t *offsets; /* offsets[b*ncols + c]: where block b writes its first entry of column c */
     SR_TRY(sr_mem_alloc_array(A->ctx, SR_HOST, (size_t)blocks * (size_t)ncols + 1, sizeof(int64_t),
