@@ -5,7 +5,6 @@ usage: python3 bench/bench_products.py BUILD_DIR [DATA_DIR] [--json out.json] [-
 import json
 import os
 import sys
-import time
 
 import cupy as cp
 import cupyx.scipy.sparse as csp
@@ -16,21 +15,13 @@ import scipy.sparse as sp
 sys.path.insert(0, os.path.dirname(__file__))
 import sr_ctypes as sr  # noqa: E402
 from powerlaw import powerlaw  # noqa: E402
+import timing  # noqa: E402
 
 REPS = 10
 
 
 def median_time(f, reps=REPS, warm=2):
-    for _ in range(warm):
-        f()
-    cp.cuda.Device().synchronize()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        cp.cuda.Device().synchronize()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+    return timing.median_time(f, reps, warm, sync=cp.cuda.Device().synchronize)
 
 
 def copy_ceiling():

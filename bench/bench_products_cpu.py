@@ -3,7 +3,6 @@ on the anchors' power-law generator (smaller sizes) and the real graphs.
 usage: python3 bench/bench_products_cpu.py BUILD_DIR [DATA_DIR]"""
 import os
 import sys
-import time
 
 import numpy as np
 import scipy.io
@@ -12,16 +11,11 @@ import scipy.sparse as sp
 sys.path.insert(0, os.path.dirname(__file__))
 import sr_ctypes as sr  # noqa: E402
 from powerlaw import powerlaw  # noqa: E402
+import timing  # noqa: E402
 
 
 def median_time(f, reps=7):
-    f()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+    return timing.median_time(f, reps, warm=1)
 
 
 def host_matrix(lib, ctx, A):

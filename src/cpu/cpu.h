@@ -46,6 +46,12 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
 sr_status sr_cpu_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                              int add_op, struct sr_matrix_s **C);
 
+/* Position of element (i, j) in a dense view's data, in elements. */
+static inline size_t sr_dense_offset(const sr_dense *d, int64_t i, int64_t j)
+{
+    return d->layout == SR_ROW_MAJOR ? (size_t)i * (size_t)d->ld + (size_t)j : (size_t)j * (size_t)d->ld + (size_t)i;
+}
+
 /* In-place exclusive prefix sum of counts[0..n] shifted: counts[0] = 0, counts[i+1] += counts[i]. */
 void sr_cpu_prefix_sum(int64_t *rowptr, int64_t nrows);
 

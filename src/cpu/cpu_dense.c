@@ -4,14 +4,9 @@
 #include "../core/types.h"
 #include "cpu.h"
 
-static inline size_t dense_offset(const sr_dense *d, int64_t i, int64_t j)
-{
-    return d->layout == SR_ROW_MAJOR ? (size_t)i * (size_t)d->ld + (size_t)j : (size_t)j * (size_t)d->ld + (size_t)i;
-}
-
 static inline bool dense_nonzero(const sr_dense *d, int64_t i, int64_t j)
 {
-    size_t at = dense_offset(d, i, j);
+    size_t at = sr_dense_offset(d, i, j);
     switch (d->type) {
     case SR_TYPE_BOOL: return ((const uint8_t *)d->data)[at] != 0;
     case SR_TYPE_INT32: return ((const int32_t *)d->data)[at] != 0;
@@ -32,7 +27,7 @@ void sr_cpu_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d, int thr
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
     for (int64_t i = 0; i < A->nrows; i++)
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
-            char *dst = (char *)d->data + dense_offset(d, i, A->colind[k]) * esize;
+            char *dst = (char *)d->data + sr_dense_offset(d, i, A->colind[k]) * esize;
             if (A->type == SR_TYPE_BOOL)
                 *(uint8_t *)dst = 1;
             else
@@ -63,7 +58,7 @@ void sr_cpu_dense_fill(const sr_dense *d, struct sr_matrix_s *A, int threads)
                 continue;
             A->colind[at] = (int32_t)j;
             if (vsize)
-                memcpy((char *)A->values + (size_t)at * vsize, (const char *)d->data + dense_offset(d, i, j) * vsize,
+                memcpy((char *)A->values + (size_t)at * vsize, (const char *)d->data + sr_dense_offset(d, i, j) * vsize,
                        vsize);
             at++;
         }

@@ -7,9 +7,7 @@
 #include "cpu.h"
 
 /* Element (i, j) of a dense view with elements of type T. */
-#define DENSE_AT(T, d, i, j)                                                                           \
-    (((T *)(d)->data)[(d)->layout == SR_ROW_MAJOR ? (size_t)(i) * (size_t)(d)->ld + (size_t)(j)      \
-                                                  : (size_t)(j) * (size_t)(d)->ld + (size_t)(i)])
+#define DENSE_AT(T, d, i, j) (((T *)(d)->data)[sr_dense_offset((d), (i), (j))])
 
 /* One kernel per (semiring, T): each thread owns a row of accumulators and a row of mask flags. */
 #define SR_DEFINE_SPMM(SEMI, ADD, MUL, T, OUT)                                                           \
