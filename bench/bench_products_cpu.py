@@ -6,7 +6,6 @@ import sys
 
 import numpy as np
 import scipy.io
-import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(__file__))
 import sr_ctypes as sr  # noqa: E402
