@@ -69,7 +69,10 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
     ctx->threads = o.threads;
     ctx->workspace_limit = o.workspace_limit;
     ctx->stream = o.stream;
-    if (device_usable && o.stream == NULL) {
+    /* Only a CUDA context makes a stream: creating one initializes the device, which a CPU
+     * context must not pay for. A CPU context that meets device data uses the legacy default
+     * stream (NULL). */
+    if (resolved == SR_BACKEND_CUDA && o.stream == NULL) {
         sr_status s = sr_device_stream_create(o.device, &ctx->stream);
         if (s != SR_SUCCESS) {
             free(ctx);

@@ -41,7 +41,10 @@ sr_status sr_device_check(int device) {
 sr_status sr_device_stream_create(int device, void **stream) {
     sr_cuda::device_guard guard(device);
     cudaStream_t s;
-    SR_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    /* A blocking stream: it waits for work on the legacy default stream (where cupy, torch's
+     * default and plain cudaMemcpy put theirs), so caller arrays filled there are complete
+     * before our kernels read them. */
+    SR_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamDefault));
     *stream = s;
     return SR_SUCCESS;
 }
