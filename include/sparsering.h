@@ -42,7 +42,8 @@ typedef enum sr_status {
     SR_ERROR_IO = 8,                  /* a file could not be opened, read or written */
     SR_ERROR_PARSE = 9,               /* a file is not valid Matrix Market */
     SR_ERROR_UNSUPPORTED = 10,        /* valid, but not handled (e.g. complex values) */
-    SR_ERROR_INTERNAL = 11            /* a bug in sparsering: please report it */
+    SR_ERROR_INTERNAL = 11,           /* a bug in sparsering: please report it */
+    SR_ERROR_CANCELLED = 12           /* a progress callback asked to stop */
 } sr_status;
 
 /* Message of the most recent failure on the calling thread ("" if none yet). */
@@ -96,7 +97,8 @@ typedef struct sr_context_s *sr_context;
 typedef struct sr_context_options {
     sr_backend backend;       /* default SR_BACKEND_AUTO */
     int device;               /* CUDA device ordinal; default 0 */
-    void *stream;             /* cudaStream_t to run on; NULL: the context makes its own */
+    void *stream;             /* cudaStream_t to run on; NULL: the context makes its own
+                                 (blocking: it waits for the legacy default stream) */
     int threads;              /* CPU threads; 0: OpenMP's default */
     size_t workspace_limit;   /* bytes of temporary memory a call may use; 0: automatic
                                  (half the free device memory, 1 GiB on the host) */
@@ -243,6 +245,71 @@ sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr
 
 /* A column vector view: n x 1, ld n. */
 sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location location);
+
+/* ------------------------------------------------------------------ distances and k-NN */
+
+/* Distances between sparse rows. q is a row of the first argument (the query), x a row of the
+ * second (the index); sums run over all columns, d = number of columns. Conventions follow
+ * scipy.spatial.distance / scikit-learn; where they differ or are undefined, the comment says. */
+typedef enum sr_metric {
+    SR_METRIC_L2 = 0,                /* "euclidean", "l2": sqrt(|q|^2 + |x|^2 - 2 q.x) (expanded) */
+    SR_METRIC_SQEUCLIDEAN = 1,       /* "sqeuclidean": |q|^2 + |x|^2 - 2 q.x, clamped at 0 */
+    SR_METRIC_L2_UNEXPANDED = 2,     /* "euclidean_unexpanded": sqrt(sum (q-x)^2), no cancellation */
+    SR_METRIC_SQEUCLIDEAN_UNEXPANDED = 3, /* "sqeuclidean_unexpanded" */
+    SR_METRIC_L1 = 4,                /* "manhattan", "cityblock", "l1": sum |q-x| */
+    SR_METRIC_CHEBYSHEV = 5,         /* "chebyshev": max |q-x| */
+    SR_METRIC_MINKOWSKI = 6,         /* "minkowski": (sum |q-x|^p)^(1/p), p = metric_arg > 0 */
+    SR_METRIC_CANBERRA = 7,          /* "canberra": sum |q-x| / (|q|+|x|), 0/0 terms count 0 */
+    SR_METRIC_HAMMING = 8,           /* "hamming": (number of columns where q != x) / d */
+    SR_METRIC_JACCARD = 9,           /* "jaccard", on nonzero-ness (as scikit-learn's boolean metrics):
+                                        1 - |q&x| / |q|x|; 0 for two empty rows */
+    SR_METRIC_DICE = 10,             /* "dice": 1 - 2|q&x| / (|q|+|x|) on nonzero-ness; 0 for two empty rows */
+    SR_METRIC_RUSSELL_RAO = 11,      /* "russellrao": (d - |q&x|) / d on nonzero-ness */
+    SR_METRIC_COSINE = 12,           /* "cosine": 1 - q.x / (|q||x|); 1 when a row is all zero
+                                        (scikit-learn's convention; scipy gives NaN) */
+    SR_METRIC_CORRELATION = 13,      /* "correlation": 1 - centred cosine over d columns; 1 when a row
+                                        is constant (scipy gives NaN) */
+    SR_METRIC_HELLINGER = 14,        /* "hellinger": sqrt(sum (sqrt q - sqrt x)^2 / 2); values >= 0 */
+    SR_METRIC_KL_DIVERGENCE = 15,    /* "kl_divergence": sum q log(q/x) over columns where both are
+                                        nonzero (RAFT's convention); values >= 0 */
+    SR_METRIC_JENSEN_SHANNON = 16,   /* "jensenshannon": sqrt(sum q log(q/m) + x log(x/m)) / 2), m = (q+x)/2,
+                                        natural log; scipy's when rows sum to 1; values >= 0 */
+    SR_METRIC_BRAY_CURTIS = 17,      /* "braycurtis": sum |q-x| / sum |q+x|; 0 for two empty rows */
+    SR_METRIC_INNER_PRODUCT = 18     /* "inner_product": q.x, a similarity: k-NN keeps the largest */
+} sr_metric;
+#define SR_METRIC_COUNT 19
+
+/* The first name above, e.g. "euclidean". */
+const char *sr_metric_name(sr_metric metric);
+/* Any of the names above (scikit-learn spellings), case-sensitive. */
+sr_status sr_metric_from_name(const char *name, sr_metric *metric);
+
+/* D(i, j) = distance(A row i, B row j) for every pair. A and B have the same number of columns
+ * and live in one place (the work runs there); D is A->nrows x B->nrows, float32 or float64
+ * (the precision of the computation), in either layout and location. Values of any type are
+ * read as numbers (bool: 1). metric_arg is Minkowski's p (ignored otherwise). Inputs holding
+ * NaN or infinity are rejected, as are negative values for hellinger, kl_divergence and
+ * jensenshannon. Batched under the workspace limit when D is not where the work runs. */
+sr_status sr_pairwise_distance(sr_context ctx, sr_matrix A, sr_matrix B, sr_metric metric, double metric_arg,
+                               const sr_dense *D);
+
+/* Progress of a long call: `done` of `total` query rows finished. Return nonzero to stop: the
+ * call then fails with SR_ERROR_CANCELLED. Called on the calling thread, between batches. */
+typedef int (*sr_progress_fn)(int64_t done, int64_t total, void *user);
+
+typedef struct sr_knn_options {
+    sr_progress_fn progress; /* NULL: no reports */
+    void *progress_user;
+} sr_knn_options;
+
+/* The k nearest rows of `index` to each row of `queries` (k largest for inner_product), closest
+ * first; ties go to the smaller index row. indices is a queries->nrows x k row-major int64
+ * array in distances->location; distances is queries->nrows x k, float32 or float64 (the
+ * precision of the computation). Works batch by batch: device memory stays under the
+ * context's workspace limit and the full distance matrix is never held. k <= index rows; on
+ * CUDA k <= 1024. options may be NULL. */
+sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, sr_metric metric,
+                 double metric_arg, int64_t *indices, const sr_dense *distances, const sr_knn_options *options);
 
 /* ------------------------------------------------------------------ Matrix Market */
 

@@ -57,6 +57,7 @@ const char *sr_status_name(sr_status status)
     case SR_ERROR_PARSE: return "SR_ERROR_PARSE";
     case SR_ERROR_UNSUPPORTED: return "SR_ERROR_UNSUPPORTED";
     case SR_ERROR_INTERNAL: return "SR_ERROR_INTERNAL";
+    case SR_ERROR_CANCELLED: return "SR_ERROR_CANCELLED";
     }
     return "SR_ERROR_UNKNOWN";
 }

@@ -3,6 +3,7 @@
 #ifndef SR_CPU_H
 #define SR_CPU_H
 
+#include "../core/distance.h"
 #include "../core/matrix.h"
 #include "../semiring/semiring.h"
 
@@ -45,6 +46,20 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
 /* C = A ∪ B with ⊕ = op where both have an entry (same shape and type). */
 sr_status sr_cpu_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                              int add_op, struct sr_matrix_s **C);
+
+/* Distances and k-NN (cpu_distance.c, cpu_select.c). */
+/* norms[2r], norms[2r+1] for every row r of A (float32 or float64 values). */
+void sr_cpu_distance_norms(const struct sr_matrix_s *A, sr_metric metric, double p, double *norms, int threads);
+/* Index of the first row holding a NaN or infinity (or, when `nonnegative`, a negative value);
+ * -1 when there is none. */
+int64_t sr_cpu_first_bad_row(const struct sr_matrix_s *A, bool nonnegative, int threads);
+/* Distances of query rows [q0, q1) to every index row, in the queries' type. */
+sr_status sr_cpu_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, const sr_strided_out *out,
+                               int threads);
+/* For each of `rows` rows of n values (row r at block + r*ld), the k smallest (largest when
+ * `largest`), best first, ties to the smaller column; idx has ld_idx per row, dist is strided. */
+sr_status sr_cpu_select_rows(const void *block, sr_type type, int64_t rows, int64_t n, int64_t ld, int64_t k,
+                             bool largest, int64_t *idx, int64_t ld_idx, const sr_strided_out *dist, int threads);
 
 /* Position of element (i, j) in a dense view's data, in elements. */
 static inline size_t sr_dense_offset(const sr_dense *d, int64_t i, int64_t j)

@@ -4,6 +4,7 @@
 #ifndef SR_CUDA_H
 #define SR_CUDA_H
 
+#include "../core/distance.h"
 #include "../core/matrix.h"
 #include "../semiring/semiring.h"
 
@@ -37,6 +38,16 @@ sr_status sr_cuda_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, con
                       struct sr_matrix_s **C);
 sr_status sr_cuda_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                               int add_op, struct sr_matrix_s **C);
+
+/* Distances and k-NN, as their CPU twins (cpu_distance.c, cpu_select.c). */
+sr_status sr_cuda_distance_norms(const struct sr_matrix_s *A, sr_metric metric, double p, double *norms);
+/* *row = the first row holding NaN/infinity (or a negative value when `nonnegative`), else -1. */
+sr_status sr_cuda_first_bad_row(const struct sr_matrix_s *A, bool nonnegative, int64_t *row);
+sr_status sr_cuda_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, const sr_strided_out *out);
+/* k <= 1024. */
+sr_status sr_cuda_select_rows(struct sr_context_s *ctx, const void *block, sr_type type, int64_t rows, int64_t n,
+                              int64_t ld, int64_t k, bool largest, int64_t *idx, int64_t ld_idx,
+                              const sr_strided_out *dist);
 
 #ifdef __cplusplus
 }

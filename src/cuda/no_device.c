@@ -78,3 +78,27 @@ sr_status sr_cuda_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s
     (void)ctx; (void)A; (void)B; (void)add_op; (void)C;
     return no_cuda();
 }
+
+sr_status sr_cuda_distance_norms(const struct sr_matrix_s *A, sr_metric metric, double p, double *norms)
+{
+    (void)A; (void)metric; (void)p; (void)norms;
+    return no_cuda();
+}
+sr_status sr_cuda_first_bad_row(const struct sr_matrix_s *A, bool nonnegative, int64_t *row)
+{
+    (void)A; (void)nonnegative; (void)row;
+    return no_cuda();
+}
+sr_status sr_cuda_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, const sr_strided_out *out)
+{
+    (void)in; (void)q0; (void)q1; (void)out;
+    return no_cuda();
+}
+sr_status sr_cuda_select_rows(struct sr_context_s *ctx, const void *block, sr_type type, int64_t rows, int64_t n,
+                              int64_t ld, int64_t k, bool largest, int64_t *idx, int64_t ld_idx,
+                              const sr_strided_out *dist)
+{
+    (void)ctx; (void)block; (void)type; (void)rows; (void)n; (void)ld; (void)k; (void)largest; (void)idx;
+    (void)ld_idx; (void)dist;
+    return no_cuda();
+}

@@ -1,0 +1,276 @@
+/* Public distances and k-NN: checks, preparation of the inputs (cast to the compute type, value
+ * checks, the index's inverted form, row norms), batching under the workspace limit, dispatch. */
+#include <string.h>
+
+#include "../core/distance.h"
+#include "../core/memory.h"
+#include "../cpu/cpu.h"
+#include "../cuda/cuda.h"
+#include "../semiring/metric.h"
+#include "ops_common.h"
+
+/* Inputs ready for a backend, and what to free afterwards. */
+typedef struct prepared {
+    sr_distance_inputs in;
+    struct sr_context_s *ctx;
+    sr_location where;
+    struct sr_matrix_s *q_cast, *x_cast, *xt;
+    double *qnorm, *xnorm;
+} prepared;
+
+static void release(prepared *p)
+{
+    sr_matrix_destroy(p->q_cast);
+    sr_matrix_destroy(p->x_cast);
+    sr_matrix_destroy(p->xt);
+    sr_mem_free(p->ctx, p->where, p->qnorm, 2 * sizeof(double) * (size_t)(p->in.Q ? p->in.Q->nrows : 0));
+    sr_mem_free(p->ctx, p->where, p->xnorm, 2 * sizeof(double) * (size_t)(p->in.X ? p->in.X->nrows : 0));
+}
+
+/* M in the compute type: M itself, or a cast copy kept in *owned. */
+static sr_status in_compute_type(struct sr_context_s *ctx, struct sr_matrix_s *M, sr_type type,
+                                 const struct sr_matrix_s **out, struct sr_matrix_s **owned)
+{
+    *out = M;
+    if (M->type == type)
+        return SR_SUCCESS;
+    SR_TRY(sr_matrix_cast(ctx, M, type, owned));
+    *out = *owned;
+    return SR_SUCCESS;
+}
+
+static sr_status check_values(const char *fn, const char *what, const struct sr_matrix_s *M, sr_metric metric,
+                              int threads)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        bool nonnegative = pass == 1;
+        if (nonnegative && !sr_metric_needs_nonnegative(metric))
+            break;
+        int64_t row = -1;
+        if (M->location == SR_DEVICE)
+            SR_TRY(sr_cuda_first_bad_row(M, nonnegative, &row));
+        else
+            row = sr_cpu_first_bad_row(M, nonnegative, threads);
+        if (row >= 0 && nonnegative)
+            return sr_error(SR_ERROR_INVALID_ARGUMENT, "%s: row %lld of %s holds a negative value, which %s does not take",
+                            fn, (long long)row, what, sr_metric_name(metric));
+        if (row >= 0)
+            return sr_error(SR_ERROR_INVALID_ARGUMENT,
+                            "%s: row %lld of %s holds NaN or infinity (distances need finite values)", fn,
+                            (long long)row, what);
+    }
+    return SR_SUCCESS;
+}
+
+static sr_status norms_of(prepared *p, const struct sr_matrix_s *M, double **norms)
+{
+    SR_TRY(sr_mem_alloc_array(p->ctx, p->where, (size_t)M->nrows * 2, sizeof(double), (void **)norms));
+    if (p->where == SR_DEVICE)
+        return sr_cuda_distance_norms(M, p->in.metric, p->in.p, *norms);
+    sr_cpu_distance_norms(M, p->in.metric, p->in.p, *norms, sr_context_threads(p->ctx));
+    return SR_SUCCESS;
+}
+
+static sr_status prepare_steps(const char *fn, prepared *p, struct sr_matrix_s *queries, struct sr_matrix_s *index,
+                               sr_type ctype)
+{
+    int threads = sr_context_threads(p->ctx);
+    SR_TRY(in_compute_type(p->ctx, queries, ctype, &p->in.Q, &p->q_cast));
+    SR_TRY(in_compute_type(p->ctx, index, ctype, &p->in.X, &p->x_cast));
+    SR_TRY(check_values(fn, "the queries", p->in.Q, p->in.metric, threads));
+    SR_TRY(check_values(fn, "the index", p->in.X, p->in.metric, threads));
+    if (sr_metric_kind_of(p->in.metric) != SR_MK_MAX) {
+        SR_TRY(sr_matrix_transpose(p->ctx, (sr_matrix)p->in.X, &p->xt));
+        p->in.XT = p->xt;
+    }
+    SR_TRY(norms_of(p, p->in.Q, &p->qnorm));
+    SR_TRY(norms_of(p, p->in.X, &p->xnorm));
+    p->in.qnorm = p->qnorm;
+    p->in.xnorm = p->xnorm;
+    return SR_SUCCESS;
+}
+
+static sr_status prepare(const char *fn, struct sr_context_s *ctx, struct sr_matrix_s *queries,
+                         struct sr_matrix_s *index, sr_metric metric, double metric_arg, sr_type ctype, prepared *p)
+{
+    memset(p, 0, sizeof *p);
+    SR_TRY(sr_ops_check_matrix(fn, ctx, queries));
+    SR_TRY(sr_ops_check_matrix(fn, ctx, index));
+    SR_TRY(sr_metric_check(fn, metric, metric_arg));
+    SR_CHECK_ARG(queries->location == index->location, "%s: the two matrices live apart (%s and %s); sr_matrix_copy_to moves one",
+                 fn, queries->location == SR_DEVICE ? "device" : "host", index->location == SR_DEVICE ? "device" : "host");
+    SR_CHECK_ARG(queries->ncols == index->ncols, "%s: rows of %lld and %lld columns cannot be compared", fn,
+                 (long long)queries->ncols, (long long)index->ncols);
+    SR_CHECK_ARG(index->nrows <= INT32_MAX, "%s: the index has %lld rows, beyond the 32-bit limit", fn,
+                 (long long)index->nrows);
+    p->ctx = ctx;
+    p->where = index->location;
+    p->in.metric = metric;
+    p->in.p = metric_arg;
+    sr_status s = prepare_steps(fn, p, queries, index, ctype);
+    if (s != SR_SUCCESS)
+        release(p);
+    return s;
+}
+
+static sr_status compute_rows(const prepared *p, int64_t q0, int64_t q1, const sr_strided_out *out)
+{
+    if (p->where == SR_DEVICE)
+        return sr_cuda_distance_rows(&p->in, q0, q1, out);
+    return sr_cpu_distance_rows(&p->in, q0, q1, out, sr_context_threads(p->ctx));
+}
+
+/* Query rows per batch so that `per_row` bytes each stay under the workspace limit. */
+static int64_t batch_rows(const struct sr_context_s *ctx, sr_location where, int64_t nq, size_t per_row)
+{
+    size_t budget = sr_context_workspace(ctx, where);
+    int64_t b = per_row ? (int64_t)(budget / per_row) : nq;
+    if (b > (int64_t)1 << 24)
+        b = (int64_t)1 << 24;
+    return b < 1 ? 1 : b > nq ? nq : b;
+}
+
+static sr_status check_float_output(const char *fn, const sr_dense *D, const char *what)
+{
+    SR_CHECK_ARG(D != NULL, "%s: %s is NULL", fn, what);
+    SR_TRY(sr_check_dense(fn, D));
+    SR_CHECK_ARG(D->type == SR_TYPE_FLOAT32 || D->type == SR_TYPE_FLOAT64,
+                 "%s: %s must be float32 or float64 (it sets the precision), not %s", fn, what, sr_type_name(D->type));
+    return SR_SUCCESS;
+}
+
+/* The strided view of rows [r0, ...) of a dense output. */
+static sr_strided_out strided_rows(const sr_dense *D, int64_t r0)
+{
+    size_t es = sr_type_size(D->type);
+    sr_strided_out o;
+    o.row_stride = D->layout == SR_ROW_MAJOR ? D->ld : 1;
+    o.col_stride = D->layout == SR_ROW_MAJOR ? 1 : D->ld;
+    o.data = (char *)D->data + (size_t)(r0 * o.row_stride) * es;
+    return o;
+}
+
+/* Copies `rows` rows of a staged block (packed in D's layout, `rows` x D->ncols) into D from row r0. */
+static sr_status copy_rows_out(struct sr_context_s *ctx, const sr_dense *D, int64_t r0, const void *staged,
+                               sr_location staged_at, int64_t rows)
+{
+    size_t es = sr_type_size(D->type);
+    if (D->layout == SR_ROW_MAJOR)
+        return sr_mem_copy2d(ctx, (char *)D->data + (size_t)r0 * (size_t)D->ld * es, (size_t)D->ld * es, D->location,
+                             staged, (size_t)D->ncols * es, staged_at, (size_t)D->ncols * es, (size_t)rows);
+    return sr_mem_copy2d(ctx, (char *)D->data + (size_t)r0 * es, (size_t)D->ld * es, D->location, staged,
+                         (size_t)rows * es, staged_at, (size_t)rows * es, (size_t)D->ncols);
+}
+
+/* A packed staging view of `rows` rows of D's shape and layout. */
+static sr_dense staging_view(const sr_dense *D, void *data, int64_t rows, sr_location where)
+{
+    return sr_dense_view(data, rows, D->ncols, D->type, D->layout, where);
+}
+
+sr_status sr_pairwise_distance(sr_context ctx, sr_matrix A, sr_matrix B, sr_metric metric, double metric_arg,
+                               const sr_dense *D)
+{
+    const char *fn = "sr_pairwise_distance";
+    SR_TRY(check_float_output(fn, D, "D"));
+    SR_TRY(sr_ops_check_matrix(fn, ctx, A));
+    SR_TRY(sr_ops_check_matrix(fn, ctx, B));
+    SR_CHECK_ARG(D->nrows == A->nrows && D->ncols == B->nrows, "%s: D is %lld x %lld but A and B have %lld and %lld rows",
+                 fn, (long long)D->nrows, (long long)D->ncols, (long long)A->nrows, (long long)B->nrows);
+    prepared p;
+    SR_TRY(prepare(fn, ctx, A, B, metric, metric_arg, D->type, &p));
+    sr_status s = SR_SUCCESS;
+    int64_t m = A->nrows, n = B->nrows;
+    if (D->location == p.where) {
+        sr_strided_out out = strided_rows(D, 0);
+        if (m > 0 && n > 0)
+            s = compute_rows(&p, 0, m, &out);
+    } else if (m > 0 && n > 0) {
+        size_t es = sr_type_size(D->type);
+        int64_t b = batch_rows(ctx, p.where, m, (size_t)n * es);
+        void *block = NULL;
+        s = sr_mem_alloc_array(ctx, p.where, (size_t)b * (size_t)n, es, &block);
+        for (int64_t r0 = 0; s == SR_SUCCESS && r0 < m; r0 += b) {
+            int64_t rows = m - r0 < b ? m - r0 : b;
+            sr_dense staged = staging_view(D, block, rows, p.where);
+            sr_strided_out out = strided_rows(&staged, 0);
+            s = compute_rows(&p, r0, r0 + rows, &out);
+            if (s == SR_SUCCESS)
+                s = copy_rows_out(ctx, D, r0, block, p.where, rows);
+        }
+        sr_mem_free(ctx, p.where, block, (size_t)b * (size_t)n * es);
+    }
+    release(&p);
+    return s;
+}
+
+/* One batch of k-NN: distances of rows [r0, r0+rows) into the block, then selection into the
+ * outputs (the caller's arrays when they live where the work runs, else staging buffers). */
+static sr_status knn_batch(const prepared *p, int64_t r0, int64_t rows, int64_t k, void *block, int64_t *idx,
+                           const sr_strided_out *dist)
+{
+    int64_t n = p->in.X->nrows;
+    sr_strided_out full = {block, n, 1};
+    SR_TRY(compute_rows(p, r0, r0 + rows, &full));
+    bool largest = sr_metric_is_similarity(p->in.metric);
+    if (p->where == SR_DEVICE)
+        return sr_cuda_select_rows(p->ctx, block, p->in.Q->type, rows, n, n, k, largest, idx, k, dist);
+    return sr_cpu_select_rows(block, p->in.Q->type, rows, n, n, k, largest, idx, k, dist, sr_context_threads(p->ctx));
+}
+
+sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, sr_metric metric, double metric_arg,
+                 int64_t *indices, const sr_dense *distances, const sr_knn_options *options)
+{
+    const char *fn = "sr_knn";
+    SR_TRY(check_float_output(fn, distances, "distances"));
+    SR_CHECK_ARG(indices != NULL, "%s: indices is NULL", fn);
+    SR_TRY(sr_ops_check_matrix(fn, ctx, index));
+    SR_TRY(sr_ops_check_matrix(fn, ctx, queries));
+    SR_CHECK_ARG(k >= 1 && k <= index->nrows, "%s: k = %lld, but the index has %lld rows (k must be 1..rows)", fn,
+                 (long long)k, (long long)index->nrows);
+    SR_CHECK_ARG(index->location != SR_DEVICE || k <= 1024,
+                 "%s: k = %lld; on the device k is at most 1024 (copy the matrices to the host for larger k)", fn,
+                 (long long)k);
+    SR_CHECK_ARG(distances->nrows == queries->nrows && distances->ncols == k,
+                 "%s: distances is %lld x %lld but there are %lld queries and k = %lld", fn,
+                 (long long)distances->nrows, (long long)distances->ncols, (long long)queries->nrows, (long long)k);
+    prepared p;
+    SR_TRY(prepare(fn, ctx, queries, index, metric, metric_arg, distances->type, &p));
+    const int64_t nq = queries->nrows, n = index->nrows;
+    const size_t es = sr_type_size(distances->type);
+    const bool staged = distances->location != p.where;
+    size_t per_row = (size_t)n * es + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0);
+    int64_t b = batch_rows(ctx, p.where, nq, per_row);
+    void *block = NULL, *s_dist = NULL;
+    int64_t *s_idx = NULL;
+    sr_status s = sr_mem_alloc_array(ctx, p.where, (size_t)b * (size_t)n, es, &block);
+    if (s == SR_SUCCESS && staged)
+        s = sr_mem_alloc_array(ctx, p.where, (size_t)b * (size_t)k, es, &s_dist);
+    if (s == SR_SUCCESS && staged)
+        s = sr_mem_alloc_array(ctx, p.where, (size_t)b * (size_t)k, sizeof(int64_t), (void **)&s_idx);
+    for (int64_t r0 = 0; s == SR_SUCCESS && r0 < nq; r0 += b) {
+        int64_t rows = nq - r0 < b ? nq - r0 : b;
+        if (!staged) {
+            sr_strided_out dist = strided_rows(distances, r0);
+            s = knn_batch(&p, r0, rows, k, block, indices + r0 * k, &dist);
+        } else {
+            sr_dense view = staging_view(distances, s_dist, rows, p.where);
+            sr_strided_out dist = strided_rows(&view, 0);
+            s = knn_batch(&p, r0, rows, k, block, s_idx, &dist);
+            if (s == SR_SUCCESS)
+                s = copy_rows_out(ctx, distances, r0, s_dist, p.where, rows);
+            if (s == SR_SUCCESS)
+                s = sr_mem_copy(ctx, indices + r0 * k, distances->location, s_idx, p.where,
+                                (size_t)rows * (size_t)k * sizeof(int64_t));
+        }
+        if (s == SR_SUCCESS && options && options->progress &&
+            options->progress(r0 + rows, nq, options->progress_user) != 0)
+            s = sr_error(SR_ERROR_CANCELLED, "%s: stopped by the progress callback after %lld of %lld queries", fn,
+                         (long long)(r0 + rows), (long long)nq);
+    }
+    sr_mem_free(ctx, p.where, block, (size_t)b * (size_t)n * es);
+    sr_mem_free(ctx, p.where, s_dist, (size_t)b * (size_t)k * es);
+    sr_mem_free(ctx, p.where, s_idx, (size_t)b * (size_t)k * sizeof(int64_t));
+    release(&p);
+    return s;
+}
