@@ -85,6 +85,38 @@ class Library:
         status = self.lib.sr_context_create(C.byref(ctx), C.byref(Options(backend, 0, None, 0, 0)))
         return ctx if status == 0 else None
 
+    def metric(self, name):
+        m = C.c_int()
+        self.check(self.lib.sr_metric_from_name(name.encode(), C.byref(m)))
+        return m.value
+
+    def knn(self, ctx, index, queries, k, metric, metric_arg, indices_ptr, dist_dense):
+        self.check(self.lib.sr_knn(ctx, index, queries, C.c_int64(k), metric, C.c_double(metric_arg),
+                                   C.c_void_p(indices_ptr), C.byref(dist_dense), None))
+
+    def pairwise(self, ctx, A, B, metric, metric_arg, D):
+        self.check(self.lib.sr_pairwise_distance(ctx, A, B, metric, C.c_double(metric_arg), C.byref(D)))
+
+    def set_workspace(self, ctx, nbytes):
+        self.check(self.lib.sr_context_set_workspace_limit(ctx, C.c_size_t(nbytes)))
+
+    def from_scipy(self, ctx, m, where):
+        """A float32 sparsering matrix from a scipy CSR (made on the host, then moved)."""
+        import numpy as np
+        m = m.tocsr()
+        m.sort_indices()
+        rp = np.ascontiguousarray(m.indptr, dtype=np.int64)
+        ci = np.ascontiguousarray(m.indices, dtype=np.int32)
+        v = np.ascontiguousarray(m.data, dtype=np.float32)
+        host_ctx = ctx
+        A = self.matrix_from_csr(host_ctx, m.shape[0], m.shape[1], FLOAT32, rp.ctypes.data, ci.ctypes.data,
+                                 v.ctypes.data, HOST)
+        if where == HOST:
+            return A
+        D = self.copy_to(ctx, A, where)
+        self.free(A)
+        return D
+
     def free(self, A):
         self.lib.sr_matrix_free(A)
 

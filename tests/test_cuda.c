@@ -358,6 +358,85 @@ static void test_large_mxm_repeated(void)
     test_csr_free(&a);
 }
 
+/* k-NN and pairwise distances with outputs in device memory (the unstaged path), on a data set
+ * spanning several index tiles with heavy columns, against the CPU backend. */
+static void test_distances_device_outputs(void)
+{
+    const sr_metric metrics[] = {SR_METRIC_COSINE, SR_METRIC_L1, SR_METRIC_CHEBYSHEV, SR_METRIC_BRAY_CURTIS,
+                                 SR_METRIC_INNER_PRODUCT};
+    test_csr tx = test_random_csr(30000, 5000, 12, SR_TYPE_FLOAT64), tq = test_random_csr(300, 5000, 12, SR_TYPE_FLOAT64);
+    sr_matrix Xh = test_make_matrix(cpu, &tx), Qh = test_make_matrix(cpu, &tq), Xd = NULL, Qd = NULL;
+    CHECK_OK(sr_matrix_copy_to(gpu, Xh, SR_DEVICE, &Xd));
+    CHECK_OK(sr_matrix_copy_to(gpu, Qh, SR_DEVICE, &Qd));
+    test_csr ts = test_random_csr(500, 5000, 12, SR_TYPE_FLOAT64);
+    sr_matrix Sh = test_make_matrix(cpu, &ts), Sd = NULL;
+    CHECK_OK(sr_matrix_copy_to(gpu, Sh, SR_DEVICE, &Sd));
+    const int64_t k = 37, nq = tq.nrows;
+    double *full_h = malloc((size_t)(nq * 500) * sizeof(double)), *full_g = malloc((size_t)(nq * 500) * sizeof(double));
+    int64_t *hi = malloc((size_t)(nq * k) * sizeof(int64_t)), *gi = malloc((size_t)(nq * k) * sizeof(int64_t));
+    double *hd = malloc((size_t)(nq * k) * sizeof(double)), *gd = malloc((size_t)(nq * k) * sizeof(double));
+    int64_t *dev_i = NULL;
+    double *dev_d = NULL, *dev_full = NULL;
+    CHECK(cudaMalloc((void **)&dev_i, (size_t)(nq * k) * sizeof(int64_t)) == cudaSuccess, "cudaMalloc");
+    CHECK(cudaMalloc((void **)&dev_d, (size_t)(nq * k) * sizeof(double)) == cudaSuccess, "cudaMalloc");
+    CHECK(cudaMalloc((void **)&dev_full, (size_t)(nq * 500) * sizeof(double)) == cudaSuccess, "cudaMalloc");
+    for (size_t mi = 0; mi < sizeof metrics / sizeof metrics[0]; mi++) {
+        sr_metric m = metrics[mi];
+        sr_dense H = sr_dense_view(hd, nq, k, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+        sr_dense G = sr_dense_view(dev_d, nq, k, SR_TYPE_FLOAT64, SR_COL_MAJOR, SR_DEVICE);
+        CHECK_OK(sr_knn(cpu, Xh, Qh, k, m, 0, hi, &H, NULL));
+        CHECK_OK(sr_knn(gpu, Xd, Qd, k, m, 0, dev_i, &G, NULL));
+        cudaMemcpy(gi, dev_i, (size_t)(nq * k) * sizeof(int64_t), cudaMemcpyDeviceToHost);
+        cudaMemcpy(gd, dev_d, (size_t)(nq * k) * sizeof(double), cudaMemcpyDeviceToHost);
+        int bad = 0;
+        for (int64_t q = 0; q < nq && bad < 5; q++)
+            for (int64_t t = 0; t < k && bad < 5; t++) {
+                double h = hd[q * k + t], g = gd[t * nq + q], tol = 1e-9 * (1 + fabs(h));
+                /* indices must agree unless a neighbour at this rank is (nearly) tied */
+                bool tied = (t > 0 && fabs(hd[q * k + t - 1] - h) <= tol) || (t + 1 < k && fabs(hd[q * k + t + 1] - h) <= tol);
+                if (fabs(h - g) > tol || (!tied && hi[q * k + t] != gi[q * k + t])) {
+                    bad++;
+                    CHECK(0, "knn %s query %lld rank %lld: cuda %lld at %.12g, cpu %lld at %.12g", sr_metric_name(m),
+                          (long long)q, (long long)t, (long long)gi[q * k + t], g, (long long)hi[q * k + t], h);
+                }
+            }
+        /* pairwise into a device matrix (col-major) against 500 other rows */
+        sr_dense PD = sr_dense_view(dev_full, nq, 500, SR_TYPE_FLOAT64, SR_COL_MAJOR, SR_DEVICE);
+        sr_dense PH = sr_dense_view(full_h, nq, 500, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+        CHECK_OK(sr_pairwise_distance(gpu, Qd, Sd, m, 0, &PD));
+        CHECK_OK(sr_pairwise_distance(cpu, Qh, Sh, m, 0, &PH));
+        cudaMemcpy(full_g, dev_full, (size_t)(nq * 500) * sizeof(double), cudaMemcpyDeviceToHost);
+        bad = 0;
+        for (int64_t q = 0; q < nq && bad < 5; q++)
+            for (int64_t j = 0; j < 500 && bad < 5; j++) {
+                double h = full_h[q * 500 + j], g = full_g[j * nq + q];
+                if (fabs(h - g) > 1e-9 * (1 + fabs(h))) {
+                    bad++;
+                    CHECK(0, "pairwise %s (%lld, %lld): cuda %.12g, cpu %.12g", sr_metric_name(m), (long long)q,
+                          (long long)j, g, h);
+                }
+            }
+    }
+    free(full_h);
+    free(full_g);
+    sr_matrix_free(Sh);
+    sr_matrix_free(Sd);
+    test_csr_free(&ts);
+    cudaFree(dev_i);
+    cudaFree(dev_d);
+    cudaFree(dev_full);
+    free(hi);
+    free(gi);
+    free(hd);
+    free(gd);
+    sr_matrix_free(Xh);
+    sr_matrix_free(Qh);
+    sr_matrix_free(Xd);
+    sr_matrix_free(Qd);
+    test_csr_free(&tx);
+    test_csr_free(&tq);
+}
+
 int main(void)
 {
     test_seed("test_cuda");
@@ -380,6 +459,7 @@ int main(void)
     test_large();
     test_heavy_mxm();
     test_large_mxm_repeated();
+    test_distances_device_outputs();
     sr_context_destroy(gpu);
     sr_context_destroy(cpu);
     return test_finish("test_cuda");

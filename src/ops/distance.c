@@ -218,6 +218,8 @@ static sr_status knn_batch(const prepared *p, int64_t r0, int64_t rows, int64_t 
     return sr_cpu_select_rows(block, p->in.Q->type, rows, n, n, k, largest, idx, k, dist, sr_context_threads(p->ctx));
 }
 
+static const size_t kKnnBlockCap = (size_t)1 << 30;
+
 sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, sr_metric metric, double metric_arg,
                  int64_t *indices, const sr_dense *distances, const sr_knn_options *options)
 {
@@ -240,7 +242,10 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     const size_t es = sr_type_size(distances->type);
     const bool staged = distances->location != p.where;
     size_t per_row = (size_t)n * es + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0);
+    /* a block past ~1 GiB buys no speed (the device is full long before), only memory */
     int64_t b = batch_rows(ctx, p.where, nq, per_row);
+    if (b > 1 && (size_t)b * per_row > kKnnBlockCap)
+        b = (int64_t)(kKnnBlockCap / per_row) > 1 ? (int64_t)(kKnnBlockCap / per_row) : 1;
     void *block = NULL, *s_dist = NULL;
     int64_t *s_idx = NULL;
     sr_status s = sr_mem_alloc_array(ctx, p.where, (size_t)b * (size_t)n, es, &block);

@@ -22,8 +22,10 @@
 
 #ifdef __CUDACC__
 #define SR_HD __host__ __device__ __forceinline__
+#define SR_HD_CONST __host__ __device__ constexpr /* usable in if constexpr / template arguments */
 #else
 #define SR_HD static inline
+#define SR_HD_CONST static inline
 #endif
 
 #ifdef __cplusplus
@@ -40,7 +42,7 @@ typedef enum sr_metric_kind {
     SR_MK_MAX = 5      /* chebyshev: walks the union */
 } sr_metric_kind;
 
-SR_HD sr_metric_kind sr_metric_kind_of(sr_metric m)
+SR_HD_CONST sr_metric_kind sr_metric_kind_of(sr_metric m)
 {
     switch (m) {
     case SR_METRIC_L2: case SR_METRIC_SQEUCLIDEAN: case SR_METRIC_COSINE: case SR_METRIC_CORRELATION:
@@ -60,7 +62,7 @@ SR_HD sr_metric_kind sr_metric_kind_of(sr_metric m)
 }
 
 /* Bray-Curtis needs a second union sum (its denominator). */
-SR_HD int sr_metric_accumulators(sr_metric m) { return m == SR_METRIC_BRAY_CURTIS ? 2 : 1; }
+SR_HD_CONST int sr_metric_accumulators(sr_metric m) { return m == SR_METRIC_BRAY_CURTIS ? 2 : 1; }
 
 /* Metrics that take square roots or logarithms of the values. */
 SR_HD int sr_metric_needs_nonnegative(sr_metric m)

@@ -1,0 +1,172 @@
+"""k-NN benchmark: sparsering against scikit-learn (brute force, all cores) and a cuSPARSE
+SpGEMM-then-densify baseline (cupy), in the same process, on real and paper-scale data.
+
+    python3 bench/bench_knn.py BUILD_DIR DATA_DIR [--cache .device/data/knn] [--queries 1000]
+        [--k 10] [--metrics cosine,euclidean,...] [--sets ratings,bow,ngrams,scrna-like,...]
+        [--sklearn-queries 100] [--json out.json]
+
+Each case times a fixed random subset of query rows (seed 0) against the whole index (the work
+is linear in the queries) and prints the measured time and the time scaled to all rows as
+queries (the papers' all-vs-all figure). Results are checked: the sorted neighbour distances
+must match the baseline's (or scikit-learn's) to 1e-3 relative.
+Peak device memory is sparsering's context peak (inputs included) and the cupy pool's high
+water mark for the baseline (inputs included)."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import knn_data  # noqa: E402
+import sr_ctypes as S  # noqa: E402
+from timing import median_time  # noqa: E402
+
+ALL_METRICS = ["euclidean", "sqeuclidean", "euclidean_unexpanded", "cosine", "inner_product", "correlation",
+               "jaccard", "dice", "russellrao", "hellinger", "kl_divergence", "manhattan", "minkowski", "canberra",
+               "hamming", "jensenshannon", "braycurtis", "chebyshev"]
+SKLEARN_SPARSE = {"euclidean", "cosine", "manhattan"}  # scikit-learn's brute force takes sparse input for these
+BASELINE = {"euclidean", "sqeuclidean", "cosine", "inner_product", "correlation", "jaccard", "dice", "russellrao",
+            "hellinger"}  # expressible as one SpGEMM plus norms
+
+
+def baseline_knn(cp, cpx, X, Q, metric, k):
+    """cuSPARSE SpGEMM (cupyx) -> dense -> expansion -> top-k, as the papers' baseline."""
+    d = X.shape[1]
+    if metric in ("jaccard", "dice", "russellrao"):
+        X, Q = X.copy(), Q.copy()
+        X.data[:] = 1
+        Q.data[:] = 1
+    if metric == "hellinger":
+        X, Q = X.sqrt(), Q.sqrt()
+    dot = (Q @ X.T).toarray()
+    xs = cp.asarray(X.multiply(X).sum(axis=1)).ravel()
+    qs = cp.asarray(Q.multiply(Q).sum(axis=1)).ravel()
+    if metric in ("euclidean", "sqeuclidean"):
+        D = cp.maximum(qs[:, None] + xs[None, :] - 2 * dot, 0)
+        if metric == "euclidean":
+            D = cp.sqrt(D)
+    elif metric == "cosine":
+        D = 1 - dot / cp.maximum(cp.sqrt(qs)[:, None] * cp.sqrt(xs)[None, :], 1e-30)
+    elif metric == "inner_product":
+        D = -dot
+    elif metric == "correlation":
+        xm = cp.asarray(X.sum(axis=1)).ravel()
+        qm = cp.asarray(Q.sum(axis=1)).ravel()
+        cov = dot - qm[:, None] * xm[None, :] / d
+        D = 1 - cov / cp.sqrt((qs - qm * qm / d)[:, None] * (xs - xm * xm / d)[None, :])
+    elif metric == "jaccard":
+        D = 1 - dot / (qs[:, None] + xs[None, :] - dot)
+    elif metric == "dice":
+        D = 1 - 2 * dot / (qs[:, None] + xs[None, :])
+    elif metric == "russellrao":
+        D = (d - dot) / d
+    elif metric == "hellinger":  # X, Q hold square roots: qs, xs are the plain sums
+        D = cp.sqrt(cp.maximum(0.5 * (qs[:, None] + xs[None, :]) - dot, 0))
+    part = cp.argpartition(D, k - 1, axis=1)[:, :k]
+    vals = cp.take_along_axis(D, part, axis=1)
+    order = cp.argsort(vals, axis=1)
+    out = cp.take_along_axis(vals, order, axis=1)
+    return -out if metric == "inner_product" else out
+
+
+def run_case(lib, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out):
+    n, nq = X.shape[0], len(qrows)
+    Q = X[qrows]
+    arg = 3.0 if metric == "minkowski" else 0.0
+    Xd, Qd = lib.from_scipy(ctx, X, S.DEVICE), lib.from_scipy(ctx, Q, S.DEVICE)
+    idx = cp.empty((nq, k), cp.int64)
+    dist = cp.empty((nq, k), cp.float32)
+    dd = S.dense(dist.data.ptr, nq, k, S.FLOAT32, S.ROW_MAJOR)
+    m = lib.metric(metric)
+    lib.reset_peak(ctx)
+    reps = args.reps
+    t_ours = median_time(lambda: lib.knn(ctx, Xd, Qd, k, m, arg, idx.data.ptr, dd), reps=reps, warm=1,
+                         sync=cp.cuda.Device().synchronize)
+    peak_ours = lib.memory(ctx)[1]
+    ours = cp.asnumpy(dist)
+    lib.free(Xd)
+    lib.free(Qd)
+
+    row = {"operation": "knn", "input": name, "metric": metric, "backend": "cuda", "index_rows": n, "queries": nq,
+           "k": k, "seconds": t_ours, "all_vs_all_seconds": t_ours * n / nq, "peak_device_bytes": peak_ours}
+    check = None
+    if metric in BASELINE and not args.no_baseline:
+        pool = cp.get_default_memory_pool()
+        pool.free_all_blocks()
+        Xc = cpx.csr_matrix(X)
+        Qc = cpx.csr_matrix(Q)
+        try:
+            t_base = median_time(lambda: baseline_knn(cp, cpx, Xc, Qc, metric, k), reps=max(3, reps // 2), warm=1,
+                                 sync=cp.cuda.Device().synchronize)
+            ref = cp.asnumpy(baseline_knn(cp, cpx, Xc, Qc, metric, k))
+            row.update(baseline_seconds=t_base, baseline_peak_device_bytes=pool.total_bytes(),
+                       ratio=t_base / t_ours)
+            check = float(np.max(np.abs(ref - ours) / (1 + np.abs(ref))))
+        except Exception as e:  # out of memory at the largest sizes is a result too
+            row.update(baseline_error=str(e)[:80])
+        del Xc, Qc
+        pool.free_all_blocks()
+    if metric in SKLEARN_SPARSE and args.sklearn_queries > 0:
+        from sklearn.neighbors import NearestNeighbors
+        ns = min(args.sklearn_queries, nq)
+        nn = NearestNeighbors(n_neighbors=k, metric=metric, algorithm="brute", n_jobs=-1).fit(X)
+        t0 = time.perf_counter()
+        dsk, _ = nn.kneighbors(Q[:ns])
+        t_sk = (time.perf_counter() - t0) * nq / ns
+        row.update(sklearn_seconds=t_sk, sklearn_queries_timed=ns, sklearn_ratio=t_sk / t_ours)
+        c = float(np.max(np.abs(dsk - ours[:ns]) / (1 + np.abs(dsk))))
+        check = c if check is None else max(check, c)
+    row["max_rel_diff"] = check
+    if check is not None and check > 1e-3:
+        row["MISMATCH"] = True
+    rows_out.append(row)
+    fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731
+    print(f"{name:22s} {metric:22s} {t_ours * 1e3:10.2f} {t_ours * n / nq:10.2f} {peak_ours / 2**20:8.0f}"
+          f" {fmt(row.get('baseline_seconds', None) and row['baseline_seconds'] * 1e3):>10s}"
+          f" {fmt(row.get('ratio')):>7s} {fmt(row.get('baseline_peak_device_bytes', None) and row['baseline_peak_device_bytes'] / 2**20):>8s}"
+          f" {fmt(row.get('sklearn_seconds', None) and row['sklearn_seconds'] * 1e3):>10s} {fmt(row.get('sklearn_ratio')):>8s}"
+          f" {fmt(check):>9s}{'  MISMATCH' if row.get('MISMATCH') else ''}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("data")
+    ap.add_argument("--cache", default=None)
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--metrics", default=",".join(ALL_METRICS))
+    ap.add_argument("--sets", default="ratings,bow,ngrams")
+    ap.add_argument("--sklearn-queries", type=int, default=100)
+    ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    import cupy as cp
+    import cupyx.scipy.sparse as cpx
+    lib = S.load(args.build)
+    ctx = lib.context(2)  # SR_BACKEND_CUDA
+    rows = []
+    print(f"{'data set':22s} {'metric':22s} {'ours ms':>10s} {'all-vs-all s':>10s} {'peak MiB':>8s} {'cuSP ms':>10s}"
+          f" {'ratio':>7s} {'cuSP MiB':>8s} {'sklearn ms':>10s} {'vs skl':>8s} {'max diff':>9s}")
+    for name in args.sets.split(","):
+        if name in knn_data.PAPER_SETS:
+            X = knn_data.synthetic(*knn_data.PAPER_SETS[name])
+        else:
+            X = knn_data.load_real(name, args.data, args.cache)
+        X = X.astype(np.float32).tocsr()
+        rng = np.random.default_rng(0)
+        qrows = np.sort(rng.choice(X.shape[0], min(args.queries, X.shape[0]), replace=False))
+        print(f"# {name}: {X.shape[0]} x {X.shape[1]}, {X.nnz} nnz, {len(qrows)} queries, k {args.k}", flush=True)
+        for metric in args.metrics.split(","):
+            run_case(lib, ctx, cp, cpx, name, X, qrows, metric, args.k, args, rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

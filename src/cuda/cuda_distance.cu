@@ -1,0 +1,287 @@
+// Distances on the GPU.
+//
+// Sum metrics (all but Chebyshev): the index is inverted (XT: for each column, the index rows
+// holding it). A block takes one query row and one tile of index rows, keeps one accumulator per
+// tile row in shared memory, and lets each warp take one of the query's entries: the warp finds
+// the tile's slice of that column's list (a 32-way search) and adds the metric's intersection
+// term for every row in it. Only pairs of entries that share a column are ever touched; rows
+// sharing nothing with the query still get their norms-only distance when the block finalizes
+// the tile. Blocks of one tile run side by side (queries vary fastest), so the tile's slice of
+// XT stays in L2 while many queries sweep it.
+//
+// Chebyshev (a max, no intersection split): one thread per (query, index row) merges the two
+// rows, the query held in shared memory.
+#include <type_traits>
+
+#include "cuda_common.cuh"
+
+extern "C" {
+#include "../semiring/metric.h"
+#include "cuda.h"
+}
+
+namespace {
+
+using namespace sr_cuda;
+
+constexpr int kThreads = 256;
+constexpr int kTileBytes = 48 * 1024; // shared accumulators per block: 4 blocks per SM
+constexpr int kMaxGridY = 65535;
+
+template <typename T> __global__ void norms_kernel(const int64_t *rowptr, const T *vals, int64_t nrows, sr_metric m,
+                                                   double p, double *norms) {
+    const int lane = threadIdx.x & 31;
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < nrows;
+         r += (int64_t)gridDim.x * blockDim.x / 32) {
+        double n0 = 0.0, n1 = 0.0;
+        for (int64_t e = rowptr[r] + lane; e < rowptr[r + 1]; e += 32)
+            sr_metric_norm_add(m, (double)vals[e], p, &n0, &n1);
+        for (int o = 16; o > 0; o /= 2) {
+            n0 += __shfl_down_sync(~0u, n0, o);
+            n1 += __shfl_down_sync(~0u, n1, o);
+        }
+        if (lane == 0) {
+            norms[2 * r] = n0;
+            norms[2 * r + 1] = n1;
+        }
+    }
+}
+
+template <typename T> __global__ void bad_row_kernel(const int64_t *rowptr, const T *vals, int64_t nrows,
+                                                     bool nonnegative, unsigned long long *first) {
+    const int lane = threadIdx.x & 31;
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < nrows;
+         r += (int64_t)gridDim.x * blockDim.x / 32) {
+        bool bad = false;
+        for (int64_t e = rowptr[r] + lane; e < rowptr[r + 1]; e += 32) {
+            double v = (double)vals[e];
+            bad = bad || !isfinite(v) || (nonnegative && v < 0.0);
+        }
+        if (__any_sync(~0u, bad) && lane == 0)
+            atomicMin(first, (unsigned long long)r);
+    }
+}
+
+// The first t in [lo, hi) with a[t] >= key (hi when none); all 32 lanes call it together.
+__device__ inline int64_t warp_lower_bound(const int32_t *a, int64_t lo, int64_t hi, int64_t key, int lane) {
+    while (hi - lo > 32) { // the answer stays in [lo, hi]
+        const int64_t step = (hi - lo + 31) / 32, probe = lo + lane * step;
+        const int below = __popc(__ballot_sync(~0u, probe < hi && a[probe] < key));
+        if (below == 0)
+            return lo;
+        const int64_t next_hi = lo + below * step;
+        lo = lo + (below - 1) * step + 1;
+        hi = next_hi < hi ? next_hi : hi;
+    }
+    const int64_t probe = lo + lane;
+    return lo + __popc(__ballot_sync(~0u, probe < hi && a[probe] < key));
+}
+
+template <typename T> struct tile_args {
+    const int64_t *qptr;
+    const int32_t *qcol;
+    const T *qval;
+    int64_t q0;
+    const int64_t *xptr, *xtptr; // X rows (Chebyshev), XT columns (the rest)
+    const int32_t *xcol, *xtrow;
+    const T *xval, *xtval;
+    const double *qnorm, *xnorm;
+    int64_t nx;
+    double d, p;
+    T *out;
+    int64_t rs, cs;
+    int tile_rows;
+};
+
+template <typename T, sr_metric M>
+using acc_t = typename std::conditional<std::is_same<T, double>::value || sr_metric_kind_of(M) == SR_MK_UNION, double,
+                                        float>::type;
+
+template <typename T, sr_metric M> __global__ void __launch_bounds__(kThreads) intersect_kernel(tile_args<T> a) {
+    using Acc = acc_t<T, M>;
+    constexpr int nacc = sr_metric_accumulators(M);
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Acc *acc = reinterpret_cast<Acc *>(smem_raw);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kThreads / 32;
+    const int64_t j = a.q0 + blockIdx.x;
+    const int64_t qbegin = a.qptr[j], qend = a.qptr[j + 1];
+    const double qn0 = a.qnorm[2 * j], qn1 = a.qnorm[2 * j + 1];
+    T *out_row = a.out + (int64_t)blockIdx.x * a.rs;
+
+    for (int64_t i0 = (int64_t)blockIdx.y * a.tile_rows; i0 < a.nx; i0 += (int64_t)gridDim.y * a.tile_rows) {
+        const int rows = (int)(a.nx - i0 < a.tile_rows ? a.nx - i0 : a.tile_rows);
+        for (int r = threadIdx.x; r < rows; r += kThreads) {
+            acc[r] = Acc(0);
+            if (nacc > 1)
+                acc[a.tile_rows + r] = Acc(0);
+        }
+        __syncthreads();
+        for (int64_t e = qbegin + warp; e < qend; e += warps) {
+            const int32_t c = a.qcol[e];
+            const double q = (double)a.qval[e];
+            const int64_t lo = warp_lower_bound(a.xtrow, a.xtptr[c], a.xtptr[c + 1], i0, lane);
+            const int64_t hi = warp_lower_bound(a.xtrow, lo, a.xtptr[c + 1], i0 + rows, lane);
+            for (int64_t t = lo + lane; t < hi; t += 32) {
+                const int r = a.xtrow[t] - (int)i0;
+                double a0 = 0.0, a1 = 0.0;
+                sr_metric_intersect(M, q, (double)a.xtval[t], a.p, &a0, &a1);
+                atomicAdd(&acc[r], (Acc)a0);
+                if (nacc > 1)
+                    atomicAdd(&acc[a.tile_rows + r], (Acc)a1);
+            }
+        }
+        __syncthreads();
+        for (int r = threadIdx.x; r < rows; r += kThreads) {
+            const int64_t i = i0 + r;
+            const double a1 = nacc > 1 ? (double)acc[a.tile_rows + r] : 0.0;
+            out_row[i * a.cs] =
+                (T)sr_metric_finalize(M, (double)acc[r], a1, qn0, qn1, a.xnorm[2 * i], a.xnorm[2 * i + 1], a.d, a.p);
+        }
+        __syncthreads();
+    }
+}
+
+constexpr int kChebyshevShared = 2048; // query entries kept in shared memory
+
+template <typename T> __global__ void __launch_bounds__(kThreads) chebyshev_kernel(tile_args<T> a) {
+    __shared__ int32_t scol[kChebyshevShared];
+    __shared__ T sval[kChebyshevShared];
+    const int64_t j = a.q0 + blockIdx.x, qbegin = a.qptr[j], qn = a.qptr[j + 1] - qbegin;
+    const bool shared = qn <= kChebyshevShared;
+    if (shared)
+        for (int t = threadIdx.x; t < qn; t += kThreads) {
+            scol[t] = a.qcol[qbegin + t];
+            sval[t] = a.qval[qbegin + t];
+        }
+    __syncthreads();
+    const int32_t *qc = shared ? scol : a.qcol + qbegin;
+    const T *qv = shared ? sval : a.qval + qbegin;
+    for (int64_t i = (int64_t)blockIdx.y * kThreads + threadIdx.x; i < a.nx; i += (int64_t)gridDim.y * kThreads) {
+        int64_t u = 0, v = a.xptr[i];
+        const int64_t vend = a.xptr[i + 1];
+        double m = 0.0;
+        while (u < qn && v < vend) {
+            const int32_t cu = qc[u], cv = a.xcol[v];
+            const double d = cu == cv ? fabs((double)qv[u++] - (double)a.xval[v++])
+                                      : cu < cv ? fabs((double)qv[u++]) : fabs((double)a.xval[v++]);
+            m = d > m ? d : m;
+        }
+        for (; u < qn; u++)
+            m = fmax(m, fabs((double)qv[u]));
+        for (; v < vend; v++)
+            m = fmax(m, fabs((double)a.xval[v]));
+        a.out[(int64_t)blockIdx.x * a.rs + i * a.cs] = (T)m;
+    }
+}
+
+template <typename T, sr_metric M> sr_status launch(const sr_distance_inputs *in, tile_args<T> a, int64_t nq,
+                                                    cudaStream_t stream) {
+    if constexpr (sr_metric_kind_of(M) == SR_MK_MAX) {
+        int64_t blocks_y = (a.nx + kThreads - 1) / kThreads;
+        dim3 grid((unsigned)nq, (unsigned)(blocks_y < kMaxGridY ? blocks_y : kMaxGridY));
+        chebyshev_kernel<T><<<grid, kThreads, 0, stream>>>(a);
+    } else {
+        using Acc = acc_t<T, M>;
+        a.tile_rows = kTileBytes / (int)(sizeof(Acc) * sr_metric_accumulators(M));
+        int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
+        dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
+        intersect_kernel<T, M><<<grid, kThreads, kTileBytes, stream>>>(a);
+    }
+    (void)in;
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+// Calls launch<T, M> for the runtime metric m.
+template <typename T, int M = 0> sr_status dispatch(const sr_distance_inputs *in, tile_args<T> a, int64_t nq,
+                                                    cudaStream_t stream) {
+    if constexpr (M < SR_METRIC_COUNT) {
+        if ((int)in->metric == M)
+            return launch<T, (sr_metric)M>(in, a, nq, stream);
+        return dispatch<T, M + 1>(in, a, nq, stream);
+    } else {
+        return sr_error(SR_ERROR_INTERNAL, "distances: metric %d has no CUDA kernel", (int)in->metric);
+    }
+}
+
+template <typename T> sr_status distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1,
+                                              const sr_strided_out *out) {
+    const sr_matrix_s *Q = in->Q, *X = in->X, *XT = in->XT;
+    tile_args<T> a{};
+    a.qptr = Q->rowptr;
+    a.qcol = Q->colind;
+    a.qval = static_cast<const T *>(Q->values);
+    a.xptr = X->rowptr;
+    a.xcol = X->colind;
+    a.xval = static_cast<const T *>(X->values);
+    if (XT) {
+        a.xtptr = XT->rowptr;
+        a.xtrow = XT->colind;
+        a.xtval = static_cast<const T *>(XT->values);
+    }
+    a.qnorm = in->qnorm;
+    a.xnorm = in->xnorm;
+    a.nx = X->nrows;
+    a.d = (double)X->ncols;
+    a.p = in->p;
+    a.rs = out->row_stride;
+    a.cs = out->col_stride;
+    cudaStream_t stream = stream_of(Q->ctx);
+    const int64_t kMaxGridX = 1 << 30;
+    for (int64_t s = q0; s < q1; s += kMaxGridX) { // gridDim.x holds the queries
+        int64_t nq = q1 - s < kMaxGridX ? q1 - s : kMaxGridX;
+        a.q0 = s;
+        a.out = static_cast<T *>(out->data) + (s - q0) * out->row_stride;
+        SR_TRY(dispatch<T>(in, a, nq, stream));
+    }
+    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    return SR_SUCCESS;
+}
+
+} // namespace
+
+extern "C" sr_status sr_cuda_distance_norms(const sr_matrix_s *A, sr_metric metric, double p, double *norms) {
+    device_guard guard(A->ctx->device);
+    if (A->nrows == 0)
+        return SR_SUCCESS;
+    cudaStream_t stream = stream_of(A->ctx);
+    unsigned grid = grid_for(A->nrows * 32);
+    if (A->type == SR_TYPE_FLOAT32)
+        norms_kernel<float><<<grid, 256, 0, stream>>>(A->rowptr, (const float *)A->values, A->nrows, metric, p, norms);
+    else
+        norms_kernel<double><<<grid, 256, 0, stream>>>(A->rowptr, (const double *)A->values, A->nrows, metric, p, norms);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+extern "C" sr_status sr_cuda_first_bad_row(const sr_matrix_s *A, bool nonnegative, int64_t *row) {
+    device_guard guard(A->ctx->device);
+    *row = -1;
+    if (A->nrows == 0 || (A->type != SR_TYPE_FLOAT32 && A->type != SR_TYPE_FLOAT64))
+        return SR_SUCCESS;
+    first_index first(A->ctx);
+    SR_TRY(first.reset());
+    cudaStream_t stream = stream_of(A->ctx);
+    unsigned grid = grid_for(A->nrows * 32);
+    if (A->type == SR_TYPE_FLOAT32)
+        bad_row_kernel<float><<<grid, 256, 0, stream>>>(A->rowptr, (const float *)A->values, A->nrows, nonnegative,
+                                                        first.get());
+    else
+        bad_row_kernel<double><<<grid, 256, 0, stream>>>(A->rowptr, (const double *)A->values, A->nrows, nonnegative,
+                                                         first.get());
+    SR_CUDA_LAUNCHED();
+    unsigned long long found;
+    SR_TRY(first.read(&found));
+    if (found != kNoIndex)
+        *row = (int64_t)found;
+    return SR_SUCCESS;
+}
+
+extern "C" sr_status sr_cuda_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1,
+                                           const sr_strided_out *out) {
+    device_guard guard(in->Q->ctx->device);
+    if (q1 <= q0 || in->X->nrows == 0)
+        return SR_SUCCESS;
+    return in->Q->type == SR_TYPE_FLOAT32 ? distance_rows<float>(in, q0, q1, out)
+                                          : distance_rows<double>(in, q0, q1, out);
+}

@@ -1,0 +1,198 @@
+// k-selection on the GPU: one block per row of distances.
+//
+// Values become order-preserving unsigned keys (negated for `largest`). Radix narrowing: a
+// histogram of the next 11 key bits over the elements that match the bits fixed so far finds
+// the digit holding the k-th smallest key; repeat until the elements below that prefix plus
+// those in it fit a 2048-entry shared buffer (or every bit is fixed: then they are all equal).
+// A last pass gathers the sure ones (below the prefix) and, in index order, the candidates (in
+// it); a bitonic sort by (key, index) leaves the k best first, ties to the smaller index.
+#include <cub/block/block_scan.cuh>
+
+#include "cuda_common.cuh"
+
+extern "C" {
+#include "cuda.h"
+}
+
+namespace {
+
+using namespace sr_cuda;
+
+constexpr int kSelectThreads = 512;
+constexpr int kDigitBits = 11;
+constexpr int kBins = 1 << kDigitBits;
+constexpr int kBuffer = 2048; // >= 2 * the largest k (1024)
+
+template <typename T> struct keys;
+template <> struct keys<float> {
+    using type = uint32_t;
+    __device__ static type of(float v, bool largest) {
+        uint32_t u = __float_as_uint(v);
+        u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+        return largest ? ~u : u;
+    }
+};
+template <> struct keys<double> {
+    using type = unsigned long long;
+    __device__ static type of(double v, bool largest) {
+        unsigned long long u = (unsigned long long)__double_as_longlong(v);
+        u = (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
+        return largest ? ~u : u;
+    }
+};
+
+template <typename T> struct select_shared {
+    using K = typename keys<T>::type;
+    using scan = cub::BlockScan<int, kSelectThreads>;
+    typename scan::TempStorage scan_storage;
+    int hist[kBins];
+    K key[kBuffer];
+    int idx[kBuffer];
+    int digit, below, in_bin, sure_count, cand_count;
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kSelectThreads)
+    select_kernel(const T *block, int64_t n, int64_t ld, int k, bool largest, int64_t *out_idx, int64_t ld_idx,
+                  T *out_dist, int64_t rs, int64_t cs) {
+    using K = typename keys<T>::type;
+    constexpr int kKeyBits = 8 * sizeof(K);
+    __shared__ select_shared<T> sh;
+    const T *row = block + (int64_t)blockIdx.x * ld;
+    const int tid = threadIdx.x;
+
+    // narrowing: `known` high bits are fixed to `prefix`; `need` more must come from inside it
+    K prefix = 0;
+    int known = 0, need = k;
+    for (;;) {
+        const int shift = kKeyBits - known - kDigitBits > 0 ? kKeyBits - known - kDigitBits : 0;
+        const int width = kKeyBits - known - shift;
+        for (int b = tid; b < kBins; b += kSelectThreads)
+            sh.hist[b] = 0;
+        __syncthreads();
+        for (int64_t i = tid; i < n; i += kSelectThreads) {
+            const K key = keys<T>::of(row[i], largest);
+            const bool match = known == 0 || (key >> (kKeyBits - known)) == prefix;
+            const int digit = (int)((key >> shift) & (((K)1 << width) - 1));
+            const unsigned peers = __match_any_sync(__activemask(), match ? digit : -1);
+            if (match && (__ffs(peers) - 1) == (tid & 31)) // one atomic per digit per warp
+                atomicAdd(&sh.hist[digit], __popc(peers));
+        }
+        __syncthreads();
+        int counts[kBins / kSelectThreads], inclusive[kBins / kSelectThreads];
+        for (int t = 0; t < kBins / kSelectThreads; t++)
+            counts[t] = sh.hist[tid * (kBins / kSelectThreads) + t];
+        typename select_shared<T>::scan(sh.scan_storage).InclusiveSum(counts, inclusive);
+        for (int t = 0; t < kBins / kSelectThreads; t++)
+            if (inclusive[t] - counts[t] < need && need <= inclusive[t]) {
+                sh.digit = tid * (kBins / kSelectThreads) + t;
+                sh.below = inclusive[t] - counts[t];
+                sh.in_bin = counts[t];
+            }
+        __syncthreads();
+        need -= sh.below;
+        prefix = (known == 0 ? 0 : prefix << width) | (K)sh.digit;
+        known += width;
+        const int in_bin = sh.in_bin;
+        __syncthreads();
+        if ((k - need) + in_bin <= kBuffer || known == kKeyBits)
+            break;
+    }
+
+    // gather: the sure ones anywhere in [0, k - need), the candidates in index order after them
+    const int sure_total = k - need, cand_cap = kBuffer - sure_total;
+    if (tid == 0) {
+        sh.sure_count = 0;
+        sh.cand_count = 0;
+    }
+    __syncthreads();
+    for (int64_t base = 0; base < n; base += kSelectThreads) {
+        const int64_t i = base + tid;
+        K key = 0;
+        bool sure = false, cand = false;
+        if (i < n) {
+            key = keys<T>::of(row[i], largest);
+            const K top = known == kKeyBits ? key : key >> (kKeyBits - known);
+            sure = top < prefix;
+            cand = top == prefix;
+        }
+        if (sure) {
+            const int at = atomicAdd(&sh.sure_count, 1);
+            sh.key[at] = key;
+            sh.idx[at] = (int)i;
+        }
+        int offset, total;
+        typename select_shared<T>::scan(sh.scan_storage).ExclusiveSum(cand ? 1 : 0, offset, total);
+        const int at = sh.cand_count + offset;
+        if (cand && at < cand_cap) {
+            sh.key[sure_total + at] = key;
+            sh.idx[sure_total + at] = (int)i;
+        }
+        __syncthreads();
+        if (tid == 0)
+            sh.cand_count += total;
+        __syncthreads();
+        if (sh.cand_count >= cand_cap && sh.sure_count == sure_total)
+            break; // nothing more can enter
+    }
+    const int filled = sure_total + (sh.cand_count < cand_cap ? sh.cand_count : cand_cap);
+    for (int t = filled + tid; t < kBuffer; t += kSelectThreads) {
+        sh.key[t] = ~(K)0;
+        sh.idx[t] = INT32_MAX;
+    }
+    __syncthreads();
+
+    // bitonic sort of the buffer by (key, index)
+    for (int size = 2; size <= kBuffer; size *= 2)
+        for (int stride = size / 2; stride > 0; stride /= 2) {
+            for (int t = tid; t < kBuffer; t += kSelectThreads) {
+                const int partner = t ^ stride;
+                if (partner > t) {
+                    const bool ascending = (t & size) == 0;
+                    const K ka = sh.key[t], kb = sh.key[partner];
+                    const int ia = sh.idx[t], ib = sh.idx[partner];
+                    const bool a_after_b = ka > kb || (ka == kb && ia > ib);
+                    if (a_after_b == ascending) {
+                        sh.key[t] = kb;
+                        sh.key[partner] = ka;
+                        sh.idx[t] = ib;
+                        sh.idx[partner] = ia;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    for (int t = tid; t < k; t += kSelectThreads) {
+        const int i = sh.idx[t];
+        out_idx[(int64_t)blockIdx.x * ld_idx + t] = i;
+        out_dist[(int64_t)blockIdx.x * rs + t * cs] = row[i];
+    }
+}
+
+} // namespace
+
+extern "C" sr_status sr_cuda_select_rows(sr_context_s *ctx, const void *block, sr_type type, int64_t rows, int64_t n,
+                                         int64_t ld, int64_t k, bool largest, int64_t *idx, int64_t ld_idx,
+                                         const sr_strided_out *dist) {
+    device_guard guard(ctx->device);
+    if (k > kBuffer / 2)
+        return sr_error(SR_ERROR_UNSUPPORTED, "k-NN on the device: k = %lld exceeds %d", (long long)k, kBuffer / 2);
+    if (n > INT32_MAX)
+        return sr_error(SR_ERROR_OVERFLOW, "k-NN on the device: rows of %lld distances exceed the 32-bit limit",
+                        (long long)n);
+    cudaStream_t stream = stream_of(ctx);
+    for (int64_t r0 = 0; r0 < rows; r0 += 1 << 30) {
+        const int64_t count = rows - r0 < (1 << 30) ? rows - r0 : (1 << 30);
+        if (type == SR_TYPE_FLOAT32)
+            select_kernel<float><<<(unsigned)count, kSelectThreads, 0, stream>>>(
+                static_cast<const float *>(block) + r0 * ld, n, ld, (int)k, largest, idx + r0 * ld_idx, ld_idx,
+                static_cast<float *>(dist->data) + r0 * dist->row_stride, dist->row_stride, dist->col_stride);
+        else
+            select_kernel<double><<<(unsigned)count, kSelectThreads, 0, stream>>>(
+                static_cast<const double *>(block) + r0 * ld, n, ld, (int)k, largest, idx + r0 * ld_idx, ld_idx,
+                static_cast<double *>(dist->data) + r0 * dist->row_stride, dist->row_stride, dist->col_stride);
+        SR_CUDA_LAUNCHED();
+    }
+    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    return SR_SUCCESS;
+}
