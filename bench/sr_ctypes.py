@@ -100,22 +100,24 @@ class Library:
     def set_workspace(self, ctx, nbytes):
         self.check(self.lib.sr_context_set_workspace_limit(ctx, C.c_size_t(nbytes)))
 
-    def from_scipy(self, ctx, m, where):
-        """A float32 sparsering matrix from a scipy CSR (made on the host, then moved)."""
+    def from_scipy(self, ctx, m, where, dtype=FLOAT32):
+        """A float32 (or float64) sparsering matrix from a scipy CSR (made on the host, then moved)."""
         import numpy as np
         m = m.tocsr()
         m.sort_indices()
         rp = np.ascontiguousarray(m.indptr, dtype=np.int64)
         ci = np.ascontiguousarray(m.indices, dtype=np.int32)
-        v = np.ascontiguousarray(m.data, dtype=np.float32)
-        host_ctx = ctx
-        A = self.matrix_from_csr(host_ctx, m.shape[0], m.shape[1], FLOAT32, rp.ctypes.data, ci.ctypes.data,
+        v = np.ascontiguousarray(m.data, dtype=np.float32 if dtype == FLOAT32 else np.float64)
+        A = self.matrix_from_csr(ctx, m.shape[0], m.shape[1], dtype, rp.ctypes.data, ci.ctypes.data,
                                  v.ctypes.data, HOST)
         if where == HOST:
             return A
         D = self.copy_to(ctx, A, where)
         self.free(A)
         return D
+
+    def from_scipy_f64(self, ctx, m, where):
+        return self.from_scipy(ctx, m, where, FLOAT64)
 
     def free(self, A):
         self.lib.sr_matrix_free(A)

@@ -38,6 +38,16 @@ expect 1 "$cli" convert "$tmp/a.mtx" "/nonexistent-dir/b.mtx"
 
 "$cli" --backend cuda version >/dev/null 2>&1
 expect 0 "$cli" demo --rows 3000 --cols 2000 --degree 8
+grep -q "document 0:  0 (0.0000)" "$tmp/out" || { echo "FAIL: demo: a document is not its own nearest"; cat "$tmp/out"; failures=$((failures + 1)); }
+# knn on a small known case: rows 0 and 2 of q.mtx are identical
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1\n1 2 2\n2 3 4\n3 1 1\n3 2 2\n' > "$tmp/q.mtx"
+expect 0 "$cli" --backend cpu knn "$tmp/q.mtx" --metric manhattan -k 2 --out "$tmp/knn.tsv"
+[ "$(grep -vc '^#' "$tmp/knn.tsv")" -eq 6 ] || { echo "FAIL: knn wrote $(grep -vc '^#' "$tmp/knn.tsv") rows"; failures=$((failures + 1)); }
+grep -q "^0	2	2	0$" "$tmp/knn.tsv" || { echo "FAIL: knn: row 2 is row 0's twin"; cat "$tmp/knn.tsv"; failures=$((failures + 1)); }
+grep -q "^1	2	0	7$" "$tmp/knn.tsv" || { echo "FAIL: knn: manhattan(row 1, row 0) = 7"; cat "$tmp/knn.tsv"; failures=$((failures + 1)); }
+expect 2 "$cli" knn "$tmp/q.mtx" --metric nope
+expect 2 "$cli" knn "$tmp/q.mtx" -k 4
+expect 3 "$cli" knn "$tmp/missing.mtx"
 "$cli" --backend cuda demo --rows 10 --cols 10 --degree 2 >"$tmp/out" 2>&1; code=$?
 [ "$code" -eq 0 ] || [ "$code" -eq 4 ] || { echo "FAIL: --backend cuda demo exited $code"; failures=$((failures + 1)); }
 if [ -n "$data" ] && [ -f "$data/malformed-mtx/mangled14.mtx" ]; then

@@ -27,5 +27,6 @@ double cli_seconds(void);
 int cmd_info(const cli_globals *g, int argc, char **argv);
 int cmd_convert(const cli_globals *g, int argc, char **argv);
 int cmd_demo(const cli_globals *g, int argc, char **argv);
+int cmd_knn(const cli_globals *g, int argc, char **argv);
 
 #endif

@@ -15,8 +15,11 @@ static void usage(FILE *out)
             "  info FILE.mtx[.gz]              shape, entries, type, degrees and memory of a Matrix Market file\n"
             "  convert IN.mtx OUT.mtx[.gz]     rewrite a matrix: --type bool|int32|float32|float64, --transpose,\n"
             "                                  --symmetric, --array, --comment TEXT\n"
-            "  demo [--rows N --cols N --degree D --seed S]\n"
-            "                                  build a random power-law matrix and time the basics on CPU and GPU\n"
+            "  knn DATA.mtx [--metric NAME] [-k K] [--p P] [--queries Q.mtx] [--out FILE]\n"
+            "                                  the k nearest rows of DATA to each query row (default: DATA's own\n"
+            "                                  rows); metrics: euclidean, cosine, manhattan, jaccard, ... (see README)\n"
+            "  demo [--rows N --cols N --degree D --queries N -k K --metric NAME --seed S]\n"
+            "                                  k-NN on a generated bag-of-words set, timed on CPU and GPU\n"
             "  version                         print the library version\n"
             "\n"
             "exit codes: 0 success, 1 the operation failed, 2 bad command line, 3 unreadable or malformed\n"
@@ -95,6 +98,8 @@ int main(int argc, char **argv)
         return cmd_info(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "convert") == 0)
         return cmd_convert(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "knn") == 0)
+        return cmd_knn(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "demo") == 0)
         return cmd_demo(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "version") == 0) {

@@ -1,0 +1,138 @@
+/* sparsering knn DATA.mtx: the k nearest rows of DATA (the index) to each query row. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static int report_progress(int64_t done, int64_t total, void *user)
+{
+    double *last = user, now = cli_seconds();
+    if (now - *last >= 1.0 || done == total) { /* at most once a second */
+        fprintf(stderr, "\rknn: %lld / %lld queries (%.0f%%)%s", (long long)done, (long long)total,
+                100.0 * (double)done / (double)total, done == total ? "\n" : "");
+        *last = now;
+    }
+    return 0;
+}
+
+static sr_status to_backend(sr_context ctx, sr_matrix *M)
+{
+    sr_backend b;
+    sr_context_get_backend(ctx, &b);
+    if (b != SR_BACKEND_CUDA)
+        return SR_SUCCESS;
+    sr_matrix D = NULL;
+    sr_status s = sr_matrix_copy_to(ctx, *M, SR_DEVICE, &D);
+    if (s == SR_SUCCESS) {
+        sr_matrix_free(*M);
+        *M = D;
+    }
+    return s;
+}
+
+static int write_result(const char *path, const int64_t *idx, const double *dist, int64_t nq, int64_t k,
+                        int64_t shown)
+{
+    FILE *f = path ? fopen(path, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "sparsering: knn: cannot write %s\n", path);
+        return CLI_FAILED;
+    }
+    fprintf(f, "# query\trank\tneighbour\tdistance   (rows numbered from 0)\n");
+    int64_t rows = path ? nq : (shown < nq ? shown : nq);
+    for (int64_t q = 0; q < rows; q++)
+        for (int64_t t = 0; t < k; t++)
+            fprintf(f, "%lld\t%lld\t%lld\t%.9g\n", (long long)q, (long long)t + 1, (long long)idx[q * k + t],
+                    dist[q * k + t]);
+    if (!path && rows < nq)
+        fprintf(f, "# ... %lld more queries (use --out FILE for all)\n", (long long)(nq - rows));
+    if (path && fclose(f) != 0) {
+        fprintf(stderr, "sparsering: knn: writing %s failed\n", path);
+        return CLI_FAILED;
+    }
+    return CLI_OK;
+}
+
+int cmd_knn(const cli_globals *g, int argc, char **argv)
+{
+    const char *data = NULL, *queries = NULL, *out = NULL, *metric_name = "euclidean";
+    int64_t k = 10;
+    double p = 2.0;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && strcmp(argv[i], "--metric") == 0)
+            metric_name = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "-k") == 0)
+            k = atoll(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--p") == 0)
+            p = atof(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--queries") == 0)
+            queries = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--out") == 0)
+            out = argv[++i];
+        else if (argv[i][0] != '-' && !data)
+            data = argv[i];
+        else
+            data = NULL, i = argc; /* force the usage message */
+    }
+    if (!data || k < 1) {
+        fprintf(stderr, "usage: sparsering knn DATA.mtx [--metric NAME] [-k K] [--p P] [--queries Q.mtx] [--out FILE]\n");
+        return CLI_USAGE;
+    }
+    sr_metric metric;
+    sr_status s = sr_metric_from_name(metric_name, &metric);
+    if (s != SR_SUCCESS)
+        return cli_fail(s, "knn");
+    sr_context ctx;
+    int rc = cli_context(g, &ctx);
+    if (rc != CLI_OK)
+        return rc;
+    sr_matrix X = NULL, Q = NULL;
+    int64_t *idx = NULL;
+    double *dist = NULL;
+    double t0 = cli_seconds();
+    s = sr_matrix_read_mm(ctx, data, SR_TYPE_FLOAT32, &X, NULL);
+    if (s == SR_SUCCESS && queries)
+        s = sr_matrix_read_mm(ctx, queries, SR_TYPE_FLOAT32, &Q, NULL);
+    double t_read = cli_seconds() - t0;
+    if (s != SR_SUCCESS) {
+        rc = cli_fail(s, "knn");
+        goto done;
+    }
+    if ((s = to_backend(ctx, &X)) != SR_SUCCESS || (Q && (s = to_backend(ctx, &Q)) != SR_SUCCESS)) {
+        rc = cli_fail(s, "knn");
+        goto done;
+    }
+    sr_matrix_info qi;
+    sr_matrix_get_info(Q ? Q : X, &qi);
+    idx = malloc((size_t)(qi.nrows * k + 1) * sizeof *idx);
+    dist = malloc((size_t)(qi.nrows * k + 1) * sizeof *dist);
+    if (!idx || !dist) {
+        fprintf(stderr, "sparsering: knn: out of memory for %lld x %lld results\n", (long long)qi.nrows, (long long)k);
+        rc = CLI_FAILED;
+        goto done;
+    }
+    sr_dense D = sr_dense_view(dist, qi.nrows, k, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    double last = cli_seconds();
+    sr_knn_options opts = {isatty(2) ? report_progress : NULL, &last};
+    t0 = cli_seconds();
+    s = sr_knn(ctx, X, Q ? Q : X, k, metric, p, idx, &D, &opts);
+    double t_knn = cli_seconds() - t0;
+    if (s != SR_SUCCESS) {
+        rc = cli_fail(s, "knn");
+        goto done;
+    }
+    sr_backend b;
+    sr_context_get_backend(ctx, &b);
+    fprintf(stderr, "knn: %lld queries, k %lld, %s, %s backend: read %.3f s, k-NN %.3f s\n", (long long)qi.nrows,
+            (long long)k, sr_metric_name(metric), b == SR_BACKEND_CUDA ? "cuda" : "cpu", t_read, t_knn);
+    rc = write_result(out, idx, dist, qi.nrows, k, 5);
+done:
+    free(idx);
+    free(dist);
+    sr_matrix_free(X);
+    sr_matrix_free(Q);
+    sr_context_destroy(ctx);
+    return rc;
+}
