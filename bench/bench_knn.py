@@ -56,11 +56,14 @@ def baseline_knn(cp, cpx, X, Q, metric, k):
         xm = cp.asarray(X.sum(axis=1)).ravel()
         qm = cp.asarray(Q.sum(axis=1)).ravel()
         cov = dot - qm[:, None] * xm[None, :] / d
-        D = 1 - cov / cp.sqrt((qs - qm * qm / d)[:, None] * (xs - xm * xm / d)[None, :])
+        den = cp.sqrt(cp.maximum((qs - qm * qm / d)[:, None] * (xs - xm * xm / d)[None, :], 0))
+        D = cp.where(den > 0, 1 - cov / cp.where(den > 0, den, 1), 1)  # constant rows: 1, as sparsering
     elif metric == "jaccard":
-        D = 1 - dot / (qs[:, None] + xs[None, :] - dot)
+        union = qs[:, None] + xs[None, :] - dot
+        D = cp.where(union > 0, 1 - dot / cp.where(union > 0, union, 1), 0)  # two empty rows: 0
     elif metric == "dice":
-        D = 1 - 2 * dot / (qs[:, None] + xs[None, :])
+        tot = qs[:, None] + xs[None, :]
+        D = cp.where(tot > 0, 1 - 2 * dot / cp.where(tot > 0, tot, 1), 0)
     elif metric == "russellrao":
         D = (d - dot) / d
     elif metric == "hellinger":  # X, Q hold square roots: qs, xs are the plain sums
