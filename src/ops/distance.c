@@ -20,11 +20,12 @@ typedef struct prepared {
 
 static void release(prepared *p)
 {
+    /* the norms first: their sizes come from the matrices, which may be the cast copies */
+    sr_mem_free(p->ctx, p->where, p->qnorm, 2 * sizeof(double) * (size_t)(p->in.Q ? p->in.Q->nrows : 0));
+    sr_mem_free(p->ctx, p->where, p->xnorm, 2 * sizeof(double) * (size_t)(p->in.X ? p->in.X->nrows : 0));
     sr_matrix_destroy(p->q_cast);
     sr_matrix_destroy(p->x_cast);
     sr_matrix_destroy(p->xt);
-    sr_mem_free(p->ctx, p->where, p->qnorm, 2 * sizeof(double) * (size_t)(p->in.Q ? p->in.Q->nrows : 0));
-    sr_mem_free(p->ctx, p->where, p->xnorm, 2 * sizeof(double) * (size_t)(p->in.X ? p->in.X->nrows : 0));
 }
 
 /* M in the compute type: M itself, or a cast copy kept in *owned. */
