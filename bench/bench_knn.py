@@ -185,9 +185,9 @@ def main():
         print(f"# {name}: {X.shape[0]} x {X.shape[1]}, {X.nnz} nnz, {len(qrows)} queries, k {args.k}", flush=True)
         for metric in args.metrics.split(","):
             run_case(lib, ctx, cp, cpx, name, X, qrows, metric, args.k, args, rows)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            if args.json:  # after every case: a run cut short keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -308,19 +308,6 @@ static void run_all(void)
 int main(void)
 {
     test_seed("test_distance");
-    sr_context_options o = sr_context_options_default();
-    o.backend = SR_BACKEND_CPU;
-    CHECK_OK(sr_context_create(&ctx, &o));
-    where = SR_HOST;
-    run_all();
-    sr_context_destroy(ctx);
-    o.backend = SR_BACKEND_CUDA;
-    if (sr_context_create(&ctx, &o) == SR_SUCCESS) {
-        where = SR_DEVICE;
-        run_all();
-        sr_context_destroy(ctx);
-    } else {
-        printf("device part skipped: %s\n", sr_last_error());
-    }
+    test_on_each_backend(&ctx, &where, run_all);
     return test_finish("test_distance");
 }

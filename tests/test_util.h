@@ -192,6 +192,26 @@ static inline sr_matrix test_make_matrix(sr_context ctx, const test_csr *m)
     return A;
 }
 
+/* Runs run() with *ctx and *where set to a CPU context on the host, then to a CUDA context on the
+ * device when one can be made (else prints why that part is skipped). */
+static inline void test_on_each_backend(sr_context *ctx, sr_location *where, void (*run)(void))
+{
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CPU;
+    CHECK_OK(sr_context_create(ctx, &o));
+    *where = SR_HOST;
+    run();
+    sr_context_destroy(*ctx);
+    o.backend = SR_BACKEND_CUDA;
+    if (sr_context_create(ctx, &o) == SR_SUCCESS) {
+        *where = SR_DEVICE;
+        run();
+        sr_context_destroy(*ctx);
+    } else {
+        printf("device part skipped: %s\n", sr_last_error());
+    }
+}
+
 static const sr_type test_all_types[] = {SR_TYPE_BOOL, SR_TYPE_INT32, SR_TYPE_FLOAT32, SR_TYPE_FLOAT64};
 
 /* Shapes every conversion test runs over: empty, degenerate and skewed. */

@@ -88,15 +88,16 @@ static void scratch_free(scratch *s)
 
 static bool scratch_init(scratch *s, const sr_distance_inputs *in)
 {
-    int64_t n = in->X->nrows, d = in->X->ncols, widest = 1;
-    for (int64_t j = 0; j < in->Q->nrows; j++)
-        if (in->Q->rowptr[j + 1] - in->Q->rowptr[j] > widest)
-            widest = in->Q->rowptr[j + 1] - in->Q->rowptr[j];
+    int64_t n = in->X->nrows, d = in->X->ncols;
     *s = (scratch){0};
     if (sr_metric_kind_of(in->metric) != SR_MK_MAX) {
         s->acc = malloc((size_t)(n > 0 ? n : 1) * (size_t)sr_metric_accumulators(in->metric) * sizeof *s->acc);
         return s->acc != NULL;
     }
+    int64_t widest = 1;
+    for (int64_t j = 0; j < in->Q->nrows; j++)
+        if (in->Q->rowptr[j + 1] - in->Q->rowptr[j] > widest)
+            widest = in->Q->rowptr[j + 1] - in->Q->rowptr[j];
     s->qdense = malloc((size_t)(d > 0 ? d : 1) * sizeof *s->qdense);
     s->qmark = malloc((size_t)(d > 0 ? d : 1) * sizeof *s->qmark);
     s->seen = malloc((size_t)(d > 0 ? d : 1) * sizeof *s->seen);

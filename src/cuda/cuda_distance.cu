@@ -174,8 +174,7 @@ template <typename T> __global__ void __launch_bounds__(kThreads) chebyshev_kern
     }
 }
 
-template <typename T, sr_metric M> sr_status launch(const sr_distance_inputs *in, tile_args<T> a, int64_t nq,
-                                                    cudaStream_t stream) {
+template <typename T, sr_metric M> sr_status launch(tile_args<T> a, int64_t nq, cudaStream_t stream) {
     if constexpr (sr_metric_kind_of(M) == SR_MK_MAX) {
         int64_t blocks_y = (a.nx + kThreads - 1) / kThreads;
         dim3 grid((unsigned)nq, (unsigned)(blocks_y < kMaxGridY ? blocks_y : kMaxGridY));
@@ -187,7 +186,6 @@ template <typename T, sr_metric M> sr_status launch(const sr_distance_inputs *in
         dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
         intersect_kernel<T, M><<<grid, kThreads, kTileBytes, stream>>>(a);
     }
-    (void)in;
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }
@@ -197,7 +195,7 @@ template <typename T, int M = 0> sr_status dispatch(const sr_distance_inputs *in
                                                     cudaStream_t stream) {
     if constexpr (M < SR_METRIC_COUNT) {
         if ((int)in->metric == M)
-            return launch<T, (sr_metric)M>(in, a, nq, stream);
+            return launch<T, (sr_metric)M>(a, nq, stream);
         return dispatch<T, M + 1>(in, a, nq, stream);
     } else {
         return sr_error(SR_ERROR_INTERNAL, "distances: metric %d has no CUDA kernel", (int)in->metric);

@@ -10,19 +10,8 @@ import scipy.io
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-import sr_ctypes as sr  # noqa: E402
-
-BUILD = os.environ.get("SPARSERING_BUILD", "build")
-DATA = os.environ.get("SPARSERING_TEST_DATA", "")
-SEED = int(os.environ.get("SR_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
-print(f"test_distance_sklearn: seed {SEED} (rerun with SR_TEST_SEED={SEED})")
-
-lib = sr.load(BUILD)
-BACKENDS = [("cpu", lib.context(backend=1), sr.HOST)]
-_gpu = lib.context_or_none(2)
-if _gpu is not None:
-    BACKENDS.append(("cuda", _gpu, sr.DEVICE))
+sys.path.insert(0, os.path.dirname(__file__))
+from common import BACKENDS, DATA, SEED, lib, sr  # noqa: E402
 
 # our name -> (scipy cdist name, how to prepare the dense rows, keyword arguments)
 SCIPY = {
