@@ -301,6 +301,15 @@ static void run_all(void)
         check_knn(m, SR_TYPE_FLOAT64, 25, 500, 25, 17, 3);
         check_knn(m, SR_TYPE_FLOAT64, 6, 40, 9, 40, 2); /* k = all rows */
     }
+    /* long rows of distances: the device selects per chunk, then among the chunks' candidates;
+     * one entry per row makes long runs of equal distances whose ties cross the chunks */
+    const sr_metric chunked[] = {SR_METRIC_COSINE, SR_METRIC_L2, SR_METRIC_CHEBYSHEV, SR_METRIC_INNER_PRODUCT};
+    for (size_t i = 0; i < sizeof chunked / sizeof *chunked; i++)
+        check_knn(chunked[i], SR_TYPE_FLOAT32, 4, 70000, 64, 5, 1);
+    check_knn(SR_METRIC_COSINE, SR_TYPE_FLOAT32, 3, 70000, 64, 1024, 1);
+    /* thousands of exact ties per chunk: more than the selection's slots, taken in index order */
+    check_knn(SR_METRIC_COSINE, SR_TYPE_FLOAT32, 3, 70000, 4, 1024, 1);
+    check_knn(SR_METRIC_L1, SR_TYPE_FLOAT64, 3, 70000, 4, 700, 1);
     check_rejections();
     check_progress_and_batches();
 }

@@ -16,6 +16,10 @@ typedef struct sr_distance_inputs {
     const struct sr_matrix_s *X;  /* index rows, same type and column count */
     const struct sr_matrix_s *XT; /* X transposed: for each column, the index rows that hold it */
     const double *qnorm, *xnorm;  /* two norms per row (sr_metric_norm_add) */
+    /* Chebyshev on the device: each row's entries by decreasing magnitude (columns and absolute
+     * values, sr_cuda_magnitude_order) and, for the queries, each entry's place in that order */
+    const int32_t *q_mag_col, *x_mag_col, *q_rank;
+    const void *q_mag_abs, *x_mag_abs;
 } sr_distance_inputs;
 
 /* Where output element (query row r of a batch, index row i) goes: out[r*row_stride + i*col_stride]. */

@@ -43,11 +43,16 @@ sr_status sr_cuda_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s
 sr_status sr_cuda_distance_norms(const struct sr_matrix_s *A, sr_metric metric, double p, double *norms);
 /* *row = the first row holding NaN/infinity (or a negative value when `nonnegative`), else -1. */
 sr_status sr_cuda_first_bad_row(const struct sr_matrix_s *A, bool nonnegative, int64_t *row);
+/* Each row of A (float32/64) by decreasing |value|: col[t], abs[t] for t in the row's range, and
+ * rank[e] = the place of entry e in that order (rank may be NULL). Stable: ties keep column order. */
+sr_status sr_cuda_magnitude_order(const struct sr_matrix_s *A, int32_t *col, void *abs, int32_t *rank);
 sr_status sr_cuda_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, const sr_strided_out *out);
 /* k <= 1024. */
 sr_status sr_cuda_select_rows(struct sr_context_s *ctx, const void *block, sr_type type, int64_t rows, int64_t n,
                               int64_t ld, int64_t k, bool largest, int64_t *idx, int64_t ld_idx,
                               const sr_strided_out *dist);
+/* Device scratch per row that sr_cuda_select_rows takes beside the block (its candidates). */
+size_t sr_cuda_select_scratch_per_row(int64_t n, int64_t k, sr_type type);
 
 #ifdef __cplusplus
 }

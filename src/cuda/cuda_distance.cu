@@ -9,8 +9,14 @@
 // the tile. Blocks of one tile run side by side (queries vary fastest), so the tile's slice of
 // XT stays in L2 while many queries sweep it.
 //
-// Chebyshev (a max, no intersection split): one thread per (query, index row) merges the two
-// rows, the query held in shared memory.
+// Chebyshev, max over the union of |q - x|, is max(A, B, C): A over the shared columns, B = the
+// largest |q| off x, C = the largest |x| off q. The same tiles and sweep keep A (an atomic max)
+// and a bit mask of which of the query's 32 largest-|q| entries the row shares: B is the
+// magnitude at the first clear bit. C walks the row's entries by decreasing |x| until one falls
+// outside the query (a search in the query's columns); rows sharing nothing take max(|q|, |x|)
+// at once. So Chebyshev also touches only pairs of shared entries plus a short walk per
+// intersecting pair, where a merge of the two rows would touch every entry of both.
+#include <cub/device/device_segmented_sort.cuh>
 #include <type_traits>
 
 #include "cuda_common.cuh"
@@ -86,6 +92,8 @@ template <typename T> struct tile_args {
     const int32_t *xcol, *xtrow;
     const T *xval, *xtval;
     const double *qnorm, *xnorm;
+    const int32_t *q_mag_col, *x_mag_col, *q_rank; // Chebyshev: rows by decreasing |value|
+    const T *q_mag_abs, *x_mag_abs;
     int64_t nx;
     double d, p;
     T *out;
@@ -141,44 +149,113 @@ template <typename T, sr_metric M> __global__ void __launch_bounds__(kThreads) i
     }
 }
 
-constexpr int kChebyshevShared = 2048; // query entries kept in shared memory
+template <typename T> struct ordered_bits; // nonnegative floats order as their bits
+template <> struct ordered_bits<float> {
+    using type = unsigned;
+    __device__ static type of(float v) { return __float_as_uint(v); }
+    __device__ static float value(type b) { return __uint_as_float(b); }
+};
+template <> struct ordered_bits<double> {
+    using type = unsigned long long;
+    __device__ static type of(double v) { return (type)__double_as_longlong(v); }
+    __device__ static double value(type b) { return __longlong_as_double((long long)b); }
+};
+
+constexpr int kRankBits = 32; // the query's largest entries tracked per row
+
+template <typename T> __host__ __device__ constexpr int chebyshev_tile_rows() {
+    return kTileBytes / (int)(sizeof(typename ordered_bits<T>::type) + sizeof(unsigned));
+}
+
+__device__ inline bool holds(const int32_t *cols, int64_t n, int32_t c) {
+    const int64_t at = lower_bound(cols, n, c);
+    return at < n && cols[at] == c;
+}
+
+// B when the row shares all of the query's tracked entries: the rest of the query's order.
+template <typename T> __device__ double query_off_row(const tile_args<T> &a, int64_t qbegin, int64_t qn, int64_t i) {
+    const int32_t *xcols = a.xcol + a.xptr[i];
+    const int64_t xn = a.xptr[i + 1] - a.xptr[i];
+    for (int64_t t = kRankBits; t < qn; t++)
+        if (!holds(xcols, xn, a.q_mag_col[qbegin + t]))
+            return (double)a.q_mag_abs[qbegin + t];
+    return 0.0;
+}
+
+// C: the largest |x| whose column the query lacks.
+template <typename T> __device__ double row_off_query(const tile_args<T> &a, int64_t qbegin, int64_t qn, int64_t i) {
+    for (int64_t t = a.xptr[i]; t < a.xptr[i + 1]; t++)
+        if (!holds(a.qcol + qbegin, qn, a.x_mag_col[t]))
+            return (double)a.x_mag_abs[t];
+    return 0.0;
+}
 
 template <typename T> __global__ void __launch_bounds__(kThreads) chebyshev_kernel(tile_args<T> a) {
-    __shared__ int32_t scol[kChebyshevShared];
-    __shared__ T sval[kChebyshevShared];
-    const int64_t j = a.q0 + blockIdx.x, qbegin = a.qptr[j], qn = a.qptr[j + 1] - qbegin;
-    const bool shared = qn <= kChebyshevShared;
-    if (shared)
-        for (int t = threadIdx.x; t < qn; t += kThreads) {
-            scol[t] = a.qcol[qbegin + t];
-            sval[t] = a.qval[qbegin + t];
+    using Bits = typename ordered_bits<T>::type;
+    constexpr int tile_rows = chebyshev_tile_rows<T>();
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Bits *shared_max = reinterpret_cast<Bits *>(smem_raw); // A's bits + 1; 0: nothing shared
+    unsigned *shared_ranks = reinterpret_cast<unsigned *>(shared_max + tile_rows);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kThreads / 32;
+    const int64_t j = a.q0 + blockIdx.x;
+    const int64_t qbegin = a.qptr[j], qn = a.qptr[j + 1] - qbegin;
+    const double qmax = qn > 0 ? (double)a.q_mag_abs[qbegin] : 0.0;
+    T *out_row = a.out + (int64_t)blockIdx.x * a.rs;
+
+    for (int64_t i0 = (int64_t)blockIdx.y * tile_rows; i0 < a.nx; i0 += (int64_t)gridDim.y * tile_rows) {
+        const int rows = (int)(a.nx - i0 < tile_rows ? a.nx - i0 : tile_rows);
+        for (int r = threadIdx.x; r < rows; r += kThreads) {
+            shared_max[r] = 0;
+            shared_ranks[r] = 0;
         }
-    __syncthreads();
-    const int32_t *qc = shared ? scol : a.qcol + qbegin;
-    const T *qv = shared ? sval : a.qval + qbegin;
-    for (int64_t i = (int64_t)blockIdx.y * kThreads + threadIdx.x; i < a.nx; i += (int64_t)gridDim.y * kThreads) {
-        int64_t u = 0, v = a.xptr[i];
-        const int64_t vend = a.xptr[i + 1];
-        double m = 0.0;
-        while (u < qn && v < vend) {
-            const int32_t cu = qc[u], cv = a.xcol[v];
-            const double d = cu == cv ? fabs((double)qv[u++] - (double)a.xval[v++])
-                                      : cu < cv ? fabs((double)qv[u++]) : fabs((double)a.xval[v++]);
-            m = d > m ? d : m;
+        __syncthreads();
+        for (int64_t e = qbegin + warp; e < qbegin + qn; e += warps) {
+            const int32_t c = a.qcol[e];
+            const T q = a.qval[e];
+            const int rank = a.q_rank[e];
+            const unsigned bit = rank < kRankBits ? 1u << rank : 0u;
+            const int64_t lo = warp_lower_bound(a.xtrow, a.xtptr[c], a.xtptr[c + 1], i0, lane);
+            const int64_t hi = warp_lower_bound(a.xtrow, lo, a.xtptr[c + 1], i0 + rows, lane);
+            for (int64_t t = lo + lane; t < hi; t += 32) {
+                const int r = a.xtrow[t] - (int)i0;
+                atomicMax(&shared_max[r], ordered_bits<T>::of(fabs(q - a.xtval[t])) + 1);
+                if (bit)
+                    atomicOr(&shared_ranks[r], bit);
+            }
         }
-        for (; u < qn; u++)
-            m = fmax(m, fabs((double)qv[u]));
-        for (; v < vend; v++)
-            m = fmax(m, fabs((double)a.xval[v]));
-        a.out[(int64_t)blockIdx.x * a.rs + i * a.cs] = (T)m;
+        __syncthreads();
+        for (int r = threadIdx.x; r < rows; r += kThreads) {
+            const int64_t i = i0 + r;
+            const Bits m = shared_max[r];
+            double d;
+            if (m == 0) { // nothing shared
+                d = a.xptr[i + 1] > a.xptr[i] ? (double)a.x_mag_abs[a.xptr[i]] : 0.0;
+                d = d > qmax ? d : qmax;
+            } else {
+                d = (double)ordered_bits<T>::value(m - 1);
+                const unsigned ranks = shared_ranks[r];
+                double b = 0.0;
+                if (ranks != ~0u) {
+                    const int first_off = __ffs(~ranks) - 1;
+                    b = first_off < qn ? (double)a.q_mag_abs[qbegin + first_off] : 0.0;
+                } else {
+                    b = query_off_row(a, qbegin, qn, i);
+                }
+                const double c = row_off_query(a, qbegin, qn, i);
+                d = fmax(d, fmax(b, c));
+            }
+            out_row[i * a.cs] = (T)d;
+        }
+        __syncthreads();
     }
 }
 
 template <typename T, sr_metric M> sr_status launch(tile_args<T> a, int64_t nq, cudaStream_t stream) {
     if constexpr (sr_metric_kind_of(M) == SR_MK_MAX) {
-        int64_t blocks_y = (a.nx + kThreads - 1) / kThreads;
-        dim3 grid((unsigned)nq, (unsigned)(blocks_y < kMaxGridY ? blocks_y : kMaxGridY));
-        chebyshev_kernel<T><<<grid, kThreads, 0, stream>>>(a);
+        a.tile_rows = chebyshev_tile_rows<T>();
+        int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
+        dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
+        chebyshev_kernel<T><<<grid, kThreads, kTileBytes, stream>>>(a);
     } else {
         using Acc = acc_t<T, M>;
         a.tile_rows = kTileBytes / (int)(sizeof(Acc) * sr_metric_accumulators(M));
@@ -219,6 +296,11 @@ template <typename T> sr_status distance_rows(const sr_distance_inputs *in, int6
     }
     a.qnorm = in->qnorm;
     a.xnorm = in->xnorm;
+    a.q_mag_col = in->q_mag_col;
+    a.x_mag_col = in->x_mag_col;
+    a.q_rank = in->q_rank;
+    a.q_mag_abs = static_cast<const T *>(in->q_mag_abs);
+    a.x_mag_abs = static_cast<const T *>(in->x_mag_abs);
     a.nx = X->nrows;
     a.d = (double)X->ncols;
     a.p = in->p;
@@ -236,7 +318,62 @@ template <typename T> sr_status distance_rows(const sr_distance_inputs *in, int6
     return SR_SUCCESS;
 }
 
+template <typename T> __global__ void absolute_kernel(const T *vals, int64_t n, T *abs_out, int64_t *position) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+        abs_out[e] = fabs(vals[e]);
+        position[e] = e;
+    }
+}
+
+// From the sorted positions: the columns in magnitude order and each entry's rank (a warp a row).
+__global__ void magnitude_columns_kernel(const int64_t *rowptr, const int32_t *colind, int64_t nrows,
+                                         const int64_t *sorted_position, int32_t *col, int32_t *rank) {
+    const int lane = threadIdx.x & 31;
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < nrows;
+         r += (int64_t)gridDim.x * blockDim.x / 32)
+        for (int64_t t = rowptr[r] + lane; t < rowptr[r + 1]; t += 32) {
+            const int64_t e = sorted_position[t];
+            col[t] = colind[e];
+            if (rank)
+                rank[e] = (int32_t)(t - rowptr[r]);
+        }
+}
+
+template <typename T> sr_status magnitude_order(const sr_matrix_s *A, int32_t *col, T *abs, int32_t *rank) {
+    cudaStream_t stream = stream_of(A->ctx);
+    buffer<T> keys(A->ctx);
+    buffer<int64_t> position(A->ctx), sorted(A->ctx);
+    buffer<unsigned char> temp(A->ctx);
+    SR_TRY(keys.allocate((size_t)A->nnz));
+    SR_TRY(position.allocate((size_t)A->nnz));
+    SR_TRY(sorted.allocate((size_t)A->nnz));
+    absolute_kernel<T><<<grid_for(A->nnz), 256, 0, stream>>>(static_cast<const T *>(A->values), A->nnz, keys.get(),
+                                                             position.get());
+    SR_CUDA_LAUNCHED();
+    size_t bytes = 0;
+    SR_CUDA_TRY(cub::DeviceSegmentedSort::StableSortPairsDescending(nullptr, bytes, keys.get(), abs, position.get(),
+                                                                    sorted.get(), A->nnz, A->nrows, A->rowptr,
+                                                                    A->rowptr + 1, stream));
+    SR_TRY(temp.allocate(bytes));
+    SR_CUDA_TRY(cub::DeviceSegmentedSort::StableSortPairsDescending(temp.get(), bytes, keys.get(), abs, position.get(),
+                                                                    sorted.get(), A->nnz, A->nrows, A->rowptr,
+                                                                    A->rowptr + 1, stream));
+    magnitude_columns_kernel<<<grid_for(A->nrows * 32), 256, 0, stream>>>(A->rowptr, A->colind, A->nrows,
+                                                                          sorted.get(), col, rank);
+    SR_CUDA_LAUNCHED();
+    SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the scratch goes
+    return SR_SUCCESS;
+}
+
 } // namespace
+
+extern "C" sr_status sr_cuda_magnitude_order(const sr_matrix_s *A, int32_t *col, void *abs, int32_t *rank) {
+    device_guard guard(A->ctx->device);
+    if (A->nnz == 0)
+        return SR_SUCCESS;
+    return A->type == SR_TYPE_FLOAT32 ? magnitude_order<float>(A, col, static_cast<float *>(abs), rank)
+                                      : magnitude_order<double>(A, col, static_cast<double *>(abs), rank);
+}
 
 extern "C" sr_status sr_cuda_distance_norms(const sr_matrix_s *A, sr_metric metric, double p, double *norms) {
     device_guard guard(A->ctx->device);

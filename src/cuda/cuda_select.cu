@@ -1,4 +1,7 @@
-// k-selection on the GPU: one block per row of distances.
+// k-selection on the GPU. A long row is cut into chunks; one block per (row, chunk) keeps the
+// chunk's k best as candidates, and a second launch selects among a row's candidates. A block
+// alone streams a row far below the memory's speed (few loads in flight), so a batch of few long
+// rows needs many blocks per row to fill the device.
 //
 // Values become order-preserving unsigned keys (negated for `largest`). Radix narrowing: a
 // histogram of the next 11 key bits over the elements that match the bits fixed so far finds
@@ -31,6 +34,10 @@ template <> struct keys<float> {
         u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
         return largest ? ~u : u;
     }
+    __device__ static float value(type key, bool largest) { // of()'s inverse
+        const uint32_t u = largest ? ~key : key;
+        return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+    }
 };
 template <> struct keys<double> {
     using type = unsigned long long;
@@ -39,6 +46,21 @@ template <> struct keys<double> {
         u = (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
         return largest ? ~u : u;
     }
+    __device__ static double value(type key, bool largest) {
+        const unsigned long long u = largest ? ~key : key;
+        return __longlong_as_double(
+            (long long)((u & 0x8000000000000000ull) ? (u & 0x7fffffffffffffffull) : ~u));
+    }
+};
+
+// Where a selection goes: the caller's outputs (final) or a row's candidate slots (chunked).
+template <typename T> struct select_out {
+    int64_t *idx;
+    int64_t ld_idx;
+    T *dist;
+    int64_t rs, cs;
+    T *cand_val; // non-null: write k (value, index) candidates per (row, chunk) here
+    int32_t *cand_idx;
 };
 
 template <typename T> struct select_shared {
@@ -51,14 +73,19 @@ template <typename T> struct select_shared {
     int digit, below, in_bin, sure_count, cand_count;
 };
 
+// Block (row, chunk) selects the k best of row[chunk * blockIdx.y, ...) of the block; `in_idx`
+// (stage two) maps positions to the indices the candidates came from.
 template <typename T>
 __global__ void __launch_bounds__(kSelectThreads)
-    select_kernel(const T *block, int64_t n, int64_t ld, int k, bool largest, int64_t *out_idx, int64_t ld_idx,
-                  T *out_dist, int64_t rs, int64_t cs) {
+    select_kernel(const T *block, int64_t n_row, int64_t ld, int64_t chunk, int k_want, bool largest,
+                  const int32_t *in_idx, select_out<T> out) {
     using K = typename keys<T>::type;
     constexpr int kKeyBits = 8 * sizeof(K);
     __shared__ select_shared<T> sh;
-    const T *row = block + (int64_t)blockIdx.x * ld;
+    const int64_t begin = (int64_t)blockIdx.y * chunk;
+    const int64_t n = n_row - begin < chunk ? n_row - begin : chunk;
+    const int k = n < k_want ? (int)n : k_want;
+    const T *row = block + (int64_t)blockIdx.x * ld + begin;
     const int tid = threadIdx.x;
 
     // narrowing: `known` high bits are fixed to `prefix`; `need` more must come from inside it
@@ -162,14 +189,61 @@ __global__ void __launch_bounds__(kSelectThreads)
             }
             __syncthreads();
         }
-    for (int t = tid; t < k; t += kSelectThreads) {
-        const int i = sh.idx[t];
-        out_idx[(int64_t)blockIdx.x * ld_idx + t] = i;
-        out_dist[(int64_t)blockIdx.x * rs + t * cs] = row[i];
+    for (int t = tid; t < k_want; t += kSelectThreads) {
+        const bool real = t < k;
+        const int i = real ? sh.idx[t] : 0;
+        const T v = real ? row[i] : (T)keys<T>::value(~(K)0, largest); // padding sorts last
+        const int64_t from = in_idx ? in_idx[(int64_t)blockIdx.x * ld + begin + i] : begin + i;
+        if (out.cand_val) {
+            const int64_t slot = ((int64_t)blockIdx.x * gridDim.y + blockIdx.y) * k_want + t;
+            out.cand_val[slot] = v;
+            out.cand_idx[slot] = real ? (int32_t)from : INT32_MAX;
+        } else {
+            out.idx[(int64_t)blockIdx.x * out.ld_idx + t] = from;
+            out.dist[(int64_t)blockIdx.x * out.rs + t * out.cs] = v;
+        }
     }
 }
 
+// Chunk length: long enough that the candidates are a small part of the row, short enough that
+// a batch of a few hundred rows still makes thousands of blocks.
+int64_t chunk_length(int64_t k) { return k * 16 > 16384 ? k * 16 : 16384; }
+
+int64_t chunks_of(int64_t n, int64_t k) { return n > 2 * chunk_length(k) ? (n + chunk_length(k) - 1) / chunk_length(k) : 1; }
+
+template <typename T>
+sr_status select_rows(sr_context_s *ctx, const T *block, int64_t rows, int64_t n, int64_t ld, int k, bool largest,
+                      select_out<T> out, cudaStream_t stream) {
+    const int64_t chunks = chunks_of(n, k);
+    if (chunks == 1) {
+        select_kernel<T><<<dim3((unsigned)rows), kSelectThreads, 0, stream>>>(block, n, ld, n, k, largest, nullptr, out);
+        SR_CUDA_LAUNCHED();
+        return SR_SUCCESS;
+    }
+    const int64_t width = chunks * k; // candidates per row
+    buffer<T> cand_val(ctx);
+    buffer<int32_t> cand_idx(ctx);
+    SR_TRY(cand_val.allocate((size_t)(rows * width)));
+    SR_TRY(cand_idx.allocate((size_t)(rows * width)));
+    select_out<T> stage1 = out;
+    stage1.cand_val = cand_val.get();
+    stage1.cand_idx = cand_idx.get();
+    select_kernel<T><<<dim3((unsigned)rows, (unsigned)chunks), kSelectThreads, 0, stream>>>(
+        block, n, ld, chunk_length(k), k, largest, nullptr, stage1);
+    SR_CUDA_LAUNCHED();
+    select_kernel<T><<<dim3((unsigned)rows), kSelectThreads, 0, stream>>>(cand_val.get(), width, width, width, k,
+                                                                        largest, cand_idx.get(), out);
+    SR_CUDA_LAUNCHED();
+    SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the candidates are freed
+    return SR_SUCCESS;
+}
+
 } // namespace
+
+extern "C" size_t sr_cuda_select_scratch_per_row(int64_t n, int64_t k, sr_type type) {
+    const int64_t chunks = chunks_of(n, k);
+    return chunks == 1 ? 0 : (size_t)(chunks * k) * (sr_type_size(type) + sizeof(int32_t));
+}
 
 extern "C" sr_status sr_cuda_select_rows(sr_context_s *ctx, const void *block, sr_type type, int64_t rows, int64_t n,
                                          int64_t ld, int64_t k, bool largest, int64_t *idx, int64_t ld_idx,
@@ -181,17 +255,20 @@ extern "C" sr_status sr_cuda_select_rows(sr_context_s *ctx, const void *block, s
         return sr_error(SR_ERROR_OVERFLOW, "k-NN on the device: rows of %lld distances exceed the 32-bit limit",
                         (long long)n);
     cudaStream_t stream = stream_of(ctx);
-    for (int64_t r0 = 0; r0 < rows; r0 += 1 << 30) {
-        const int64_t count = rows - r0 < (1 << 30) ? rows - r0 : (1 << 30);
-        if (type == SR_TYPE_FLOAT32)
-            select_kernel<float><<<(unsigned)count, kSelectThreads, 0, stream>>>(
-                static_cast<const float *>(block) + r0 * ld, n, ld, (int)k, largest, idx + r0 * ld_idx, ld_idx,
-                static_cast<float *>(dist->data) + r0 * dist->row_stride, dist->row_stride, dist->col_stride);
-        else
-            select_kernel<double><<<(unsigned)count, kSelectThreads, 0, stream>>>(
-                static_cast<const double *>(block) + r0 * ld, n, ld, (int)k, largest, idx + r0 * ld_idx, ld_idx,
-                static_cast<double *>(dist->data) + r0 * dist->row_stride, dist->row_stride, dist->col_stride);
-        SR_CUDA_LAUNCHED();
+    for (int64_t r0 = 0; r0 < rows; r0 += 65535) { // grid y carries the chunks, x the rows
+        const int64_t count = rows - r0 < 65535 ? rows - r0 : 65535;
+        if (type == SR_TYPE_FLOAT32) {
+            select_out<float> out = {idx + r0 * ld_idx, ld_idx, static_cast<float *>(dist->data) + r0 * dist->row_stride,
+                                     dist->row_stride, dist->col_stride, nullptr, nullptr};
+            SR_TRY(select_rows<float>(ctx, static_cast<const float *>(block) + r0 * ld, count, n, ld, (int)k, largest,
+                                      out, stream));
+        } else {
+            select_out<double> out = {idx + r0 * ld_idx, ld_idx,
+                                      static_cast<double *>(dist->data) + r0 * dist->row_stride, dist->row_stride,
+                                      dist->col_stride, nullptr, nullptr};
+            SR_TRY(select_rows<double>(ctx, static_cast<const double *>(block) + r0 * ld, count, n, ld, (int)k,
+                                       largest, out, stream));
+        }
     }
     SR_CUDA_TRY(cudaStreamSynchronize(stream));
     return SR_SUCCESS;

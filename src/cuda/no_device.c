@@ -102,3 +102,13 @@ sr_status sr_cuda_select_rows(struct sr_context_s *ctx, const void *block, sr_ty
     (void)ld_idx; (void)dist;
     return no_cuda();
 }
+sr_status sr_cuda_magnitude_order(const struct sr_matrix_s *A, int32_t *col, void *abs, int32_t *rank)
+{
+    (void)A; (void)col; (void)abs; (void)rank;
+    return no_cuda();
+}
+size_t sr_cuda_select_scratch_per_row(int64_t n, int64_t k, sr_type type)
+{
+    (void)n; (void)k; (void)type;
+    return 0;
+}

@@ -16,13 +16,23 @@ typedef struct prepared {
     sr_location where;
     struct sr_matrix_s *q_cast, *x_cast, *xt;
     double *qnorm, *xnorm;
+    void *q_mag, *x_mag; /* Chebyshev on the device: magnitude orders (mag_bytes each) */
 } prepared;
+
+/* A magnitude order's block: columns, ranks, absolute values (see sr_distance_inputs). */
+static size_t mag_bytes(const struct sr_matrix_s *M)
+{
+    return M ? (size_t)M->nnz * (2 * sizeof(int32_t) + sr_type_size(M->type)) : 0;
+}
 
 static void release(prepared *p)
 {
     /* the norms first: their sizes come from the matrices, which may be the cast copies */
     sr_mem_free(p->ctx, p->where, p->qnorm, 2 * sizeof(double) * (size_t)(p->in.Q ? p->in.Q->nrows : 0));
     sr_mem_free(p->ctx, p->where, p->xnorm, 2 * sizeof(double) * (size_t)(p->in.X ? p->in.X->nrows : 0));
+    if (p->x_mag != p->q_mag)
+        sr_mem_free(p->ctx, p->where, p->x_mag, mag_bytes(p->in.X));
+    sr_mem_free(p->ctx, p->where, p->q_mag, mag_bytes(p->in.Q));
     sr_matrix_destroy(p->q_cast);
     sr_matrix_destroy(p->x_cast);
     sr_matrix_destroy(p->xt);
@@ -72,6 +82,19 @@ static sr_status norms_of(prepared *p, const struct sr_matrix_s *M, double **nor
     return SR_SUCCESS;
 }
 
+/* M's magnitude order, for the device Chebyshev kernel, in one block allocated here. */
+static sr_status magnitude_order(prepared *p, const struct sr_matrix_s *M, void **block, const int32_t **col,
+                                 const int32_t **rank, const void **abs)
+{
+    SR_TRY(sr_mem_alloc(p->ctx, SR_DEVICE, mag_bytes(M), block));
+    int32_t *c = (int32_t *)*block, *r = c + M->nnz;
+    void *a = r + M->nnz;
+    *col = c;
+    *rank = r;
+    *abs = a;
+    return sr_cuda_magnitude_order(M, c, a, r);
+}
+
 static sr_status prepare_steps(const char *fn, prepared *p, struct sr_matrix_s *queries, struct sr_matrix_s *index,
                                sr_type ctype)
 {
@@ -80,9 +103,20 @@ static sr_status prepare_steps(const char *fn, prepared *p, struct sr_matrix_s *
     SR_TRY(in_compute_type(p->ctx, index, ctype, &p->in.X, &p->x_cast));
     SR_TRY(check_values(fn, "the queries", p->in.Q, p->in.metric, threads));
     SR_TRY(check_values(fn, "the index", p->in.X, p->in.metric, threads));
-    if (sr_metric_kind_of(p->in.metric) != SR_MK_MAX) {
+    if (sr_metric_kind_of(p->in.metric) != SR_MK_MAX || p->where == SR_DEVICE) { /* the CPU merges for Chebyshev */
         SR_TRY(sr_matrix_transpose(p->ctx, (sr_matrix)p->in.X, &p->xt));
         p->in.XT = p->xt;
+    }
+    if (sr_metric_kind_of(p->in.metric) == SR_MK_MAX && p->where == SR_DEVICE) {
+        const int32_t *unused;
+        SR_TRY(magnitude_order(p, p->in.Q, &p->q_mag, &p->in.q_mag_col, &p->in.q_rank, &p->in.q_mag_abs));
+        if (p->in.X == p->in.Q) {
+            p->x_mag = p->q_mag;
+            p->in.x_mag_col = p->in.q_mag_col;
+            p->in.x_mag_abs = p->in.q_mag_abs;
+        } else {
+            SR_TRY(magnitude_order(p, p->in.X, &p->x_mag, &p->in.x_mag_col, &unused, &p->in.x_mag_abs));
+        }
     }
     SR_TRY(norms_of(p, p->in.Q, &p->qnorm));
     SR_TRY(norms_of(p, p->in.X, &p->xnorm));
@@ -242,7 +276,8 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     const int64_t nq = queries->nrows, n = index->nrows;
     const size_t es = sr_type_size(distances->type);
     const bool staged = distances->location != p.where;
-    size_t per_row = (size_t)n * es + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0);
+    size_t per_row = (size_t)n * es + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0) +
+                     (p.where == SR_DEVICE ? sr_cuda_select_scratch_per_row(n, k, distances->type) : 0);
     /* a block past ~1 GiB buys no speed (the device is full long before), only memory */
     int64_t b = batch_rows(ctx, p.where, nq, per_row);
     if (b > 1 && (size_t)b * per_row > kKnnBlockCap)
