@@ -1,0 +1,41 @@
+"""sparsering: sparse linear algebra over semirings, on the CPU and on CUDA GPUs.
+
+numpy arrays and scipy.sparse matrices go in and come out; the work is done by the sparsering C
+library (this package is a binding of it, not a second implementation).
+
+    >>> import scipy.sparse as sp, sparsering as sr
+    >>> X = sp.random(1000, 500, density=0.01, format="csr", random_state=0)
+    >>> dist, ind = sr.NearestNeighbors(n_neighbors=5, metric="cosine").fit(X).kneighbors(X[:10])
+    >>> D = sr.pairwise_distances(X[:5], X, metric="manhattan")
+    >>> C = sr.mxm(X, X.T.tocsr(), "plus_times")            # SpGEMM, a scipy csr_matrix
+    >>> y = sr.spmv(X, [1.0] * 500, "max_times")            # any semiring of sr.SEMIRINGS
+
+Backends: a Context picks "cpu", "cuda" or "auto" (the default: CUDA when a GPU is usable);
+set_default_context("cpu") changes what calls use when they name none.
+"""
+from . import _core
+from ._core import (CancelledError, DeviceError, DeviceOutOfMemoryError, FileError, InternalError,
+                    InvalidArgumentError, InvalidMatrixError, NoDeviceError, OutOfMemoryError, ParseError,
+                    SizeOverflowError, SparseringError, UnsupportedError)
+from ._matrix import BooleanMatrix, Context, Matrix, as_matrix, default_context, set_default_context
+from ._ops import METRICS, SEMIRINGS, kneighbors, mxm, pairwise_distances, spmm, spmv
+from .neighbors import NearestNeighbors
+
+__version__ = "0.1.0"
+
+
+def library_version():
+    """The C library's version and backends, e.g. "0.1.0 (cpu+cuda)"."""
+    return _core.version()
+
+
+def read_mm(path, dtype=None, context=None):
+    """Reads a Matrix Market file (.mtx or .mtx.gz) into a Matrix (to_scipy() gives a csr_matrix)."""
+    return Matrix.read_mm(path, dtype=dtype, context=context)
+
+
+__all__ = ["BooleanMatrix", "CancelledError", "Context", "DeviceError", "DeviceOutOfMemoryError", "FileError",
+           "InternalError", "InvalidArgumentError", "InvalidMatrixError", "METRICS", "Matrix", "NearestNeighbors",
+           "NoDeviceError", "OutOfMemoryError", "ParseError", "SEMIRINGS", "SizeOverflowError", "SparseringError",
+           "UnsupportedError", "as_matrix", "default_context", "kneighbors", "library_version", "mxm",
+           "pairwise_distances", "read_mm", "set_default_context", "spmm", "spmv"]

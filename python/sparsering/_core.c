@@ -1,0 +1,839 @@
+/* sparsering._core: the CPython binding of the public C API (include/sparsering.h).
+ *
+ * Thin by design: handles (Context, Matrix) and one function per C call. Arrays cross as
+ * buffers (numpy arrays without copies); their lengths are checked here against what the C
+ * call will read or write, since the library trusts the pointers it is given. Shapes, types
+ * and every other argument are checked by the library itself, whose messages become the
+ * exceptions. The GIL is released while the library works. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "sparsering.h"
+
+/* ------------------------------------------------------------------ errors */
+
+static PyObject *error_for_status[SR_ERROR_CANCELLED + 1];
+
+/* Raises the exception of status s with the library's message; returns NULL. */
+static PyObject *raise_status(sr_status s)
+{
+    PyObject *cls = s > 0 && s <= SR_ERROR_CANCELLED ? error_for_status[s] : error_for_status[SR_ERROR_INTERNAL];
+    const char *msg = sr_last_error();
+    PyObject *exc = PyObject_CallFunction(cls, "s", msg && *msg ? msg : sr_status_name(s));
+    if (!exc)
+        return NULL;
+    PyObject *name = PyUnicode_FromString(sr_status_name(s));
+    if (name) {
+        PyObject_SetAttrString(exc, "status", name);
+        Py_DECREF(name);
+    }
+    PyErr_SetObject(cls, exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+#define TRY(call)                                                                                                      \
+    do {                                                                                                               \
+        sr_status status_;                                                                                             \
+        Py_BEGIN_ALLOW_THREADS status_ = (call);                                                                       \
+        Py_END_ALLOW_THREADS if (status_ != SR_SUCCESS) return raise_status(status_);                                  \
+    } while (0)
+
+/* A buffer must hold `need` bytes for what the C call reads or writes. */
+static int check_bytes(const Py_buffer *b, size_t need, const char *what)
+{
+    if ((size_t)b->len < need) {
+        PyErr_Format(PyExc_ValueError, "%s holds %zd bytes, %zu needed", what, b->len, need);
+        return -1;
+    }
+    return 0;
+}
+
+/* A writable, contiguous (either order) buffer of obj; 0 on success. */
+static int writable_buffer(PyObject *obj, Py_buffer *b)
+{
+    b->obj = NULL;
+    return PyObject_GetBuffer(obj, b, PyBUF_WRITABLE | PyBUF_ANY_CONTIGUOUS) != 0 ? -1 : 0;
+}
+
+static void release_buffer(Py_buffer *b)
+{
+    if (b->obj)
+        PyBuffer_Release(b);
+}
+
+/* ------------------------------------------------------------------ Context */
+
+typedef struct {
+    PyObject_HEAD sr_context ctx;
+} ContextObject;
+
+static PyTypeObject ContextType;
+
+static int context_init(ContextObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"backend", "device", "threads", "workspace_limit", NULL};
+    sr_context_options o = sr_context_options_default();
+    int backend = (int)o.backend;
+    unsigned long long workspace = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|iiiK", names, &backend, &o.device, &o.threads, &workspace))
+        return -1;
+    o.backend = (sr_backend)backend;
+    o.workspace_limit = (size_t)workspace;
+    if (self->ctx) {
+        sr_context_destroy(self->ctx);
+        self->ctx = NULL;
+    }
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_context_create(&self->ctx, &o);
+    Py_END_ALLOW_THREADS if (s != SR_SUCCESS)
+    {
+        raise_status(s);
+        return -1;
+    }
+    return 0;
+}
+
+static void context_dealloc(ContextObject *self)
+{
+    sr_context_destroy(self->ctx);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static sr_context ctx_of(PyObject *o)
+{
+    if (!PyObject_TypeCheck(o, &ContextType) || !((ContextObject *)o)->ctx) {
+        PyErr_SetString(PyExc_TypeError, "expected a sparsering Context");
+        return NULL;
+    }
+    return ((ContextObject *)o)->ctx;
+}
+
+static PyObject *context_backend(ContextObject *self, PyObject *unused)
+{
+    (void)unused;
+    sr_backend b;
+    TRY(sr_context_get_backend(self->ctx, &b));
+    return PyLong_FromLong((long)b);
+}
+
+static PyObject *context_options(ContextObject *self, PyObject *unused)
+{
+    (void)unused;
+    sr_context_options o;
+    TRY(sr_context_get_options(self->ctx, &o));
+    return Py_BuildValue("{s:i,s:i,s:i,s:K}", "backend", (int)o.backend, "device", o.device, "threads", o.threads,
+                         "workspace_limit", (unsigned long long)o.workspace_limit);
+}
+
+static PyObject *context_synchronize(ContextObject *self, PyObject *unused)
+{
+    (void)unused;
+    TRY(sr_context_synchronize(self->ctx));
+    Py_RETURN_NONE;
+}
+
+static PyObject *context_device_memory(ContextObject *self, PyObject *unused)
+{
+    (void)unused;
+    size_t now = 0, peak = 0;
+    TRY(sr_context_device_memory(self->ctx, &now, &peak));
+    return Py_BuildValue("(KK)", (unsigned long long)now, (unsigned long long)peak);
+}
+
+static PyObject *context_reset_peak_memory(ContextObject *self, PyObject *unused)
+{
+    (void)unused;
+    TRY(sr_context_reset_peak_memory(self->ctx));
+    Py_RETURN_NONE;
+}
+
+static PyObject *context_set_threads(ContextObject *self, PyObject *arg)
+{
+    int threads = PyLong_AsLong(arg);
+    if (threads == -1 && PyErr_Occurred())
+        return NULL;
+    TRY(sr_context_set_threads(self->ctx, threads));
+    Py_RETURN_NONE;
+}
+
+static PyObject *context_set_workspace_limit(ContextObject *self, PyObject *arg)
+{
+    unsigned long long bytes = PyLong_AsUnsignedLongLong(arg);
+    if (bytes == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    TRY(sr_context_set_workspace_limit(self->ctx, (size_t)bytes));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef context_methods[] = {
+    {"backend", (PyCFunction)context_backend, METH_NOARGS, "The resolved backend: 1 cpu, 2 cuda."},
+    {"options", (PyCFunction)context_options, METH_NOARGS, "The context's options as a dict."},
+    {"synchronize", (PyCFunction)context_synchronize, METH_NOARGS, "Waits for device work."},
+    {"device_memory", (PyCFunction)context_device_memory, METH_NOARGS, "(current, peak) device bytes."},
+    {"reset_peak_memory", (PyCFunction)context_reset_peak_memory, METH_NOARGS, "Resets the peak."},
+    {"set_threads", (PyCFunction)context_set_threads, METH_O, "CPU threads (0: OpenMP's default)."},
+    {"set_workspace_limit", (PyCFunction)context_set_workspace_limit, METH_O, "Workspace bytes (0: automatic)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject ContextType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sparsering._core.Context",
+    .tp_basicsize = sizeof(ContextObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Context(backend=0, device=0, threads=0, workspace_limit=0): a sparsering context.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)context_init,
+    .tp_dealloc = (destructor)context_dealloc,
+    .tp_methods = context_methods,
+};
+
+/* ------------------------------------------------------------------ Matrix */
+
+typedef struct {
+    PyObject_HEAD sr_matrix m;
+    PyObject *context; /* the ContextObject it was made with */
+} MatrixObject;
+
+static PyTypeObject MatrixType;
+
+/* Wraps a new handle (taking ownership). */
+static PyObject *wrap_matrix(PyObject *context, sr_matrix m)
+{
+    MatrixObject *o = PyObject_New(MatrixObject, &MatrixType);
+    if (!o) {
+        sr_matrix_free(m);
+        return NULL;
+    }
+    o->m = m;
+    Py_INCREF(context);
+    o->context = context;
+    return (PyObject *)o;
+}
+
+static void matrix_dealloc(MatrixObject *self)
+{
+    sr_matrix_free(self->m);
+    Py_XDECREF(self->context);
+    PyObject_Free(self);
+}
+
+/* The handle of a Matrix argument; None gives NULL without an error when allowed. */
+static int matrix_arg(PyObject *o, sr_matrix *m, int none_ok, const char *what)
+{
+    if (o == Py_None && none_ok) {
+        *m = NULL;
+        return 0;
+    }
+    if (!PyObject_TypeCheck(o, &MatrixType)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a sparsering matrix", what);
+        return -1;
+    }
+    *m = ((MatrixObject *)o)->m;
+    return 0;
+}
+
+static int info_of(sr_matrix m, sr_matrix_info *info)
+{
+    sr_status s = sr_matrix_get_info(m, info);
+    if (s != SR_SUCCESS) {
+        raise_status(s);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *matrix_info(MatrixObject *self, PyObject *unused)
+{
+    (void)unused;
+    sr_matrix_info i;
+    if (info_of(self->m, &i))
+        return NULL;
+    return Py_BuildValue("(LLLiii)", (long long)i.nrows, (long long)i.ncols, (long long)i.nnz, (int)i.type,
+                         (int)i.location, i.device);
+}
+
+/* export_csr(indptr_out, indices_out, values_out or None): host arrays. */
+static PyObject *matrix_export_csr(MatrixObject *self, PyObject *args)
+{
+    Py_buffer p = {0}, c = {0}, v = {0};
+    PyObject *indptr, *indices, *values = NULL, *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOO", &indptr, &indices, &values))
+        return NULL;
+    sr_matrix_info i;
+    int want_values = values != Py_None;
+    if (writable_buffer(indptr, &p) || writable_buffer(indices, &c) || (want_values && writable_buffer(values, &v)))
+        goto done;
+    if (info_of(self->m, &i) || check_bytes(&p, (size_t)(i.nrows + 1) * 8, "indptr") ||
+        check_bytes(&c, (size_t)i.nnz * 4, "indices") ||
+        (want_values && check_bytes(&v, (size_t)i.nnz * sr_type_size(i.type), "values")))
+        goto done;
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_matrix_export_csr(((ContextObject *)self->context)->ctx, self->m, p.buf, c.buf,
+                                                    want_values ? v.buf : NULL, SR_HOST);
+    Py_END_ALLOW_THREADS if (s != SR_SUCCESS) raise_status(s);
+    else
+    {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    release_buffer(&p);
+    release_buffer(&c);
+    release_buffer(&v);
+    return result;
+}
+
+/* export_dense(out, layout): every element, host. */
+static PyObject *matrix_export_dense(MatrixObject *self, PyObject *args)
+{
+    Py_buffer b;
+    PyObject *out;
+    int layout;
+    if (!PyArg_ParseTuple(args, "Oi", &out, &layout) || writable_buffer(out, &b))
+        return NULL;
+    sr_matrix_info i;
+    PyObject *result = NULL;
+    if (!info_of(self->m, &i) &&
+        !check_bytes(&b, (size_t)(i.nrows * i.ncols) * sr_type_size(i.type), "the dense output")) {
+        sr_dense d = sr_dense_view(b.buf, i.nrows, i.ncols, i.type, (sr_layout)layout, SR_HOST);
+        sr_status s;
+        Py_BEGIN_ALLOW_THREADS s = sr_matrix_export_dense(((ContextObject *)self->context)->ctx, self->m, &d);
+        Py_END_ALLOW_THREADS if (s != SR_SUCCESS) raise_status(s);
+        else
+        {
+            Py_INCREF(Py_None);
+            result = Py_None;
+        }
+    }
+    PyBuffer_Release(&b);
+    return result;
+}
+
+static PyObject *matrix_copy_to(MatrixObject *self, PyObject *arg)
+{
+    int where = (int)PyLong_AsLong(arg);
+    if (where == -1 && PyErr_Occurred())
+        return NULL;
+    sr_matrix out = NULL;
+    TRY(sr_matrix_copy_to(((ContextObject *)self->context)->ctx, self->m, (sr_location)where, &out));
+    return wrap_matrix(self->context, out);
+}
+
+static PyObject *matrix_transpose(MatrixObject *self, PyObject *unused)
+{
+    (void)unused;
+    sr_matrix out = NULL;
+    TRY(sr_matrix_transpose(((ContextObject *)self->context)->ctx, self->m, &out));
+    return wrap_matrix(self->context, out);
+}
+
+static PyObject *matrix_cast(MatrixObject *self, PyObject *arg)
+{
+    int type = (int)PyLong_AsLong(arg);
+    if (type == -1 && PyErr_Occurred())
+        return NULL;
+    sr_matrix out = NULL;
+    TRY(sr_matrix_cast(((ContextObject *)self->context)->ctx, self->m, (sr_type)type, &out));
+    return wrap_matrix(self->context, out);
+}
+
+static PyObject *matrix_dup(MatrixObject *self, PyObject *unused)
+{
+    (void)unused;
+    sr_matrix out = NULL;
+    TRY(sr_matrix_dup(((ContextObject *)self->context)->ctx, self->m, &out));
+    return wrap_matrix(self->context, out);
+}
+
+static PyObject *matrix_equal(MatrixObject *self, PyObject *arg)
+{
+    sr_matrix other;
+    if (matrix_arg(arg, &other, 0, "other"))
+        return NULL;
+    bool eq = false;
+    TRY(sr_matrix_equal(((ContextObject *)self->context)->ctx, self->m, other, &eq));
+    return PyBool_FromLong(eq);
+}
+
+static PyObject *matrix_write_mm(MatrixObject *self, PyObject *args)
+{
+    const char *path, *comment = NULL;
+    int array = 0, symmetric = 0;
+    if (!PyArg_ParseTuple(args, "s|ppz", &path, &array, &symmetric, &comment))
+        return NULL;
+    sr_mm_write_options o = {array != 0, symmetric != 0, comment};
+    TRY(sr_matrix_write_mm(((ContextObject *)self->context)->ctx, self->m, path, &o));
+    Py_RETURN_NONE;
+}
+
+static PyObject *matrix_context(MatrixObject *self, void *unused)
+{
+    (void)unused;
+    Py_INCREF(self->context);
+    return self->context;
+}
+
+static PyMethodDef matrix_methods[] = {
+    {"info", (PyCFunction)matrix_info, METH_NOARGS, "(nrows, ncols, nnz, type, location, device)."},
+    {"export_csr", (PyCFunction)matrix_export_csr, METH_VARARGS, "Copies out into host CSR arrays."},
+    {"export_dense", (PyCFunction)matrix_export_dense, METH_VARARGS, "Copies out into a host dense array."},
+    {"copy_to", (PyCFunction)matrix_copy_to, METH_O, "A copy in location 0 (host) or 1 (device)."},
+    {"transpose", (PyCFunction)matrix_transpose, METH_NOARGS, "The transpose."},
+    {"cast", (PyCFunction)matrix_cast, METH_O, "A copy with another value type."},
+    {"dup", (PyCFunction)matrix_dup, METH_NOARGS, "A copy."},
+    {"equal", (PyCFunction)matrix_equal, METH_O, "Same shape, type, pattern and values."},
+    {"write_mm", (PyCFunction)matrix_write_mm, METH_VARARGS, "write_mm(path, array, symmetric, comment)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef matrix_getset[] = {{"context", (getter)matrix_context, NULL, "The Context.", NULL},
+                                      {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject MatrixType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sparsering._core.Matrix",
+    .tp_basicsize = sizeof(MatrixObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A sparsering CSR matrix handle (make one with from_csr, from_coo, from_dense or read_mm).",
+    .tp_dealloc = (destructor)matrix_dealloc,
+    .tp_methods = matrix_methods,
+    .tp_getset = matrix_getset,
+};
+
+/* ------------------------------------------------------------------ construction */
+
+/* from_csr(ctx, nrows, ncols, type, indptr int64, indices int32, values or None) */
+static PyObject *from_csr(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *values, *result = NULL;
+    long long nrows, ncols;
+    int type;
+    Py_buffer p = {0}, c = {0}, v = {0};
+    if (!PyArg_ParseTuple(args, "OLLiy*y*O", &context, &nrows, &ncols, &type, &p, &c, &values))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    int has_values = values != Py_None;
+    if (!ctx || (has_values && PyObject_GetBuffer(values, &v, PyBUF_C_CONTIGUOUS) != 0))
+        goto done;
+    if (nrows < 0 || check_bytes(&p, (size_t)(nrows + 1) * 8, "indptr"))
+        goto done;
+    const int64_t nnz = ((const int64_t *)p.buf)[nrows];
+    if (nnz < 0 || check_bytes(&c, (size_t)nnz * 4, "indices") ||
+        (has_values && type >= 0 && type <= SR_TYPE_FLOAT64 && check_bytes(&v, (size_t)nnz * sr_type_size(type), "values")))
+        goto done;
+    sr_matrix m = NULL;
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_matrix_from_csr(ctx, &m, nrows, ncols, (sr_type)type, p.buf, c.buf,
+                                                  has_values ? v.buf : NULL, SR_HOST);
+    Py_END_ALLOW_THREADS if (s != SR_SUCCESS) raise_status(s);
+    else result = wrap_matrix(context, m);
+done:
+    PyBuffer_Release(&p);
+    PyBuffer_Release(&c);
+    if (v.obj)
+        PyBuffer_Release(&v);
+    return result;
+}
+
+/* from_coo(ctx, nrows, ncols, type, rows int64, cols int32, values or None, sum_duplicates) */
+static PyObject *from_coo(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *values, *result = NULL;
+    long long nrows, ncols;
+    int type, sum = 0;
+    Py_buffer r = {0}, c = {0}, v = {0};
+    if (!PyArg_ParseTuple(args, "OLLiy*y*Op", &context, &nrows, &ncols, &type, &r, &c, &values, &sum))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    int has_values = values != Py_None;
+    if (!ctx || (has_values && PyObject_GetBuffer(values, &v, PyBUF_C_CONTIGUOUS) != 0))
+        goto done;
+    const int64_t nnz = r.len / 8;
+    if (check_bytes(&c, (size_t)nnz * 4, "cols") ||
+        (has_values && type >= 0 && type <= SR_TYPE_FLOAT64 && check_bytes(&v, (size_t)nnz * sr_type_size(type), "values")))
+        goto done;
+    sr_matrix m = NULL;
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_matrix_from_coo(ctx, &m, nrows, ncols, (sr_type)type, nnz, r.buf, c.buf,
+                                                  has_values ? v.buf : NULL,
+                                                  sum ? SR_DUPLICATES_SUM : SR_DUPLICATES_ERROR, SR_HOST);
+    Py_END_ALLOW_THREADS if (s != SR_SUCCESS) raise_status(s);
+    else result = wrap_matrix(context, m);
+done:
+    PyBuffer_Release(&r);
+    PyBuffer_Release(&c);
+    if (v.obj)
+        PyBuffer_Release(&v);
+    return result;
+}
+
+/* from_dense(ctx, buffer, nrows, ncols, type, layout) */
+static PyObject *from_dense(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *array, *result = NULL;
+    Py_buffer b;
+    long long nrows, ncols;
+    int type, layout;
+    if (!PyArg_ParseTuple(args, "OOLLii", &context, &array, &nrows, &ncols, &type, &layout))
+        return NULL;
+    if (PyObject_GetBuffer(array, &b, PyBUF_ANY_CONTIGUOUS) != 0)
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    if (ctx && nrows >= 0 && ncols >= 0 && type >= 0 && type <= SR_TYPE_FLOAT64 &&
+        !check_bytes(&b, (size_t)(nrows * ncols) * sr_type_size(type), "the dense array")) {
+        sr_dense d = sr_dense_view(b.buf, nrows, ncols, (sr_type)type, (sr_layout)layout, SR_HOST);
+        sr_matrix m = NULL;
+        sr_status s;
+        Py_BEGIN_ALLOW_THREADS s = sr_matrix_from_dense(ctx, &m, &d);
+        Py_END_ALLOW_THREADS if (s != SR_SUCCESS) raise_status(s);
+        else result = wrap_matrix(context, m);
+    } else if (ctx && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "from_dense: negative shape or unknown type");
+    }
+    PyBuffer_Release(&b);
+    return result;
+}
+
+static PyObject *read_mm(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context;
+    const char *path;
+    int type = -1;
+    if (!PyArg_ParseTuple(args, "Os|i", &context, &path, &type))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    if (!ctx)
+        return NULL;
+    sr_matrix m = NULL;
+    TRY(sr_matrix_read_mm(ctx, path, type, &m, NULL));
+    return wrap_matrix(context, m);
+}
+
+/* ------------------------------------------------------------------ products */
+
+/* A dense operand: (buffer, nrows, ncols, type, layout), host. */
+typedef struct {
+    Py_buffer buf;
+    sr_dense view;
+} dense_arg;
+
+static int dense_parse(PyObject *tuple, dense_arg *d, int writable, const char *what)
+{
+    PyObject *obj;
+    long long nrows, ncols;
+    int type, layout;
+    d->buf.obj = NULL;
+    if (!PyArg_ParseTuple(tuple, "OLLii", &obj, &nrows, &ncols, &type, &layout))
+        return -1;
+    if (type < 0 || type > SR_TYPE_FLOAT64 || nrows < 0 || ncols < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: negative shape or unknown type", what);
+        return -1;
+    }
+    if (PyObject_GetBuffer(obj, &d->buf, (writable ? PyBUF_WRITABLE : 0) | PyBUF_ANY_CONTIGUOUS) != 0)
+        return -1;
+    if (check_bytes(&d->buf, (size_t)(nrows * ncols) * sr_type_size((sr_type)type), what)) {
+        PyBuffer_Release(&d->buf);
+        d->buf.obj = NULL;
+        return -1;
+    }
+    d->view = sr_dense_view(d->buf.buf, nrows, ncols, (sr_type)type, (sr_layout)layout, SR_HOST);
+    return 0;
+}
+
+static void dense_release(dense_arg *d)
+{
+    if (d->buf.obj)
+        PyBuffer_Release(&d->buf);
+}
+
+/* spmv(ctx, y, A, x, semiring, mask, accumulate, complement), y and x dense tuples */
+static PyObject *spmv_or_spmm(PyObject *args, int matrix_b)
+{
+    PyObject *context, *yt, *a, *xt, *mask_obj;
+    int semiring, accumulate, complement;
+    if (!PyArg_ParseTuple(args, "OO!OO!iOpp", &context, &PyTuple_Type, &yt, &a, &PyTuple_Type, &xt, &semiring,
+                          &mask_obj, &accumulate, &complement))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A, mask;
+    if (!ctx || matrix_arg(a, &A, 0, "A") || matrix_arg(mask_obj, &mask, 1, "mask"))
+        return NULL;
+    dense_arg y, x;
+    if (dense_parse(yt, &y, 1, "the output"))
+        return NULL;
+    if (dense_parse(xt, &x, 0, "the dense operand")) {
+        dense_release(&y);
+        return NULL;
+    }
+    sr_descriptor d = {accumulate != 0, complement != 0, false};
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = matrix_b ? sr_spmm(ctx, &y.view, mask, (sr_semiring)semiring, A, &x.view, &d)
+                                        : sr_spmv(ctx, &y.view, mask, (sr_semiring)semiring, A, &x.view, &d);
+    Py_END_ALLOW_THREADS dense_release(&y);
+    dense_release(&x);
+    if (s != SR_SUCCESS)
+        return raise_status(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *spmv(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    return spmv_or_spmm(args, 0);
+}
+
+static PyObject *spmm(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    return spmv_or_spmm(args, 1);
+}
+
+/* mxm(ctx, A, B, semiring, mask, C_or_None (accumulate into it), complement, transpose_b) -> Matrix */
+static PyObject *mxm(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *a, *b, *mask_obj, *c_obj;
+    int semiring, complement, transpose_b;
+    if (!PyArg_ParseTuple(args, "OOOiOOpp", &context, &a, &b, &semiring, &mask_obj, &c_obj, &complement,
+                          &transpose_b))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A, B, mask, old;
+    if (!ctx || matrix_arg(a, &A, 0, "A") || matrix_arg(b, &B, 0, "B") || matrix_arg(mask_obj, &mask, 1, "mask") ||
+        matrix_arg(c_obj, &old, 1, "C"))
+        return NULL;
+    sr_matrix C = NULL;
+    if (old) /* accumulate: the library replaces its argument, so give it a copy to consume */
+        TRY(sr_matrix_dup(ctx, old, &C));
+    sr_descriptor d = {old != NULL, complement != 0, transpose_b != 0};
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_mxm(ctx, &C, mask, (sr_semiring)semiring, A, B, &d);
+    Py_END_ALLOW_THREADS if (s != SR_SUCCESS)
+    {
+        sr_matrix_free(old ? C : NULL);
+        return raise_status(s);
+    }
+    return wrap_matrix(context, C);
+}
+
+static PyObject *semiring_output_type(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int s, t;
+    if (!PyArg_ParseTuple(args, "ii", &s, &t))
+        return NULL;
+    sr_type out;
+    sr_status st = sr_semiring_output_type((sr_semiring)s, (sr_type)t, &out);
+    if (st != SR_SUCCESS)
+        return raise_status(st);
+    return PyLong_FromLong((long)out);
+}
+
+/* The names the library gives ids 0..count-1 (semirings or metrics), as a tuple. */
+static PyObject *names(const char *(*name_of)(int), int count)
+{
+    PyObject *t = PyTuple_New(count);
+    for (int i = 0; t && i < count; i++) {
+        PyObject *n = PyUnicode_FromString(name_of(i));
+        if (!n) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, n);
+    }
+    return t;
+}
+
+static const char *semiring_name_of(int i) { return sr_semiring_name((sr_semiring)i); }
+static const char *metric_name_of(int i) { return sr_metric_name((sr_metric)i); }
+
+/* ------------------------------------------------------------------ distances and k-NN */
+
+static PyObject *metric_from_name(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name)
+        return NULL;
+    sr_metric m;
+    sr_status s = sr_metric_from_name(name, &m);
+    if (s != SR_SUCCESS)
+        return raise_status(s);
+    return PyLong_FromLong((long)m);
+}
+
+/* pairwise(ctx, A, B, metric, arg, D dense tuple) */
+static PyObject *pairwise(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *a, *b, *dt;
+    int metric;
+    double arg;
+    if (!PyArg_ParseTuple(args, "OOOidO!", &context, &a, &b, &metric, &arg, &PyTuple_Type, &dt))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A, B;
+    if (!ctx || matrix_arg(a, &A, 0, "X") || matrix_arg(b, &B, 0, "Y"))
+        return NULL;
+    dense_arg D;
+    if (dense_parse(dt, &D, 1, "the distances"))
+        return NULL;
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_pairwise_distance(ctx, A, B, (sr_metric)metric, arg, &D.view);
+    Py_END_ALLOW_THREADS dense_release(&D);
+    if (s != SR_SUCCESS)
+        return raise_status(s);
+    Py_RETURN_NONE;
+}
+
+/* The progress callback runs on the calling thread between batches: it takes the GIL, lets
+ * Ctrl-C stop the call, and asks the Python callable (a true result stops too). */
+typedef struct {
+    PyObject *callable;
+    int python_error;
+} progress_state;
+
+static int progress_trampoline(int64_t done, int64_t total, void *user)
+{
+    progress_state *st = user;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = 0;
+    if (PyErr_CheckSignals() != 0) {
+        st->python_error = 1;
+        stop = 1;
+    } else if (st->callable != Py_None) {
+        PyObject *r = PyObject_CallFunction(st->callable, "LL", (long long)done, (long long)total);
+        if (!r) {
+            st->python_error = 1;
+            stop = 1;
+        } else {
+            stop = PyObject_IsTrue(r) > 0;
+            Py_DECREF(r);
+        }
+    }
+    PyGILState_Release(g);
+    return stop;
+}
+
+/* knn(ctx, index, queries, k, metric, arg, indices int64 buffer, distances dense tuple, progress) */
+static PyObject *knn(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *x, *q, *dt, *progress;
+    long long k;
+    int metric;
+    double arg;
+    PyObject *indices;
+    Py_buffer idx;
+    if (!PyArg_ParseTuple(args, "OOOLidOO!O", &context, &x, &q, &k, &metric, &arg, &indices, &PyTuple_Type, &dt,
+                          &progress) ||
+        writable_buffer(indices, &idx))
+        return NULL;
+    PyObject *result = NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix X, Q;
+    dense_arg D = {0};
+    sr_matrix_info qi;
+    if (!ctx || matrix_arg(x, &X, 0, "the index") || matrix_arg(q, &Q, 0, "the queries") || info_of(Q, &qi) ||
+        k < 0 || check_bytes(&idx, (size_t)(qi.nrows * k) * 8, "indices") ||
+        dense_parse(dt, &D, 1, "the distances"))
+        goto done;
+    progress_state st = {progress, 0};
+    sr_knn_options o = {progress_trampoline, &st};
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_knn(ctx, X, Q, k, (sr_metric)metric, arg, idx.buf, &D.view, &o);
+    Py_END_ALLOW_THREADS if (st.python_error) goto done; /* the callback's exception (or KeyboardInterrupt) */
+    if (s != SR_SUCCESS)
+        raise_status(s);
+    else {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    dense_release(&D);
+    PyBuffer_Release(&idx);
+    return result;
+}
+
+static PyObject *version(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return PyUnicode_FromString(sr_version_string());
+}
+
+static PyMethodDef module_methods[] = {
+    {"from_csr", from_csr, METH_VARARGS, "from_csr(ctx, nrows, ncols, type, indptr, indices, values)"},
+    {"from_coo", from_coo, METH_VARARGS, "from_coo(ctx, nrows, ncols, type, rows, cols, values, sum_duplicates)"},
+    {"from_dense", from_dense, METH_VARARGS, "from_dense(ctx, array, nrows, ncols, type, layout)"},
+    {"read_mm", read_mm, METH_VARARGS, "read_mm(ctx, path, type=-1)"},
+    {"spmv", spmv, METH_VARARGS, "spmv(ctx, y, A, x, semiring, mask, accumulate, complement)"},
+    {"spmm", spmm, METH_VARARGS, "spmm(ctx, C, A, B, semiring, mask, accumulate, complement)"},
+    {"mxm", mxm, METH_VARARGS, "mxm(ctx, A, B, semiring, mask, C, complement, transpose_b)"},
+    {"semiring_output_type", semiring_output_type, METH_VARARGS, "semiring_output_type(semiring, type)"},
+    {"metric_from_name", metric_from_name, METH_O, "metric_from_name(name)"},
+    {"pairwise", pairwise, METH_VARARGS, "pairwise(ctx, A, B, metric, arg, D)"},
+    {"knn", knn, METH_VARARGS, "knn(ctx, index, queries, k, metric, arg, indices, distances, progress)"},
+    {"version", version, METH_NOARGS, "The library's version string."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_core", "The sparsering C library, bound as is.", -1,
+                                        module_methods, NULL, NULL, NULL, NULL};
+
+/* name, status, extra base (besides SparseringError) */
+static const struct {
+    const char *name;
+    sr_status status;
+    int base; /* 0 none, 1 ValueError, 2 MemoryError, 3 OSError, 4 NotImplementedError, 5 OverflowError */
+} kErrors[] = {
+    {"InvalidArgumentError", SR_ERROR_INVALID_ARGUMENT, 1}, {"InvalidMatrixError", SR_ERROR_INVALID_MATRIX, 1},
+    {"SizeOverflowError", SR_ERROR_OVERFLOW, 5},           {"OutOfMemoryError", SR_ERROR_OUT_OF_MEMORY, 2},
+    {"DeviceOutOfMemoryError", SR_ERROR_DEVICE_OUT_OF_MEMORY, 2},
+    {"NoDeviceError", SR_ERROR_NO_DEVICE, 0},              {"DeviceError", SR_ERROR_DEVICE, 0},
+    {"FileError", SR_ERROR_IO, 3},                         {"ParseError", SR_ERROR_PARSE, 1},
+    {"UnsupportedError", SR_ERROR_UNSUPPORTED, 4},         {"InternalError", SR_ERROR_INTERNAL, 0},
+    {"CancelledError", SR_ERROR_CANCELLED, 0},
+};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    if (PyType_Ready(&ContextType) < 0 || PyType_Ready(&MatrixType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m)
+        return NULL;
+    Py_INCREF(&ContextType);
+    Py_INCREF(&MatrixType);
+    PyModule_AddObject(m, "Context", (PyObject *)&ContextType);
+    PyModule_AddObject(m, "Matrix", (PyObject *)&MatrixType);
+    PyObject *base = PyErr_NewExceptionWithDoc("sparsering.SparseringError",
+                                               "A failure reported by the sparsering library; .status names it.",
+                                               NULL, NULL);
+    if (!base)
+        return NULL;
+    Py_INCREF(base);
+    PyModule_AddObject(m, "SparseringError", base);
+    PyObject *extra[] = {NULL, PyExc_ValueError, PyExc_MemoryError, PyExc_OSError, PyExc_NotImplementedError,
+                         PyExc_OverflowError};
+    for (size_t i = 0; i < sizeof kErrors / sizeof *kErrors; i++) {
+        char qualified[96];
+        snprintf(qualified, sizeof qualified, "sparsering.%s", kErrors[i].name);
+        PyObject *bases = kErrors[i].base ? PyTuple_Pack(2, base, extra[kErrors[i].base]) : PyTuple_Pack(1, base);
+        PyObject *cls = bases ? PyErr_NewException(qualified, bases, NULL) : NULL;
+        Py_XDECREF(bases);
+        if (!cls)
+            return NULL;
+        error_for_status[kErrors[i].status] = cls; /* the module keeps one reference, this table another */
+        Py_INCREF(cls);
+        PyModule_AddObject(m, kErrors[i].name, cls);
+    }
+    error_for_status[SR_SUCCESS] = base;
+    if (PyModule_AddObject(m, "SEMIRINGS", names(semiring_name_of, SR_SEMIRING_COUNT)) < 0 ||
+        PyModule_AddObject(m, "METRICS", names(metric_name_of, SR_METRIC_COUNT)) < 0)
+        return NULL;
+    PyModule_AddIntConstant(m, "HOST", SR_HOST);
+    PyModule_AddIntConstant(m, "DEVICE", SR_DEVICE);
+    return m;
+}

@@ -1,0 +1,169 @@
+"""Semiring products, pairwise distances and k-NN on numpy / scipy.sparse / Matrix inputs."""
+import numpy as np
+import scipy.sparse as sp
+
+from . import _core
+from ._matrix import (BOOL, COL_MAJOR, FLOAT32, FLOAT64, ROW_MAJOR, Matrix, _context, as_matrix, numpy_dtype,
+                      sr_type_of)
+from ._progress import progress_callback
+
+SEMIRINGS = _core.SEMIRINGS  # the names the library gives, in its order
+METRICS = _core.METRICS
+
+
+def semiring_id(semiring):
+    try:
+        return SEMIRINGS.index(semiring)
+    except ValueError:
+        raise ValueError(f"unknown semiring {semiring!r}; known: {', '.join(SEMIRINGS)}") from None
+
+
+def _ctx_for(first, context):
+    return first.context if context is None and isinstance(first, Matrix) else _context(context)
+
+
+def _dense(arr, what, writable=False):
+    """(array, nrows, ncols, type, layout) for the binding; 1-D arrays are columns."""
+    rows, cols = (arr.shape[0], 1) if arr.ndim == 1 else arr.shape
+    layout = ROW_MAJOR if arr.flags.c_contiguous else COL_MAJOR
+    if writable and not arr.flags.writeable:
+        raise ValueError(f"{what} is read-only")
+    t = sr_type_of(arr.dtype)
+    return (arr.view(np.uint8) if t == BOOL else arr, rows, cols, t, layout)
+
+
+def _operand(arr, sr_type):
+    """A dense operand in the matrix's type, copied only when its dtype or strides need it."""
+    out = np.asarray(arr, dtype=numpy_dtype(sr_type))
+    return out if out.flags.c_contiguous or out.flags.f_contiguous else np.ascontiguousarray(out)
+
+
+def _output(out, shape, sr_type, accumulate, masked, what):
+    dtype = numpy_dtype(sr_type)
+    if out is None:
+        if accumulate or masked:
+            raise ValueError(f"{what}: accumulate and mask keep values already in the output: pass out=")
+        return np.empty(shape, dtype=dtype)
+    if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != dtype:
+        raise ValueError(f"{what}: out must be a numpy array of shape {shape} and dtype {dtype}")
+    if not (out.flags.c_contiguous or out.flags.f_contiguous):
+        raise ValueError(f"{what}: out must be C- or Fortran-contiguous")
+    return out
+
+
+def _mask(mask, ctx, like):
+    return None if mask is None else as_matrix(mask, ctx, np.bool_, like.location)._h
+
+
+def spmv(A, x, semiring="plus_times", *, out=None, mask=None, complement=False, accumulate=False, context=None):
+    """y = A ⊕.⊗ x for a sparse matrix A and a dense vector x (numpy). Returns y (numpy), written
+    into `out` when given (needed with accumulate or a mask: entries the mask excludes keep
+    their values). x is taken in A's value type."""
+    ctx = _ctx_for(A, context)
+    A = as_matrix(A, ctx)
+    s = semiring_id(semiring)
+    x = _operand(x, A._type).reshape(-1)
+    y = _output(out, (A.shape[0],), _core.semiring_output_type(s, A._type), accumulate, mask is not None, "spmv")
+    _core.spmv(ctx._ctx, _dense(y, "out", True), A._h, _dense(x, "x"), s, _mask(mask, ctx, A), accumulate,
+               complement)
+    return y
+
+
+def spmm(A, B, semiring="plus_times", *, out=None, mask=None, complement=False, accumulate=False, context=None):
+    """C = A ⊕.⊗ B for sparse A and a dense B (numpy, row- or column-major, used without a copy
+    when it already has A's type). Returns C (numpy; `out` when given)."""
+    ctx = _ctx_for(A, context)
+    A = as_matrix(A, ctx)
+    s = semiring_id(semiring)
+    B = _operand(B, A._type)
+    if B.ndim != 2:
+        raise ValueError(f"spmm: B must be 2-D, not {B.ndim}-D (spmv takes vectors)")
+    C = _output(out, (A.shape[0], B.shape[1]), _core.semiring_output_type(s, A._type), accumulate,
+                mask is not None, "spmm")
+    _core.spmm(ctx._ctx, _dense(C, "out", True), A._h, _dense(B, "B"), s, _mask(mask, ctx, A), accumulate,
+               complement)
+    return C
+
+
+def mxm(A, B, semiring="plus_times", *, mask=None, complement=False, transpose_b=False, accumulate=None,
+        context=None):
+    """C = A ⊕.⊗ B for sparse A and B (SpGEMM). mask: a structural mask (only its pattern counts;
+    complement=True computes where it has no entry). accumulate: a matrix of C's shape whose
+    entries are combined with the product by the semiring's ⊕. Returns a scipy.sparse
+    csr_matrix, or a Matrix (kept where it was computed) when A is a Matrix."""
+    ctx = _ctx_for(A, context)
+    keep = isinstance(A, Matrix)
+    A = as_matrix(A, ctx)
+    B = as_matrix(B, ctx, A.dtype, A.location)  # B is taken in A's value type
+    s = semiring_id(semiring)
+    acc = None if accumulate is None else as_matrix(accumulate, ctx, None, A.location)._h
+    h = _core.mxm(ctx._ctx, A._h, B._h, s, _mask(mask, ctx, A), acc, complement, transpose_b)
+    C = Matrix._wrap(h, ctx)
+    return C if keep else C.to_scipy()
+
+
+def _metric(metric, p):
+    """The library's metric for a scikit-learn metric name and p."""
+    if metric == "minkowski":
+        p = 2.0 if p is None else float(p)
+        if p == 2.0:
+            return _core.metric_from_name("euclidean"), 0.0
+        if p == 1.0:
+            return _core.metric_from_name("manhattan"), 0.0
+        if p == np.inf:
+            return _core.metric_from_name("chebyshev"), 0.0
+        return _core.metric_from_name("minkowski"), p
+    if not isinstance(metric, str):
+        raise TypeError(f"metric must be a name ({', '.join(METRICS)}), not {type(metric).__name__}")
+    return _core.metric_from_name(metric), 0.0 if p is None else float(p)
+
+
+def _precision(dtype, *inputs):
+    """float64 when asked or when an input holds float64, int32 or bool (as scikit-learn), else float32."""
+    if dtype is not None:
+        t = sr_type_of(dtype)
+        if t not in (FLOAT32, FLOAT64):
+            raise ValueError(f"distances are float32 or float64, not {np.dtype(dtype)}")
+        return t
+    return FLOAT32 if all(m._type == FLOAT32 for m in inputs) else FLOAT64
+
+
+def pairwise_distances(X, Y=None, metric="euclidean", *, p=None, dtype=None, context=None):
+    """Distances between the rows of X and the rows of Y (X itself when Y is None: the diagonal
+    is then 0, as scikit-learn makes it), as sklearn.metrics.pairwise_distances, for sparse
+    (scipy, Matrix) or dense inputs. Every
+    metric of sparsering.METRICS; "minkowski" takes p. Returns a dense numpy array,
+    X.shape[0] x Y.shape[0], float32 when the inputs are float32, else float64 (dtype= overrides)."""
+    ctx = _ctx_for(X, context)
+    m, arg = _metric(metric, p)
+    A = as_matrix(X, ctx)
+    B = A if Y is None else as_matrix(Y, ctx, None, A.location)
+    t = _precision(dtype, A, B)
+    D = np.empty((A.shape[0], B.shape[0]), dtype=numpy_dtype(t))
+    _core.pairwise(ctx._ctx, A._h, B._h, m, arg, _dense(D, "D", True))
+    if Y is None and m != _core.metric_from_name("inner_product"):
+        np.fill_diagonal(D, 0)  # as scikit-learn: a row is at distance 0 from itself (even an all-zero one)
+    return D
+
+
+def kneighbors(index, queries=None, k=5, metric="euclidean", *, p=None, dtype=None, progress=None, context=None):
+    """The k nearest rows of `index` to each row of `queries` (index itself when None; each row
+    then finds itself first). Returns (distances, indices), closest first, ties to the smaller
+    index; inner_product keeps the largest. progress: True for a progress bar (tqdm when
+    installed), or a callable(done, total) whose true result stops the run (CancelledError);
+    Ctrl-C stops it between batches."""
+    ctx = _ctx_for(index, context)
+    m, arg = _metric(metric, p)
+    X = as_matrix(index, ctx)
+    Q = X if queries is None else as_matrix(queries, ctx, None, X.location)
+    t = _precision(dtype, X, Q)
+    k = int(k)
+    dist = np.empty((Q.shape[0], k), dtype=numpy_dtype(t))
+    idx = np.empty((Q.shape[0], k), dtype=np.int64)
+    with progress_callback(progress, Q.shape[0]) as callback:
+        _core.knn(ctx._ctx, X._h, Q._h, k, m, arg, idx, _dense(dist, "distances", True), callback)
+    return dist, idx
+
+
+def is_sparse(data):
+    return sp.issparse(data) or isinstance(data, Matrix)

@@ -1,0 +1,82 @@
+"""NearestNeighbors with scikit-learn's interface, on sparsering's brute-force k-NN."""
+import numpy as np
+
+from ._matrix import _context, as_matrix
+from ._ops import _metric, kneighbors
+
+
+class NearestNeighbors:
+    """Unsupervised nearest neighbours, as sklearn.neighbors.NearestNeighbors(algorithm="brute").
+
+    n_neighbors: default k for kneighbors. metric: any of sparsering.METRICS or "minkowski"
+    (scikit-learn's default; with p=2 it is euclidean, p=1 manhattan). dtype: float32 or
+    float64 for the distances (default: float32 for float32 data, else float64). progress: as
+    sparsering.kneighbors. context: a sparsering.Context (default: the module's; a CUDA
+    context keeps the fitted matrix on the GPU).
+
+    >>> nn = NearestNeighbors(n_neighbors=3, metric="cosine").fit(X)   # X: scipy.sparse or numpy
+    >>> dist, ind = nn.kneighbors(Q)
+    """
+
+    def __init__(self, n_neighbors=5, *, metric="minkowski", p=2, metric_params=None, dtype=None, progress=None,
+                 context=None):
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.p = p
+        self.metric_params = metric_params
+        self.dtype = dtype
+        self.progress = progress
+        self.context = context
+
+    def get_params(self, deep=True):
+        return {name: getattr(self, name) for name in
+                ("n_neighbors", "metric", "p", "metric_params", "dtype", "progress", "context")}
+
+    def set_params(self, **params):
+        for name, value in params.items():
+            if name not in self.get_params():
+                raise ValueError(f"NearestNeighbors has no parameter {name!r}")
+            setattr(self, name, value)
+        return self
+
+    def _metric_and_p(self):
+        p = self.p
+        if self.metric_params and "p" in self.metric_params:
+            p = self.metric_params["p"]
+        return self.metric, (p if self.metric == "minkowski" else None)
+
+    def fit(self, X, y=None):
+        """Keeps X (scipy.sparse, numpy or Matrix) as the index, converted once."""
+        metric, p = self._metric_and_p()
+        _metric(metric, p)  # unknown names fail here, not at the first query
+        self._ctx = _context(self.context)
+        self._fit_X = as_matrix(X, self._ctx)
+        self.n_samples_fit_, self.n_features_in_ = self._fit_X.shape
+        self.effective_metric_ = metric
+        return self
+
+    def kneighbors(self, X=None, n_neighbors=None, return_distance=True):
+        """(distances, indices) of the n_neighbors nearest fitted rows to each row of X, closest
+        first. X=None queries the fitted rows themselves, leaving each one out of its own
+        neighbours, as scikit-learn does."""
+        if not hasattr(self, "_fit_X"):
+            raise AttributeError("this NearestNeighbors is not fitted yet: call fit(X) first")
+        k = self.n_neighbors if n_neighbors is None else n_neighbors
+        if k <= 0:
+            raise ValueError(f"Expected n_neighbors > 0. Got {k}")
+        metric, p = self._metric_and_p()
+        query_self = X is None
+        queries = None if query_self else as_matrix(X, self._ctx, None, self._fit_X.location)
+        kk = k + 1 if query_self else k
+        if kk > self.n_samples_fit_:
+            raise ValueError(f"Expected n_neighbors <= n_samples_fit, but n_neighbors = {kk}, "
+                             f"n_samples_fit = {self.n_samples_fit_}, n_samples = "
+                             f"{self.n_samples_fit_ if query_self else queries.shape[0]}")
+        dist, ind = kneighbors(self._fit_X, queries, kk, metric, p=p, dtype=self.dtype, progress=self.progress,
+                               context=self._ctx)
+        if query_self:  # drop each row itself; when ties pushed it out, drop the first column instead
+            keep = ind != np.arange(ind.shape[0])[:, None]
+            keep[np.all(keep, axis=1), 0] = False
+            ind = ind[keep].reshape(ind.shape[0], k)
+            dist = dist[keep].reshape(dist.shape[0], k)
+        return (dist, ind) if return_distance else ind

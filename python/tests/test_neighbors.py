@@ -1,0 +1,139 @@
+"""pairwise_distances and NearestNeighbors against scikit-learn and scipy."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import movielens, random_csr
+from scipy.spatial.distance import cdist
+
+import sparsering as sr
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn.metrics import pairwise_distances as sk_pairwise  # noqa: E402
+from sklearn.neighbors import NearestNeighbors as SkNearestNeighbors  # noqa: E402
+
+# our name: (scipy cdist name, input preparation, keyword arguments)
+SCIPY = {
+    "euclidean": ("euclidean", None, {}), "sqeuclidean": ("sqeuclidean", None, {}),
+    "euclidean_unexpanded": ("euclidean", None, {}), "sqeuclidean_unexpanded": ("sqeuclidean", None, {}),
+    "manhattan": ("cityblock", None, {}), "chebyshev": ("chebyshev", None, {}),
+    "canberra": ("canberra", None, {}), "hamming": ("hamming", None, {}), "cosine": ("cosine", None, {}),
+    "correlation": ("correlation", None, {}), "braycurtis": ("braycurtis", None, {}),
+    "jaccard": ("jaccard", "bool", {}), "dice": ("dice", "bool", {}), "russellrao": ("russellrao", "bool", {}),
+    "jensenshannon": ("jensenshannon", "normalize", {}),
+}
+
+
+def cdist_reference(metric, X, Y):
+    name, prep, kw = SCIPY[metric]
+    a, b = X.toarray(), Y.toarray()
+    if prep == "bool":
+        a, b = a != 0, b != 0
+    with np.errstate(all="ignore"):
+        return cdist(a, b, name, **kw)
+
+
+def without_empty_rows(X):
+    # scipy gives NaN where sparsering documents 1 (cosine, correlation of zero/constant rows)
+    X = X.tocsr()
+    return X[np.diff(X.indptr) > 1]
+
+
+@pytest.mark.parametrize("metric", sorted(SCIPY))
+def test_pairwise_matches_scipy(ctx, rng, metric):
+    X = without_empty_rows(random_csr(rng, 60, 40, 0.15))
+    Y = without_empty_rows(random_csr(rng, 50, 40, 0.15))
+    if SCIPY[metric][1] == "normalize":
+        X = sp.csr_matrix(X.multiply(1 / X.sum(1)))
+        Y = sp.csr_matrix(Y.multiply(1 / Y.sum(1)))
+    D = sr.pairwise_distances(X, Y, metric, context=ctx)
+    assert D.dtype == np.float64 and D.shape == (X.shape[0], Y.shape[0])
+    np.testing.assert_allclose(D, cdist_reference(metric, X, Y), rtol=1e-9, atol=1e-9)
+
+
+def test_pairwise_minkowski_precision_and_dense(ctx, rng):
+    X = random_csr(rng, 30, 20, 0.3)
+    np.testing.assert_allclose(sr.pairwise_distances(X, metric="minkowski", p=3, context=ctx),
+                               cdist(X.toarray(), X.toarray(), "minkowski", p=3), rtol=1e-9, atol=1e-12)
+    D32 = sr.pairwise_distances(X.astype(np.float32), metric="manhattan", context=ctx)
+    assert D32.dtype == np.float32
+    np.testing.assert_allclose(D32, sk_pairwise(X, metric="manhattan"), rtol=1e-5)
+    np.testing.assert_allclose(sr.pairwise_distances(X.toarray(), metric="cosine", context=ctx),
+                               sk_pairwise(X.toarray(), metric="cosine"), atol=1e-12)
+
+
+def check_neighbors(d, i, d_ref, reference_rows):
+    """Our distances equal scikit-learn's, and are the true distances of the indices we return
+    (indices may differ from scikit-learn's only among equal distances)."""
+    np.testing.assert_allclose(d, d_ref, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(np.take_along_axis(reference_rows, i, 1), d, rtol=1e-9, atol=1e-9)
+    assert all(len(set(row)) == len(row) for row in i)
+
+
+@pytest.mark.parametrize("metric,p", [("cosine", None), ("euclidean", None), ("manhattan", None),
+                                      ("minkowski", 2), ("minkowski", 1), ("minkowski", 3), ("chebyshev", None)])
+def test_nearest_neighbors_matches_sklearn_on_movielens(ctx, metric, p):
+    X = movielens()
+    queries = X[::37]
+    kw = {} if p is None else {"p": p}
+    d, i = sr.NearestNeighbors(n_neighbors=10, metric=metric, context=ctx, **kw).fit(X).kneighbors(queries)
+    dense = metric in ("chebyshev", "minkowski") and p not in (1, 2)  # scikit-learn takes these dense only
+    Xs, Qs = (X.toarray(), queries.toarray()) if dense else (X, queries)
+    d_ref, _ = SkNearestNeighbors(n_neighbors=10, metric=metric, algorithm="brute", **kw).fit(Xs).kneighbors(Qs)
+    check_neighbors(d, i, d_ref, sk_pairwise(queries.toarray(), X.toarray(), metric=metric, **kw))
+
+
+def test_kneighbors_of_the_fitted_rows_leaves_each_out(ctx, rng):
+    X = random_csr(rng, 80, 30, 0.2, repeats=False)
+    ours = sr.NearestNeighbors(n_neighbors=4, metric="euclidean", context=ctx).fit(X)
+    theirs = SkNearestNeighbors(n_neighbors=4, metric="euclidean", algorithm="brute").fit(X)
+    d, i = ours.kneighbors()
+    d_ref, i_ref = theirs.kneighbors()
+    np.testing.assert_allclose(d, d_ref, rtol=1e-9, atol=1e-9)
+    assert (i != np.arange(80)[:, None]).all()
+    assert ours.kneighbors(X[:3], n_neighbors=2, return_distance=False).shape == (3, 2)
+
+
+def test_kneighbors_float32_inner_product_and_errors(ctx, rng):
+    X = random_csr(rng, 100, 40, 0.2, np.float32)
+    d, i = sr.kneighbors(X, X[:5], 3, "inner_product", context=ctx)
+    assert d.dtype == np.float32
+    full = (X[:5] @ X.T).toarray()
+    np.testing.assert_allclose(d, -np.sort(-full, axis=1)[:, :3], rtol=1e-6)
+    with pytest.raises(ValueError, match="n_neighbors <= n_samples_fit"):
+        sr.NearestNeighbors(n_neighbors=100, context=ctx).fit(X).kneighbors()
+    with pytest.raises(ValueError, match="unknown metric"):
+        sr.NearestNeighbors(metric="cosin").fit(X)
+    with pytest.raises(AttributeError, match="not fitted"):
+        sr.NearestNeighbors().kneighbors(X)
+    nan = X.copy()
+    nan.data[0] = np.nan
+    with pytest.raises(sr.InvalidArgumentError, match="NaN"):
+        sr.kneighbors(nan, None, 2, context=ctx)
+
+
+def test_progress_reports_and_cancels(rng):
+    ctx = sr.Context("cpu", workspace_limit=50 * 8 * 7)  # a few queries per batch
+    X = random_csr(rng, 50, 30, 0.2)
+    seen = []
+    sr.kneighbors(X, None, 3, "cosine", progress=lambda done, total: seen.append((done, total)), context=ctx)
+    assert len(seen) > 2 and seen[-1] == (50, 50) and all(t == 50 for _, t in seen)
+    with pytest.raises(sr.CancelledError, match="stopped by the progress callback"):
+        sr.kneighbors(X, None, 3, "cosine", progress=lambda done, total: True, context=ctx)
+
+    def fails(done, total):
+        raise RuntimeError("from the callback")
+    with pytest.raises(RuntimeError, match="from the callback"):
+        sr.kneighbors(X, None, 3, "cosine", progress=fails, context=ctx)
+    d, i = sr.kneighbors(X, None, 3, "cosine", progress=True, context=ctx)  # a bar (tqdm or a line)
+    assert i.shape == (50, 3)
+
+
+def test_cuda_and_cpu_agree(rng):
+    if len([c for c in __import__("conftest").CONTEXTS]) < 2:
+        pytest.skip("no usable GPU")
+    cpu, gpu = sr.Context("cpu"), sr.Context("cuda")
+    X = random_csr(rng, 3000, 500, 0.02, np.float32)
+    for metric in ["cosine", "euclidean", "chebyshev", "jensenshannon"]:
+        d_cpu, _ = sr.kneighbors(X, X[:200], 8, metric, context=cpu)
+        d_gpu, _ = sr.kneighbors(X, X[:200], 8, metric, context=gpu)
+        np.testing.assert_allclose(d_gpu, d_cpu, rtol=1e-4, atol=1e-5)
