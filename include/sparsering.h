@@ -312,6 +312,31 @@ typedef struct sr_knn_options {
 sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, sr_metric metric,
                  double metric_arg, int64_t *indices, const sr_dense *distances, const sr_knn_options *options);
 
+/* The k-nearest-neighbour graph of the rows of X: row i holds X's k nearest rows to row i.
+ * Connectivity graphs are bool; distance graphs hold the distances (explicit zeros for
+ * duplicate rows are kept) in `type` (float32 or float64, the precision). Without include_self
+ * each row leaves itself out, as scikit-learn's kneighbors_graph does (k + 1 are searched; when
+ * ties with equal rows of smaller index push row i out, the nearest is dropped instead).
+ * Symmetrized graphs are G ∪ Gᵀ, with the larger value (or) where both hold an entry, as UMAP
+ * and spectral clustering want. Built batch by batch (sr_knn's memory bounds); G lives where X
+ * lives; column indices are sorted within each row. */
+typedef enum sr_graph_mode {
+    SR_GRAPH_CONNECTIVITY = 0,
+    SR_GRAPH_DISTANCE = 1
+} sr_graph_mode;
+typedef struct sr_knn_graph_options {
+    sr_graph_mode mode;        /* default SR_GRAPH_CONNECTIVITY */
+    bool include_self;         /* default false */
+    bool symmetrize;           /* default false */
+    sr_type type;              /* distance graphs: SR_TYPE_FLOAT32 (default) or SR_TYPE_FLOAT64 */
+    sr_progress_fn progress;   /* as sr_knn_options */
+    void *progress_user;
+} sr_knn_graph_options;
+sr_knn_graph_options sr_knn_graph_options_default(void);
+/* k >= 1 and k <= rows (rows - 1 without include_self). options may be NULL for the defaults. */
+sr_status sr_knn_graph(sr_context ctx, sr_matrix X, int64_t k, sr_metric metric, double metric_arg,
+                       const sr_knn_graph_options *options, sr_matrix *G);
+
 /* ------------------------------------------------------------------ Matrix Market */
 
 typedef enum sr_mm_symmetry {

@@ -48,6 +48,13 @@ grep -q "^1	2	0	7$" "$tmp/knn.tsv" || { echo "FAIL: knn: manhattan(row 1, row 0)
 expect 2 "$cli" knn "$tmp/q.mtx" --metric nope
 expect 2 "$cli" knn "$tmp/q.mtx" -k 4
 expect 3 "$cli" knn "$tmp/missing.mtx"
+# knn-graph: each row's nearest other row; rows 0 and 2 are twins (distance 0 kept as an entry)
+expect 0 "$cli" --backend cpu knn-graph "$tmp/q.mtx" --metric manhattan -k 1 --mode distance --out "$tmp/g.mtx"
+grep -q "^3 3 3$" "$tmp/g.mtx" || { echo "FAIL: knn-graph: 3 edges expected"; cat "$tmp/g.mtx"; failures=$((failures + 1)); }
+grep -q "^1 3 0$" "$tmp/g.mtx" && grep -q "^3 1 0$" "$tmp/g.mtx" ||
+    { echo "FAIL: knn-graph: rows 0 and 2 are each other's nearest at 0"; cat "$tmp/g.mtx"; failures=$((failures + 1)); }
+expect 2 "$cli" knn-graph "$tmp/q.mtx" -k 3
+expect 2 "$cli" knn-graph "$tmp/q.mtx" --mode weights
 "$cli" --backend cuda demo --rows 10 --cols 10 --degree 2 >"$tmp/out" 2>&1; code=$?
 [ "$code" -eq 0 ] || [ "$code" -eq 4 ] || { echo "FAIL: --backend cuda demo exited $code"; failures=$((failures + 1)); }
 if [ -n "$data" ] && [ -f "$data/malformed-mtx/mangled14.mtx" ]; then

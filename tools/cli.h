@@ -28,5 +28,11 @@ int cmd_info(const cli_globals *g, int argc, char **argv);
 int cmd_convert(const cli_globals *g, int argc, char **argv);
 int cmd_demo(const cli_globals *g, int argc, char **argv);
 int cmd_knn(const cli_globals *g, int argc, char **argv);
+int cmd_knn_graph(const cli_globals *g, int argc, char **argv);
+/* Shared by the k-NN commands (cmd_knn.c): a progress line on stderr at most once a second
+ * (user: a double holding the last report's time), and moving a matrix to the device when the
+ * context is CUDA. */
+int cli_knn_progress(int64_t done, int64_t total, void *user);
+sr_status cli_to_backend(sr_context ctx, sr_matrix *M);
 
 #endif

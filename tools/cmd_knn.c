@@ -6,18 +6,18 @@
 
 #include "cli.h"
 
-static int report_progress(int64_t done, int64_t total, void *user)
+int cli_knn_progress(int64_t done, int64_t total, void *user)
 {
     double *last = user, now = cli_seconds();
     if (now - *last >= 1.0 || done == total) { /* at most once a second */
-        fprintf(stderr, "\rknn: %lld / %lld queries (%.0f%%)%s", (long long)done, (long long)total,
+        fprintf(stderr, "\r%lld / %lld queries (%.0f%%)%s", (long long)done, (long long)total,
                 100.0 * (double)done / (double)total, done == total ? "\n" : "");
         *last = now;
     }
     return 0;
 }
 
-static sr_status to_backend(sr_context ctx, sr_matrix *M)
+sr_status cli_to_backend(sr_context ctx, sr_matrix *M)
 {
     sr_backend b;
     sr_context_get_backend(ctx, &b);
@@ -100,7 +100,7 @@ int cmd_knn(const cli_globals *g, int argc, char **argv)
         rc = cli_fail(s, "knn");
         goto done;
     }
-    if ((s = to_backend(ctx, &X)) != SR_SUCCESS || (Q && (s = to_backend(ctx, &Q)) != SR_SUCCESS)) {
+    if ((s = cli_to_backend(ctx, &X)) != SR_SUCCESS || (Q && (s = cli_to_backend(ctx, &Q)) != SR_SUCCESS)) {
         rc = cli_fail(s, "knn");
         goto done;
     }
@@ -115,7 +115,7 @@ int cmd_knn(const cli_globals *g, int argc, char **argv)
     }
     sr_dense D = sr_dense_view(dist, qi.nrows, k, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
     double last = cli_seconds();
-    sr_knn_options opts = {isatty(2) ? report_progress : NULL, &last};
+    sr_knn_options opts = {isatty(2) ? cli_knn_progress : NULL, &last};
     t0 = cli_seconds();
     s = sr_knn(ctx, X, Q ? Q : X, k, metric, p, idx, &D, &opts);
     double t_knn = cli_seconds() - t0;

@@ -18,6 +18,9 @@ static void usage(FILE *out)
             "  knn DATA.mtx [--metric NAME] [-k K] [--p P] [--queries Q.mtx] [--out FILE]\n"
             "                                  the k nearest rows of DATA to each query row (default: DATA's own\n"
             "                                  rows); metrics: euclidean, cosine, manhattan, jaccard, ... (see README)\n"
+            "  knn-graph DATA.mtx [--metric NAME] [-k K] [--p P] [--mode connectivity|distance]\n"
+            "            [--include-self] [--symmetrize] [--out GRAPH.mtx]\n"
+            "                                  the k-NN graph of DATA's rows as a sparse matrix\n"
             "  demo [--rows N --cols N --degree D --queries N -k K --metric NAME --seed S]\n"
             "                                  k-NN on a generated bag-of-words set, timed on CPU and GPU\n"
             "  version                         print the library version\n"
@@ -100,6 +103,8 @@ int main(int argc, char **argv)
         return cmd_convert(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "knn") == 0)
         return cmd_knn(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "knn-graph") == 0)
+        return cmd_knn_graph(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "demo") == 0)
         return cmd_demo(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "version") == 0) {

@@ -757,6 +757,38 @@ done:
     return result;
 }
 
+/* knn_graph(ctx, X, k, metric, arg, distance_mode, include_self, symmetrize, type, progress) -> Matrix */
+static PyObject *knn_graph(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *x, *progress;
+    long long k;
+    int metric, distance, include_self, symmetrize, type;
+    double arg;
+    if (!PyArg_ParseTuple(args, "OOLidpppiO", &context, &x, &k, &metric, &arg, &distance, &include_self, &symmetrize,
+                          &type, &progress))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix X;
+    if (!ctx || matrix_arg(x, &X, 0, "X"))
+        return NULL;
+    progress_state st = {progress, 0};
+    sr_knn_graph_options o = sr_knn_graph_options_default();
+    o.mode = distance ? SR_GRAPH_DISTANCE : SR_GRAPH_CONNECTIVITY;
+    o.include_self = include_self != 0;
+    o.symmetrize = symmetrize != 0;
+    o.type = (sr_type)type;
+    o.progress = progress_trampoline;
+    o.progress_user = &st;
+    sr_matrix G = NULL;
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_knn_graph(ctx, X, k, (sr_metric)metric, arg, &o, &G);
+    Py_END_ALLOW_THREADS if (st.python_error) return NULL;
+    if (s != SR_SUCCESS)
+        return raise_status(s);
+    return wrap_matrix(context, G);
+}
+
 static PyObject *version(PyObject *mod, PyObject *unused)
 {
     (void)mod;
@@ -776,6 +808,8 @@ static PyMethodDef module_methods[] = {
     {"metric_from_name", metric_from_name, METH_O, "metric_from_name(name)"},
     {"pairwise", pairwise, METH_VARARGS, "pairwise(ctx, A, B, metric, arg, D)"},
     {"knn", knn, METH_VARARGS, "knn(ctx, index, queries, k, metric, arg, indices, distances, progress)"},
+    {"knn_graph", knn_graph, METH_VARARGS,
+     "knn_graph(ctx, X, k, metric, arg, distance_mode, include_self, symmetrize, type, progress)"},
     {"version", version, METH_NOARGS, "The library's version string."},
     {NULL, NULL, 0, NULL}};
 

@@ -165,5 +165,36 @@ def kneighbors(index, queries=None, k=5, metric="euclidean", *, p=None, dtype=No
     return dist, idx
 
 
+def kneighbors_graph(X, n_neighbors, mode="connectivity", metric="minkowski", p=2, metric_params=None,
+                     include_self=False, n_jobs=None, *, symmetrize=False, dtype=None, progress=None, context=None):
+    """The k-nearest-neighbour graph of X's rows, as sklearn.neighbors.kneighbors_graph: a
+    scipy csr_matrix, row i holding its n_neighbors nearest rows, 1.0 (connectivity) or the
+    distance (mode="distance"; explicit zeros for equal rows are kept). include_self=False leaves
+    each row out of its own list. symmetrize=True returns G ∪ Gᵀ with the larger value where both
+    hold an entry (for UMAP, spectral clustering). Built in batches; n_jobs is ignored (the
+    context's threads or the GPU do the work)."""
+    if mode not in ("connectivity", "distance"):
+        raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
+    if metric_params and "p" in metric_params:
+        p = metric_params["p"]
+    G = graph_matrix(X, n_neighbors, mode, metric, p if metric == "minkowski" else None, include_self, symmetrize,
+                     dtype, progress, context)
+    out = G.to_scipy()
+    if mode == "connectivity":
+        out = out.astype(np.float64)  # scikit-learn's connectivity graphs hold 1.0
+    return out
+
+
+def graph_matrix(X, k, mode, metric, p, include_self, symmetrize, dtype, progress, context):
+    """sr_knn_graph on X: a Matrix (bool for connectivity), kept where it was built."""
+    ctx = _ctx_for(X, context)
+    m, arg = _metric(metric, p)
+    A = as_matrix(X, ctx)
+    t = _precision(dtype, A)
+    with progress_callback(progress, A.shape[0]) as callback:
+        h = _core.knn_graph(ctx._ctx, A._h, int(k), m, arg, mode == "distance", include_self, symmetrize, t, callback)
+    return Matrix._wrap(h, ctx)
+
+
 def is_sparse(data):
     return sp.issparse(data) or isinstance(data, Matrix)

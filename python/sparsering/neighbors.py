@@ -2,7 +2,9 @@
 import numpy as np
 
 from ._matrix import _context, as_matrix
-from ._ops import _metric, kneighbors
+import scipy.sparse as sp
+
+from ._ops import _metric, kneighbors, kneighbors_graph
 
 
 class NearestNeighbors:
@@ -80,3 +82,20 @@ class NearestNeighbors:
             ind = ind[keep].reshape(ind.shape[0], k)
             dist = dist[keep].reshape(dist.shape[0], k)
         return (dist, ind) if return_distance else ind
+
+    def kneighbors_graph(self, X=None, n_neighbors=None, mode="connectivity"):
+        """The graph of kneighbors(X) as a scipy csr_matrix (1.0 or the distance per edge), as
+        scikit-learn's: X=None gives the fitted rows' graph, each row left out of its own list."""
+        if mode not in ("connectivity", "distance"):
+            raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
+        if not hasattr(self, "_fit_X"):
+            raise AttributeError("this NearestNeighbors is not fitted yet: call fit(X) first")
+        k = self.n_neighbors if n_neighbors is None else n_neighbors
+        metric, p = self._metric_and_p()
+        if X is None:
+            return kneighbors_graph(self._fit_X, k, mode, metric, p if p is not None else 2, dtype=self.dtype,
+                                    progress=self.progress, context=self._ctx)
+        dist, ind = self.kneighbors(X, k)
+        rows = np.repeat(np.arange(ind.shape[0]), k)
+        values = np.ones(ind.size) if mode == "connectivity" else dist.ravel()
+        return sp.csr_matrix((values, (rows, ind.ravel())), shape=(ind.shape[0], self.n_samples_fit_))

@@ -1,0 +1,81 @@
+/* sparsering knn-graph DATA.mtx: the k-nearest-neighbour graph of DATA's rows, as a matrix. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char *kUsage = "usage: sparsering knn-graph DATA.mtx [--metric NAME] [-k K] [--p P] "
+                            "[--mode connectivity|distance] [--include-self] [--symmetrize] [--out GRAPH.mtx]\n";
+
+int cmd_knn_graph(const cli_globals *g, int argc, char **argv)
+{
+    const char *data = NULL, *out = NULL, *metric_name = "euclidean", *mode = "connectivity";
+    int64_t k = 10;
+    double p = 2.0;
+    sr_knn_graph_options o = sr_knn_graph_options_default();
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && strcmp(argv[i], "--metric") == 0)
+            metric_name = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "-k") == 0)
+            k = atoll(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--p") == 0)
+            p = atof(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--mode") == 0)
+            mode = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--out") == 0)
+            out = argv[++i];
+        else if (strcmp(argv[i], "--include-self") == 0)
+            o.include_self = true;
+        else if (strcmp(argv[i], "--symmetrize") == 0)
+            o.symmetrize = true;
+        else if (argv[i][0] != '-' && !data)
+            data = argv[i];
+        else
+            data = NULL, i = argc; /* force the usage message */
+    }
+    if (!data || k < 1 || (strcmp(mode, "connectivity") != 0 && strcmp(mode, "distance") != 0)) {
+        fputs(kUsage, stderr);
+        return CLI_USAGE;
+    }
+    o.mode = strcmp(mode, "distance") == 0 ? SR_GRAPH_DISTANCE : SR_GRAPH_CONNECTIVITY;
+    sr_metric metric;
+    sr_status s = sr_metric_from_name(metric_name, &metric);
+    if (s != SR_SUCCESS)
+        return cli_fail(s, "knn-graph");
+    sr_context ctx;
+    int rc = cli_context(g, &ctx);
+    if (rc != CLI_OK)
+        return rc;
+    sr_matrix X = NULL, G = NULL;
+    double t0 = cli_seconds(), last = t0;
+    s = sr_matrix_read_mm(ctx, data, SR_TYPE_FLOAT32, &X, NULL);
+    if (s == SR_SUCCESS)
+        s = cli_to_backend(ctx, &X);
+    double t_read = cli_seconds() - t0;
+    o.progress = isatty(2) ? cli_knn_progress : NULL;
+    o.progress_user = &last;
+    t0 = cli_seconds();
+    if (s == SR_SUCCESS)
+        s = sr_knn_graph(ctx, X, k, metric, p, &o, &G);
+    double t_graph = cli_seconds() - t0;
+    if (s == SR_SUCCESS && out)
+        s = sr_matrix_write_mm(ctx, G, out, NULL);
+    if (s != SR_SUCCESS) {
+        rc = cli_fail(s, "knn-graph");
+    } else {
+        sr_matrix_info gi;
+        sr_backend b;
+        sr_matrix_get_info(G, &gi);
+        sr_context_get_backend(ctx, &b);
+        printf("knn-graph: %lld rows, k %lld, %s, %s%s%s: %lld edges; %s backend: read %.3f s, graph %.3f s%s%s\n",
+               (long long)gi.nrows, (long long)k, sr_metric_name(metric), mode,
+               o.include_self ? ", self included" : "", o.symmetrize ? ", symmetrized" : "", (long long)gi.nnz,
+               b == SR_BACKEND_CUDA ? "cuda" : "cpu", t_read, t_graph, out ? "; written to " : "", out ? out : "");
+    }
+    sr_matrix_free(G);
+    sr_matrix_free(X);
+    sr_context_destroy(ctx);
+    return rc;
+}
