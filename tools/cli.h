@@ -33,6 +33,8 @@ int cmd_knn_graph(const cli_globals *g, int argc, char **argv);
  * (user: a double holding the last report's time), and moving a matrix to the device when the
  * context is CUDA. */
 int cli_knn_progress(int64_t done, int64_t total, void *user);
+/* Takes the options both k-NN commands share (--metric NAME, -k K, --p P) at argv[*i]. */
+bool cli_knn_option(int argc, char **argv, int *i, const char **metric_name, int64_t *k, double *p);
 sr_status cli_to_backend(sr_context ctx, sr_matrix *M);
 
 #endif

@@ -55,19 +55,30 @@ static int write_result(const char *path, const int64_t *idx, const double *dist
     return CLI_OK;
 }
 
+bool cli_knn_option(int argc, char **argv, int *i, const char **metric_name, int64_t *k, double *p)
+{
+    if (*i + 1 >= argc)
+        return false;
+    if (strcmp(argv[*i], "--metric") == 0)
+        *metric_name = argv[++*i];
+    else if (strcmp(argv[*i], "-k") == 0)
+        *k = atoll(argv[++*i]);
+    else if (strcmp(argv[*i], "--p") == 0)
+        *p = atof(argv[++*i]);
+    else
+        return false;
+    return true;
+}
+
 int cmd_knn(const cli_globals *g, int argc, char **argv)
 {
     const char *data = NULL, *queries = NULL, *out = NULL, *metric_name = "euclidean";
     int64_t k = 10;
     double p = 2.0;
     for (int i = 1; i < argc; i++) {
-        if (i + 1 < argc && strcmp(argv[i], "--metric") == 0)
-            metric_name = argv[++i];
-        else if (i + 1 < argc && strcmp(argv[i], "-k") == 0)
-            k = atoll(argv[++i]);
-        else if (i + 1 < argc && strcmp(argv[i], "--p") == 0)
-            p = atof(argv[++i]);
-        else if (i + 1 < argc && strcmp(argv[i], "--queries") == 0)
+        if (cli_knn_option(argc, argv, &i, &metric_name, &k, &p))
+            continue;
+        if (i + 1 < argc && strcmp(argv[i], "--queries") == 0)
             queries = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--out") == 0)
             out = argv[++i];

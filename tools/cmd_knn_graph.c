@@ -16,13 +16,9 @@ int cmd_knn_graph(const cli_globals *g, int argc, char **argv)
     double p = 2.0;
     sr_knn_graph_options o = sr_knn_graph_options_default();
     for (int i = 1; i < argc; i++) {
-        if (i + 1 < argc && strcmp(argv[i], "--metric") == 0)
-            metric_name = argv[++i];
-        else if (i + 1 < argc && strcmp(argv[i], "-k") == 0)
-            k = atoll(argv[++i]);
-        else if (i + 1 < argc && strcmp(argv[i], "--p") == 0)
-            p = atof(argv[++i]);
-        else if (i + 1 < argc && strcmp(argv[i], "--mode") == 0)
+        if (cli_knn_option(argc, argv, &i, &metric_name, &k, &p))
+            continue;
+        if (i + 1 < argc && strcmp(argv[i], "--mode") == 0)
             mode = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--out") == 0)
             out = argv[++i];
