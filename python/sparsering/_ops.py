@@ -1,6 +1,5 @@
 """Semiring products, pairwise distances and k-NN on numpy / scipy.sparse / Matrix inputs."""
 import numpy as np
-import scipy.sparse as sp
 
 from . import _core
 from ._matrix import (BOOL, COL_MAJOR, FLOAT32, FLOAT64, ROW_MAJOR, Matrix, _context, as_matrix, numpy_dtype,
@@ -177,24 +176,14 @@ def kneighbors_graph(X, n_neighbors, mode="connectivity", metric="minkowski", p=
         raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
     if metric_params and "p" in metric_params:
         p = metric_params["p"]
-    G = graph_matrix(X, n_neighbors, mode, metric, p if metric == "minkowski" else None, include_self, symmetrize,
-                     dtype, progress, context)
-    out = G.to_scipy()
-    if mode == "connectivity":
-        out = out.astype(np.float64)  # scikit-learn's connectivity graphs hold 1.0
-    return out
-
-
-def graph_matrix(X, k, mode, metric, p, include_self, symmetrize, dtype, progress, context):
-    """sr_knn_graph on X: a Matrix (bool for connectivity), kept where it was built."""
     ctx = _ctx_for(X, context)
-    m, arg = _metric(metric, p)
+    m, arg = _metric(metric, p if metric == "minkowski" else None)
     A = as_matrix(X, ctx)
     t = _precision(dtype, A)
     with progress_callback(progress, A.shape[0]) as callback:
-        h = _core.knn_graph(ctx._ctx, A._h, int(k), m, arg, mode == "distance", include_self, symmetrize, t, callback)
-    return Matrix._wrap(h, ctx)
-
-
-def is_sparse(data):
-    return sp.issparse(data) or isinstance(data, Matrix)
+        h = _core.knn_graph(ctx._ctx, A._h, int(n_neighbors), m, arg, mode == "distance", include_self, symmetrize,
+                            t, callback)
+    out = Matrix._wrap(h, ctx).to_scipy()
+    if mode == "connectivity":
+        out = out.astype(np.float64)  # scikit-learn's connectivity graphs hold 1.0
+    return out

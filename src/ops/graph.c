@@ -1,6 +1,8 @@
 /* Neighbour graphs: the k-NN graph of a matrix's rows as a sparse matrix, assembled from
  * sr_knn's batched results (so the memory bounds are sr_knn's), then optionally symmetrized
  * with the transpose and an element-wise union that both backends have. */
+#include <string.h>
+
 #include "../core/context.h"
 #include "../core/memory.h"
 #include "../cpu/cpu.h"
@@ -24,30 +26,25 @@ static int64_t left_out(const int64_t *row, int64_t kk, int64_t self)
     return 0;
 }
 
-/* Row i of the graph: its k chosen neighbours with their distances, sorted by column. */
-static void graph_row(const int64_t *idx, const void *dist, int64_t kk, int64_t skip, sr_type type, int32_t *cols,
-                      void *vals)
+/* Row i of the graph: its k chosen neighbours with their distances (es bytes each; vals NULL
+ * for connectivity), sorted by column. The distances already have the graph's type. */
+static void graph_row(const int64_t *idx, const char *dist, int64_t kk, int64_t skip, size_t es, int32_t *cols,
+                      char *vals)
 {
     int64_t n = 0;
     for (int64_t t = 0; t < kk; t++) {
         if (t == skip)
             continue;
-        /* insertion by column: k is small */
-        int64_t at = n++;
-        const double d = type == SR_TYPE_FLOAT64 ? ((const double *)dist)[t] : (double)((const float *)dist)[t];
+        int64_t at = n++; /* insertion by column: k is small */
         while (at > 0 && cols[at - 1] > (int32_t)idx[t]) {
             cols[at] = cols[at - 1];
-            if (vals && type == SR_TYPE_FLOAT64)
-                ((double *)vals)[at] = ((double *)vals)[at - 1];
-            else if (vals)
-                ((float *)vals)[at] = ((float *)vals)[at - 1];
+            if (vals)
+                memcpy(vals + (size_t)at * es, vals + (size_t)(at - 1) * es, es);
             at--;
         }
         cols[at] = (int32_t)idx[t];
-        if (vals && type == SR_TYPE_FLOAT64)
-            ((double *)vals)[at] = d;
-        else if (vals)
-            ((float *)vals)[at] = (float)d;
+        if (vals)
+            memcpy(vals + (size_t)at * es, dist + (size_t)t * es, es);
     }
 }
 
@@ -69,7 +66,7 @@ static sr_status assemble(struct sr_context_s *ctx, int64_t m, int64_t k, int64_
 #pragma omp parallel for schedule(static) num_threads(sr_context_threads(ctx))
         for (int64_t i = 0; i < m; i++) {
             const int64_t skip = kk > k ? left_out(idx + i * kk, kk, i) : -1;
-            graph_row(idx + i * kk, (const char *)dist + (size_t)(i * kk) * es, kk, skip, o->type, cols + i * k,
+            graph_row(idx + i * kk, (const char *)dist + (size_t)(i * kk) * es, kk, skip, es, cols + i * k,
                       values ? (char *)vals + (size_t)(i * k) * es : NULL);
             rowptr[i] = i * k;
         }
