@@ -25,8 +25,9 @@ static test_csr data_with_repeats(int64_t m, int64_t d)
     return t;
 }
 
-/* The expected dense graph (NAN: no edge) from the full distance matrix. */
-static void expected_graph(const double *D, int64_t m, int64_t k, bool include_self, bool symmetrize, double *E)
+/* Each row's expected neighbours (E: the distance, NAN for none) by (distance, index), and the
+ * distance of its k-th: the boundary that near-ties may cross. */
+static void expected_lists(const double *D, int64_t m, int64_t k, bool include_self, double *E, double *kth)
 {
     int64_t kk = k + (include_self ? 0 : 1), *order = malloc((size_t)m * sizeof(int64_t));
     for (int64_t i = 0; i < m * m; i++)
@@ -50,18 +51,67 @@ static void expected_graph(const double *D, int64_t m, int64_t k, bool include_s
                 if (order[a] == i)
                     skip = a;
         }
+        kth[i] = -INFINITY;
         for (int64_t a = 0; a < kk; a++)
-            if (a != skip)
+            if (a != skip) {
                 E[i * m + order[a]] = D[i * m + order[a]];
-    }
-    if (symmetrize)
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < i; j++) {
-                double a = E[i * m + j], b = E[j * m + i];
-                double v = isnan(a) ? b : isnan(b) ? a : fmax(a, b);
-                E[i * m + j] = E[j * m + i] = v;
+                kth[i] = fmax(kth[i], D[i * m + order[a]]);
             }
+    }
     free(order);
+}
+
+/* Does G hold the graph? Exactly on the CPU, where the reference distances are the kernel's own.
+ * The GPU sums in another order, so distances that tie in exact arithmetic differ there by
+ * ulps and may swap: within tol of a row's k-th distance, either choice is right. Every edge
+ * must be in its row's list or (symmetrized) its column's, within tol; every edge clearly
+ * inside a list must be there; without symmetrizing, each row holds exactly its list's count. */
+static int64_t graph_mismatches(const double *D, const double *E, const double *kth, const double *got,
+                                const unsigned char *bits, int64_t m, bool include_self, bool symmetrize,
+                                sr_graph_mode mode, double tol, const char *what)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < m; i++) {
+        int64_t held = 0, listed = 0;
+        for (int64_t j = 0; j < m; j++) {
+            const int64_t ij = i * m + j, ji = j * m + i;
+            const bool has = bits[ij] != 0;
+            held += has;
+            listed += !isnan(E[ij]);
+            const bool near = tol > 0; /* exact (tol 0): the lists themselves, ties by index */
+            const bool may_ij = !isnan(E[ij]) || (near && (j != i || include_self) && D[ij] <= kth[i] + tol);
+            const bool may_ji = !isnan(E[ji]) || (near && (j != i || include_self) && D[ji] <= kth[j] + tol);
+            const bool must = (!isnan(E[ij]) && (!near || D[ij] < kth[i] - tol)) ||
+                              (symmetrize && !isnan(E[ji]) && (!near || D[ji] < kth[j] - tol));
+            const bool allowed = may_ij || (symmetrize && may_ji);
+            const bool value_ok = mode != SR_GRAPH_DISTANCE || !has || fabs(got[ij] - D[ij]) <= 1e-12 + tol;
+            if ((has && !allowed) || (must && !has) || !value_ok) {
+                if (bad++ < 3)
+                    CHECK(0, "%s: (%lld, %lld) %s %g, reference %g (row's k-th %g)", what, (long long)i, (long long)j,
+                          has ? "holds" : "lacks", mode == SR_GRAPH_DISTANCE ? got[ij] : bits[ij], D[ij], kth[i]);
+            }
+        }
+        if (!symmetrize && held != listed && bad++ < 3)
+            CHECK(0, "%s: row %lld holds %lld edges, expected %lld", what, (long long)i, (long long)held,
+                  (long long)listed);
+    }
+    return bad;
+}
+
+/* bits[i*m + j] = 1 where G stores an entry, zeros included. */
+static void mark_stored(sr_matrix G, int64_t m, unsigned char *bits)
+{
+    sr_matrix_info info;
+    CHECK_OK(sr_matrix_get_info(G, &info));
+    int64_t *rows = malloc((size_t)(info.nnz + 1) * sizeof(int64_t));
+    int32_t *cols = malloc((size_t)(info.nnz + 1) * sizeof(int32_t));
+    double *values = malloc((size_t)(info.nnz + 1) * sizeof(double));
+    CHECK_OK(sr_matrix_export_coo(ctx, G, rows, cols, values, SR_HOST));
+    for (int64_t e = 0; e < info.nnz; e++)
+        bits[rows[e] * m + cols[e]] = 1;
+    free(rows);
+    free(cols);
+    free(values);
 }
 
 static void check_graph_of(test_csr t, sr_metric metric, int64_t k, bool include_self, bool symmetrize,
@@ -71,10 +121,11 @@ static void check_graph_of(test_csr t, sr_metric metric, int64_t k, bool include
     sr_matrix X = test_make_matrix(ctx, &t), Xw = X;
     if (where == SR_DEVICE)
         CHECK_OK(sr_matrix_copy_to(ctx, X, SR_DEVICE, &Xw));
-    double *D = malloc((size_t)(m * m) * sizeof(double)), *E = malloc((size_t)(m * m) * sizeof(double));
+    double *D = malloc((size_t)(m * m) * sizeof(double)), *E = malloc((size_t)(m * m) * sizeof(double)),
+           *kth = malloc((size_t)m * sizeof(double));
     sr_dense Dv = sr_dense_view(D, m, m, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
     CHECK_OK(sr_pairwise_distance(ctx, X, X, metric, 0, &Dv));
-    expected_graph(D, m, k, include_self, symmetrize, E);
+    expected_lists(D, m, k, include_self, E, kth);
 
     sr_knn_graph_options o = sr_knn_graph_options_default();
     o.mode = mode;
@@ -95,21 +146,13 @@ static void check_graph_of(test_csr t, sr_metric metric, int64_t k, bool include
         sr_dense Gv = mode == SR_GRAPH_DISTANCE ? sr_dense_view(got, m, m, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST)
                                                 : sr_dense_view(bits, m, m, SR_TYPE_BOOL, SR_ROW_MAJOR, SR_HOST);
         CHECK_OK(sr_matrix_export_dense(ctx, G, &Gv));
-        int64_t edges = 0, bad = 0;
-        for (int64_t i = 0; i < m * m; i++)
-            edges += !isnan(E[i]);
-        CHECK(info.nnz == edges, "%s k %lld self %d sym %d: %lld edges, expected %lld", sr_metric_name(metric),
-              (long long)k, include_self, symmetrize, (long long)info.nnz, (long long)edges);
-        for (int64_t i = 0; i < m * m && bad < 3; i++) {
-            bool ok = mode == SR_GRAPH_DISTANCE ? (isnan(E[i]) ? got[i] == 0 : fabs(got[i] - E[i]) <= 1e-12)
-                                                : (bits[i] != 0) == !isnan(E[i]);
-            if (!ok) {
-                bad++;
-                CHECK(0, "%s k %lld self %d sym %d mode %d: (%lld, %lld) holds %g, expected %g", sr_metric_name(metric),
-                      (long long)k, include_self, symmetrize, (int)mode, (long long)(i / m), (long long)(i % m),
-                      mode == SR_GRAPH_DISTANCE ? got[i] : bits[i], E[i]);
-            }
-        }
+        if (mode == SR_GRAPH_DISTANCE) /* stored zeros (equal rows) count as edges */
+            mark_stored(G, m, bits);
+        char what[96];
+        snprintf(what, sizeof what, "%s k %lld self %d sym %d mode %d", sr_metric_name(metric), (long long)k,
+                 include_self, symmetrize, (int)mode);
+        graph_mismatches(D, E, kth, got, bits, m, include_self, symmetrize, mode, where == SR_DEVICE ? 1e-9 : 0.0,
+                         what);
         free(got);
         free(bits);
     }
@@ -119,6 +162,7 @@ static void check_graph_of(test_csr t, sr_metric metric, int64_t k, bool include
     sr_matrix_free(X);
     free(D);
     free(E);
+    free(kth);
     test_csr_free(&t);
 }
 

@@ -155,15 +155,21 @@ SR_HD void sr_metric_intersect(sr_metric m, double q, double x, double p, double
 
 SR_HD double sr_metric_clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* The expanded forms (|q|^2 + |x|^2 - 2 q.x, 1 - q.x / |q||x|) cancel: summed in another order
+ * than the norms, q.x of a row with itself leaves a few ulps of the scale instead of 0. Such
+ * residues below 64 float64 ulps of the scale are noise, so they are 0 (scikit-learn gets its
+ * exact 0 for a row against itself by zeroing the diagonal when X is Y). */
+SR_HD double sr_metric_snap(double v, double scale) { return v <= 64.0 * 2.220446049250313e-16 * scale ? 0.0 : v; }
+
 /* The distance from the accumulators, the two rows' norms and the column count d. */
 SR_HD double sr_metric_finalize(sr_metric m, double a0, double a1, double q0, double q1, double x0, double x1,
                                 double d, double p)
 {
     switch (m) {
     case SR_METRIC_L2:
-        return sqrt(fmax(0.0, q0 + x0 - 2.0 * a0));
+        return sqrt(sr_metric_snap(q0 + x0 - 2.0 * a0, q0 + x0));
     case SR_METRIC_SQEUCLIDEAN:
-        return fmax(0.0, q0 + x0 - 2.0 * a0);
+        return sr_metric_snap(q0 + x0 - 2.0 * a0, q0 + x0);
     case SR_METRIC_L2_UNEXPANDED:
         return sqrt(fmax(0.0, q0 + x0 + a0));
     case SR_METRIC_MINKOWSKI:
@@ -188,13 +194,13 @@ SR_HD double sr_metric_finalize(sr_metric m, double a0, double a1, double q0, do
         return (d - a0) / d;
     case SR_METRIC_COSINE: {
         double den = sqrt(q0) * sqrt(x0);
-        return den > 0.0 ? sr_metric_clamp(1.0 - a0 / den, 0.0, 2.0) : 1.0;
+        return den > 0.0 ? sr_metric_snap(sr_metric_clamp(1.0 - a0 / den, 0.0, 2.0), 1.0) : 1.0;
     }
     case SR_METRIC_CORRELATION: {
         double vq = q0 - q1 * q1 / d, vx = x0 - x1 * x1 / d;
         if (!(vq > 0.0 && vx > 0.0))
             return 1.0;
-        return sr_metric_clamp(1.0 - (a0 - q1 * x1 / d) / sqrt(vq * vx), 0.0, 2.0);
+        return sr_metric_snap(sr_metric_clamp(1.0 - (a0 - q1 * x1 / d) / sqrt(vq * vx), 0.0, 2.0), 1.0);
     }
     case SR_METRIC_HELLINGER:
         return sqrt(fmax(0.0, 0.5 * (q0 + x0) - a0));
