@@ -25,6 +25,7 @@ constexpr int kSelectThreads = 512;
 constexpr int kDigitBits = 11;
 constexpr int kBins = 1 << kDigitBits;
 constexpr int kBuffer = 2048; // >= 2 * the largest k (1024)
+constexpr int kUnroll = 4;
 
 template <typename T> struct keys;
 template <> struct keys<float> {
@@ -97,13 +98,25 @@ __global__ void __launch_bounds__(kSelectThreads)
         for (int b = tid; b < kBins; b += kSelectThreads)
             sh.hist[b] = 0;
         __syncthreads();
-        for (int64_t i = tid; i < n; i += kSelectThreads) {
-            const K key = keys<T>::of(row[i], largest);
-            const bool match = known == 0 || (key >> (kKeyBits - known)) == prefix;
-            const int digit = (int)((key >> shift) & (((K)1 << width) - 1));
-            const unsigned peers = __match_any_sync(__activemask(), match ? digit : -1);
-            if (match && (__ffs(peers) - 1) == (tid & 31)) // one atomic per digit per warp
-                atomicAdd(&sh.hist[digit], __popc(peers));
+        for (int64_t base = 0; base < n; base += kUnroll * kSelectThreads) {
+            T v[kUnroll]; // loads first: several in flight per thread
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                const int64_t i = base + u * kSelectThreads + tid;
+                v[u] = i < n ? row[i] : T(0);
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                if (base + u * kSelectThreads >= n)
+                    break; // uniform across the block
+                const int64_t i = base + u * kSelectThreads + tid;
+                const K key = keys<T>::of(v[u], largest);
+                const bool match = i < n && (known == 0 || (key >> (kKeyBits - known)) == prefix);
+                const int digit = (int)((key >> shift) & (((K)1 << width) - 1));
+                const unsigned peers = __match_any_sync(~0u, match ? digit : -1);
+                if (match && (__ffs(peers) - 1) == (tid & 31)) // one atomic per digit per warp
+                    atomicAdd(&sh.hist[digit], __popc(peers));
+            }
         }
         __syncthreads();
         int counts[kBins / kSelectThreads], inclusive[kBins / kSelectThreads];
@@ -126,53 +139,85 @@ __global__ void __launch_bounds__(kSelectThreads)
             break;
     }
 
-    // gather: the sure ones anywhere in [0, k - need), the candidates in index order after them
+    // gather: the sure ones anywhere in [0, k - need), the candidates after them. Their order
+    // only matters when more candidates than slots remain (all bits fixed: equal keys, and the
+    // smallest indices must win), so a fast pass takes them as they come and an ordered pass
+    // redoes the candidates only then.
     const int sure_total = k - need, cand_cap = kBuffer - sure_total;
     if (tid == 0) {
         sh.sure_count = 0;
         sh.cand_count = 0;
     }
     __syncthreads();
-    for (int64_t base = 0; base < n; base += kSelectThreads) {
-        const int64_t i = base + tid;
-        K key = 0;
-        bool sure = false, cand = false;
-        if (i < n) {
-            key = keys<T>::of(row[i], largest);
+    const int lane = tid & 31;
+    const unsigned lanes_below = (1u << lane) - 1;
+    for (int64_t base = 0; base < n; base += kUnroll * kSelectThreads) {
+        T v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            const int64_t i = base + u * kSelectThreads + tid;
+            v[u] = i < n ? row[i] : T(0);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            const int64_t i = base + u * kSelectThreads + tid;
+            const K key = keys<T>::of(v[u], largest);
             const K top = known == kKeyBits ? key : key >> (kKeyBits - known);
-            sure = top < prefix;
-            cand = top == prefix;
+            const bool sure = i < n && top < prefix, cand = i < n && top == prefix;
+            const unsigned sure_lanes = __ballot_sync(~0u, sure), cand_lanes = __ballot_sync(~0u, cand);
+            int sure_at = 0, cand_at = 0;
+            if (lane == 0) {
+                sure_at = sure_lanes ? atomicAdd(&sh.sure_count, __popc(sure_lanes)) : 0;
+                cand_at = cand_lanes ? atomicAdd(&sh.cand_count, __popc(cand_lanes)) : 0;
+            }
+            sure_at = __shfl_sync(~0u, sure_at, 0) + __popc(sure_lanes & lanes_below);
+            cand_at = __shfl_sync(~0u, cand_at, 0) + __popc(cand_lanes & lanes_below);
+            if (sure) {
+                sh.key[sure_at] = key;
+                sh.idx[sure_at] = (int)i;
+            }
+            if (cand && cand_at < cand_cap) {
+                sh.key[sure_total + cand_at] = key;
+                sh.idx[sure_total + cand_at] = (int)i;
+            }
         }
-        if (sure) {
-            const int at = atomicAdd(&sh.sure_count, 1);
-            sh.key[at] = key;
-            sh.idx[at] = (int)i;
-        }
-        int offset, total;
-        typename select_shared<T>::scan(sh.scan_storage).ExclusiveSum(cand ? 1 : 0, offset, total);
-        const int at = sh.cand_count + offset;
-        if (cand && at < cand_cap) {
-            sh.key[sure_total + at] = key;
-            sh.idx[sure_total + at] = (int)i;
-        }
+    }
+    __syncthreads();
+    if (sh.cand_count > cand_cap) { // equal keys overflow the slots: take them in index order
         __syncthreads();
         if (tid == 0)
-            sh.cand_count += total;
+            sh.cand_count = 0;
         __syncthreads();
-        if (sh.cand_count >= cand_cap && sh.sure_count == sure_total)
-            break; // nothing more can enter
+        for (int64_t base = 0; base < n && sh.cand_count < cand_cap; base += kSelectThreads) {
+            const int64_t i = base + tid;
+            const bool cand = i < n && (keys<T>::of(row[i], largest) >> (kKeyBits - known)) == prefix;
+            int offset, total;
+            typename select_shared<T>::scan(sh.scan_storage).ExclusiveSum(cand ? 1 : 0, offset, total);
+            const int at = sh.cand_count + offset;
+            if (cand && at < cand_cap) {
+                sh.key[sure_total + at] = keys<T>::of(row[i], largest);
+                sh.idx[sure_total + at] = (int)i;
+            }
+            __syncthreads();
+            if (tid == 0)
+                sh.cand_count += total;
+            __syncthreads();
+        }
     }
     const int filled = sure_total + (sh.cand_count < cand_cap ? sh.cand_count : cand_cap);
-    for (int t = filled + tid; t < kBuffer; t += kSelectThreads) {
+    int sorted = 2; // the power of two that holds them: usually far fewer stages than the buffer
+    while (sorted < filled)
+        sorted *= 2;
+    for (int t = filled + tid; t < sorted; t += kSelectThreads) {
         sh.key[t] = ~(K)0;
         sh.idx[t] = INT32_MAX;
     }
     __syncthreads();
 
-    // bitonic sort of the buffer by (key, index)
-    for (int size = 2; size <= kBuffer; size *= 2)
+    // bitonic sort of the filled part by (key, index)
+    for (int size = 2; size <= sorted; size *= 2)
         for (int stride = size / 2; stride > 0; stride /= 2) {
-            for (int t = tid; t < kBuffer; t += kSelectThreads) {
+            for (int t = tid; t < sorted; t += kSelectThreads) {
                 const int partner = t ^ stride;
                 if (partner > t) {
                     const bool ascending = (t & size) == 0;
