@@ -337,6 +337,27 @@ sr_knn_graph_options sr_knn_graph_options_default(void);
 sr_status sr_knn_graph(sr_context ctx, sr_matrix X, int64_t k, sr_metric metric, double metric_arg,
                        const sr_knn_graph_options *options, sr_matrix *G);
 
+/* Radius neighbours: R (queries x index rows, CSR) holds every pair within `radius`: distance
+ * <= radius (for inner_product, a similarity: value >= radius), as scikit-learn's
+ * radius_neighbors_graph. queries NULL compares the index with itself; then row i leaves out
+ * column i unless include_self (only that entry: equal rows stay). Distance graphs hold the
+ * distances (explicit zeros kept) in `type`; connectivity graphs are bool. Built batch by batch
+ * under sr_knn's memory bounds; R lives where the index lives, columns sorted in each row. The
+ * result's size is not known in advance: when one batch's pairs (4 + value bytes each) pass the
+ * context's workspace limit, the call stops with SR_ERROR_OUT_OF_MEMORY and says how many that
+ * batch kept; lower the radius or raise the limit. */
+typedef struct sr_radius_options {
+    sr_graph_mode mode;        /* default SR_GRAPH_DISTANCE */
+    bool include_self;         /* queries NULL only; default false */
+    sr_type type;              /* SR_TYPE_FLOAT32 (default) or SR_TYPE_FLOAT64: the precision */
+    sr_progress_fn progress;   /* as sr_knn_options */
+    void *progress_user;
+} sr_radius_options;
+sr_radius_options sr_radius_options_default(void);
+/* radius must not be NaN. options may be NULL for the defaults. */
+sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries, double radius, sr_metric metric,
+                              double metric_arg, const sr_radius_options *options, sr_matrix *R);
+
 /* ------------------------------------------------------------------ Matrix Market */
 
 typedef enum sr_mm_symmetry {

@@ -4,6 +4,7 @@
 #define SR_CPU_H
 
 #include "../core/distance.h"
+#include "../core/keep_rule.h"
 #include "../core/matrix.h"
 #include "../semiring/semiring.h"
 
@@ -25,10 +26,11 @@ sr_status sr_cpu_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT);
 
 /* Writes every element of the host view d (A's shape and type). */
 void sr_cpu_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d, int threads);
-/* rowptr[i+1] = nonzeros in row i of d, then the prefix sum (rowptr has nrows+1 entries). */
-void sr_cpu_dense_rowptr(const sr_dense *d, int64_t *rowptr, int threads);
-/* Fills colind/values of A, whose rowptr came from sr_cpu_dense_rowptr. */
-void sr_cpu_dense_fill(const sr_dense *d, struct sr_matrix_s *A, int threads);
+/* rowptr[i+1] = elements of row i of d that the rule keeps, then the prefix sum (rowptr has
+ * nrows+1 entries). */
+void sr_cpu_dense_rowptr(const sr_dense *d, const sr_keep_rule *rule, int64_t *rowptr, int threads);
+/* Fills colind/values of A (d's type), whose rowptr came from sr_cpu_dense_rowptr. */
+void sr_cpu_dense_fill(const sr_dense *d, const sr_keep_rule *rule, struct sr_matrix_s *A, int threads);
 
 /* B has A's shape, pattern arrays (already copied) and the target type; converts values. */
 sr_status sr_cpu_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B, int threads);

@@ -4,14 +4,26 @@
 #include "../core/types.h"
 #include "cpu.h"
 
-static inline bool dense_nonzero(const sr_dense *d, int64_t i, int64_t j)
+static inline double dense_value(const sr_dense *d, size_t at)
 {
-    size_t at = sr_dense_offset(d, i, j);
     switch (d->type) {
-    case SR_TYPE_BOOL: return ((const uint8_t *)d->data)[at] != 0;
-    case SR_TYPE_INT32: return ((const int32_t *)d->data)[at] != 0;
-    case SR_TYPE_FLOAT32: return ((const float *)d->data)[at] != 0.0f; /* NaN != 0: kept */
-    case SR_TYPE_FLOAT64: return ((const double *)d->data)[at] != 0.0;
+    case SR_TYPE_BOOL: return ((const uint8_t *)d->data)[at];
+    case SR_TYPE_INT32: return ((const int32_t *)d->data)[at];
+    case SR_TYPE_FLOAT32: return ((const float *)d->data)[at];
+    case SR_TYPE_FLOAT64: return ((const double *)d->data)[at];
+    }
+    return 0.0;
+}
+
+static inline bool dense_keeps(const sr_dense *d, int64_t i, int64_t j, const sr_keep_rule *rule)
+{
+    if (rule->self_offset != SR_KEEP_NO_SELF && j == i + rule->self_offset)
+        return false;
+    const double v = dense_value(d, sr_dense_offset(d, i, j));
+    switch (rule->kind) {
+    case SR_KEEP_NONZERO: return v != 0.0; /* NaN != 0: kept */
+    case SR_KEEP_AT_MOST: return v <= rule->bound;
+    case SR_KEEP_AT_LEAST: return v >= rule->bound;
     }
     return false;
 }
@@ -35,26 +47,26 @@ void sr_cpu_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d, int thr
         }
 }
 
-void sr_cpu_dense_rowptr(const sr_dense *d, int64_t *rowptr, int threads)
+void sr_cpu_dense_rowptr(const sr_dense *d, const sr_keep_rule *rule, int64_t *rowptr, int threads)
 {
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t i = 0; i < d->nrows; i++) {
         int64_t n = 0;
         for (int64_t j = 0; j < d->ncols; j++)
-            n += dense_nonzero(d, i, j);
+            n += dense_keeps(d, i, j, rule);
         rowptr[i + 1] = n;
     }
     sr_cpu_prefix_sum(rowptr, d->nrows);
 }
 
-void sr_cpu_dense_fill(const sr_dense *d, struct sr_matrix_s *A, int threads)
+void sr_cpu_dense_fill(const sr_dense *d, const sr_keep_rule *rule, struct sr_matrix_s *A, int threads)
 {
     size_t vsize = sr_value_size(A->type);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t i = 0; i < d->nrows; i++) {
         int64_t at = A->rowptr[i];
         for (int64_t j = 0; j < d->ncols; j++) {
-            if (!dense_nonzero(d, i, j))
+            if (!dense_keeps(d, i, j, rule))
                 continue;
             A->colind[at] = (int32_t)j;
             if (vsize)

@@ -5,6 +5,7 @@
 #define SR_CUDA_H
 
 #include "../core/distance.h"
+#include "../core/keep_rule.h"
 #include "../core/matrix.h"
 #include "../semiring/semiring.h"
 
@@ -25,8 +26,9 @@ sr_status sr_cuda_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t nc
 sr_status sr_cuda_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT);
 /* Writes every element of the device view d. */
 sr_status sr_cuda_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d);
-/* A device view -> a new device CSR matrix of its nonzeros. */
-sr_status sr_cuda_dense_to_csr(struct sr_context_s *ctx, const sr_dense *d, struct sr_matrix_s **out);
+/* A device view -> a new device CSR matrix of the elements the rule keeps. */
+sr_status sr_cuda_dense_to_csr(struct sr_context_s *ctx, const sr_dense *d, const sr_keep_rule *rule,
+                               struct sr_matrix_s **out);
 /* As sr_cpu_cast_values, on the device. */
 sr_status sr_cuda_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B);
 

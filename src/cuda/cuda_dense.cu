@@ -29,18 +29,27 @@ __global__ void scatter_entries(const int64_t *rowptr, const int32_t *colind, co
     }
 }
 
-template <typename T> __device__ inline bool nonzero(T v) { return v != T(0); } // NaN != 0: kept
+template <typename T> __device__ inline bool keeps(T v, int64_t i, int64_t j, const sr_keep_rule &rule) {
+    if (rule.self_offset != SR_KEEP_NO_SELF && j == i + rule.self_offset)
+        return false;
+    switch (rule.kind) {
+    case SR_KEEP_NONZERO: return v != T(0); // NaN != 0: kept
+    case SR_KEEP_AT_MOST: return (double)v <= rule.bound;
+    case SR_KEEP_AT_LEAST: return (double)v >= rule.bound;
+    }
+    return false;
+}
 
 // Row-major: a warp a row, lanes over columns (coalesced). Column-major: a thread a row
-// (neighbouring threads read neighbouring elements). Both write the count to counts[i].
+// (neighbouring threads read neighbouring elements). Both write the kept count to counts[i].
 template <typename T>
-__global__ void count_row_major(const T *data, dense_shape shape, int64_t *counts) {
+__global__ void count_row_major(const T *data, dense_shape shape, sr_keep_rule rule, int64_t *counts) {
     const int lane = threadIdx.x & 31;
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
     for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; i < shape.nrows; i += warps) {
         int64_t n = 0;
         for (int64_t j = lane; j < shape.ncols; j += 32)
-            n += nonzero(data[shape.offset(i, j)]);
+            n += keeps(data[shape.offset(i, j)], i, j, rule);
         for (int o = 16; o > 0; o /= 2)
             n += __shfl_down_sync(0xffffffffu, n, o);
         if (lane == 0)
@@ -49,18 +58,19 @@ __global__ void count_row_major(const T *data, dense_shape shape, int64_t *count
 }
 
 template <typename T>
-__global__ void count_col_major(const T *data, dense_shape shape, int64_t *counts) {
+__global__ void count_col_major(const T *data, dense_shape shape, sr_keep_rule rule, int64_t *counts) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < shape.nrows; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t n = 0;
         for (int64_t j = 0; j < shape.ncols; j++)
-            n += nonzero(data[shape.offset(i, j)]);
+            n += keeps(data[shape.offset(i, j)], i, j, rule);
         counts[i] = n;
     }
 }
 
 // Row-major fill: each warp compacts 32 columns at a time with a ballot, keeping column order.
 template <typename T>
-__global__ void fill_row_major(const T *data, dense_shape shape, const int64_t *rowptr, int32_t *colind, T *values) {
+__global__ void fill_row_major(const T *data, dense_shape shape, sr_keep_rule rule, const int64_t *rowptr,
+                               int32_t *colind, T *values) {
     const int lane = threadIdx.x & 31;
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
     for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; i < shape.nrows; i += warps) {
@@ -68,7 +78,7 @@ __global__ void fill_row_major(const T *data, dense_shape shape, const int64_t *
         for (int64_t j0 = 0; j0 < shape.ncols; j0 += 32) {
             const int64_t j = j0 + lane;
             const T v = j < shape.ncols ? data[shape.offset(i, j)] : T(0);
-            const bool keep = j < shape.ncols && nonzero(v);
+            const bool keep = j < shape.ncols && keeps(v, i, j, rule);
             const unsigned mask = __ballot_sync(0xffffffffu, keep);
             if (keep) {
                 const int64_t slot = at + __popc(mask & ((1u << lane) - 1));
@@ -82,12 +92,13 @@ __global__ void fill_row_major(const T *data, dense_shape shape, const int64_t *
 }
 
 template <typename T>
-__global__ void fill_col_major(const T *data, dense_shape shape, const int64_t *rowptr, int32_t *colind, T *values) {
+__global__ void fill_col_major(const T *data, dense_shape shape, sr_keep_rule rule, const int64_t *rowptr,
+                               int32_t *colind, T *values) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < shape.nrows; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t at = rowptr[i];
         for (int64_t j = 0; j < shape.ncols; j++) {
             const T v = data[shape.offset(i, j)];
-            if (nonzero(v)) {
+            if (keeps(v, i, j, rule)) {
                 colind[at] = (int32_t)j;
                 if (values != nullptr)
                     values[at] = v;
@@ -111,7 +122,8 @@ template <typename T> sr_status to_dense(const sr_matrix_s *A, const sr_dense *d
     return SR_SUCCESS;
 }
 
-template <typename T> sr_status from_dense(sr_context_s *ctx, const sr_dense *d, sr_matrix_s **out) {
+template <typename T>
+sr_status from_dense(sr_context_s *ctx, const sr_dense *d, const sr_keep_rule &rule, sr_matrix_s **out) {
     cudaStream_t stream = sr_cuda::stream_of(ctx);
     const dense_shape shape = shape_of(d);
     const T *data = static_cast<const T *>(d->data);
@@ -125,9 +137,9 @@ template <typename T> sr_status from_dense(sr_context_s *ctx, const sr_dense *d,
     int64_t *counts = A->rowptr + 1;
     cudaError_t err = cudaMemsetAsync(A->rowptr, 0, sizeof(int64_t), stream);
     if (shape.row_major)
-        count_row_major<T><<<sr_cuda::blocks_for(d->nrows * 32, 256), 256, 0, stream>>>(data, shape, counts);
+        count_row_major<T><<<sr_cuda::blocks_for(d->nrows * 32, 256), 256, 0, stream>>>(data, shape, rule, counts);
     else
-        count_col_major<T><<<sr_cuda::blocks_for(d->nrows, 256), 256, 0, stream>>>(data, shape, counts);
+        count_col_major<T><<<sr_cuda::blocks_for(d->nrows, 256), 256, 0, stream>>>(data, shape, rule, counts);
     if (err == cudaSuccess)
         err = cudaGetLastError();
     if (err != cudaSuccess)
@@ -151,11 +163,11 @@ template <typename T> sr_status from_dense(sr_context_s *ctx, const sr_dense *d,
         return fail(s);
     T *values = static_cast<T *>(A->values);
     if (shape.row_major)
-        fill_row_major<T><<<sr_cuda::blocks_for(d->nrows * 32, 256), 256, 0, stream>>>(data, shape, A->rowptr,
+        fill_row_major<T><<<sr_cuda::blocks_for(d->nrows * 32, 256), 256, 0, stream>>>(data, shape, rule, A->rowptr,
                                                                                        A->colind, values);
     else
-        fill_col_major<T><<<sr_cuda::blocks_for(d->nrows, 256), 256, 0, stream>>>(data, shape, A->rowptr, A->colind,
-                                                                                  values);
+        fill_col_major<T><<<sr_cuda::blocks_for(d->nrows, 256), 256, 0, stream>>>(data, shape, rule, A->rowptr,
+                                                                                  A->colind, values);
     err = cudaGetLastError();
     if (err == cudaSuccess)
         err = cudaStreamSynchronize(stream);
@@ -178,13 +190,14 @@ extern "C" sr_status sr_cuda_csr_to_dense(const sr_matrix_s *A, const sr_dense *
     return sr_error(SR_ERROR_INTERNAL, "unknown type %d", (int)A->type);
 }
 
-extern "C" sr_status sr_cuda_dense_to_csr(sr_context_s *ctx, const sr_dense *d, sr_matrix_s **out) {
+extern "C" sr_status sr_cuda_dense_to_csr(sr_context_s *ctx, const sr_dense *d, const sr_keep_rule *rule,
+                                          sr_matrix_s **out) {
     sr_cuda::device_guard guard(ctx->device);
     switch (d->type) {
-    case SR_TYPE_BOOL: return from_dense<uint8_t>(ctx, d, out);
-    case SR_TYPE_INT32: return from_dense<int32_t>(ctx, d, out);
-    case SR_TYPE_FLOAT32: return from_dense<float>(ctx, d, out);
-    case SR_TYPE_FLOAT64: return from_dense<double>(ctx, d, out);
+    case SR_TYPE_BOOL: return from_dense<uint8_t>(ctx, d, *rule, out);
+    case SR_TYPE_INT32: return from_dense<int32_t>(ctx, d, *rule, out);
+    case SR_TYPE_FLOAT32: return from_dense<float>(ctx, d, *rule, out);
+    case SR_TYPE_FLOAT64: return from_dense<double>(ctx, d, *rule, out);
     }
     return sr_error(SR_ERROR_INTERNAL, "unknown type %d", (int)d->type);
 }

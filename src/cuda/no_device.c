@@ -53,9 +53,10 @@ sr_status sr_cuda_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t nc
 }
 sr_status sr_cuda_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT) { (void)A; (void)AT; return no_cuda(); }
 sr_status sr_cuda_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d) { (void)A; (void)d; return no_cuda(); }
-sr_status sr_cuda_dense_to_csr(struct sr_context_s *ctx, const sr_dense *d, struct sr_matrix_s **out)
+sr_status sr_cuda_dense_to_csr(struct sr_context_s *ctx, const sr_dense *d, const sr_keep_rule *rule,
+                               struct sr_matrix_s **out)
 {
-    (void)ctx; (void)d; (void)out;
+    (void)ctx; (void)d; (void)rule; (void)out;
     return no_cuda();
 }
 sr_status sr_cuda_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B) { (void)A; (void)B; return no_cuda(); }

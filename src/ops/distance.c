@@ -7,17 +7,8 @@
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
 #include "../semiring/metric.h"
+#include "distance_prep.h"
 #include "ops_common.h"
-
-/* Inputs ready for a backend, and what to free afterwards. */
-typedef struct prepared {
-    sr_distance_inputs in;
-    struct sr_context_s *ctx;
-    sr_location where;
-    struct sr_matrix_s *q_cast, *x_cast, *xt;
-    double *qnorm, *xnorm;
-    void *q_mag, *x_mag; /* Chebyshev on the device: magnitude orders (mag_bytes each) */
-} prepared;
 
 /* A magnitude order's block: columns, ranks, absolute values (see sr_distance_inputs). */
 static size_t mag_bytes(const struct sr_matrix_s *M)
@@ -25,7 +16,7 @@ static size_t mag_bytes(const struct sr_matrix_s *M)
     return M ? (size_t)M->nnz * (2 * sizeof(int32_t) + sr_type_size(M->type)) : 0;
 }
 
-static void release(prepared *p)
+void sr_distance_release(sr_distance_prep *p)
 {
     /* the norms first: their sizes come from the matrices, which may be the cast copies */
     sr_mem_free(p->ctx, p->where, p->qnorm, 2 * sizeof(double) * (size_t)(p->in.Q ? p->in.Q->nrows : 0));
@@ -73,7 +64,7 @@ static sr_status check_values(const char *fn, const char *what, const struct sr_
     return SR_SUCCESS;
 }
 
-static sr_status norms_of(prepared *p, const struct sr_matrix_s *M, double **norms)
+static sr_status norms_of(sr_distance_prep *p, const struct sr_matrix_s *M, double **norms)
 {
     SR_TRY(sr_mem_alloc_array(p->ctx, p->where, (size_t)M->nrows * 2, sizeof(double), (void **)norms));
     if (p->where == SR_DEVICE)
@@ -83,7 +74,7 @@ static sr_status norms_of(prepared *p, const struct sr_matrix_s *M, double **nor
 }
 
 /* M's magnitude order, for the device Chebyshev kernel, in one block allocated here. */
-static sr_status magnitude_order(prepared *p, const struct sr_matrix_s *M, void **block, const int32_t **col,
+static sr_status magnitude_order(sr_distance_prep *p, const struct sr_matrix_s *M, void **block, const int32_t **col,
                                  const int32_t **rank, const void **abs)
 {
     SR_TRY(sr_mem_alloc(p->ctx, SR_DEVICE, mag_bytes(M), block));
@@ -95,7 +86,7 @@ static sr_status magnitude_order(prepared *p, const struct sr_matrix_s *M, void 
     return sr_cuda_magnitude_order(M, c, a, r);
 }
 
-static sr_status prepare_steps(const char *fn, prepared *p, struct sr_matrix_s *queries, struct sr_matrix_s *index,
+static sr_status prepare_steps(const char *fn, sr_distance_prep *p, struct sr_matrix_s *queries, struct sr_matrix_s *index,
                                sr_type ctype)
 {
     int threads = sr_context_threads(p->ctx);
@@ -125,8 +116,8 @@ static sr_status prepare_steps(const char *fn, prepared *p, struct sr_matrix_s *
     return SR_SUCCESS;
 }
 
-static sr_status prepare(const char *fn, struct sr_context_s *ctx, struct sr_matrix_s *queries,
-                         struct sr_matrix_s *index, sr_metric metric, double metric_arg, sr_type ctype, prepared *p)
+sr_status sr_distance_prepare(const char *fn, struct sr_context_s *ctx, struct sr_matrix_s *queries,
+                         struct sr_matrix_s *index, sr_metric metric, double metric_arg, sr_type ctype, sr_distance_prep *p)
 {
     memset(p, 0, sizeof *p);
     SR_TRY(sr_ops_check_matrix(fn, ctx, queries));
@@ -144,21 +135,25 @@ static sr_status prepare(const char *fn, struct sr_context_s *ctx, struct sr_mat
     p->in.p = metric_arg;
     sr_status s = prepare_steps(fn, p, queries, index, ctype);
     if (s != SR_SUCCESS)
-        release(p);
+        sr_distance_release(p);
     return s;
 }
 
-static sr_status compute_rows(const prepared *p, int64_t q0, int64_t q1, const sr_strided_out *out)
+sr_status sr_distance_rows(const sr_distance_prep *p, int64_t q0, int64_t q1, const sr_strided_out *out)
 {
     if (p->where == SR_DEVICE)
         return sr_cuda_distance_rows(&p->in, q0, q1, out);
     return sr_cpu_distance_rows(&p->in, q0, q1, out, sr_context_threads(p->ctx));
 }
 
-/* Query rows per batch so that `per_row` bytes each stay under the workspace limit. */
-static int64_t batch_rows(const struct sr_context_s *ctx, sr_location where, int64_t nq, size_t per_row)
+/* a block past ~1 GiB buys no speed (the device is full long before), only memory */
+static const size_t kBlockCap = (size_t)1 << 30;
+
+int64_t sr_distance_batch_rows(const struct sr_context_s *ctx, sr_location where, int64_t nq, size_t per_row)
 {
     size_t budget = sr_context_workspace(ctx, where);
+    if (budget > kBlockCap)
+        budget = kBlockCap;
     int64_t b = per_row ? (int64_t)(budget / per_row) : nq;
     if (b > (int64_t)1 << 24)
         b = (int64_t)1 << 24;
@@ -212,48 +207,46 @@ sr_status sr_pairwise_distance(sr_context ctx, sr_matrix A, sr_matrix B, sr_metr
     SR_TRY(sr_ops_check_matrix(fn, ctx, B));
     SR_CHECK_ARG(D->nrows == A->nrows && D->ncols == B->nrows, "%s: D is %lld x %lld but A and B have %lld and %lld rows",
                  fn, (long long)D->nrows, (long long)D->ncols, (long long)A->nrows, (long long)B->nrows);
-    prepared p;
-    SR_TRY(prepare(fn, ctx, A, B, metric, metric_arg, D->type, &p));
+    sr_distance_prep p;
+    SR_TRY(sr_distance_prepare(fn, ctx, A, B, metric, metric_arg, D->type, &p));
     sr_status s = SR_SUCCESS;
     int64_t m = A->nrows, n = B->nrows;
     if (D->location == p.where) {
         sr_strided_out out = strided_rows(D, 0);
         if (m > 0 && n > 0)
-            s = compute_rows(&p, 0, m, &out);
+            s = sr_distance_rows(&p, 0, m, &out);
     } else if (m > 0 && n > 0) {
         size_t es = sr_type_size(D->type);
-        int64_t b = batch_rows(ctx, p.where, m, (size_t)n * es);
+        int64_t b = sr_distance_batch_rows(ctx, p.where, m, (size_t)n * es);
         void *block = NULL;
         s = sr_mem_alloc_array(ctx, p.where, (size_t)b * (size_t)n, es, &block);
         for (int64_t r0 = 0; s == SR_SUCCESS && r0 < m; r0 += b) {
             int64_t rows = m - r0 < b ? m - r0 : b;
             sr_dense staged = staging_view(D, block, rows, p.where);
             sr_strided_out out = strided_rows(&staged, 0);
-            s = compute_rows(&p, r0, r0 + rows, &out);
+            s = sr_distance_rows(&p, r0, r0 + rows, &out);
             if (s == SR_SUCCESS)
                 s = copy_rows_out(ctx, D, r0, block, p.where, rows);
         }
         sr_mem_free(ctx, p.where, block, (size_t)b * (size_t)n * es);
     }
-    release(&p);
+    sr_distance_release(&p);
     return s;
 }
 
 /* One batch of k-NN: distances of rows [r0, r0+rows) into the block, then selection into the
  * outputs (the caller's arrays when they live where the work runs, else staging buffers). */
-static sr_status knn_batch(const prepared *p, int64_t r0, int64_t rows, int64_t k, void *block, int64_t *idx,
+static sr_status knn_batch(const sr_distance_prep *p, int64_t r0, int64_t rows, int64_t k, void *block, int64_t *idx,
                            const sr_strided_out *dist)
 {
     int64_t n = p->in.X->nrows;
     sr_strided_out full = {block, n, 1};
-    SR_TRY(compute_rows(p, r0, r0 + rows, &full));
+    SR_TRY(sr_distance_rows(p, r0, r0 + rows, &full));
     bool largest = sr_metric_is_similarity(p->in.metric);
     if (p->where == SR_DEVICE)
         return sr_cuda_select_rows(p->ctx, block, p->in.Q->type, rows, n, n, k, largest, idx, k, dist);
     return sr_cpu_select_rows(block, p->in.Q->type, rows, n, n, k, largest, idx, k, dist, sr_context_threads(p->ctx));
 }
-
-static const size_t kKnnBlockCap = (size_t)1 << 30;
 
 sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, sr_metric metric, double metric_arg,
                  int64_t *indices, const sr_dense *distances, const sr_knn_options *options)
@@ -271,17 +264,14 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     SR_CHECK_ARG(distances->nrows == queries->nrows && distances->ncols == k,
                  "%s: distances is %lld x %lld but there are %lld queries and k = %lld", fn,
                  (long long)distances->nrows, (long long)distances->ncols, (long long)queries->nrows, (long long)k);
-    prepared p;
-    SR_TRY(prepare(fn, ctx, queries, index, metric, metric_arg, distances->type, &p));
+    sr_distance_prep p;
+    SR_TRY(sr_distance_prepare(fn, ctx, queries, index, metric, metric_arg, distances->type, &p));
     const int64_t nq = queries->nrows, n = index->nrows;
     const size_t es = sr_type_size(distances->type);
     const bool staged = distances->location != p.where;
     size_t per_row = (size_t)n * es + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0) +
                      (p.where == SR_DEVICE ? sr_cuda_select_scratch_per_row(n, k, distances->type) : 0);
-    /* a block past ~1 GiB buys no speed (the device is full long before), only memory */
-    int64_t b = batch_rows(ctx, p.where, nq, per_row);
-    if (b > 1 && (size_t)b * per_row > kKnnBlockCap)
-        b = (int64_t)(kKnnBlockCap / per_row) > 1 ? (int64_t)(kKnnBlockCap / per_row) : 1;
+    int64_t b = sr_distance_batch_rows(ctx, p.where, nq, per_row);
     void *block = NULL, *s_dist = NULL;
     int64_t *s_idx = NULL;
     sr_status s = sr_mem_alloc_array(ctx, p.where, (size_t)b * (size_t)n, es, &block);
@@ -312,6 +302,6 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     sr_mem_free(ctx, p.where, block, (size_t)b * (size_t)n * es);
     sr_mem_free(ctx, p.where, s_dist, (size_t)b * (size_t)k * es);
     sr_mem_free(ctx, p.where, s_idx, (size_t)b * (size_t)k * sizeof(int64_t));
-    release(&p);
+    sr_distance_release(&p);
     return s;
 }

@@ -76,26 +76,32 @@ sr_status sr_matrix_from_coo(sr_context ctx, sr_matrix *out, int64_t nrows, int6
     return SR_SUCCESS;
 }
 
+sr_status sr_ops_dense_to_csr(struct sr_context_s *ctx, const sr_dense *dense, const sr_keep_rule *rule,
+                              struct sr_matrix_s **out)
+{
+    if (dense->location == SR_DEVICE)
+        return sr_cuda_dense_to_csr(ctx, dense, rule, out);
+    int threads = sr_context_threads(ctx);
+    struct sr_matrix_s *A;
+    SR_TRY(sr_matrix_alloc(ctx, dense->nrows, dense->ncols, 0, dense->type, SR_HOST, &A));
+    sr_cpu_dense_rowptr(dense, rule, A->rowptr, threads);
+    sr_status s = sr_matrix_alloc_entries(A, A->rowptr[dense->nrows]);
+    if (s != SR_SUCCESS) {
+        sr_matrix_destroy(A);
+        return s;
+    }
+    sr_cpu_dense_fill(dense, rule, A, threads);
+    *out = A;
+    return SR_SUCCESS;
+}
+
 sr_status sr_matrix_from_dense(sr_context ctx, sr_matrix *out, const sr_dense *dense)
 {
     const char *fn = "sr_matrix_from_dense";
     SR_CHECK_ARG(ctx != NULL && out != NULL, "%s: the context or output pointer is NULL", fn);
     SR_TRY(sr_check_dense(fn, dense));
-    struct sr_matrix_s *A;
-    if (dense->location == SR_DEVICE) {
+    if (dense->location == SR_DEVICE)
         SR_TRY(sr_context_require_device(ctx));
-        SR_TRY(sr_cuda_dense_to_csr(ctx, dense, &A));
-    } else {
-        int threads = sr_context_threads(ctx);
-        SR_TRY(sr_matrix_alloc(ctx, dense->nrows, dense->ncols, 0, dense->type, SR_HOST, &A));
-        sr_cpu_dense_rowptr(dense, A->rowptr, threads);
-        sr_status s = sr_matrix_alloc_entries(A, A->rowptr[dense->nrows]);
-        if (s != SR_SUCCESS) {
-            sr_matrix_destroy(A);
-            return s;
-        }
-        sr_cpu_dense_fill(dense, A, threads);
-    }
-    *out = A;
-    return SR_SUCCESS;
+    const sr_keep_rule nonzeros = sr_keep_nonzeros();
+    return sr_ops_dense_to_csr(ctx, dense, &nonzeros, out);
 }

@@ -1,0 +1,32 @@
+/* The distance pipeline's shared steps (src/ops/distance.c), for the operations built on it:
+ * pairwise distances, k-NN, radius neighbours. */
+#ifndef SR_OPS_DISTANCE_PREP_H
+#define SR_OPS_DISTANCE_PREP_H
+
+#include "../core/distance.h"
+#include "../core/matrix.h"
+
+/* Inputs ready for a backend, and what to free afterwards. */
+typedef struct sr_distance_prep {
+    sr_distance_inputs in;
+    struct sr_context_s *ctx;
+    sr_location where;
+    struct sr_matrix_s *q_cast, *x_cast, *xt;
+    double *qnorm, *xnorm;
+    void *q_mag, *x_mag; /* Chebyshev on the device: magnitude orders (mag_bytes each) */
+} sr_distance_prep;
+
+/* Checks the pair and readies it for the backend where the index lives: values cast to the
+ * compute type `ctype`, checked for the metric, the index's inverted form, row norms. On
+ * failure nothing is left to release. */
+sr_status sr_distance_prepare(const char *fn, struct sr_context_s *ctx, struct sr_matrix_s *queries,
+                              struct sr_matrix_s *index, sr_metric metric, double metric_arg, sr_type ctype,
+                              sr_distance_prep *p);
+void sr_distance_release(sr_distance_prep *p);
+/* Distances of query rows [q0, q1) to every index row, into `out` (where the work runs). */
+sr_status sr_distance_rows(const sr_distance_prep *p, int64_t q0, int64_t q1, const sr_strided_out *out);
+/* Query rows per batch so that `per_row` bytes each stay under the workspace limit (and a
+ * batch's block under 1 GiB); at least 1. */
+int64_t sr_distance_batch_rows(const struct sr_context_s *ctx, sr_location where, int64_t nq, size_t per_row);
+
+#endif

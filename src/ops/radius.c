@@ -1,0 +1,140 @@
+/* Radius neighbours: every index row within a radius of each query, as CSR, built batch by
+ * batch from the distance blocks (each block's kept elements become one piece; the pieces are
+ * stacked at the end). */
+#include <math.h>
+#include <string.h>
+
+#include "../core/memory.h"
+#include "../core/types.h"
+#include "../semiring/metric.h"
+#include "distance_prep.h"
+#include "ops_common.h"
+
+sr_radius_options sr_radius_options_default(void)
+{
+    sr_radius_options o = {SR_GRAPH_DISTANCE, false, SR_TYPE_FLOAT32, NULL, NULL};
+    return o;
+}
+
+/* The pieces (consecutive row ranges of the result, where `where` says) as one nq x n matrix. */
+static sr_status stack_pieces(struct sr_context_s *ctx, struct sr_matrix_s *const *pieces, int64_t npieces,
+                              int64_t nq, int64_t n, sr_type type, sr_location where, struct sr_matrix_s **out)
+{
+    int64_t total = 0;
+    for (int64_t i = 0; i < npieces; i++)
+        total += pieces[i]->nnz;
+    int64_t *rowptr = NULL;
+    SR_TRY(sr_mem_alloc_array(ctx, SR_HOST, (size_t)nq + 1, sizeof(int64_t), (void **)&rowptr));
+    memset(rowptr, 0, ((size_t)nq + 1) * sizeof(int64_t));
+    struct sr_matrix_s *R = NULL;
+    sr_status s = sr_matrix_alloc(ctx, nq, n, total, type, where, &R);
+    const size_t vs = sr_value_size(type);
+    int64_t row = 0, at = 0;
+    for (int64_t i = 0; s == SR_SUCCESS && i < npieces; i++) {
+        const struct sr_matrix_s *P = pieces[i];
+        s = sr_mem_copy(ctx, rowptr + row, SR_HOST, P->rowptr, where, sr_matrix_rowptr_bytes(P));
+        for (int64_t r = row; s == SR_SUCCESS && r <= row + P->nrows; r++)
+            rowptr[r] += at;
+        if (s == SR_SUCCESS && P->nnz > 0)
+            s = sr_mem_copy(ctx, R->colind + at, where, P->colind, where, (size_t)P->nnz * sizeof(int32_t));
+        if (s == SR_SUCCESS && P->nnz > 0 && vs)
+            s = sr_mem_copy(ctx, (char *)R->values + (size_t)at * vs, where, P->values, where, (size_t)P->nnz * vs);
+        row += P->nrows;
+        at += P->nnz;
+    }
+    if (s == SR_SUCCESS)
+        s = sr_mem_copy(ctx, R->rowptr, where, rowptr, SR_HOST, ((size_t)nq + 1) * sizeof(int64_t));
+    sr_mem_free(ctx, SR_HOST, rowptr, ((size_t)nq + 1) * sizeof(int64_t));
+    if (s != SR_SUCCESS) {
+        sr_matrix_destroy(R);
+        return s;
+    }
+    *out = R;
+    return SR_SUCCESS;
+}
+
+/* Batch after batch: the block's distances, then the kept ones as a piece. */
+static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double radius, bool leave_out_self,
+                             const sr_radius_options *o, struct sr_matrix_s **pieces)
+{
+    struct sr_context_s *ctx = p->ctx;
+    const int64_t nq = p->in.Q->nrows, n = p->in.X->nrows;
+    const size_t es = sr_type_size(o->type), budget = sr_context_workspace(ctx, p->where);
+    const int64_t b = sr_distance_batch_rows(ctx, p->where, nq, (size_t)n * es);
+    sr_keep_rule rule = {sr_metric_is_similarity(p->in.metric) ? SR_KEEP_AT_LEAST : SR_KEEP_AT_MOST, radius,
+                         SR_KEEP_NO_SELF};
+    void *block = NULL;
+    SR_TRY(sr_mem_alloc_array(ctx, p->where, (size_t)b * (size_t)n, es, &block));
+    sr_status s = SR_SUCCESS;
+    for (int64_t r0 = 0, i = 0; s == SR_SUCCESS && r0 < nq; r0 += b, i++) {
+        const int64_t rows = nq - r0 < b ? nq - r0 : b;
+        const sr_strided_out out = {block, n, 1};
+        s = sr_distance_rows(p, r0, r0 + rows, &out);
+        const sr_dense view = sr_dense_view(block, rows, n, o->type, SR_ROW_MAJOR, p->where);
+        rule.self_offset = leave_out_self ? r0 : SR_KEEP_NO_SELF;
+        if (s == SR_SUCCESS)
+            s = sr_ops_dense_to_csr(ctx, &view, &rule, &pieces[i]);
+        if (s == SR_SUCCESS) { /* each batch's pairs must fit where its distances did */
+            const double bytes = (double)pieces[i]->nnz * (double)(sizeof(int32_t) + es);
+            if (bytes > (double)budget)
+                s = sr_error(SR_ERROR_OUT_OF_MEMORY,
+                             "%s: radius %g keeps %lld pairs for queries %lld..%lld (%.2f MiB), past the workspace "
+                             "limit (%.2f MiB): lower the radius, or raise the limit with "
+                             "sr_context_set_workspace_limit",
+                             fn, radius, (long long)pieces[i]->nnz, (long long)r0, (long long)(r0 + rows - 1),
+                             bytes / 1048576.0, (double)budget / 1048576.0);
+        }
+        if (s == SR_SUCCESS && o->progress && o->progress(r0 + rows, nq, o->progress_user) != 0)
+            s = sr_error(SR_ERROR_CANCELLED, "%s: stopped by the progress callback after %lld of %lld queries", fn,
+                         (long long)(r0 + rows), (long long)nq);
+    }
+    sr_mem_free(ctx, p->where, block, (size_t)b * (size_t)n * es);
+    return s;
+}
+
+sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries, double radius, sr_metric metric,
+                              double metric_arg, const sr_radius_options *options, sr_matrix *R)
+{
+    const char *fn = "sr_radius_neighbors";
+    SR_CHECK_ARG(R != NULL, "%s: R is NULL", fn);
+    SR_TRY(sr_ops_check_matrix(fn, ctx, index));
+    const sr_radius_options o = options ? *options : sr_radius_options_default();
+    SR_CHECK_ARG(o.mode == SR_GRAPH_CONNECTIVITY || o.mode == SR_GRAPH_DISTANCE, "%s: unknown mode %d", fn,
+                 (int)o.mode);
+    SR_CHECK_ARG(o.type == SR_TYPE_FLOAT32 || o.type == SR_TYPE_FLOAT64,
+                 "%s: the distance type must be float32 or float64, not %s", fn, sr_type_name(o.type));
+    SR_CHECK_ARG(!isnan(radius), "%s: the radius is NaN", fn);
+    SR_CHECK_ARG(queries == NULL || !o.include_self,
+                 "%s: include_self applies when the index is compared with itself (queries NULL)", fn);
+    const bool self = queries == NULL;
+    sr_distance_prep p;
+    SR_TRY(sr_distance_prepare(fn, ctx, self ? index : queries, index, metric, metric_arg, o.type, &p));
+    const int64_t nq = p.in.Q->nrows, n = index->nrows;
+    const int64_t b = sr_distance_batch_rows(ctx, p.where, nq, (size_t)n * sr_type_size(o.type));
+    const int64_t npieces = n > 0 ? (nq + b - 1) / b : 0;
+    struct sr_matrix_s **pieces = NULL, *out = NULL;
+    sr_status s = sr_mem_alloc_array(ctx, SR_HOST, (size_t)(npieces ? npieces : 1), sizeof *pieces, (void **)&pieces);
+    if (s == SR_SUCCESS) {
+        memset(pieces, 0, (size_t)(npieces ? npieces : 1) * sizeof *pieces);
+        if (npieces > 0)
+            s = find_pieces(fn, &p, radius, self && !o.include_self, &o, pieces);
+    }
+    if (s == SR_SUCCESS)
+        s = stack_pieces(ctx, pieces, npieces, nq, n, o.type, p.where, &out);
+    for (int64_t i = 0; pieces && i < npieces; i++)
+        sr_matrix_destroy(pieces[i]);
+    sr_mem_free(ctx, SR_HOST, pieces, (size_t)(npieces ? npieces : 1) * sizeof *pieces);
+    sr_distance_release(&p);
+    if (s == SR_SUCCESS && o.mode == SR_GRAPH_CONNECTIVITY) {
+        struct sr_matrix_s *B = NULL;
+        s = sr_matrix_cast(ctx, out, SR_TYPE_BOOL, &B);
+        sr_matrix_destroy(out);
+        out = B;
+    }
+    if (s != SR_SUCCESS) {
+        sr_matrix_destroy(out);
+        return s;
+    }
+    *R = out;
+    return SR_SUCCESS;
+}
