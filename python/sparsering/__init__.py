@@ -18,7 +18,8 @@ from ._core import (CancelledError, DeviceError, DeviceOutOfMemoryError, FileErr
                     InvalidArgumentError, InvalidMatrixError, NoDeviceError, OutOfMemoryError, ParseError,
                     SizeOverflowError, SparseringError, UnsupportedError)
 from ._matrix import BooleanMatrix, Context, Matrix, as_matrix, default_context, set_default_context
-from ._ops import METRICS, SEMIRINGS, kneighbors, kneighbors_graph, mxm, pairwise_distances, spmm, spmv
+from ._ops import (METRICS, SEMIRINGS, kneighbors, kneighbors_graph, mxm, pairwise_distances, radius_neighbors,
+                   radius_neighbors_graph, spmm, spmv)
 from .neighbors import NearestNeighbors
 
 __version__ = "0.1.0"
@@ -38,4 +39,5 @@ __all__ = ["BooleanMatrix", "CancelledError", "Context", "DeviceError", "DeviceO
            "InternalError", "InvalidArgumentError", "InvalidMatrixError", "METRICS", "Matrix", "NearestNeighbors",
            "NoDeviceError", "OutOfMemoryError", "ParseError", "SEMIRINGS", "SizeOverflowError", "SparseringError",
            "UnsupportedError", "as_matrix", "default_context", "kneighbors", "kneighbors_graph", "library_version", "mxm",
-           "pairwise_distances", "read_mm", "set_default_context", "spmm", "spmv"]
+           "pairwise_distances", "radius_neighbors", "radius_neighbors_graph", "read_mm", "set_default_context", "spmm",
+           "spmv"]

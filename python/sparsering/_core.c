@@ -789,6 +789,36 @@ static PyObject *knn_graph(PyObject *mod, PyObject *args)
     return wrap_matrix(context, G);
 }
 
+/* radius(ctx, X, Q or None, radius, metric, arg, distance_mode, include_self, type, progress) -> Matrix */
+static PyObject *radius(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *x, *q, *progress;
+    double r, arg;
+    int metric, distance, include_self, type;
+    if (!PyArg_ParseTuple(args, "OOOdidppiO", &context, &x, &q, &r, &metric, &arg, &distance, &include_self, &type,
+                          &progress))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix X, Q = NULL;
+    if (!ctx || matrix_arg(x, &X, 0, "X") || (q != Py_None && matrix_arg(q, &Q, 0, "queries")))
+        return NULL;
+    progress_state st = {progress, 0};
+    sr_radius_options o = sr_radius_options_default();
+    o.mode = distance ? SR_GRAPH_DISTANCE : SR_GRAPH_CONNECTIVITY;
+    o.include_self = include_self != 0;
+    o.type = (sr_type)type;
+    o.progress = progress_trampoline;
+    o.progress_user = &st;
+    sr_matrix R = NULL;
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_radius_neighbors(ctx, X, Q, r, (sr_metric)metric, arg, &o, &R);
+    Py_END_ALLOW_THREADS if (st.python_error) return NULL;
+    if (s != SR_SUCCESS)
+        return raise_status(s);
+    return wrap_matrix(context, R);
+}
+
 static PyObject *version(PyObject *mod, PyObject *unused)
 {
     (void)mod;
@@ -810,6 +840,8 @@ static PyMethodDef module_methods[] = {
     {"knn", knn, METH_VARARGS, "knn(ctx, index, queries, k, metric, arg, indices, distances, progress)"},
     {"knn_graph", knn_graph, METH_VARARGS,
      "knn_graph(ctx, X, k, metric, arg, distance_mode, include_self, symmetrize, type, progress)"},
+    {"radius", radius, METH_VARARGS,
+     "radius(ctx, X, queries_or_None, radius, metric, arg, distance_mode, include_self, type, progress)"},
     {"version", version, METH_NOARGS, "The library's version string."},
     {NULL, NULL, 0, NULL}};
 

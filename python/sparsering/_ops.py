@@ -187,3 +187,55 @@ def kneighbors_graph(X, n_neighbors, mode="connectivity", metric="minkowski", p=
     if mode == "connectivity":
         out = out.astype(np.float64)  # scikit-learn's connectivity graphs hold 1.0
     return out
+
+
+def _radius_matrix(X, Y, radius, mode, metric, p, include_self, dtype, progress, context):
+    """The library's radius result (a Matrix) for X against itself (Y None) or Y's rows against X's."""
+    if mode not in ("connectivity", "distance"):
+        raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
+    ctx = _ctx_for(X, context)
+    m, arg = _metric(metric, p)
+    A = as_matrix(X, ctx)
+    B = None if Y is None else as_matrix(Y, ctx, None, A.location)
+    t = _precision(dtype, A) if B is None else _precision(dtype, A, B)
+    nq = A.shape[0] if B is None else B.shape[0]
+    with progress_callback(progress, nq) as callback:
+        h = _core.radius(ctx._ctx, A._h, None if B is None else B._h, float(radius), m, arg, mode == "distance",
+                         include_self, t, callback)
+    return Matrix._wrap(h, ctx)
+
+
+def radius_neighbors_graph(X, radius, mode="connectivity", metric="minkowski", p=2, metric_params=None,
+                           include_self=False, n_jobs=None, *, dtype=None, progress=None, context=None):
+    """Every pair of X's rows within `radius`, as sklearn.neighbors.radius_neighbors_graph: a scipy
+    csr_matrix, 1.0 (connectivity) or the distance (mode="distance"; explicit zeros for equal
+    rows are kept) per pair; include_self=False leaves out each row's own entry (only that one).
+    inner_product, a similarity, keeps the pairs at least `radius`. Built in batches; a batch
+    whose pairs would not fit the workspace limit raises OutOfMemoryError. n_jobs is ignored."""
+    if metric_params and "p" in metric_params:
+        p = metric_params["p"]
+    R = _radius_matrix(X, None, radius, mode, metric, p if metric == "minkowski" else None, include_self, dtype,
+                       progress, context)
+    out = R.to_scipy()
+    if mode == "connectivity":
+        out = out.astype(np.float64)  # scikit-learn's connectivity graphs hold 1.0
+    return out
+
+
+def radius_neighbors(index, queries=None, radius=1.0, metric="euclidean", *, p=None, dtype=None, sort_results=False,
+                     progress=None, context=None):
+    """The rows of `index` within `radius` of each row of `queries` (index itself when None; each
+    row then leaves itself out, as scikit-learn's radius_neighbors(X=None)). Returns (distances,
+    indices): numpy object arrays holding one array per query, by index, or closest first with
+    sort_results=True (ties to the smaller index)."""
+    R = _radius_matrix(index, queries, radius, "distance", metric, p, False, dtype, progress, context).to_scipy()
+    nq = R.shape[0]
+    dist, ind = np.empty(nq, dtype=object), np.empty(nq, dtype=object)
+    for i in range(nq):
+        lo, hi = R.indptr[i], R.indptr[i + 1]
+        d, j = R.data[lo:hi], R.indices[lo:hi].astype(np.int64)
+        if sort_results:
+            order = np.lexsort((j, d))
+            d, j = d[order], j[order]
+        dist[i], ind[i] = d, j
+    return dist, ind

@@ -4,13 +4,13 @@ import numpy as np
 from ._matrix import _context, as_matrix
 import scipy.sparse as sp
 
-from ._ops import _metric, kneighbors, kneighbors_graph
+from ._ops import _metric, _radius_matrix, kneighbors, kneighbors_graph, radius_neighbors
 
 
 class NearestNeighbors:
     """Unsupervised nearest neighbours, as sklearn.neighbors.NearestNeighbors(algorithm="brute").
 
-    n_neighbors: default k for kneighbors. metric: any of sparsering.METRICS or "minkowski"
+    n_neighbors: default k for kneighbors. radius: default radius for radius_neighbors. metric: any of sparsering.METRICS or "minkowski"
     (scikit-learn's default; with p=2 it is euclidean, p=1 manhattan). dtype: float32 or
     float64 for the distances (default: float32 for float32 data, else float64). progress: as
     sparsering.kneighbors. context: a sparsering.Context (default: the module's; a CUDA
@@ -18,11 +18,13 @@ class NearestNeighbors:
 
     >>> nn = NearestNeighbors(n_neighbors=3, metric="cosine").fit(X)   # X: scipy.sparse or numpy
     >>> dist, ind = nn.kneighbors(Q)
+    >>> dist, ind = nn.radius_neighbors(Q, radius=0.5)                 # object arrays, one per query
     """
 
-    def __init__(self, n_neighbors=5, *, metric="minkowski", p=2, metric_params=None, dtype=None, progress=None,
-                 context=None):
+    def __init__(self, n_neighbors=5, radius=1.0, *, metric="minkowski", p=2, metric_params=None, dtype=None,
+                 progress=None, context=None):
         self.n_neighbors = n_neighbors
+        self.radius = radius
         self.metric = metric
         self.p = p
         self.metric_params = metric_params
@@ -32,7 +34,7 @@ class NearestNeighbors:
 
     def get_params(self, deep=True):
         return {name: getattr(self, name) for name in
-                ("n_neighbors", "metric", "p", "metric_params", "dtype", "progress", "context")}
+                ("n_neighbors", "radius", "metric", "p", "metric_params", "dtype", "progress", "context")}
 
     def set_params(self, **params):
         for name, value in params.items():
@@ -99,3 +101,29 @@ class NearestNeighbors:
         rows = np.repeat(np.arange(ind.shape[0]), k)
         values = np.ones(ind.size) if mode == "connectivity" else dist.ravel()
         return sp.csr_matrix((values, (rows, ind.ravel())), shape=(ind.shape[0], self.n_samples_fit_))
+
+    def radius_neighbors(self, X=None, radius=None, return_distance=True, sort_results=False):
+        """(distances, indices) of the fitted rows within radius of each row of X: numpy object
+        arrays with one array per query, by index, or closest first with sort_results=True.
+        X=None queries the fitted rows, each one leaving itself out, as scikit-learn does."""
+        if not hasattr(self, "_fit_X"):
+            raise AttributeError("this NearestNeighbors is not fitted yet: call fit(X) first")
+        r = self.radius if radius is None else radius
+        metric, p = self._metric_and_p()
+        queries = None if X is None else as_matrix(X, self._ctx, None, self._fit_X.location)
+        dist, ind = radius_neighbors(self._fit_X, queries, r, metric, p=p, dtype=self.dtype,
+                                     sort_results=sort_results, progress=self.progress, context=self._ctx)
+        return (dist, ind) if return_distance else ind
+
+    def radius_neighbors_graph(self, X=None, radius=None, mode="connectivity", sort_results=False):
+        """The pairs of radius_neighbors(X) as a scipy csr_matrix (1.0 or the distance per pair;
+        explicit zeros for equal rows kept). sort_results is accepted for scikit-learn's
+        signature; the columns of each row are sorted by index."""
+        if not hasattr(self, "_fit_X"):
+            raise AttributeError("this NearestNeighbors is not fitted yet: call fit(X) first")
+        r = self.radius if radius is None else radius
+        metric, p = self._metric_and_p()
+        queries = None if X is None else as_matrix(X, self._ctx, None, self._fit_X.location)
+        out = _radius_matrix(self._fit_X, queries, r, mode, metric, p, False, self.dtype, self.progress,
+                             self._ctx).to_scipy()
+        return out.astype(np.float64) if mode == "connectivity" else out
