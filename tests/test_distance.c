@@ -249,13 +249,6 @@ static void check_rejections(void)
     sr_matrix_free(N);
 }
 
-static int cancel_after_first(int64_t done, int64_t total, void *user)
-{
-    (void)total;
-    *(int64_t *)user = done;
-    return 1;
-}
-
 static void check_progress_and_batches(void)
 {
     /* a tiny workspace forces many batches; the callback sees them and can cancel */
@@ -267,7 +260,7 @@ static void check_progress_and_batches(void)
     int64_t idx[50 * 3], seen = 0;
     float dist[50 * 3];
     sr_dense K = sr_dense_view(dist, 50, 3, SR_TYPE_FLOAT32, SR_COL_MAJOR, SR_HOST);
-    sr_knn_options ko = {cancel_after_first, &seen};
+    sr_knn_options ko = {test_stop_at_first_report, &seen};
     CHECK_FAILS(sr_knn(ctx, A, A, 3, SR_METRIC_COSINE, 0, idx, &K, &ko), SR_ERROR_CANCELLED, "stopped");
     CHECK(seen > 0 && seen < 50, "cancelled after %lld of 50", (long long)seen);
     CHECK_OK(sr_knn(ctx, A, A, 3, SR_METRIC_COSINE, 0, idx, &K, NULL));

@@ -126,13 +126,6 @@ static void check_radius(sr_metric metric, const test_csr *xt, const test_csr *q
     free(D);
 }
 
-static int stop_after_first(int64_t done, int64_t total, void *user)
-{
-    (void)total;
-    *(int64_t *)user = done;
-    return 1;
-}
-
 static void check_limits_and_rejections(void)
 {
     test_csr t = rows_with_copies(40, 10);
@@ -146,7 +139,7 @@ static void check_limits_and_rejections(void)
                 "lower the radius");
     CHECK_OK(sr_context_set_workspace_limit(ctx, 40 * 4 * 5)); /* 5 rows a batch: 8 batches */
     int64_t seen = 0;
-    o.progress = stop_after_first;
+    o.progress = test_stop_at_first_report;
     o.progress_user = &seen;
     CHECK_FAILS(sr_radius_neighbors(ctx, Xw, NULL, -1.0, SR_METRIC_L2, 0, &o, &R), SR_ERROR_CANCELLED, "after 5 of 40");
     CHECK(seen == 5, "progress reported %lld rows, expected 5", (long long)seen);

@@ -212,6 +212,14 @@ static inline void test_on_each_backend(sr_context *ctx, sr_location *where, voi
     }
 }
 
+/* A progress callback that records how many rows were done and asks to stop. */
+static inline int test_stop_at_first_report(int64_t done, int64_t total, void *user)
+{
+    (void)total;
+    *(int64_t *)user = done;
+    return 1;
+}
+
 static const sr_type test_all_types[] = {SR_TYPE_BOOL, SR_TYPE_INT32, SR_TYPE_FLOAT32, SR_TYPE_FLOAT64};
 
 /* Shapes every conversion test runs over: empty, degenerate and skewed. */

@@ -101,10 +101,7 @@ sr_status sr_knn_graph(sr_context ctx, sr_matrix X, int64_t k, sr_metric metric,
     SR_CHECK_ARG(G != NULL, "%s: G is NULL", fn);
     SR_TRY(sr_ops_check_matrix(fn, ctx, X));
     const sr_knn_graph_options o = options ? *options : sr_knn_graph_options_default();
-    SR_CHECK_ARG(o.mode == SR_GRAPH_CONNECTIVITY || o.mode == SR_GRAPH_DISTANCE, "%s: unknown mode %d", fn,
-                 (int)o.mode);
-    SR_CHECK_ARG(o.type == SR_TYPE_FLOAT32 || o.type == SR_TYPE_FLOAT64,
-                 "%s: the distance type must be float32 or float64, not %s", fn, sr_type_name(o.type));
+    SR_TRY(sr_ops_check_graph_output(fn, o.mode, o.type));
     const int64_t m = X->nrows, most = o.include_self ? m : m - 1, kk = k + (o.include_self ? 0 : 1);
     SR_CHECK_ARG(k >= 1 && k <= most, "%s: k = %lld, but X has %lld rows (k must be 1..%lld%s)", fn, (long long)k,
                  (long long)m, (long long)most, o.include_self ? "" : ": a row is not its own neighbour");

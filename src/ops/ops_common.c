@@ -9,3 +9,11 @@ sr_status sr_ops_check_matrix(const char *fn, const struct sr_context_s *ctx, co
                  ctx->device);
     return SR_SUCCESS;
 }
+
+sr_status sr_ops_check_graph_output(const char *fn, sr_graph_mode mode, sr_type type)
+{
+    SR_CHECK_ARG(mode == SR_GRAPH_CONNECTIVITY || mode == SR_GRAPH_DISTANCE, "%s: unknown mode %d", fn, (int)mode);
+    SR_CHECK_ARG(type == SR_TYPE_FLOAT32 || type == SR_TYPE_FLOAT64,
+                 "%s: the distance type must be float32 or float64, not %s", fn, sr_type_name(type));
+    return SR_SUCCESS;
+}

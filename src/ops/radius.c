@@ -99,10 +99,7 @@ sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries
     SR_CHECK_ARG(R != NULL, "%s: R is NULL", fn);
     SR_TRY(sr_ops_check_matrix(fn, ctx, index));
     const sr_radius_options o = options ? *options : sr_radius_options_default();
-    SR_CHECK_ARG(o.mode == SR_GRAPH_CONNECTIVITY || o.mode == SR_GRAPH_DISTANCE, "%s: unknown mode %d", fn,
-                 (int)o.mode);
-    SR_CHECK_ARG(o.type == SR_TYPE_FLOAT32 || o.type == SR_TYPE_FLOAT64,
-                 "%s: the distance type must be float32 or float64, not %s", fn, sr_type_name(o.type));
+    SR_TRY(sr_ops_check_graph_output(fn, o.mode, o.type));
     SR_CHECK_ARG(!isnan(radius), "%s: the radius is NaN", fn);
     SR_CHECK_ARG(queries == NULL || !o.include_self,
                  "%s: include_self applies when the index is compared with itself (queries NULL)", fn);
