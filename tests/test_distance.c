@@ -122,10 +122,13 @@ static double tolerance(sr_metric m, sr_type out, double scale)
     return eps * (1.0 + scale);
 }
 
-static void check_pairwise(sr_metric m, double p, sr_type in, sr_type out, int64_t mq, int64_t nx, int64_t d,
-                           double degree, sr_layout layout)
+/* D = distances(tq, tx) against the float64 reference, entry by entry */
+static void compare_pairwise(sr_metric m, double p, const test_csr *ptq, const test_csr *ptx, sr_type out,
+                             sr_layout layout)
 {
-    test_csr tq = make_data(m, mq, d, degree, in), tx = make_data(m, nx, d, degree, in);
+    const test_csr tq = *ptq, tx = *ptx;
+    const sr_type in = tq.type;
+    const int64_t mq = tq.nrows, nx = tx.nrows, d = tq.ncols;
     double *q = dense_of(&tq), *x = dense_of(&tx);
     sr_matrix Q = on_device_if_needed(test_make_matrix(ctx, &tq)), X = on_device_if_needed(test_make_matrix(ctx, &tx));
     size_t es = sr_type_size(out);
@@ -155,6 +158,38 @@ static void check_pairwise(sr_metric m, double p, sr_type in, sr_type out, int64
     free(x);
     sr_matrix_free(Q);
     sr_matrix_free(X);
+}
+
+static void check_pairwise(sr_metric m, double p, sr_type in, sr_type out, int64_t mq, int64_t nx, int64_t d,
+                           double degree, sr_layout layout)
+{
+    test_csr tq = make_data(m, mq, d, degree, in), tx = make_data(m, nx, d, degree, in);
+    compare_pairwise(m, p, &tq, &tx, out, layout);
+    test_csr_free(&tq);
+    test_csr_free(&tx);
+}
+
+/* Queries that are the index's own long rows, every other one missing one entry: the pairs share
+ * (nearly) all their entries, so Chebyshev's walks for the values off the other row run through
+ * whole rows (on the GPU, the warps' long walks) and end at the last entry or find none. */
+static void check_chebyshev_long_walks(sr_type type)
+{
+    test_csr tx = make_data(SR_METRIC_CHEBYSHEV, 300, 400, 120, type);
+    test_csr tq = {tx.nrows, tx.ncols, 0, type, calloc((size_t)tx.nrows + 1, sizeof(int64_t)),
+                   malloc((size_t)tx.nnz * sizeof(int32_t) + 4), malloc((size_t)tx.nnz * sr_type_size(type) + 8)};
+    size_t es = sr_type_size(type);
+    for (int64_t i = 0; i < tx.nrows; i++) {
+        int64_t len = tx.rowptr[i + 1] - tx.rowptr[i];
+        int64_t drop = i % 2 && len > 0 ? test_below(len) : -1;
+        for (int64_t e = 0; e < len; e++)
+            if (e != drop) {
+                tq.colind[tq.nnz] = tx.colind[tx.rowptr[i] + e];
+                memcpy((char *)tq.values + (size_t)tq.nnz * es, (char *)tx.values + (size_t)(tx.rowptr[i] + e) * es, es);
+                tq.nnz++;
+            }
+        tq.rowptr[i + 1] = tq.nnz;
+    }
+    compare_pairwise(SR_METRIC_CHEBYSHEV, 0, &tq, &tx, type, SR_ROW_MAJOR);
     test_csr_free(&tq);
     test_csr_free(&tx);
 }
@@ -303,6 +338,8 @@ static void run_all(void)
     /* thousands of exact ties per chunk: more than the selection's slots, taken in index order */
     check_knn(SR_METRIC_COSINE, SR_TYPE_FLOAT32, 3, 70000, 4, 1024, 1);
     check_knn(SR_METRIC_L1, SR_TYPE_FLOAT64, 3, 70000, 4, 700, 1);
+    check_chebyshev_long_walks(SR_TYPE_FLOAT32);
+    check_chebyshev_long_walks(SR_TYPE_FLOAT64);
     check_rejections();
     check_progress_and_batches();
 }

@@ -15,7 +15,8 @@
 // magnitude at the first clear bit. C walks the row's entries by decreasing |x| until one falls
 // outside the query (a search in the query's columns); rows sharing nothing take max(|q|, |x|)
 // at once. So Chebyshev also touches only pairs of shared entries plus a short walk per
-// intersecting pair, where a merge of the two rows would touch every entry of both.
+// intersecting pair, where a merge of the two rows would touch every entry of both. Walks that
+// run long (rows sharing most of their largest entries, a row against itself) go to whole warps.
 #include <cub/device/device_segmented_sort.cuh>
 #include <type_traits>
 
@@ -163,6 +164,8 @@ template <> struct ordered_bits<double> {
 
 constexpr int kRankBits = 32; // the query's largest entries tracked per row
 
+constexpr int kShortWalk = 4; // a thread's steps through a row's order before a warp takes over
+
 template <typename T> __host__ __device__ constexpr int chebyshev_tile_rows() {
     return kTileBytes / (int)(sizeof(typename ordered_bits<T>::type) + sizeof(unsigned));
 }
@@ -172,22 +175,41 @@ __device__ inline bool holds(const int32_t *cols, int64_t n, int32_t c) {
     return at < n && cols[at] == c;
 }
 
-// B when the row shares all of the query's tracked entries: the rest of the query's order.
-template <typename T> __device__ double query_off_row(const tile_args<T> &a, int64_t qbegin, int64_t qn, int64_t i) {
-    const int32_t *xcols = a.xcol + a.xptr[i];
-    const int64_t xn = a.xptr[i + 1] - a.xptr[i];
-    for (int64_t t = kRankBits; t < qn; t++)
-        if (!holds(xcols, xn, a.q_mag_col[qbegin + t]))
-            return (double)a.q_mag_abs[qbegin + t];
+// Along order_col[from, to) (columns by decreasing magnitude), the magnitude of the first whose
+// column `cols` (sorted, n long) lacks; 0 when there is none. A thread takes at most `steps`
+// entries and says in *done whether it got an answer.
+template <typename T> __device__ double first_outside(const int32_t *order_col, const T *order_abs, int64_t from,
+                                                      int64_t to, const int32_t *cols, int64_t n, int steps,
+                                                      bool *done) {
+    for (int64_t t = from; t < to; t++) {
+        if (steps-- == 0) {
+            *done = false;
+            return 0.0;
+        }
+        if (!holds(cols, n, order_col[t]))
+            return (double)order_abs[t];
+    }
     return 0.0;
 }
 
-// C: the largest |x| whose column the query lacks.
-template <typename T> __device__ double row_off_query(const tile_args<T> &a, int64_t qbegin, int64_t qn, int64_t i) {
-    for (int64_t t = a.xptr[i]; t < a.xptr[i + 1]; t++)
-        if (!holds(a.qcol + qbegin, qn, a.x_mag_col[t]))
-            return (double)a.x_mag_abs[t];
+// The same for a whole warp, 32 entries a step; all lanes call it and get the answer.
+template <typename T> __device__ double warp_first_outside(const int32_t *order_col, const T *order_abs, int64_t from,
+                                                           int64_t to, const int32_t *cols, int64_t n, int lane) {
+    for (int64_t base = from; base < to; base += 32) {
+        const int64_t t = base + lane;
+        const unsigned outside = __ballot_sync(~0u, t < to && !holds(cols, n, order_col[t]));
+        if (outside)
+            return (double)order_abs[base + __ffs(outside) - 1];
+    }
     return 0.0;
+}
+
+// B: the largest |q| whose column row i lacks. The shared-rank mask answers it unless the row
+// shares all of the query's tracked entries; then the rest of the query's order is walked.
+template <typename T> __device__ double query_off_row_from_mask(const tile_args<T> &a, int64_t qbegin, int64_t qn,
+                                                                unsigned ranks) {
+    const int first_off = __ffs(~ranks) - 1;
+    return first_off < qn ? (double)a.q_mag_abs[qbegin + first_off] : 0.0;
 }
 
 template <typename T> __global__ void __launch_bounds__(kThreads) chebyshev_kernel(tile_args<T> a) {
@@ -199,6 +221,7 @@ template <typename T> __global__ void __launch_bounds__(kThreads) chebyshev_kern
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kThreads / 32;
     const int64_t j = a.q0 + blockIdx.x;
     const int64_t qbegin = a.qptr[j], qn = a.qptr[j + 1] - qbegin;
+    const int32_t *qcols = a.qcol + qbegin;
     const double qmax = qn > 0 ? (double)a.q_mag_abs[qbegin] : 0.0;
     T *out_row = a.out + (int64_t)blockIdx.x * a.rs;
 
@@ -224,27 +247,42 @@ template <typename T> __global__ void __launch_bounds__(kThreads) chebyshev_kern
             }
         }
         __syncthreads();
-        for (int r = threadIdx.x; r < rows; r += kThreads) {
-            const int64_t i = i0 + r;
-            const Bits m = shared_max[r];
-            double d;
-            if (m == 0) { // nothing shared
-                d = a.xptr[i + 1] > a.xptr[i] ? (double)a.x_mag_abs[a.xptr[i]] : 0.0;
-                d = d > qmax ? d : qmax;
-            } else {
-                d = (double)ordered_bits<T>::value(m - 1);
-                const unsigned ranks = shared_ranks[r];
-                double b = 0.0;
-                if (ranks != ~0u) {
-                    const int first_off = __ffs(~ranks) - 1;
-                    b = first_off < qn ? (double)a.q_mag_abs[qbegin + first_off] : 0.0;
+        // A lane a row for the short walks. A row whose walk runs long (a self pair, or rows sharing
+        // most of their largest entries) is taken over by its whole warp: one lane walking a long
+        // row would hold up the block.
+        for (int r0 = warp * 32; r0 < rows; r0 += kThreads) {
+            const int r = r0 + lane;
+            bool long_walk = false;
+            if (r < rows) {
+                const int64_t i = i0 + r;
+                const Bits m = shared_max[r];
+                if (m == 0) { // nothing shared
+                    const double x = a.xptr[i + 1] > a.xptr[i] ? (double)a.x_mag_abs[a.xptr[i]] : 0.0;
+                    out_row[i * a.cs] = (T)fmax(x, qmax);
                 } else {
-                    b = query_off_row(a, qbegin, qn, i);
+                    bool done = shared_ranks[r] != ~0u;
+                    const double c = first_outside(a.x_mag_col, a.x_mag_abs, a.xptr[i], a.xptr[i + 1], qcols, qn,
+                                                   kShortWalk, &done);
+                    if (done)
+                        out_row[i * a.cs] = (T)fmax((double)ordered_bits<T>::value(m - 1),
+                                                    fmax(query_off_row_from_mask(a, qbegin, qn, shared_ranks[r]), c));
+                    long_walk = !done;
                 }
-                const double c = row_off_query(a, qbegin, qn, i);
-                d = fmax(d, fmax(b, c));
             }
-            out_row[i * a.cs] = (T)d;
+            for (unsigned pending = __ballot_sync(~0u, long_walk); pending; pending &= pending - 1) {
+                const int rl = r0 + __ffs(pending) - 1;
+                const int64_t i = i0 + rl;
+                const int32_t *xcols = a.xcol + a.xptr[i];
+                const int64_t xn = a.xptr[i + 1] - a.xptr[i];
+                const unsigned ranks = shared_ranks[rl];
+                const double b = ranks != ~0u ? query_off_row_from_mask(a, qbegin, qn, ranks)
+                                              : warp_first_outside(a.q_mag_col, a.q_mag_abs, qbegin + kRankBits,
+                                                                   qbegin + qn, xcols, xn, lane);
+                const double c =
+                    warp_first_outside(a.x_mag_col, a.x_mag_abs, a.xptr[i], a.xptr[i + 1], qcols, qn, lane);
+                if (lane == 0)
+                    out_row[i * a.cs] = (T)fmax((double)ordered_bits<T>::value(shared_max[rl] - 1), fmax(b, c));
+            }
         }
         __syncthreads();
     }
