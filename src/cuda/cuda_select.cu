@@ -74,6 +74,16 @@ template <typename T> struct select_shared {
     int digit, below, in_bin, sure_count, cand_count;
 };
 
+// row[base + u * kSelectThreads + tid] for every u (0 past n), all loaded before any is used:
+// several loads in flight per thread.
+template <typename T> __device__ inline void load_unrolled(const T *row, int64_t n, int64_t base, T (&v)[kUnroll]) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+        const int64_t i = base + u * kSelectThreads + threadIdx.x;
+        v[u] = i < n ? row[i] : T(0);
+    }
+}
+
 // Block (row, chunk) selects the k best of row[chunk * blockIdx.y, ...) of the block; `in_idx`
 // (stage two) maps positions to the indices the candidates came from.
 template <typename T>
@@ -99,12 +109,8 @@ __global__ void __launch_bounds__(kSelectThreads)
             sh.hist[b] = 0;
         __syncthreads();
         for (int64_t base = 0; base < n; base += kUnroll * kSelectThreads) {
-            T v[kUnroll]; // loads first: several in flight per thread
-#pragma unroll
-            for (int u = 0; u < kUnroll; u++) {
-                const int64_t i = base + u * kSelectThreads + tid;
-                v[u] = i < n ? row[i] : T(0);
-            }
+            T v[kUnroll];
+            load_unrolled(row, n, base, v);
 #pragma unroll
             for (int u = 0; u < kUnroll; u++) {
                 if (base + u * kSelectThreads >= n)
@@ -153,11 +159,7 @@ __global__ void __launch_bounds__(kSelectThreads)
     const unsigned lanes_below = (1u << lane) - 1;
     for (int64_t base = 0; base < n; base += kUnroll * kSelectThreads) {
         T v[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; u++) {
-            const int64_t i = base + u * kSelectThreads + tid;
-            v[u] = i < n ? row[i] : T(0);
-        }
+        load_unrolled(row, n, base, v);
 #pragma unroll
         for (int u = 0; u < kUnroll; u++) {
             const int64_t i = base + u * kSelectThreads + tid;
