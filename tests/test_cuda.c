@@ -456,6 +456,12 @@ int main(void)
             test_matrix_on_device(&m);
             test_csr_free(&m);
         }
+    /* rows wider than the device's row-major dense compaction segments (several, the last partial) */
+    for (int t = 0; t < 4; t++) {
+        test_csr m = test_random_csr(6, 9000, 3000, test_all_types[t]);
+        test_matrix_on_device(&m);
+        test_csr_free(&m);
+    }
     test_large();
     test_heavy_mxm();
     test_large_mxm_repeated();

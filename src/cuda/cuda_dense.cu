@@ -40,21 +40,35 @@ template <typename T> __device__ inline bool keeps(T v, int64_t i, int64_t j, co
     return false;
 }
 
-// Row-major: a warp a row, lanes over columns (coalesced). Column-major: a thread a row
-// (neighbouring threads read neighbouring elements). Both write the kept count to counts[i].
+// Row-major: a warp per (row, segment of kSegment columns), lanes over columns (coalesced), so a
+// short batch of very long rows (radius neighbours: a few hundred rows of a million distances)
+// still spreads over every SM. Each writes its kept count to counts[row * segments + segment].
+// Column-major: a thread a row (neighbouring threads read neighbouring elements), counts[row].
+constexpr int64_t kSegment = 2048;
+
+__host__ __device__ inline int64_t segments_of(int64_t ncols) { return ncols > 0 ? (ncols + kSegment - 1) / kSegment : 1; }
+
 template <typename T>
 __global__ void count_row_major(const T *data, dense_shape shape, sr_keep_rule rule, int64_t *counts) {
     const int lane = threadIdx.x & 31;
-    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; i < shape.nrows; i += warps) {
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32, segments = segments_of(shape.ncols);
+    for (int64_t w = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; w < shape.nrows * segments; w += warps) {
+        const int64_t i = w / segments, j0 = (w % segments) * kSegment;
+        const int64_t j1 = j0 + kSegment < shape.ncols ? j0 + kSegment : shape.ncols;
         int64_t n = 0;
-        for (int64_t j = lane; j < shape.ncols; j += 32)
+        for (int64_t j = j0 + lane; j < j1; j += 32)
             n += keeps(data[shape.offset(i, j)], i, j, rule);
         for (int o = 16; o > 0; o /= 2)
             n += __shfl_down_sync(0xffffffffu, n, o);
         if (lane == 0)
-            counts[i] = n;
+            counts[w] = n;
     }
+}
+
+// rowptr[i] = where row i's first segment starts (the scanned counts), for i in [0, nrows].
+__global__ void rowptr_from_segments(const int64_t *starts, int64_t nrows, int64_t segments, int64_t *rowptr) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i <= nrows; i += (int64_t)gridDim.x * blockDim.x)
+        rowptr[i] = starts[i * segments];
 }
 
 template <typename T>
@@ -67,18 +81,21 @@ __global__ void count_col_major(const T *data, dense_shape shape, sr_keep_rule r
     }
 }
 
-// Row-major fill: each warp compacts 32 columns at a time with a ballot, keeping column order.
+// Row-major fill: each warp compacts its segment 32 columns at a time with a ballot, keeping
+// column order, from where the scanned counts say the segment starts.
 template <typename T>
-__global__ void fill_row_major(const T *data, dense_shape shape, sr_keep_rule rule, const int64_t *rowptr,
+__global__ void fill_row_major(const T *data, dense_shape shape, sr_keep_rule rule, const int64_t *starts,
                                int32_t *colind, T *values) {
     const int lane = threadIdx.x & 31;
-    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; i < shape.nrows; i += warps) {
-        int64_t at = rowptr[i];
-        for (int64_t j0 = 0; j0 < shape.ncols; j0 += 32) {
-            const int64_t j = j0 + lane;
-            const T v = j < shape.ncols ? data[shape.offset(i, j)] : T(0);
-            const bool keep = j < shape.ncols && keeps(v, i, j, rule);
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32, segments = segments_of(shape.ncols);
+    for (int64_t w = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; w < shape.nrows * segments; w += warps) {
+        const int64_t i = w / segments, j0 = (w % segments) * kSegment;
+        const int64_t j1 = j0 + kSegment < shape.ncols ? j0 + kSegment : shape.ncols;
+        int64_t at = starts[w];
+        for (int64_t jb = j0; jb < j1; jb += 32) {
+            const int64_t j = jb + lane;
+            const T v = j < j1 ? data[shape.offset(i, j)] : T(0);
+            const bool keep = j < j1 && keeps(v, i, j, rule);
             const unsigned mask = __ballot_sync(0xffffffffu, keep);
             if (keep) {
                 const int64_t slot = at + __popc(mask & ((1u << lane) - 1));
@@ -133,24 +150,34 @@ sr_status from_dense(sr_context_s *ctx, const sr_dense *d, const sr_keep_rule &r
         sr_matrix_destroy(A);
         return s;
     };
-    // counts go into rowptr[1..nrows]; an inclusive scan in place makes them row pointers.
-    int64_t *counts = A->rowptr + 1;
-    cudaError_t err = cudaMemsetAsync(A->rowptr, 0, sizeof(int64_t), stream);
+    // Counts per row (column-major) or per (row, segment) (row-major), then an exclusive scan
+    // in place: where each starts. Row pointers are the starts of each row's first segment.
+    const int64_t segments = shape.row_major ? segments_of(d->ncols) : 1, items = d->nrows * segments;
+    sr_cuda::buffer<int64_t> starts(ctx);
+    sr_status s = starts.allocate((size_t)items + 1);
+    if (s != SR_SUCCESS)
+        return fail(s);
+    cudaError_t err = cudaMemsetAsync(starts.get() + items, 0, sizeof(int64_t), stream);
     if (shape.row_major)
-        count_row_major<T><<<sr_cuda::blocks_for(d->nrows * 32, 256), 256, 0, stream>>>(data, shape, rule, counts);
+        count_row_major<T><<<sr_cuda::blocks_for(items * 32, 256), 256, 0, stream>>>(data, shape, rule, starts.get());
     else
-        count_col_major<T><<<sr_cuda::blocks_for(d->nrows, 256), 256, 0, stream>>>(data, shape, rule, counts);
+        count_col_major<T><<<sr_cuda::blocks_for(d->nrows, 256), 256, 0, stream>>>(data, shape, rule, starts.get());
     if (err == cudaSuccess)
         err = cudaGetLastError();
     if (err != cudaSuccess)
         return fail(sr_cuda_fail(err, "counting dense nonzeros", __FILE__, __LINE__));
     size_t temp_bytes = 0;
-    cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, counts, counts, d->nrows, stream);
+    cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, starts.get(), starts.get(), items + 1, stream);
     sr_cuda::buffer<unsigned char> temp(ctx);
-    sr_status s = temp.allocate(temp_bytes);
+    s = temp.allocate(temp_bytes);
     if (s != SR_SUCCESS)
         return fail(s);
-    err = cub::DeviceScan::InclusiveSum(temp.get(), temp_bytes, counts, counts, d->nrows, stream);
+    err = cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, starts.get(), starts.get(), items + 1, stream);
+    if (err == cudaSuccess) {
+        rowptr_from_segments<<<sr_cuda::blocks_for(d->nrows + 1, 256), 256, 0, stream>>>(starts.get(), d->nrows,
+                                                                                       segments, A->rowptr);
+        err = cudaGetLastError();
+    }
     int64_t nnz = 0;
     if (err == cudaSuccess)
         err = cudaMemcpyAsync(&nnz, A->rowptr + d->nrows, sizeof nnz, cudaMemcpyDeviceToHost, stream);
@@ -163,8 +190,8 @@ sr_status from_dense(sr_context_s *ctx, const sr_dense *d, const sr_keep_rule &r
         return fail(s);
     T *values = static_cast<T *>(A->values);
     if (shape.row_major)
-        fill_row_major<T><<<sr_cuda::blocks_for(d->nrows * 32, 256), 256, 0, stream>>>(data, shape, rule, A->rowptr,
-                                                                                       A->colind, values);
+        fill_row_major<T><<<sr_cuda::blocks_for(items * 32, 256), 256, 0, stream>>>(data, shape, rule, starts.get(),
+                                                                                    A->colind, values);
     else
         fill_col_major<T><<<sr_cuda::blocks_for(d->nrows, 256), 256, 0, stream>>>(data, shape, rule, A->rowptr,
                                                                                   A->colind, values);
