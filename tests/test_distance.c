@@ -338,6 +338,9 @@ static void run_all(void)
     /* thousands of exact ties per chunk: more than the selection's slots, taken in index order */
     check_knn(SR_METRIC_COSINE, SR_TYPE_FLOAT32, 3, 70000, 4, 1024, 1);
     check_knn(SR_METRIC_L1, SR_TYPE_FLOAT64, 3, 70000, 4, 700, 1);
+    /* whole p takes Minkowski's multiplication path, fractional p (above) its logarithm path */
+    check_pairwise(SR_METRIC_MINKOWSKI, 3.0, SR_TYPE_FLOAT64, SR_TYPE_FLOAT64, 37, 29, 23, 5, SR_ROW_MAJOR);
+    check_pairwise(SR_METRIC_MINKOWSKI, 7.0, SR_TYPE_FLOAT32, SR_TYPE_FLOAT32, 30, 41, 60, 8, SR_COL_MAJOR);
     check_chebyshev_long_walks(SR_TYPE_FLOAT32);
     check_chebyshev_long_walks(SR_TYPE_FLOAT64);
     check_rejections();
