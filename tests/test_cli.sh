@@ -55,6 +55,15 @@ grep -q "^1 3 0$" "$tmp/g.mtx" && grep -q "^3 1 0$" "$tmp/g.mtx" ||
     { echo "FAIL: knn-graph: rows 0 and 2 are each other's nearest at 0"; cat "$tmp/g.mtx"; failures=$((failures + 1)); }
 expect 2 "$cli" knn-graph "$tmp/q.mtx" -k 3
 expect 2 "$cli" knn-graph "$tmp/q.mtx" --mode weights
+# radius: manhattan distances are 0 (rows 0, 2), 7 (rows 0, 1 and 1, 2); within 3 only the twins
+expect 0 "$cli" --backend cpu radius "$tmp/q.mtx" --metric manhattan --radius 3 --out "$tmp/r.mtx"
+grep -q "^3 3 2$" "$tmp/r.mtx" && grep -q "^1 3 0$" "$tmp/r.mtx" && grep -q "^3 1 0$" "$tmp/r.mtx" ||
+    { echo "FAIL: radius 3: the twins' pair (both ways) expected"; cat "$tmp/r.mtx"; failures=$((failures + 1)); }
+expect 0 "$cli" --backend cpu radius "$tmp/q.mtx" --metric manhattan --radius 7 --mode connectivity --include-self --out "$tmp/r.mtx"
+grep -q "^3 3 9$" "$tmp/r.mtx" || { echo "FAIL: radius 7 with self: all 9 pairs expected"; cat "$tmp/r.mtx"; failures=$((failures + 1)); }
+expect 2 "$cli" radius "$tmp/q.mtx"
+expect 2 "$cli" radius "$tmp/q.mtx" --radius nan
+expect 2 "$cli" radius "$tmp/q.mtx" --radius 1 --queries "$tmp/q.mtx" --include-self
 "$cli" --backend cuda demo --rows 10 --cols 10 --degree 2 >"$tmp/out" 2>&1; code=$?
 [ "$code" -eq 0 ] || [ "$code" -eq 4 ] || { echo "FAIL: --backend cuda demo exited $code"; failures=$((failures + 1)); }
 if [ -n "$data" ] && [ -f "$data/malformed-mtx/mangled14.mtx" ]; then

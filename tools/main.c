@@ -21,6 +21,10 @@ static void usage(FILE *out)
             "  knn-graph DATA.mtx [--metric NAME] [-k K] [--p P] [--mode connectivity|distance]\n"
             "            [--include-self] [--symmetrize] [--out GRAPH.mtx]\n"
             "                                  the k-NN graph of DATA's rows as a sparse matrix\n"
+            "  radius DATA.mtx --radius R [--metric NAME] [--p P] [--queries Q.mtx]\n"
+            "         [--mode connectivity|distance] [--include-self] [--out PAIRS.mtx]\n"
+            "                                  every pair of rows within R (DATA against itself, self left\n"
+            "                                  out, or each query row against DATA) as a sparse matrix\n"
             "  demo [--rows N --cols N --degree D --queries N -k K --metric NAME --seed S]\n"
             "                                  k-NN on a generated bag-of-words set, timed on CPU and GPU\n"
             "  version                         print the library version\n"
@@ -105,6 +109,8 @@ int main(int argc, char **argv)
         return cmd_knn(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "knn-graph") == 0)
         return cmd_knn_graph(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "radius") == 0)
+        return cmd_radius(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "demo") == 0)
         return cmd_demo(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "version") == 0) {
