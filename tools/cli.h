@@ -37,5 +37,9 @@ int cli_knn_progress(int64_t done, int64_t total, void *user);
 /* Takes the options both k-NN commands share (--metric NAME, -k K, --p P) at argv[*i]. */
 bool cli_knn_option(int argc, char **argv, int *i, const char **metric_name, int64_t *k, double *p);
 sr_status cli_to_backend(sr_context ctx, sr_matrix *M);
+/* The metric by name and a context (CLI_OK, or the exit code with the message printed), and the
+ * inputs read as float32 where that context computes (queries may be NULL: Q is then left alone). */
+int cli_knn_start(const cli_globals *g, const char *what, const char *metric_name, sr_metric *metric, sr_context *ctx);
+sr_status cli_read_inputs(sr_context ctx, const char *data, const char *queries, sr_matrix *X, sr_matrix *Q);
 
 #endif

@@ -70,6 +70,26 @@ bool cli_knn_option(int argc, char **argv, int *i, const char **metric_name, int
     return true;
 }
 
+int cli_knn_start(const cli_globals *g, const char *what, const char *metric_name, sr_metric *metric, sr_context *ctx)
+{
+    sr_status s = sr_metric_from_name(metric_name, metric);
+    if (s != SR_SUCCESS)
+        return cli_fail(s, what);
+    return cli_context(g, ctx);
+}
+
+sr_status cli_read_inputs(sr_context ctx, const char *data, const char *queries, sr_matrix *X, sr_matrix *Q)
+{
+    sr_status s = sr_matrix_read_mm(ctx, data, SR_TYPE_FLOAT32, X, NULL);
+    if (s == SR_SUCCESS && queries)
+        s = sr_matrix_read_mm(ctx, queries, SR_TYPE_FLOAT32, Q, NULL);
+    if (s == SR_SUCCESS)
+        s = cli_to_backend(ctx, X);
+    if (s == SR_SUCCESS && queries)
+        s = cli_to_backend(ctx, Q);
+    return s;
+}
+
 int cmd_knn(const cli_globals *g, int argc, char **argv)
 {
     const char *data = NULL, *queries = NULL, *out = NULL, *metric_name = "euclidean";
@@ -92,26 +112,17 @@ int cmd_knn(const cli_globals *g, int argc, char **argv)
         return CLI_USAGE;
     }
     sr_metric metric;
-    sr_status s = sr_metric_from_name(metric_name, &metric);
-    if (s != SR_SUCCESS)
-        return cli_fail(s, "knn");
     sr_context ctx;
-    int rc = cli_context(g, &ctx);
+    int rc = cli_knn_start(g, "knn", metric_name, &metric, &ctx);
     if (rc != CLI_OK)
         return rc;
     sr_matrix X = NULL, Q = NULL;
     int64_t *idx = NULL;
     double *dist = NULL;
     double t0 = cli_seconds();
-    s = sr_matrix_read_mm(ctx, data, SR_TYPE_FLOAT32, &X, NULL);
-    if (s == SR_SUCCESS && queries)
-        s = sr_matrix_read_mm(ctx, queries, SR_TYPE_FLOAT32, &Q, NULL);
+    sr_status s = cli_read_inputs(ctx, data, queries, &X, &Q);
     double t_read = cli_seconds() - t0;
     if (s != SR_SUCCESS) {
-        rc = cli_fail(s, "knn");
-        goto done;
-    }
-    if ((s = cli_to_backend(ctx, &X)) != SR_SUCCESS || (Q && (s = cli_to_backend(ctx, &Q)) != SR_SUCCESS)) {
         rc = cli_fail(s, "knn");
         goto done;
     }

@@ -37,18 +37,13 @@ int cmd_knn_graph(const cli_globals *g, int argc, char **argv)
     }
     o.mode = strcmp(mode, "distance") == 0 ? SR_GRAPH_DISTANCE : SR_GRAPH_CONNECTIVITY;
     sr_metric metric;
-    sr_status s = sr_metric_from_name(metric_name, &metric);
-    if (s != SR_SUCCESS)
-        return cli_fail(s, "knn-graph");
     sr_context ctx;
-    int rc = cli_context(g, &ctx);
+    int rc = cli_knn_start(g, "knn-graph", metric_name, &metric, &ctx);
     if (rc != CLI_OK)
         return rc;
     sr_matrix X = NULL, G = NULL;
     double t0 = cli_seconds(), last = t0;
-    s = sr_matrix_read_mm(ctx, data, SR_TYPE_FLOAT32, &X, NULL);
-    if (s == SR_SUCCESS)
-        s = cli_to_backend(ctx, &X);
+    sr_status s = cli_read_inputs(ctx, data, NULL, &X, NULL);
     double t_read = cli_seconds() - t0;
     o.progress = isatty(2) ? cli_knn_progress : NULL;
     o.progress_user = &last;

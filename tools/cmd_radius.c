@@ -10,13 +10,6 @@
 static const char *kUsage = "usage: sparsering radius DATA.mtx --radius R [--metric NAME] [--p P] [--queries Q.mtx] "
                             "[--mode connectivity|distance] [--include-self] [--out PAIRS.mtx]\n";
 
-/* Reads a matrix as float32 and moves it where the context computes. */
-static sr_status read_for(sr_context ctx, const char *path, sr_matrix *M)
-{
-    sr_status s = sr_matrix_read_mm(ctx, path, SR_TYPE_FLOAT32, M, NULL);
-    return s == SR_SUCCESS ? cli_to_backend(ctx, M) : s;
-}
-
 int cmd_radius(const cli_globals *g, int argc, char **argv)
 {
     const char *data = NULL, *queries = NULL, *out = NULL, *metric_name = "euclidean", *mode = "distance";
@@ -56,18 +49,13 @@ int cmd_radius(const cli_globals *g, int argc, char **argv)
     }
     o.mode = strcmp(mode, "distance") == 0 ? SR_GRAPH_DISTANCE : SR_GRAPH_CONNECTIVITY;
     sr_metric metric;
-    sr_status s = sr_metric_from_name(metric_name, &metric);
-    if (s != SR_SUCCESS)
-        return cli_fail(s, "radius");
     sr_context ctx;
-    int rc = cli_context(g, &ctx);
+    int rc = cli_knn_start(g, "radius", metric_name, &metric, &ctx);
     if (rc != CLI_OK)
         return rc;
     sr_matrix X = NULL, Q = NULL, R = NULL;
     double t0 = cli_seconds(), last = t0;
-    s = read_for(ctx, data, &X);
-    if (s == SR_SUCCESS && queries)
-        s = read_for(ctx, queries, &Q);
+    sr_status s = cli_read_inputs(ctx, data, queries, &X, &Q);
     double t_read = cli_seconds() - t0;
     o.progress = isatty(2) ? cli_knn_progress : NULL;
     o.progress_user = &last;
