@@ -91,6 +91,8 @@ template <typename T> __device__ T shuffle_xor(T v, int offset, int width) {
         return __shfl_xor_sync(0xffffffffu, v, offset, width);
 }
 
+#include "cuda_spmv_split.cuh"
+
 // SpMV, short rows: G lanes per row stride over its entries, then reduce by shuffles. The
 // loop bound is uniform per warp so every lane reaches the shuffles.
 template <class Ops, int G> __global__ void spmv_rows(product_args<Ops> p) {
@@ -309,6 +311,8 @@ template <class Ops> struct spmm_launcher {
         p.accumulate = accumulate;
         if (nrows == 0 || K == 0)
             return SR_SUCCESS;
+        if (K == 1 && spmv_use_split(nrows, A->nnz))
+            return run_spmv_split(p, A->nnz, ctx, stream);
 
         // Chunk offsets of long rows: one scan, no host round trip (the total stays on the device;
         // chunk kernels are sized by the bound nnz / kChunk + rows that can be long).
