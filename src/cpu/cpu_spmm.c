@@ -75,9 +75,77 @@
     }
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SPMM)
 
+/* The first row of thread t's share when rows are split into equal parts of entries plus rows
+ * (an empty row still costs its write): a search in rowptr. */
+static int64_t first_row_of_share(const int64_t *rowptr, int64_t nrows, int t, int shares)
+{
+    const int64_t total = rowptr[nrows] + nrows, want = (int64_t)((double)total * t / shares);
+    int64_t lo = 0, hi = nrows; /* the first r with rowptr[r] + r >= want */
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (rowptr[mid] + mid < want)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* SpMV: each thread one share of equal work (static: no scheduling per row, which costs more
+ * than a short row's sum), the sum in a register, in column order (as scipy sums). A vector's
+ * elements are ld apart in a row-major view, adjacent in a column-major one. */
+#define SR_DEFINE_SPMV(SEMI, ADD, MUL, T, OUT)                                                           \
+    static void spmv_##ADD##_##MUL##_##T(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, \
+                                         const struct sr_matrix_s *mask, bool complement, bool accumulate, \
+                                         int threads)                                                    \
+    {                                                                                                    \
+        const T *restrict av = (const T *)A->values; /* NULL for bool: every entry is 1 */              \
+        const int64_t *restrict rowptr = A->rowptr;                                                      \
+        const int32_t *restrict colind = A->colind;                                                      \
+        const T *restrict x = (const T *)B->data;                                                        \
+        T *restrict y = (T *)C->data;                                                                    \
+        const int64_t xs = B->layout == SR_ROW_MAJOR ? B->ld : 1, ys = C->layout == SR_ROW_MAJOR ? C->ld : 1; \
+        const int64_t nrows = A->nrows;                                                                  \
+        (void)x;                                                                                         \
+        (void)colind;                                                                                    \
+        (void)xs;                                                                                        \
+        _Pragma("omp parallel num_threads(threads)")                                                     \
+        {                                                                                                \
+            const int t = omp_get_thread_num(), shares = omp_get_num_threads();                          \
+            const int64_t r0 = first_row_of_share(rowptr, nrows, t, shares);                             \
+            const int64_t r1 = t + 1 == shares ? nrows : first_row_of_share(rowptr, nrows, t + 1, shares); \
+            for (int64_t i = r0; i < r1; i++) {                                                          \
+                T sum = SR_ID_##ADD##_##T;                                                               \
+                if (av && xs == 1) {                                                                     \
+                    for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++)                                  \
+                        sum = SR_ADD_##ADD(sum, (T)SR_MUL_##MUL(av[k], x[colind[k]]));                   \
+                } else {                                                                                 \
+                    for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++)                                  \
+                        sum = SR_ADD_##ADD(sum, (T)SR_MUL_##MUL(av ? av[k] : (T)1, x[(size_t)colind[k] * (size_t)xs])); \
+                }                                                                                        \
+                if (mask && (mask->rowptr[i + 1] > mask->rowptr[i]) == complement)                       \
+                    continue; /* the mask's only column is 0 */                                          \
+                T *c = &y[(size_t)i * (size_t)ys];                                                       \
+                *c = accumulate ? (T)SR_ADD_##ADD(*c, sum) : sum;                                        \
+            }                                                                                            \
+        }                                                                                                \
+    }
+SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SPMV)
+
 sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
                       sr_semiring s, bool complement, bool accumulate)
 {
+    if (C->ncols == 1) {
+#define SR_DISPATCH_SPMV(SEMI, ADD, MUL, T, OUT)                                                         \
+    if (s == SEMI && C->type == OUT) {                                                                   \
+        spmv_##ADD##_##MUL##_##T(A, B, C, mask, complement, accumulate, sr_context_threads(A->ctx));     \
+        return SR_SUCCESS;                                                                               \
+    }
+        SR_FOR_EACH_SEMIRING_KERNEL(SR_DISPATCH_SPMV)
+#undef SR_DISPATCH_SPMV
+        return sr_error(SR_ERROR_INTERNAL, "no CPU kernel for %s with %s output", sr_semiring_name(s),
+                        sr_type_name(C->type));
+    }
     int threads = sr_context_threads(A->ctx);
     size_t n = (size_t)C->ncols;
     void *scratch = malloc((size_t)threads * (n ? n : 1) * sizeof(double));
