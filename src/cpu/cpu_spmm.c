@@ -13,9 +13,9 @@
 #define SR_DEFINE_SPMM(SEMI, ADD, MUL, T, OUT)                                                           \
     static void spmm_##ADD##_##MUL##_##T(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, \
                                          const struct sr_matrix_s *mask, bool complement, bool accumulate, \
-                                         T *scratch, unsigned char *allow_all, int threads)                \
+                                         T *scratch, unsigned char *allow_all, int threads)              \
     {                                                                                                    \
-        const T *av = (const T *)A->values; /* NULL for bool: every entry is 1 */                       \
+        const T *av = (const T *)A->values; /* NULL for bool: every entry is 1 */                        \
         const int64_t n = C->ncols;                                                                      \
         _Pragma("omp parallel num_threads(threads)")                                                     \
         {                                                                                                \
@@ -23,39 +23,26 @@
             unsigned char *allow = allow_all + (size_t)omp_get_thread_num() * (size_t)n;                 \
             for (int64_t j = 0; j < n && mask; j++)                                                      \
                 allow[j] = complement;                                                                   \
-            /* a vector (n == 1) is contiguous in either layout when ld is 1 or the view is a column */ \
-            const int64_t b_step = B->layout == SR_ROW_MAJOR ? B->ld : 1;                                \
             const T *restrict bdata = (const T *)B->data;                                                \
             (void)bdata;                                                                                 \
-            (void)b_step;                                                                                \
             _Pragma("omp for schedule(dynamic, 64)")                                                     \
             for (int64_t i = 0; i < A->nrows; i++) {                                                     \
-                if (n == 1) { /* SpMV: the accumulator stays in a register */                            \
-                    T sum = SR_ID_##ADD##_##T;                                                           \
-                    for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {                          \
-                        const T a = av ? av[k] : (T)1;                                                   \
-                        (void)a;                                                                         \
-                        sum = SR_ADD_##ADD(sum, (T)SR_MUL_##MUL(a, bdata[(size_t)A->colind[k] * (size_t)b_step])); \
-                    }                                                                                    \
-                    acc[0] = sum;                                                                        \
-                } else {                                                                                 \
-                    for (int64_t j = 0; j < n; j++)                                                      \
-                        acc[j] = SR_ID_##ADD##_##T;                                                      \
-                    for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {                          \
-                        const T a = av ? av[k] : (T)1;                                                   \
-                        const int64_t col = A->colind[k];                                                \
-                        (void)a;                                                                         \
-                        (void)col;                                                                       \
-                        if (B->layout == SR_ROW_MAJOR) { /* restrict: the j loop vectorizes */           \
-                            const T *restrict b = bdata + (size_t)col * (size_t)B->ld;                   \
-                            T *restrict out = acc;                                                       \
-                            (void)b;                                                                     \
-                            for (int64_t j = 0; j < n; j++)                                              \
-                                out[j] = SR_ADD_##ADD(out[j], (T)SR_MUL_##MUL(a, b[j]));                 \
-                        } else {                                                                         \
-                            for (int64_t j = 0; j < n; j++)                                              \
-                                acc[j] = SR_ADD_##ADD(acc[j], (T)SR_MUL_##MUL(a, DENSE_AT(const T, B, col, j))); \
-                        }                                                                                \
+                for (int64_t j = 0; j < n; j++)                                                          \
+                    acc[j] = SR_ID_##ADD##_##T;                                                          \
+                for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {                              \
+                    const T a = av ? av[k] : (T)1;                                                       \
+                    const int64_t col = A->colind[k];                                                    \
+                    (void)a;                                                                             \
+                    (void)col;                                                                           \
+                    if (B->layout == SR_ROW_MAJOR) { /* restrict: the j loop vectorizes */               \
+                        const T *restrict b = bdata + (size_t)col * (size_t)B->ld;                       \
+                        T *restrict out = acc;                                                           \
+                        (void)b;                                                                         \
+                        for (int64_t j = 0; j < n; j++)                                                  \
+                            out[j] = SR_ADD_##ADD(out[j], (T)SR_MUL_##MUL(a, b[j]));                     \
+                    } else {                                                                             \
+                        for (int64_t j = 0; j < n; j++)                                                  \
+                            acc[j] = SR_ADD_##ADD(acc[j], (T)SR_MUL_##MUL(a, DENSE_AT(const T, B, col, j)));\
                     }                                                                                    \
                 }                                                                                        \
                 if (mask)                                                                                \
@@ -99,7 +86,7 @@ static int64_t first_row_of_share(const int64_t *rowptr, int64_t nrows, int t, i
                                          const struct sr_matrix_s *mask, bool complement, bool accumulate, \
                                          int threads)                                                    \
     {                                                                                                    \
-        const T *restrict av = (const T *)A->values; /* NULL for bool: every entry is 1 */              \
+        const T *restrict av = (const T *)A->values; /* NULL for bool: every entry is 1 */               \
         const int64_t *restrict rowptr = A->rowptr;                                                      \
         const int32_t *restrict colind = A->colind;                                                      \
         const T *restrict x = (const T *)B->data;                                                        \

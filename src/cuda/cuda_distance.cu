@@ -204,8 +204,8 @@ template <typename T> __device__ double warp_first_outside(const int32_t *order_
     return 0.0;
 }
 
-// B: the largest |q| whose column row i lacks. The shared-rank mask answers it unless the row
-// shares all of the query's tracked entries; then the rest of the query's order is walked.
+// B, the largest |q| whose column row i lacks, from the shared-rank mask: valid when the row lacks
+// one of the query's tracked entries (ranks != ~0u); otherwise a warp walks the rest of the order.
 template <typename T> __device__ double query_off_row_from_mask(const tile_args<T> &a, int64_t qbegin, int64_t qn,
                                                                 unsigned ranks) {
     const int first_off = __ffs(~ranks) - 1;
