@@ -11,7 +11,12 @@ import sparsering as sr
 
 SEED = int(os.environ.get("SR_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
 DATA = os.environ.get("SPARSERING_TEST_DATA", "")
-print(f"package tests: seed {SEED} (rerun with SR_TEST_SEED={SEED}); {sr.library_version()}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """After the results, even under -q (which hides prints), so a failing run says how to repeat it."""
+    terminalreporter.write_line(
+        f"package tests: seed {SEED} (rerun with SR_TEST_SEED={SEED}); {sr.library_version()}")
 
 
 def _contexts():
