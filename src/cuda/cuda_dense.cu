@@ -48,16 +48,22 @@ constexpr int64_t kSegment = 2048;
 
 __host__ __device__ inline int64_t segments_of(int64_t ncols) { return ncols > 0 ? (ncols + kSegment - 1) / kSegment : 1; }
 
+// Segment w of a row-major matrix: row i, columns [j0, j1).
+struct segment {
+    int64_t i, j0, j1;
+    __device__ segment(int64_t w, int64_t segments, int64_t ncols)
+        : i(w / segments), j0((w % segments) * kSegment), j1(j0 + kSegment < ncols ? j0 + kSegment : ncols) {}
+};
+
 template <typename T>
 __global__ void count_row_major(const T *data, dense_shape shape, sr_keep_rule rule, int64_t *counts) {
     const int lane = threadIdx.x & 31;
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32, segments = segments_of(shape.ncols);
     for (int64_t w = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; w < shape.nrows * segments; w += warps) {
-        const int64_t i = w / segments, j0 = (w % segments) * kSegment;
-        const int64_t j1 = j0 + kSegment < shape.ncols ? j0 + kSegment : shape.ncols;
+        const segment g(w, segments, shape.ncols);
         int64_t n = 0;
-        for (int64_t j = j0 + lane; j < j1; j += 32)
-            n += keeps(data[shape.offset(i, j)], i, j, rule);
+        for (int64_t j = g.j0 + lane; j < g.j1; j += 32)
+            n += keeps(data[shape.offset(g.i, j)], g.i, j, rule);
         for (int o = 16; o > 0; o /= 2)
             n += __shfl_down_sync(0xffffffffu, n, o);
         if (lane == 0)
@@ -89,13 +95,12 @@ __global__ void fill_row_major(const T *data, dense_shape shape, sr_keep_rule ru
     const int lane = threadIdx.x & 31;
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32, segments = segments_of(shape.ncols);
     for (int64_t w = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; w < shape.nrows * segments; w += warps) {
-        const int64_t i = w / segments, j0 = (w % segments) * kSegment;
-        const int64_t j1 = j0 + kSegment < shape.ncols ? j0 + kSegment : shape.ncols;
+        const segment g(w, segments, shape.ncols);
         int64_t at = starts[w];
-        for (int64_t jb = j0; jb < j1; jb += 32) {
+        for (int64_t jb = g.j0; jb < g.j1; jb += 32) {
             const int64_t j = jb + lane;
-            const T v = j < j1 ? data[shape.offset(i, j)] : T(0);
-            const bool keep = j < j1 && keeps(v, i, j, rule);
+            const T v = j < g.j1 ? data[shape.offset(g.i, j)] : T(0);
+            const bool keep = j < g.j1 && keeps(v, g.i, j, rule);
             const unsigned mask = __ballot_sync(0xffffffffu, keep);
             if (keep) {
                 const int64_t slot = at + __popc(mask & ((1u << lane) - 1));

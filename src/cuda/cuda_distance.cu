@@ -259,8 +259,10 @@ template <typename T> __global__ void __launch_bounds__(kThreads) chebyshev_kern
                 if (m == 0) { // nothing shared
                     const double x = a.xptr[i + 1] > a.xptr[i] ? (double)a.x_mag_abs[a.xptr[i]] : 0.0;
                     out_row[i * a.cs] = (T)fmax(x, qmax);
+                } else if (shared_ranks[r] == ~0u) {
+                    long_walk = true; // B needs a walk of the query's order: the warp does both walks
                 } else {
-                    bool done = shared_ranks[r] != ~0u;
+                    bool done = true;
                     const double c = first_outside(a.x_mag_col, a.x_mag_abs, a.xptr[i], a.xptr[i + 1], qcols, qn,
                                                    kShortWalk, &done);
                     if (done)
