@@ -1,7 +1,7 @@
 """SpMV, SpMM (K = 8, 32, 128; B row- and column-major) and SpGEMM (A·A, A·Aᵀ) on the GPU:
 sparsering against cuSPARSE (through cupy) in the same process, on the anchors' power-law
 matrices (../shared/anchors, same generator and seeds) and on real graphs.
-usage: python3 bench/bench_products.py BUILD_DIR [DATA_DIR] [--json out.json] [--quick] [--spmv-only]"""
+usage: python3 bench/bench_products.py BUILD_DIR [DATA_DIR] [--json out.json] [--quick] [--spmv-only | --spgemm-only | --spgemm-1m]"""
 import json
 import os
 import sys
@@ -182,8 +182,10 @@ def main():
         bench_dense(lib, ctx, "powerlaw 2Mx2M", powerlaw(2_000_000, 2_000_000, 16), rows, ceiling, ["plus_times"], Ks=(1,))
         return
     semirings = ["plus_times", "min_plus", "max_times", "max_min"] if not quick else ["plus_times"]
-    bench_dense(lib, ctx, "powerlaw 2Mx2M", powerlaw(2_000_000, 2_000_000, 16), rows, ceiling, semirings)
-    if data:
+    spgemm_only = "--spgemm-only" in sys.argv
+    if not spgemm_only:
+        bench_dense(lib, ctx, "powerlaw 2Mx2M", powerlaw(2_000_000, 2_000_000, 16), rows, ceiling, semirings)
+    if data and not spgemm_only:
         for g in ("debian-depends", "pushpull"):
             p = os.path.join(data, "graphs", g + ".mtx.gz")
             if os.path.exists(p):

@@ -270,7 +270,7 @@ static int64_t compare_with_host(sr_matrix D, sr_matrix H, double tolerance)
     if (di.nnz == hi.nnz && di.type == hi.type && memcmp(drp, hrp, (size_t)(di.nrows + 1) * 8) == 0 &&
         memcmp(dci, hci, (size_t)di.nnz * 4) == 0) {
         off = 0;
-        for (int64_t k = 0; k < di.nnz; k++) {
+        for (int64_t k = 0; k < di.nnz && di.type != SR_TYPE_BOOL; k++) {
             double x = di.type == SR_TYPE_FLOAT64 ? ((const double *)dv)[k] : ((const float *)dv)[k];
             double y = di.type == SR_TYPE_FLOAT64 ? ((const double *)hv)[k] : ((const float *)hv)[k];
             off += fabs(x - y) > tolerance * (1.0 + fabs(y));
@@ -280,17 +280,34 @@ static int64_t compare_with_host(sr_matrix D, sr_matrix H, double tolerance)
     return off;
 }
 
-/* Device mxm against host mxm on rows heavy enough for every device bin (products per row from
- * a few up to tens of thousands), for several semirings; patterns exactly, values closely. */
-static void test_heavy_mxm(void)
+/* Rows of A·B per range of their product bound (the sum of the B-row lengths a row selects):
+ * the device bins' ranges, so the test can say that it reached every bin. */
+static void count_rows_per_bound(const test_csr *a, const test_csr *b, int64_t counts[7])
 {
-    /* A: 400 x 3000 with row lengths from 1 to 3000 (a few very long rows); B: 3000 x 20000, ~25 per row */
-    test_csr a = test_random_csr(400, 3000, 40, SR_TYPE_FLOAT64), b = test_random_csr(3000, 20000, 25, SR_TYPE_FLOAT64);
+    static const int64_t upper[] = {64, 128, 256, 512, 2048, 8192};
+    for (int64_t i = 0; i < a->nrows; i++) {
+        int64_t ub = 0;
+        for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++)
+            ub += b->rowptr[a->colind[k] + 1] - b->rowptr[a->colind[k]];
+        if (ub == 0)
+            continue;
+        int bin = 0;
+        while (bin < 6 && ub > upper[bin])
+            bin++;
+        counts[bin]++;
+    }
+}
+
+/* Device mxm against host mxm for A·B, for several semirings and the Boolean ones; patterns
+ * exactly, values closely. */
+static void check_mxm_against_host(const test_csr *a, const test_csr *b)
+{
     const sr_semiring semirings[] = {SR_PLUS_TIMES, SR_MIN_PLUS, SR_MAX_MIN, SR_PLUS_PAIR};
-    for (int t = 0; t < 2; t++) {
-        sr_type type = t == 0 ? SR_TYPE_FLOAT64 : SR_TYPE_FLOAT32;
-        sr_matrix HA = test_make_matrix(cpu, &a), HB = test_make_matrix(cpu, &b), A = NULL, B = NULL;
-        if (type == SR_TYPE_FLOAT32) {
+    const sr_semiring boolean[] = {SR_OR_AND, SR_ANY_PAIR};
+    for (int t = 0; t < 3; t++) {
+        sr_type type = t == 0 ? SR_TYPE_FLOAT64 : t == 1 ? SR_TYPE_FLOAT32 : SR_TYPE_BOOL;
+        sr_matrix HA = test_make_matrix(cpu, a), HB = test_make_matrix(cpu, b), A = NULL, B = NULL;
+        if (type != SR_TYPE_FLOAT64) {
             sr_matrix ca = NULL, cb = NULL;
             CHECK_OK(sr_matrix_cast(cpu, HA, type, &ca));
             CHECK_OK(sr_matrix_cast(cpu, HB, type, &cb));
@@ -301,14 +318,16 @@ static void test_heavy_mxm(void)
         }
         CHECK_OK(sr_matrix_copy_to(gpu, HA, SR_DEVICE, &A));
         CHECK_OK(sr_matrix_copy_to(gpu, HB, SR_DEVICE, &B));
-        for (size_t s = 0; s < sizeof semirings / sizeof semirings[0]; s++) {
+        const sr_semiring *list = type == SR_TYPE_BOOL ? boolean : semirings;
+        const size_t n = type == SR_TYPE_BOOL ? sizeof boolean / sizeof boolean[0] : sizeof semirings / sizeof semirings[0];
+        for (size_t s = 0; s < n; s++) {
             sr_matrix DC = NULL, HC = NULL;
-            CHECK_OK(sr_mxm(gpu, &DC, NULL, semirings[s], A, B, NULL));
-            CHECK_OK(sr_mxm(cpu, &HC, NULL, semirings[s], HA, HB, NULL));
+            CHECK_OK(sr_mxm(gpu, &DC, NULL, list[s], A, B, NULL));
+            CHECK_OK(sr_mxm(cpu, &HC, NULL, list[s], HA, HB, NULL));
             if (!DC || !HC)
                 continue;
             int64_t off = compare_with_host(DC, HC, type == SR_TYPE_FLOAT64 ? 1e-12 : 1e-4);
-            CHECK(off == 0, "heavy mxm %s %s: %s", sr_semiring_name(semirings[s]), sr_type_name(type),
+            CHECK(off == 0, "heavy mxm %s %s: %s", sr_semiring_name(list[s]), sr_type_name(type),
                   off < 0 ? "device pattern differs" : "device values differ");
             sr_matrix_free(DC);
             sr_matrix_free(HC);
@@ -318,14 +337,30 @@ static void test_heavy_mxm(void)
         sr_matrix_free(HA);
         sr_matrix_free(HB);
     }
-    int64_t max_row = 0;
-    for (int64_t i = 0; i < a.nrows; i++)
-        max_row = a.rowptr[i + 1] - a.rowptr[i] > max_row ? a.rowptr[i + 1] - a.rowptr[i] : max_row;
-    printf("heavy mxm: A %lld x %lld (%lld nnz, longest row %lld), B %lld x %lld (%lld nnz)\n", (long long)a.nrows,
-           (long long)a.ncols, (long long)a.nnz, (long long)max_row, (long long)b.nrows, (long long)b.ncols,
-           (long long)b.nnz);
-    test_csr_free(&a);
-    test_csr_free(&b);
+}
+
+/* Device mxm on rows that reach every device bin (products per row from a few up to tens of
+ * thousands): a heavy pair and a light one, and the test says that together they reached every
+ * bin's range. */
+static void test_heavy_mxm(void)
+{
+    /* heavy: A 400 x 3000, row lengths up to 3000; B 3000 x 20000, ~25 per row.
+     * light: A 2000 x 3000, ~3 per row; B 3000 x 20000, ~12 per row. */
+    test_csr pairs[2][2] = {
+        {test_random_csr(400, 3000, 40, SR_TYPE_FLOAT64), test_random_csr(3000, 20000, 25, SR_TYPE_FLOAT64)},
+        {test_random_csr(2000, 3000, 3, SR_TYPE_FLOAT64), test_random_csr(3000, 20000, 12, SR_TYPE_FLOAT64)}};
+    int64_t per_bin[7] = {0};
+    for (int c = 0; c < 2; c++) {
+        count_rows_per_bound(&pairs[c][0], &pairs[c][1], per_bin);
+        check_mxm_against_host(&pairs[c][0], &pairs[c][1]);
+        test_csr_free(&pairs[c][0]);
+        test_csr_free(&pairs[c][1]);
+    }
+    printf("heavy mxm rows per product bound (<=64/128/256/512/2048/8192/more): %lld/%lld/%lld/%lld/%lld/%lld/%lld\n",
+           (long long)per_bin[0], (long long)per_bin[1], (long long)per_bin[2], (long long)per_bin[3],
+           (long long)per_bin[4], (long long)per_bin[5], (long long)per_bin[6]);
+    for (int bin = 0; bin < 7; bin++)
+        CHECK(per_bin[bin] > 0, "heavy mxm: no row with a product bound in range %d", bin);
 }
 
 /* A power-law A*A big enough to fill every device bin with many rows, device against host,

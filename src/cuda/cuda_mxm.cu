@@ -2,18 +2,22 @@
 // pass sizes each output row, a fill pass writes it.
 //
 // Rows are binned by their product count's upper bound ub (sum of the B-row lengths they touch):
-//   ub <= 64 / 128 / 512   a warp per row, a 128- / 256- / 1024-slot hash table in shared memory,
-//                          bitonic sort in shared memory
-//   ub <= 2048 / 8192      a block per row, a 4096- / 16384-slot table (Hopper's large shared memory)
-//   larger      a block per row with a dense accumulator row (column-indexed, so compaction in
+//   2·ub <= 128 / 256 / 512 / 1024   a warp per row, a hash table of that many slots in shared memory
+//                                    (measured: 8 or 16 lanes per small row were 1.3-1.4x slower)
+//   2·ub <= 4096 / 16384             a block per row, a table in Hopper's large shared memory
+//   larger      a block per row with a dense accumulator row and a column bitmap (compaction in
 //               column order needs no sort); one accumulator row per resident block
-// ⊕ goes through a compare-and-swap loop, so every semiring and type works the same way.
+// The fill pass compacts a table's occupied slots and merge-sorts them in registers (cub's warp
+// and block merge sorts, their scratch in the table's own memory).
+// ⊕ uses native atomics where the hardware has them, else a compare-and-swap loop, so every
+// semiring and type works the same way.
 #include "cuda_atomic.cuh"
 #include "cuda_semiring.cuh"
 
 #include <cub/cub.cuh>
 
 #include <algorithm>
+#include <utility>
 #include <cstdio>
 #include <cstdlib>
 
@@ -29,13 +33,23 @@ using namespace sr_cuda;
 constexpr int kBlock = 256;
 // Bins by table size: shared memory is reserved for a bin's largest table, so small tables in
 // their own bins let more blocks stay resident on each multiprocessor.
-constexpr int kWarpTable = 128, kWarpMaxProducts = 64;
-constexpr int kMidWarpTable = 256, kMidWarpMaxProducts = 128;
-constexpr int kWideWarpTable = 1024, kWideWarpMaxProducts = 512;
-constexpr int kSmallBlockTable = 4096, kSmallBlockMaxProducts = 2048;
-constexpr int kBlockTable = 16384, kBlockMaxProducts = 8192;
-constexpr int kDenseItems = 16; // columns per thread per step of the dense compaction
-enum { kBinWarp, kBinMidWarp, kBinWideWarp, kBinSmallBlock, kBinBlock, kBinDense, kBins };
+// Hash bins: the team that takes a row and its table's slots; a row goes to the first bin whose
+// table holds twice its product bound. Rows beyond the last go to the dense bin.
+struct hash_bin {
+    int team, table;
+};
+constexpr hash_bin kHashBins[] = {{32, 128}, {32, 256}, {32, 512}, {32, 1024}, {kBlock, 4096}, {kBlock, 16384}};
+constexpr int kHashBinCount = sizeof kHashBins / sizeof kHashBins[0];
+constexpr int kBinDense = kHashBinCount, kBins = kHashBinCount + 1;
+
+__host__ __device__ inline int64_t bitmap_words(int64_t ncols) { return (ncols + 31) / 32; }
+
+template <int B = 0> __device__ inline int bin_of(int64_t ub) {
+    if constexpr (B == kHashBinCount)
+        return kBinDense;
+    else
+        return 2 * ub <= kHashBins[B].table ? B : bin_of<B + 1>(ub);
+}
 
 template <class Ops> struct mxm_args {
     using T = typename Ops::value;
@@ -55,6 +69,14 @@ template <class Ops> struct mxm_args {
     __device__ T b(int64_t k) const { return Ops::reads_values && b_values ? b_values[k] : T(1); }
 };
 
+// A bin entry: the row (below 2^32) in the low half and its product bound, capped at 2^31 - 1,
+// in the high half, so the row kernels need not sum the B-row lengths again.
+__device__ inline int64_t pack_row(int64_t row, int64_t ub) {
+    return row | ((ub < INT32_MAX ? ub : (int64_t)INT32_MAX) << 32);
+}
+__device__ inline int64_t packed_row(int64_t entry) { return entry & 0xffffffffll; }
+__device__ inline int64_t packed_bound(int64_t entry) { return entry >> 32; }
+
 // ub per row (a warp per row, lanes over A's entries) and the row's bin.
 __global__ void bound_and_bin(const int64_t *a_rowptr, const int32_t *a_colind, const int64_t *b_rowptr, int64_t nrows,
                               int64_t *counts, int64_t *bins, unsigned long long *bin_sizes) {
@@ -69,18 +91,14 @@ __global__ void bound_and_bin(const int64_t *a_rowptr, const int32_t *a_colind, 
         if (lane == 0) {
             counts[row] = 0;
             if (ub > 0) {
-                const int bin = ub <= kWarpMaxProducts         ? kBinWarp
-                                : ub <= kMidWarpMaxProducts    ? kBinMidWarp
-                                : ub <= kWideWarpMaxProducts   ? kBinWideWarp
-                                : ub <= kSmallBlockMaxProducts ? kBinSmallBlock
-                                : ub <= kBlockMaxProducts      ? kBinBlock
-                                                               : kBinDense;
-                bins[bin * nrows + (int64_t)atomicAdd(&bin_sizes[bin], 1ull)] = row;
+                const int bin = bin_of(ub);
+                bins[bin * nrows + (int64_t)atomicAdd(&bin_sizes[bin], 1ull)] = pack_row(row, ub);
             }
         }
     }
 }
 
+// A team is a warp (TEAM == 32) or the whole block.
 template <int TEAM> __device__ inline void team_sync() {
     if constexpr (TEAM == 32)
         __syncwarp();
@@ -144,27 +162,63 @@ __device__ void for_each_product(const mxm_args<Ops> &p, int64_t row, int64_t ub
 
 __device__ inline unsigned hash_slot(int32_t j, int table) { return ((unsigned)j * 2654435761u) & (unsigned)(table - 1); }
 
-// Sorts keys[0, P) ascending with vals alongside (P a power of two), by a bitonic network.
-template <int TEAM, typename T>
-__device__ void bitonic_sort(int32_t *keys, T *vals, int P, int lane, bool with_values) {
-    for (int size = 2; size <= P; size <<= 1)
-        for (int stride = size / 2; stride > 0; stride >>= 1) {
-            for (int t = lane; t < P / 2; t += TEAM) {
-                const int i = 2 * stride * (t / stride) + (t % stride), j = i + stride;
-                const bool ascending = (i & size) == 0;
-                if ((keys[i] > keys[j]) == ascending) {
-                    const int32_t k = keys[i];
-                    keys[i] = keys[j];
-                    keys[j] = k;
-                    if (with_values) {
-                        const T v = vals[i];
-                        vals[i] = vals[j];
-                        vals[j] = v;
-                    }
-                }
-            }
-            team_sync<TEAM>();
+// Bytes of one team's shared region: TABLE keys and TABLE values.
+template <typename T, int TABLE> __host__ __device__ constexpr size_t team_region_bytes() {
+    return (4 + sizeof(T)) * (size_t)TABLE;
+}
+
+// A merge sort of TEAM * ITEMS (key, value) pairs in registers: a warp's or the whole block's.
+template <int TEAM, int ITEMS, typename T>
+using team_sorter = std::conditional_t<TEAM == 32, cub::WarpMergeSort<int32_t, ITEMS, 32, T>,
+                                       cub::BlockMergeSort<int32_t, TEAM, ITEMS, T>>;
+
+struct key_less {
+    __device__ bool operator()(int32_t a, int32_t b) const { return a < b; }
+};
+
+// Sorts the count pairs at the front of keys/vals by key and writes them to out_cols/out_vals
+// (out_vals may be null). The pairs go to registers (blocked: lane l holds l*ITEMS ..), a merge
+// sort orders them with the team's region as its scratch, and they return to shared memory in
+// order so the global writes are coalesced. A merge sort costs its full width whatever the count,
+// so a row that fits a quarter of the width (many duplicate products) takes a narrower sort.
+template <int TEAM, int ITEMS, typename T>
+__device__ void sort_and_write(int32_t *keys, T *vals, unsigned char *region, int count, int lane, bool with_values,
+                               int32_t *out_cols, T *out_vals) {
+    if constexpr (ITEMS >= 4) {
+        if (count <= TEAM * (ITEMS / 4)) { // the same for the whole team
+            sort_and_write<TEAM, ITEMS / 4>(keys, vals, region, count, lane, with_values, out_cols, out_vals);
+            return;
         }
+    }
+    using sorter = team_sorter<TEAM, ITEMS, T>;
+    static_assert(sizeof(typename sorter::TempStorage) <= (4 + sizeof(T)) * 2 * TEAM * ITEMS,
+                  "the sort's scratch must fit in the team's table region");
+    int32_t k[ITEMS];
+    T v[ITEMS];
+#pragma unroll
+    for (int r = 0; r < ITEMS; r++) {
+        const int at = lane * ITEMS + r;
+        k[r] = at < count ? keys[at] : INT32_MAX;
+        v[r] = at < count && with_values ? vals[at] : T{};
+    }
+    team_sync<TEAM>();
+    sorter(*reinterpret_cast<typename sorter::TempStorage *>(region)).Sort(k, v, key_less{}, count, INT32_MAX);
+    team_sync<TEAM>();
+#pragma unroll
+    for (int r = 0; r < ITEMS; r++) {
+        const int at = lane * ITEMS + r;
+        if (at < count) {
+            keys[at] = k[r];
+            vals[at] = v[r];
+        }
+    }
+    team_sync<TEAM>();
+    for (int t = lane; t < count; t += TEAM) {
+        out_cols[t] = keys[t];
+        if (out_vals)
+            out_vals[t] = vals[t];
+    }
+    team_sync<TEAM>();
 }
 
 // Moves the occupied slots (key != -1) of keys/vals[0, table) to the front, keeping slot order,
@@ -208,15 +262,16 @@ __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned l
     extern __shared__ __align__(16) unsigned char smem[];
     constexpr int kTeams = kBlock / TEAM;
     const int team = threadIdx.x / TEAM, lane = threadIdx.x % TEAM;
-    T *vals = reinterpret_cast<T *>(smem) + team * TABLE;
-    int32_t *keys = reinterpret_cast<int32_t *>(smem + sizeof(T) * TABLE * kTeams) + team * TABLE;
-    int *counter = reinterpret_cast<int *>(smem + (sizeof(T) + 4) * TABLE * kTeams) + team;
+    // Each team's region: TABLE keys, then TABLE values (the sort's scratch reuses the whole region).
+    unsigned char *region = smem + team_region_bytes<T, TABLE>() * team;
+    int32_t *keys = reinterpret_cast<int32_t *>(region);
+    T *vals = reinterpret_cast<T *>(region + 4 * TABLE);
+    int *counter = reinterpret_cast<int *>(smem + team_region_bytes<T, TABLE>() * kTeams) + team;
     const bool with_values = FILL && p.c_values != nullptr;
     const int64_t n = (int64_t)*row_count;
     for (int64_t idx = (int64_t)blockIdx.x * kTeams + team; idx < n; idx += (int64_t)gridDim.x * kTeams) {
-        const int64_t row = rows[idx];
+        const int64_t entry = rows[idx], row = packed_row(entry), ub = packed_bound(entry);
         // This row's table: twice its product bound, a power of two, at least a team's width.
-        const int64_t ub = row_bound<TEAM>(p, row, lane);
         int table = TEAM;
         while (table < 2 * ub && table < TABLE)
             table <<= 1;
@@ -244,78 +299,66 @@ __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned l
         team_sync<TEAM>();
         const int count = *counter;
         team_sync<TEAM>(); // every lane has read the count before lane 0 reuses the counter below
-        if (!FILL) {
+        if constexpr (!FILL) {
             if (lane == 0)
                 p.counts[row] = count;
             team_sync<TEAM>();
-            continue;
+        } else {
+            // Compact the occupied slots to the front in place: slot s moves to a position below s
+            // only after every lane has read its slots (ordered by a prefix over the team's slots).
+            compact_slots<TEAM>(keys, vals, table, counter, lane, with_values);
+            sort_and_write<TEAM, TABLE / 2 / TEAM>(keys, vals, region, count, lane, with_values,
+                                                     p.c_colind + p.c_rowptr[row],
+                                                     with_values ? p.c_values + p.c_rowptr[row] : nullptr);
         }
-        // Compact the occupied slots to the front in place: slot s moves to a position below s
-        // only after every lane has read its slots (ordered by a prefix over the team's slots).
-        int P = 1;
-        while (P < count)
-            P <<= 1;
-        compact_slots<TEAM>(keys, vals, table, counter, lane, with_values);
-        for (int s = count + lane; s < P; s += TEAM)
-            keys[s] = INT32_MAX;
-        team_sync<TEAM>();
-        bitonic_sort<TEAM>(keys, vals, P, lane, with_values);
-        const int64_t base = p.c_rowptr[row];
-        for (int t = lane; t < count; t += TEAM) {
-            p.c_colind[base + t] = keys[t];
-            if (with_values)
-                p.c_values[base + t] = vals[t];
-        }
-        team_sync<TEAM>();
     }
 }
 
-// Dense-accumulator rows: a block per row, one accumulator row per block (stamped with row + 1,
-// so nothing needs clearing between rows); compaction in column order with a block scan.
+// Dense-accumulator rows: a block per row. Each block owns a column bitmap and a value row
+// (kept at the identity between rows). Products set bits and ⊕ into values; the compaction walks
+// the bitmap a word per thread in column order with a block scan, clearing each word and
+// resetting each value it reads, so the next row starts clean. The bitmap makes the walk 32
+// columns a load, which matters because ncols is large and a heavy row still leaves most bits 0.
 template <class Ops, bool FILL>
 __global__ void dense_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned long long *row_count,
-                           uint32_t *stamps_all, typename Ops::value *vals_all) {
+                           uint32_t *bitmaps, typename Ops::value *vals_all) {
     using T = typename Ops::value;
     using scan = cub::BlockScan<int, kBlock>;
     __shared__ typename scan::TempStorage scan_storage;
     __shared__ int64_t running;
-    uint32_t *stamps = stamps_all + (size_t)blockIdx.x * (size_t)p.ncols;
+    const int64_t words = bitmap_words(p.ncols);
+    uint32_t *bits = bitmaps + (size_t)blockIdx.x * (size_t)words;
     T *vals = vals_all ? vals_all + (size_t)blockIdx.x * (size_t)p.ncols : nullptr;
     const bool with_values = FILL && p.c_values != nullptr;
     const int64_t n = (int64_t)*row_count;
     for (int64_t idx = blockIdx.x; idx < n; idx += gridDim.x) {
-        const int64_t row = rows[idx];
-        const uint32_t stamp = (uint32_t)row + 1;
-        if (with_values)
-            for (int64_t j = threadIdx.x; j < p.ncols; j += kBlock)
-                vals[j] = Ops::identity();
-        __syncthreads();
-        const int64_t ub = row_bound<kBlock>(p, row, threadIdx.x);
+        const int64_t entry = rows[idx], row = packed_row(entry);
+        const int64_t ub = row_bound<kBlock>(p, row, threadIdx.x); // the packed bound may be capped
         for_each_product<kBlock>(p, row, ub, threadIdx.x, [&](int32_t j, T product) {
-            stamps[j] = stamp;
+            atomicOr(&bits[j >> 5], 1u << (j & 31));
             if (with_values)
                 atomic_combine<Ops>(&vals[j], product);
         });
         if (threadIdx.x == 0)
             running = FILL ? p.c_rowptr[row] : 0;
         __syncthreads();
-        for (int64_t j0 = 0; j0 < p.ncols; j0 += (int64_t)kBlock * kDenseItems) {
-            const int64_t first = j0 + (int64_t)threadIdx.x * kDenseItems;
-            int flags = 0; // bit q: column first + q belongs to this row
-#pragma unroll
-            for (int q = 0; q < kDenseItems; q++)
-                if (first + q < p.ncols && stamps[first + q] == stamp)
-                    flags |= 1 << q;
+        for (int64_t w0 = 0; w0 < words; w0 += kBlock) {
+            const int64_t w = w0 + threadIdx.x;
+            uint32_t word = w < words ? bits[w] : 0u;
+            if (word)
+                bits[w] = 0u;
             int offset, total;
-            scan(scan_storage).ExclusiveSum(__popc(flags), offset, total);
-            if (FILL)
-                for (int q = 0; flags != 0; q++, flags >>= 1)
-                    if (flags & 1) {
-                        p.c_colind[running + offset] = (int32_t)(first + q);
-                        if (with_values)
-                            p.c_values[running + offset] = vals[first + q];
-                        offset++;
+            scan(scan_storage).ExclusiveSum(__popc(word), offset, total);
+            if constexpr (FILL)
+                for (; word; word &= word - 1) {
+                    const int32_t j = (int32_t)(w * 32 + __ffs(word) - 1);
+                    p.c_colind[running + offset] = j;
+                    if (with_values) {
+                        p.c_values[running + offset] = vals[j];
+                        vals[j] = Ops::identity();
                     }
+                    offset++;
+                }
             __syncthreads();
             if (threadIdx.x == 0)
                 running += total;
@@ -323,9 +366,12 @@ __global__ void dense_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned 
         }
         if (!FILL && threadIdx.x == 0)
             p.counts[row] = running;
-        if (FILL && with_values) // the next row's initialisation must not race this row's reads
-            __syncthreads();
     }
+}
+
+template <typename T> __global__ void fill_value(T *data, size_t n, T value) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        data[i] = value;
 }
 
 // SPARSERING_PROFILE=1: per-phase device times and bin sizes of each product, on stderr.
@@ -351,6 +397,13 @@ struct phase_timer {
         fprintf(stderr, "  [mxm] %-22s %8.3f ms\n", phase, ms);
         cudaEventDestroy(last);
         last = now;
+    }
+    void mark(int team, int table, bool fill) {
+        if (!on)
+            return;
+        char phase[48];
+        snprintf(phase, sizeof phase, "%s: %d lanes, %d slots", fill ? "fill" : "count", team, table);
+        mark(phase);
     }
     ~phase_timer() {
         if (on)
@@ -395,11 +448,28 @@ template <class Ops> struct mxm_launcher {
         return SR_SUCCESS;
     }
 
-    // The four bins are independent: each runs on its own stream, forked from and joined back
+    template <bool FILL, size_t... B>
+    static sr_status launch_hash_bins(const mxm_args<Ops> &p, const int64_t *bins,
+                                      const unsigned long long *bin_sizes, const unsigned long long *sizes,
+                                      int64_t nrows, const cudaStream_t *on, phase_timer &timer,
+                                      std::index_sequence<B...>) {
+        sr_status st = SR_SUCCESS;
+        auto one = [&](auto bin) {
+            constexpr int b = decltype(bin)::value;
+            if (st == SR_SUCCESS && sizes[b])
+                st = launch_hash<kHashBins[b].team, kHashBins[b].table, FILL>(p, bins + b * nrows, bin_sizes + b,
+                                                                              (int64_t)sizes[b], on[b]);
+            timer.mark(kHashBins[b].team, kHashBins[b].table, FILL);
+        };
+        (one(std::integral_constant<int, (int)B>{}), ...);
+        return st;
+    }
+
+    // The bins are independent: each runs on its own stream, forked from and joined back
     // into the context's stream, so a pass costs about its slowest bin rather than their sum.
     template <bool FILL>
     static sr_status run_pass(const mxm_args<Ops> &p, const int64_t *bins, const unsigned long long *bin_sizes,
-                              const unsigned long long *sizes, int64_t nrows, int dense_blocks, uint32_t *stamps,
+                              const unsigned long long *sizes, int64_t nrows, int dense_blocks, uint32_t *bitmaps,
                               T *dense_vals, cudaStream_t stream, phase_timer &timer, const cudaStream_t *lanes,
                               cudaEvent_t *events) {
         if (timer.on) // profiling: one bin after another on the main stream, each timed
@@ -412,30 +482,11 @@ template <class Ops> struct mxm_launcher {
             for (int b = 0; b < kBins; b++)
                 SR_CUDA_TRY(cudaStreamWaitEvent(lanes[b], events[kBins], 0));
         }
-        if (sizes[kBinWarp])
-            SR_TRY((launch_hash<32, kWarpTable, FILL>(p, bins + kBinWarp * nrows, bin_sizes + kBinWarp,
-                                                      (int64_t)sizes[kBinWarp], on[kBinWarp])));
-        timer.mark(FILL ? "fill: warp 128" : "count: warp 128");
-        if (sizes[kBinMidWarp])
-            SR_TRY((launch_hash<32, kMidWarpTable, FILL>(p, bins + kBinMidWarp * nrows, bin_sizes + kBinMidWarp,
-                                                         (int64_t)sizes[kBinMidWarp], on[kBinMidWarp])));
-        timer.mark(FILL ? "fill: warp 256" : "count: warp 256");
-        if (sizes[kBinWideWarp])
-            SR_TRY((launch_hash<32, kWideWarpTable, FILL>(p, bins + kBinWideWarp * nrows, bin_sizes + kBinWideWarp,
-                                                          (int64_t)sizes[kBinWideWarp], on[kBinWideWarp])));
-        timer.mark(FILL ? "fill: warp 1024" : "count: warp 1024");
-        if (sizes[kBinSmallBlock])
-            SR_TRY((launch_hash<kBlock, kSmallBlockTable, FILL>(p, bins + kBinSmallBlock * nrows,
-                                                                bin_sizes + kBinSmallBlock,
-                                                                (int64_t)sizes[kBinSmallBlock], on[kBinSmallBlock])));
-        timer.mark(FILL ? "fill: block 4096" : "count: block 4096");
-        if (sizes[kBinBlock])
-            SR_TRY((launch_hash<kBlock, kBlockTable, FILL>(p, bins + kBinBlock * nrows, bin_sizes + kBinBlock,
-                                                           (int64_t)sizes[kBinBlock], on[kBinBlock])));
-        timer.mark(FILL ? "fill: block 16384" : "count: block 16384");
+        SR_TRY(launch_hash_bins<FILL>(p, bins, bin_sizes, sizes, nrows, on, timer,
+                                      std::make_index_sequence<kHashBinCount>{}));
         if (dense_blocks > 0) {
             dense_rows<Ops, FILL><<<dense_blocks, kBlock, 0, on[kBinDense]>>>(p, bins + kBinDense * nrows,
-                                                                                bin_sizes + kBinDense, stamps,
+                                                                                bin_sizes + kBinDense, bitmaps,
                                                                                 dense_vals);
             SR_CUDA_LAUNCHED();
         }
@@ -502,7 +553,9 @@ template <class Ops> struct mxm_launcher {
             if (err != cudaSuccess)
                 return fail(sr_cuda_fail(err, "mxm bin sizes", __FILE__, __LINE__));
         }
-        const size_t row_bytes = (size_t)(ncols ? ncols : 1) * (sizeof(uint32_t) + sizeof(T));
+        const bool with_values = out_type != SR_TYPE_BOOL;
+        const size_t words = (size_t)bitmap_words(ncols ? ncols : 1);
+        const size_t row_bytes = words * sizeof(uint32_t) + (with_values ? (size_t)(ncols ? ncols : 1) * sizeof(T) : 0);
         const size_t budget = sr_context_workspace(ctx, SR_DEVICE) / 4;
         int dense_blocks = (int)std::min<unsigned long long>(sizes[kBinDense], (unsigned long long)(2 * sm_count()));
         dense_blocks = (int)std::min<size_t>((size_t)dense_blocks, budget / row_bytes);
@@ -510,17 +563,23 @@ template <class Ops> struct mxm_launcher {
             return fail(sr_error(SR_ERROR_DEVICE_OUT_OF_MEMORY,
                                  "sr_mxm: one dense accumulator row of %lld columns (%zu bytes) exceeds the workspace",
                                  (long long)ncols, row_bytes));
-        buffer<uint32_t> stamps(ctx);
+        buffer<uint32_t> bitmaps(ctx);
         buffer<T> dense_vals(ctx);
         if (dense_blocks > 0) {
-            st = stamps.allocate((size_t)dense_blocks * (size_t)ncols);
-            if (st == SR_SUCCESS && out_type != SR_TYPE_BOOL)
-                st = dense_vals.allocate((size_t)dense_blocks * (size_t)ncols);
+            const size_t cells = (size_t)dense_blocks * (size_t)ncols;
+            st = bitmaps.allocate((size_t)dense_blocks * words);
+            if (st == SR_SUCCESS && with_values)
+                st = dense_vals.allocate(cells);
             if (st != SR_SUCCESS)
                 return fail(st);
-            if ((err = cudaMemsetAsync(stamps.get(), 0, (size_t)dense_blocks * (size_t)ncols * sizeof(uint32_t),
-                                       stream)) != cudaSuccess)
-                return fail(sr_cuda_fail(err, "clearing stamps", __FILE__, __LINE__));
+            if ((err = cudaMemsetAsync(bitmaps.get(), 0, (size_t)dense_blocks * words * sizeof(uint32_t), stream)) !=
+                cudaSuccess)
+                return fail(sr_cuda_fail(err, "clearing the dense bitmaps", __FILE__, __LINE__));
+            if (with_values) {
+                fill_value<<<grid_for((int64_t)cells), kBlock, 0, stream>>>(dense_vals.get(), cells, Ops::identity());
+                if ((err = cudaGetLastError()) != cudaSuccess)
+                    return fail(sr_cuda_fail(err, "fill_value", __FILE__, __LINE__));
+            }
         }
 
         stream_set lanes;
@@ -528,12 +587,13 @@ template <class Ops> struct mxm_launcher {
             return fail(st);
         phase_timer timer(stream);
         timer.mark("setup + bounds");
-        if (timer.on)
-            fprintf(stderr, "  [mxm] rows per bin: warp 128/256/1024 %llu/%llu/%llu, block 4096/16384 %llu/%llu, "
-                            "dense %llu (of %lld)\n",
-                    sizes[kBinWarp], sizes[kBinMidWarp], sizes[kBinWideWarp], sizes[kBinSmallBlock], sizes[kBinBlock],
-                    sizes[kBinDense], (long long)nrows);
-        if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), sizes, nrows, dense_blocks, stamps.get(),
+        if (timer.on) {
+            fprintf(stderr, "  [mxm] rows per bin (table: rows):");
+            for (int b = 0; b < kHashBinCount; b++)
+                fprintf(stderr, " %d: %llu", kHashBins[b].table, sizes[b]);
+            fprintf(stderr, ", dense: %llu (of %lld)\n", sizes[kBinDense], (long long)nrows);
+        }
+        if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), sizes, nrows, dense_blocks, bitmaps.get(),
                                                nullptr, stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
             return fail(st);
         size_t temp_bytes = 0;
@@ -559,7 +619,7 @@ template <class Ops> struct mxm_launcher {
         p.c_colind = C->colind;
         p.c_values = static_cast<T *>(C->values);
         if (nrows > 0 && nnz > 0 &&
-            (st = run_pass<true>(p, bins.get(), bin_sizes.get(), sizes, nrows, dense_blocks, stamps.get(), dense_vals.get(),
+            (st = run_pass<true>(p, bins.get(), bin_sizes.get(), sizes, nrows, dense_blocks, bitmaps.get(), dense_vals.get(),
                                  stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
             return fail(st);
         if ((err = cudaStreamSynchronize(stream)) != cudaSuccess)
