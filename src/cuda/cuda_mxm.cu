@@ -31,10 +31,10 @@ namespace {
 using namespace sr_cuda;
 
 constexpr int kBlock = 256;
-// Bins by table size: shared memory is reserved for a bin's largest table, so small tables in
-// their own bins let more blocks stay resident on each multiprocessor.
 // Hash bins: the team that takes a row and its table's slots; a row goes to the first bin whose
-// table holds twice its product bound. Rows beyond the last go to the dense bin.
+// table holds twice its product bound, and rows beyond the last go to the dense bin. Shared
+// memory is reserved for a bin's largest table, so small tables in their own bins let more
+// blocks stay resident on each multiprocessor.
 struct hash_bin {
     int team, table;
 };
