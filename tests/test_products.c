@@ -315,6 +315,9 @@ static void run_all(void)
             check_spmm(s, types[ti], 70, 50, 7, true, false, false, SR_ROW_MAJOR, SR_ROW_MAJOR);
             check_spmm(s, types[ti], 70, 50, 9, true, true, true, SR_COL_MAJOR, SR_ROW_MAJOR);
             check_spmm(s, types[ti], 90, 33, 32, false, false, true, SR_ROW_MAJOR, SR_COL_MAJOR);
+            /* row-major B wider than the CPU's register chunk (128 bytes) for every type, with a tail */
+            check_spmm(s, types[ti], 80, 40, 150, test_below(2), test_below(2), test_below(2), SR_ROW_MAJOR,
+                       test_below(2) ? SR_ROW_MAJOR : SR_COL_MAJOR);
             check_spmm(s, types[ti], 300, 200, 1, test_below(2), test_below(2), test_below(2), SR_COL_MAJOR,
                        SR_COL_MAJOR);
             /* rows of thousands of entries among short and empty ones: the device's entry-split

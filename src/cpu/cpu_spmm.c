@@ -9,8 +9,33 @@
 /* Element (i, j) of a dense view with elements of type T. */
 #define DENSE_AT(T, d, i, j) (((T *)(d)->data)[sr_dense_offset((d), (i), (j))])
 
-/* One kernel per (semiring, T): each thread owns a row of accumulators and a row of mask flags. */
+/* One kernel per (semiring, T): each thread owns a row of accumulators and a row of mask flags.
+ * With B row-major, a row's columns are summed 128 bytes at a time in local accumulators
+ * the compiler keeps in registers (one load of B per element, no load and store of the
+ * accumulator per entry of A); the rest of the columns go through the accumulator row. */
+#define SPMM_CHUNK(T) (int)(128 / sizeof(T))
 #define SR_DEFINE_SPMM(SEMI, ADD, MUL, T, OUT)                                                           \
+    /* Row i of A times columns [j0, j0 + chunk) of B into out[0, chunk). */                       \
+    __attribute__((noinline)) static void spmm_chunk_##ADD##_##MUL##_##T(                               \
+        const struct sr_matrix_s *A, int64_t i, const T *restrict bdata, int64_t ld, int64_t j0, T *restrict out) \
+    {                                                                                                    \
+        const T *restrict av = (const T *)A->values;                                                     \
+        const int32_t *restrict colind = A->colind;                                                      \
+        const int64_t k0 = A->rowptr[i], k1 = A->rowptr[i + 1];                                          \
+        T part[SPMM_CHUNK(T)];                                                                           \
+        for (int q = 0; q < SPMM_CHUNK(T); q++)                                                          \
+            part[q] = SR_ID_##ADD##_##T;                                                                 \
+        for (int64_t k = k0; k < k1; k++) {                                                              \
+            const T a = av ? av[k] : (T)1;                                                               \
+            const T *restrict b = bdata + (size_t)colind[k] * (size_t)ld + j0;                           \
+            (void)a;                                                                                     \
+            (void)b;                                                                                     \
+            for (int q = 0; q < SPMM_CHUNK(T); q++)                                                      \
+                part[q] = SR_ADD_##ADD(part[q], (T)SR_MUL_##MUL(a, b[q]));                               \
+        }                                                                                                \
+        for (int q = 0; q < SPMM_CHUNK(T); q++)                                                          \
+            out[q] = part[q];                                                                            \
+    }                                                                                                    \
     static void spmm_##ADD##_##MUL##_##T(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, \
                                          const struct sr_matrix_s *mask, bool complement, bool accumulate, \
                                          T *scratch, unsigned char *allow_all, int threads)              \
@@ -27,9 +52,12 @@
             (void)bdata;                                                                                 \
             _Pragma("omp for schedule(dynamic, 64)")                                                     \
             for (int64_t i = 0; i < A->nrows; i++) {                                                     \
-                for (int64_t j = 0; j < n; j++)                                                          \
+                int64_t done = 0; /* columns summed in registers, a chunk at a time (row-major B) */     \
+                for (; B->layout == SR_ROW_MAJOR && done + SPMM_CHUNK(T) <= n; done += SPMM_CHUNK(T))    \
+                    spmm_chunk_##ADD##_##MUL##_##T(A, i, bdata, B->ld, done, acc + done);                 \
+                for (int64_t j = done; j < n; j++)                                                       \
                     acc[j] = SR_ID_##ADD##_##T;                                                          \
-                for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {                              \
+                for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1] && done < n; k++) {                  \
                     const T a = av ? av[k] : (T)1;                                                       \
                     const int64_t col = A->colind[k];                                                    \
                     (void)a;                                                                             \
@@ -38,7 +66,7 @@
                         const T *restrict b = bdata + (size_t)col * (size_t)B->ld;                       \
                         T *restrict out = acc;                                                           \
                         (void)b;                                                                         \
-                        for (int64_t j = 0; j < n; j++)                                                  \
+                        for (int64_t j = done; j < n; j++)                                               \
                             out[j] = SR_ADD_##ADD(out[j], (T)SR_MUL_##MUL(a, b[j]));                     \
                     } else {                                                                             \
                         for (int64_t j = 0; j < n; j++)                                                  \
