@@ -331,6 +331,9 @@ static void run_all(void)
             check_mxm(s, types[ti], 40, 30, 35, 3, true, true, true, false);
             check_mxm(s, types[ti], 60, 50, 45, 5, false, false, true, true);
             check_mxm(s, types[ti], 120, 80, 100, 12, test_below(2), test_below(2), test_below(2), test_below(2));
+            /* output rows of hundreds of entries (the host's radix sort): columns in one byte, and in two */
+            check_mxm(s, types[ti], 30, 120, 250, 40, false, false, test_below(2), false);
+            check_mxm(s, types[ti], 30, 80, 3000, 30, test_below(2), test_below(2), test_below(2), test_below(2));
         }
 }
 

@@ -1,5 +1,6 @@
 /* Sparse x sparse semiring product on the host (Gustavson): a count pass sizes each output row,
- * a fill pass computes it with a dense accumulator per thread, then each row is sorted. */
+ * a fill pass computes it with a dense accumulator per thread, then each row's columns are
+ * sorted (radix sort for long rows, quicksort for short ones). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,12 +16,15 @@ typedef struct {
     int64_t *mark;      /* threads x n */
     int64_t *mask_mark; /* threads x n, or NULL without a mask */
     void *acc;          /* threads x n values of the output type, or NULL for bool */
+    int32_t *sort_tmp;  /* threads x (the longest output row): the radix sort's second buffer */
+    int64_t longest;    /* entries of the longest output row */
+    int key_bits;       /* bits of the largest column index */
 } spa;
 
 /* Sorts a row's column indices ascending, inline (qsort's comparator call per comparison
  * dominated the fill pass): insertion sort for short rows, median-of-3 quicksort above, always
  * recursing into the smaller part. */
-static void sort_columns(int32_t *a, int64_t n)
+static void quicksort_columns(int32_t *a, int64_t n)
 {
     while (n > 24) {
         int32_t x = a[0], y = a[n / 2], z = a[n - 1];
@@ -38,11 +42,11 @@ static void sort_columns(int32_t *a, int64_t n)
             }
         }
         if (j + 1 < n - i) { /* [0, j] is the smaller part */
-            sort_columns(a, j + 1);
+            quicksort_columns(a, j + 1);
             a += i;
             n -= i;
         } else {
-            sort_columns(a + i, n - i);
+            quicksort_columns(a + i, n - i);
             n = j + 1;
         }
     }
@@ -53,6 +57,38 @@ static void sort_columns(int32_t *a, int64_t n)
             a[m + 1] = a[m];
         a[m + 1] = v;
     }
+}
+
+/* Least-significant-digit radix sort of n column indices below 2^key_bits, 8 bits a pass, through
+ * tmp (n entries); the result ends in a. No comparisons to mispredict: on rows of hundreds of
+ * random columns it beat the quicksort, whose compares a branch predictor cannot learn. */
+static void radix_sort_columns(int32_t *a, int32_t *tmp, int64_t n, int key_bits)
+{
+    int32_t *from = a, *to = tmp;
+    for (int shift = 0; shift < key_bits; shift += 8) {
+        int64_t start[257] = {0};
+        for (int64_t k = 0; k < n; k++)
+            start[(((uint32_t)from[k] >> shift) & 255u) + 1]++;
+        for (int d = 0; d < 256; d++)
+            start[d + 1] += start[d];
+        for (int64_t k = 0; k < n; k++)
+            to[start[((uint32_t)from[k] >> shift) & 255u]++] = from[k];
+        int32_t *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != a)
+        memcpy(a, from, (size_t)n * sizeof *a);
+}
+
+/* A row's columns ascending: the radix sort for long rows, the quicksort (with its insertion sort)
+ * for short ones, where the radix sort's 256-bucket passes cost more than the compares. */
+static void sort_columns(int32_t *a, int32_t *tmp, int64_t n, int key_bits)
+{
+    if (n >= 128 && tmp)
+        radix_sort_columns(a, tmp, n, key_bits);
+    else
+        quicksort_columns(a, n);
 }
 
 /* Marks row i of the mask so that allowed(j) is one comparison. */
@@ -110,6 +146,8 @@ static void count_rows(const struct sr_matrix_s *A, const struct sr_matrix_s *B,
             int64_t *mark = w->mark + (size_t)omp_get_thread_num() * (size_t)n;                          \
             int64_t *mask_mark = mask ? w->mask_mark + (size_t)omp_get_thread_num() * (size_t)n : NULL;  \
             T *acc = cv ? (T *)w->acc + (size_t)omp_get_thread_num() * (size_t)n : NULL;                 \
+            int32_t *sort_tmp = w->sort_tmp ? w->sort_tmp + (size_t)omp_get_thread_num() * (size_t)w->longest \
+                                            : NULL;                                                      \
             for (int64_t j = 0; j < n; j++)                                                              \
                 mark[j] = -1;                                                                            \
             for (int64_t j = 0; mask && j < n; j++)                                                      \
@@ -140,7 +178,7 @@ static void count_rows(const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                         }                                                                                \
                     }                                                                                    \
                 }                                                                                        \
-                sort_columns(cols, count);                                                               \
+                sort_columns(cols, sort_tmp, count, w->key_bits);                                        \
                 for (int64_t q = 0; acc && q < count; q++)                                               \
                     cv[C->rowptr[i] + q] = acc[cols[q]];                                                 \
             }                                                                                            \
@@ -158,7 +196,7 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
     size_t limit = sr_context_workspace(ctx, SR_HOST);
     while (threads > 1 && (size_t)threads * per_thread > limit) /* the accumulators must fit the workspace */
         threads--;
-    spa w = {NULL, NULL, NULL};
+    spa w = {NULL, NULL, NULL, NULL, 0, 0};
     struct sr_matrix_s *C = NULL;
     sr_status st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * n, sizeof(int64_t), (void **)&w.mark);
     if (st == SR_SUCCESS && mask)
@@ -169,9 +207,16 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
         st = sr_matrix_alloc(ctx, A->nrows, B->ncols, 0, out_type, SR_HOST, &C);
     if (st == SR_SUCCESS) {
         count_rows(A, B, mask, complement, &w, C->rowptr, threads);
+        for (int64_t i = 0; i < A->nrows; i++)
+            w.longest = C->rowptr[i + 1] > w.longest ? C->rowptr[i + 1] : w.longest;
+        while (w.key_bits < 31 && ((int64_t)1 << w.key_bits) < B->ncols)
+            w.key_bits++;
         sr_cpu_prefix_sum(C->rowptr, A->nrows);
         st = sr_matrix_alloc_entries(C, C->rowptr[A->nrows]);
     }
+    if (st == SR_SUCCESS && w.longest >= 128) /* the radix sort's buffer (rows shorter take the quicksort) */
+        st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * (size_t)w.longest, sizeof(int32_t),
+                                (void **)&w.sort_tmp);
     if (st == SR_SUCCESS) {
         bool done = false;
 #define SR_DISPATCH_MXM(SEMI, ADD, MUL, T, OUT)                                                          \
@@ -188,6 +233,7 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
     sr_mem_free(ctx, SR_HOST, w.mark, 0);
     sr_mem_free(ctx, SR_HOST, w.mask_mark, 0);
     sr_mem_free(ctx, SR_HOST, w.acc, 0);
+    sr_mem_free(ctx, SR_HOST, w.sort_tmp, 0);
     if (st != SR_SUCCESS) {
         sr_matrix_destroy(C);
         return st;
