@@ -45,20 +45,22 @@ def main():
                 cases.append((g, A))
     for name, A in cases:
         M, keep = host_matrix(lib, ctx, A)
-        for K in (1, 32):
-            B = np.random.default_rng(0).random((A.shape[1], K), dtype=np.float32)
-            C = np.zeros((A.shape[0], K), dtype=np.float32)
-            Bd = sr.dense(B.ctypes.data, A.shape[1], K, sr.FLOAT32, sr.ROW_MAJOR, sr.HOST)
-            Cd = sr.dense(C.ctypes.data, A.shape[0], K, sr.FLOAT32, sr.ROW_MAJOR, sr.HOST)
+        for K, order in ((1, "C"), (32, "C"), (32, "F")):  # F: B and C column-major
+            B = np.asarray(np.random.default_rng(0).random((A.shape[1], K), dtype=np.float32), order=order)
+            C = np.zeros((A.shape[0], K), dtype=np.float32, order=order)
+            layout = sr.ROW_MAJOR if order == "C" else sr.COL_MAJOR
+            Bd = sr.dense(B.ctypes.data, A.shape[1], K, sr.FLOAT32, layout, sr.HOST)
+            Cd = sr.dense(C.ctypes.data, A.shape[0], K, sr.FLOAT32, layout, sr.HOST)
             Bv = B[:, 0] if K == 1 else B
             theirs = median_time(lambda: A @ Bv)
             ours = median_time(lambda: lib.spmm(ctx, Cd, 0, M, Bd))
             err = np.linalg.norm(C.reshape(-1) - (A @ B).reshape(-1)) / np.linalg.norm(A @ B)
-            print(f"{'spmv' if K == 1 else 'spmm K=32':10} {name:20} ours {ours*1e3:9.2f} ms  scipy {theirs*1e3:9.2f} ms"
+            label = "spmv" if K == 1 else "spmm K=32" + (" col" if order == "F" else "")
+            print(f"{label:13} {name:20} ours {ours*1e3:9.2f} ms  scipy {theirs*1e3:9.2f} ms"
                   f"  {theirs/ours:6.2f}x  (err {err:.1e})", flush=True)
         theirs = median_time(lambda: A @ A, reps=3)
         ours = median_time(lambda: lib.free(lib.mxm(ctx, 0, M, M)), reps=3)
-        print(f"{'spgemm A*A':10} {name:20} ours {ours*1e3:9.2f} ms  scipy {theirs*1e3:9.2f} ms  {theirs/ours:6.2f}x",
+        print(f"{'spgemm A*A':13} {name:20} ours {ours*1e3:9.2f} ms  scipy {theirs*1e3:9.2f} ms  {theirs/ours:6.2f}x",
               flush=True)
         lib.free(M)
 

@@ -9,7 +9,8 @@
 /* Element (i, j) of a dense view with elements of type T. */
 #define DENSE_AT(T, d, i, j) (((T *)(d)->data)[sr_dense_offset((d), (i), (j))])
 
-/* One kernel per (semiring, T): each thread owns a row of accumulators and a row of mask flags.
+/* One kernel per (semiring, T), for a row-major B (sr_cpu_spmm copies a column-major one): each
+ * thread owns a row of accumulators and a row of mask flags.
  * With B row-major, a row's columns are summed 128 bytes at a time in local accumulators
  * the compiler keeps in registers (one load of B per element, no load and store of the
  * accumulator per entry of A); the rest of the columns go through the accumulator row. */
@@ -53,26 +54,19 @@
             (void)bdata;                                                                                 \
             _Pragma("omp for schedule(dynamic, 64)")                                                     \
             for (int64_t i = 0; i < A->nrows; i++) {                                                     \
-                int64_t done = 0; /* columns summed in registers, a chunk at a time (row-major B) */     \
-                for (; B->layout == SR_ROW_MAJOR && done + SPMM_CHUNK(T) <= n; done += SPMM_CHUNK(T))    \
+                int64_t done = 0; /* columns summed in registers, a chunk at a time */                   \
+                for (; done + SPMM_CHUNK(T) <= n; done += SPMM_CHUNK(T))                                 \
                     spmm_chunk_##ADD##_##MUL##_##T(A, i, bdata, B->ld, done, acc + done);                 \
                 for (int64_t j = done; j < n; j++)                                                       \
                     acc[j] = SR_ID_##ADD##_##T;                                                          \
                 for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1] && done < n; k++) {                  \
                     const T a = av ? av[k] : (T)1;                                                       \
-                    const int64_t col = A->colind[k];                                                    \
+                    const T *restrict b = bdata + (size_t)A->colind[k] * (size_t)B->ld;                  \
+                    T *restrict out = acc; /* restrict: the j loop vectorizes */                         \
                     (void)a;                                                                             \
-                    (void)col;                                                                           \
-                    if (B->layout == SR_ROW_MAJOR) { /* restrict: the j loop vectorizes */               \
-                        const T *restrict b = bdata + (size_t)col * (size_t)B->ld;                       \
-                        T *restrict out = acc;                                                           \
-                        (void)b;                                                                         \
-                        for (int64_t j = done; j < n; j++)                                               \
-                            out[j] = SR_ADD_##ADD(out[j], (T)SR_MUL_##MUL(a, b[j]));                     \
-                    } else {                                                                             \
-                        for (int64_t j = 0; j < n; j++)                                                  \
-                            acc[j] = SR_ADD_##ADD(acc[j], (T)SR_MUL_##MUL(a, DENSE_AT(const T, B, col, j)));\
-                    }                                                                                    \
+                    (void)b;                                                                             \
+                    for (int64_t j = done; j < n; j++)                                                   \
+                        out[j] = SR_ADD_##ADD(out[j], (T)SR_MUL_##MUL(a, b[j]));                         \
                 }                                                                                        \
                 if (mask)                                                                                \
                     for (int64_t k = mask->rowptr[i]; k < mask->rowptr[i + 1]; k++)                      \
@@ -148,9 +142,33 @@ static int64_t first_row_of_share(const int64_t *rowptr, int64_t nrows, int t, i
     }
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SPMV)
 
-sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
-                      sr_semiring s, bool complement, bool accumulate)
+/* B's elements in row-major order (out is B->nrows x B->ncols, packed): a column-major B goes
+ * through this copy so that each row's elements are contiguous for the register chunks. */
+static void copy_to_row_major(const sr_dense *B, void *out, int threads)
 {
+    const int64_t m = B->nrows, n = B->ncols, ld = B->ld;
+    const size_t es = sr_type_size(B->type);
+    /* tiles of 64 rows: each column's 64 elements are read contiguously, the tile is written in L1 */
+#define SR_COPY_ROWS(W)                                                                                  \
+    _Pragma("omp parallel for num_threads(threads) schedule(static)")                                    \
+    for (int64_t i0 = 0; i0 < m; i0 += 64)                                                               \
+        for (int64_t j = 0; j < n; j++)                                                                  \
+            for (int64_t i = i0; i < m && i < i0 + 64; i++)                                              \
+                ((W *)out)[(size_t)i * (size_t)n + (size_t)j] = ((const W *)B->data)[(size_t)j * (size_t)ld + (size_t)i];
+    if (es == 1) {
+        SR_COPY_ROWS(uint8_t)
+    } else if (es == 4) {
+        SR_COPY_ROWS(uint32_t)
+    } else {
+        SR_COPY_ROWS(uint64_t)
+    }
+#undef SR_COPY_ROWS
+}
+
+sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const sr_dense *C,
+                      const struct sr_matrix_s *mask, sr_semiring s, bool complement, bool accumulate)
+{
+    const sr_dense *B = B_in;
     if (C->ncols == 1) {
 #define SR_DISPATCH_SPMV(SEMI, ADD, MUL, T, OUT)                                                         \
     if (s == SEMI && C->type == OUT) {                                                                   \
@@ -166,10 +184,20 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_d
     size_t n = (size_t)C->ncols;
     void *scratch = malloc((size_t)threads * (n ? n : 1) * sizeof(double));
     unsigned char *allow = malloc((size_t)threads * (n ? n : 1));
-    if (!scratch || !allow) {
+    const bool copy_b = B_in->layout == SR_COL_MAJOR && B_in->nrows > 0 && n > 0;
+    void *b_rows = copy_b ? malloc((size_t)B_in->nrows * n * sr_type_size(B_in->type)) : NULL;
+    if (!scratch || !allow || (copy_b && !b_rows)) {
         free(scratch);
         free(allow);
-        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d rows of %zu accumulators", threads, n);
+        free(b_rows);
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d rows of %zu accumulators and B's copy",
+                        threads, n);
+    }
+    sr_dense b_view;
+    if (copy_b) {
+        copy_to_row_major(B_in, b_rows, threads);
+        b_view = sr_dense_view(b_rows, B_in->nrows, B_in->ncols, B_in->type, SR_ROW_MAJOR, SR_HOST);
+        B = &b_view;
     }
     sr_type out = C->type;
     bool done = false;
@@ -182,6 +210,7 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_d
 #undef SR_DISPATCH_SPMM
     free(scratch);
     free(allow);
+    free(b_rows);
     if (!done)
         return sr_error(SR_ERROR_INTERNAL, "no CPU kernel for %s with %s output", sr_semiring_name(s), sr_type_name(out));
     return SR_SUCCESS;
