@@ -10,10 +10,9 @@
 #define DENSE_AT(T, d, i, j) (((T *)(d)->data)[sr_dense_offset((d), (i), (j))])
 
 /* One kernel per (semiring, T), for a row-major B (sr_cpu_spmm copies a column-major one): each
- * thread owns a row of accumulators and a row of mask flags.
- * With B row-major, a row's columns are summed 128 bytes at a time in local accumulators
- * the compiler keeps in registers (one load of B per element, no load and store of the
- * accumulator per entry of A); the rest of the columns go through the accumulator row. */
+ * thread owns a row of accumulators and a row of mask flags. A row's columns are summed 128 bytes
+ * at a time in local accumulators the compiler keeps in registers (one load of B per element, no
+ * load and store of the accumulator per entry of A); the rest go through the accumulator row. */
 #define SPMM_CHUNK(T) (int)(128 / sizeof(T))
 #define SR_DEFINE_SPMM(SEMI, ADD, MUL, T, OUT)                                                           \
     /* Row i of A times columns [j0, j0 + chunk) of B into out[0, chunk). Not inlined: inside the  \
@@ -190,8 +189,8 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
         free(scratch);
         free(allow);
         free(b_rows);
-        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d rows of %zu accumulators and B's copy",
-                        threads, n);
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d rows of %zu accumulators%s", threads, n,
+                        copy_b ? " and a row-major copy of B" : "");
     }
     sr_dense b_view;
     if (copy_b) {
