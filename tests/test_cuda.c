@@ -282,9 +282,10 @@ static int64_t compare_with_host(sr_matrix D, sr_matrix H, double tolerance)
 
 /* Rows of A·B per range of their product bound (the sum of the B-row lengths a row selects):
  * the device bins' ranges, so the test can say that it reached every bin. */
-static void count_rows_per_bound(const test_csr *a, const test_csr *b, int64_t counts[7])
+static void count_rows_per_bound(const test_csr *a, const test_csr *b, int64_t counts[8])
 {
     static const int64_t upper[] = {64, 128, 256, 512, 2048, 8192};
+    const int64_t tiles = (b->ncols + 16383) / 16384; /* the device's column tiles for 8-byte values */
     for (int64_t i = 0; i < a->nrows; i++) {
         int64_t ub = 0;
         for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++)
@@ -294,6 +295,9 @@ static void count_rows_per_bound(const test_csr *a, const test_csr *b, int64_t c
         int bin = 0;
         while (bin < 6 && ub > upper[bin])
             bin++;
+        /* dense rows: few A entries against their products take the tiled kernel (bin 7) */
+        if (bin == 6 && tiles * (a->rowptr[i + 1] - a->rowptr[i]) * 8 <= ub)
+            bin = 7;
         counts[bin]++;
     }
 }
@@ -340,26 +344,31 @@ static void check_mxm_against_host(const test_csr *a, const test_csr *b)
 }
 
 /* Device mxm on rows that reach every device bin (products per row from a few up to tens of
- * thousands): a heavy pair and a light one, and the test says that together they reached every
+ * thousands): heavy, light and wide pairs, and the test says that together they reached every
  * bin's range. */
 static void test_heavy_mxm(void)
 {
-    /* heavy: A 400 x 3000, row lengths up to 3000; B 3000 x 20000, ~25 per row.
-     * light: A 2000 x 3000, ~3 per row; B 3000 x 20000, ~12 per row. */
-    test_csr pairs[2][2] = {
-        {test_random_csr(400, 3000, 40, SR_TYPE_FLOAT64), test_random_csr(3000, 20000, 25, SR_TYPE_FLOAT64)},
-        {test_random_csr(2000, 3000, 3, SR_TYPE_FLOAT64), test_random_csr(3000, 20000, 12, SR_TYPE_FLOAT64)}};
-    int64_t per_bin[7] = {0};
-    for (int c = 0; c < 2; c++) {
+    /* heavy: A 400 x 3000, row lengths up to 3000; B 3000 x 70000, ~25 per row (dense rows of
+     * many A entries, over columns wide enough that the device keeps them in global memory).
+     * light: A 2000 x 3000, ~3 per row; B 3000 x 20000, ~12 per row.
+     * wide: A 300 x 500, ~4 per row; B 500 x 70000, ~2500 per row (dense rows of few A entries
+     * and long B rows, over several column tiles). */
+    test_csr pairs[3][2] = {
+        {test_random_csr(400, 3000, 40, SR_TYPE_FLOAT64), test_random_csr(3000, 70000, 25, SR_TYPE_FLOAT64)},
+        {test_random_csr(2000, 3000, 3, SR_TYPE_FLOAT64), test_random_csr(3000, 20000, 12, SR_TYPE_FLOAT64)},
+        {test_random_csr(300, 500, 4, SR_TYPE_FLOAT64), test_random_csr(500, 70000, 2500, SR_TYPE_FLOAT64)}};
+    int64_t per_bin[8] = {0};
+    for (int c = 0; c < 3; c++) {
         count_rows_per_bound(&pairs[c][0], &pairs[c][1], per_bin);
         check_mxm_against_host(&pairs[c][0], &pairs[c][1]);
         test_csr_free(&pairs[c][0]);
         test_csr_free(&pairs[c][1]);
     }
-    printf("heavy mxm rows per product bound (<=64/128/256/512/2048/8192/more): %lld/%lld/%lld/%lld/%lld/%lld/%lld\n",
+    printf("heavy mxm rows per product bound (<=64/128/256/512/2048/8192/more: global/tiled): "
+           "%lld/%lld/%lld/%lld/%lld/%lld/%lld/%lld\n",
            (long long)per_bin[0], (long long)per_bin[1], (long long)per_bin[2], (long long)per_bin[3],
-           (long long)per_bin[4], (long long)per_bin[5], (long long)per_bin[6]);
-    for (int bin = 0; bin < 7; bin++)
+           (long long)per_bin[4], (long long)per_bin[5], (long long)per_bin[6], (long long)per_bin[7]);
+    for (int bin = 0; bin < 8; bin++)
         CHECK(per_bin[bin] > 0, "heavy mxm: no row with a product bound in range %d", bin);
 }
 

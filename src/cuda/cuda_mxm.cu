@@ -5,8 +5,9 @@
 //   2·ub <= 128 / 256 / 512 / 1024   a warp per row, a hash table of that many slots in shared memory
 //                                    (measured: 8 or 16 lanes per small row were 1.3-1.4x slower)
 //   2·ub <= 4096 / 16384             a block per row, a table in Hopper's large shared memory
-//   larger      a block per row with a dense accumulator row and a column bitmap (compaction in
-//               column order needs no sort); one accumulator row per resident block
+//   larger      a block per row with a column bitmap and a value array (compaction in column
+//               order needs no sort): in shared memory a column tile at a time, or a whole row in
+//               device memory per resident block (cuda_mxm_dense.cuh says which suits which row)
 // The fill pass compacts a table's occupied slots and merge-sorts them in registers (cub's warp
 // and block merge sorts, their scratch in the table's own memory).
 // ⊕ uses native atomics where the hardware has them, else a compare-and-swap loop, so every
@@ -40,9 +41,8 @@ struct hash_bin {
 };
 constexpr hash_bin kHashBins[] = {{32, 128}, {32, 256}, {32, 512}, {32, 1024}, {kBlock, 4096}, {kBlock, 16384}};
 constexpr int kHashBinCount = sizeof kHashBins / sizeof kHashBins[0];
-constexpr int kBinDense = kHashBinCount, kBins = kHashBinCount + 1;
-
-__host__ __device__ inline int64_t bitmap_words(int64_t ncols) { return (ncols + 31) / 32; }
+constexpr int kBinDense = kHashBinCount, kBinTiled = kHashBinCount + 1, kBins = kHashBinCount + 2;
+constexpr int kDenseThreads = 1024; // a tiled dense row's block
 
 template <int B = 0> __device__ inline int bin_of(int64_t ub) {
     if constexpr (B == kHashBinCount)
@@ -52,22 +52,22 @@ template <int B = 0> __device__ inline int bin_of(int64_t ub) {
 }
 
 #include "cuda_mxm_rows.cuh"
+#include "cuda_mxm_dense.cuh"
 
-// ub per row (a warp per row, lanes over A's entries) and the row's bin.
+// ub per row (a warp per row, lanes over A's entries) and the row's bin; a dense row of a product
+// whose columns make `tiles` tiles goes to the tiled bin when that is the cheaper kernel for it.
 __global__ void bound_and_bin(const int64_t *a_rowptr, const int32_t *a_colind, const int64_t *b_rowptr, int64_t nrows,
-                              int64_t *counts, int64_t *bins, unsigned long long *bin_sizes) {
+                              int64_t tiles, int64_t *counts, int64_t *bins, unsigned long long *bin_sizes) {
     const int lane = threadIdx.x % 32;
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
     for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; row < nrows; row += warps) {
-        int64_t ub = 0;
-        for (int64_t k = a_rowptr[row] + lane; k < a_rowptr[row + 1]; k += 32)
-            ub += b_rowptr[a_colind[k] + 1] - b_rowptr[a_colind[k]];
-        for (int offset = 16; offset > 0; offset /= 2)
-            ub += __shfl_xor_sync(0xffffffffu, ub, offset);
+        const int64_t ub = row_bound(a_rowptr, a_colind, b_rowptr, row, lane);
         if (lane == 0) {
             counts[row] = 0;
             if (ub > 0) {
-                const int bin = bin_of(ub);
+                int bin = bin_of(ub);
+                if (bin == kBinDense && tiled_is_cheaper(ub, a_rowptr[row + 1] - a_rowptr[row], tiles))
+                    bin = kBinTiled;
                 bins[bin * nrows + (int64_t)atomicAdd(&bin_sizes[bin], 1ull)] = pack_row(row, ub);
             }
         }
@@ -190,12 +190,22 @@ template <class Ops> struct mxm_launcher {
         SR_TRY(launch_hash_bins<FILL>(p, bins, bin_sizes, sizes, nrows, on, timer,
                                       std::make_index_sequence<kHashBinCount>{}));
         if (dense_blocks > 0) {
-            dense_rows<Ops, FILL><<<dense_blocks, kBlock, 0, on[kBinDense]>>>(p, bins + kBinDense * nrows,
-                                                                                bin_sizes + kBinDense, bitmaps,
-                                                                                dense_vals);
+            dense_rows_global<Ops, FILL><<<dense_blocks, kBlock, 0, on[kBinDense]>>>(
+                p, bins + kBinDense * nrows, bin_sizes + kBinDense, bitmaps, dense_vals);
             SR_CUDA_LAUNCHED();
         }
-        timer.mark(FILL ? "fill: dense" : "count: dense");
+        timer.mark(FILL ? "fill: dense, global" : "count: dense, global");
+        if (sizes[kBinTiled] > 0) {
+            constexpr int tile = dense_tile<T>();
+            constexpr size_t smem = sizeof(T) * (size_t)tile + (size_t)tile / 8;
+            SR_CUDA_TRY(cudaFuncSetAttribute(dense_rows_tiled<Ops, FILL, tile>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            const int blocks = (int)std::min<unsigned long long>(sizes[kBinTiled], (unsigned long long)sm_count());
+            dense_rows_tiled<Ops, FILL, tile><<<blocks, kDenseThreads, smem, on[kBinTiled]>>>(
+                p, bins + kBinTiled * nrows, bin_sizes + kBinTiled);
+            SR_CUDA_LAUNCHED();
+        }
+        timer.mark(FILL ? "fill: dense, tiled" : "count: dense, tiled");
         if (lanes)
             for (int b = 0; b < kBins; b++) {
                 SR_CUDA_TRY(cudaEventRecord(events[b], lanes[b]));
@@ -242,13 +252,14 @@ template <class Ops> struct mxm_launcher {
         if (err != cudaSuccess)
             return fail(sr_cuda_fail(err, "mxm setup", __FILE__, __LINE__));
         if (nrows > 0) {
-            bound_and_bin<<<grid_for(nrows * 32), kBlock, 0, stream>>>(A->rowptr, A->colind, B->rowptr, nrows,
+            const int64_t tiles = (ncols + dense_tile<T>() - 1) / dense_tile<T>();
+            bound_and_bin<<<grid_for(nrows * 32), kBlock, 0, stream>>>(A->rowptr, A->colind, B->rowptr, nrows, tiles,
                                                                         p.counts, bins.get(), bin_sizes.get());
             if ((err = cudaGetLastError()) != cudaSuccess)
                 return fail(sr_cuda_fail(err, "bound_and_bin", __FILE__, __LINE__));
         }
-        // How many rows each bin has (one small copy): empty bins launch nothing, and the dense
-        // bin gets only as many accumulator rows as it has rows (up to 2 per SM), within a
+        // How many rows each bin has (one small copy): empty bins launch nothing, and the global
+        // dense bin gets only as many accumulator rows as it has rows (up to 2 per SM), within a
         // quarter of the workspace.
         unsigned long long sizes[kBins] = {};
         if (nrows > 0) {
@@ -296,7 +307,8 @@ template <class Ops> struct mxm_launcher {
             fprintf(stderr, "  [mxm] rows per bin (table: rows):");
             for (int b = 0; b < kHashBinCount; b++)
                 fprintf(stderr, " %d: %llu", kHashBins[b].table, sizes[b]);
-            fprintf(stderr, ", dense: %llu (of %lld)\n", sizes[kBinDense], (long long)nrows);
+            fprintf(stderr, ", dense global: %llu, dense tiled: %llu (of %lld)\n", sizes[kBinDense], sizes[kBinTiled],
+                    (long long)nrows);
         }
         if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), sizes, nrows, dense_blocks, bitmaps.get(),
                                                nullptr, stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)

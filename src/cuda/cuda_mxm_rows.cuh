@@ -1,8 +1,8 @@
 // The device SpGEMM's per-row kernels (included by cuda_mxm.cu, which bins the rows and runs
-// them): the products of a row, hash tables in shared memory with a merge sort in registers, and
-// dense accumulator rows with a column bitmap. Each kernel runs twice: a count pass (FILL false)
-// writes each row's entry count, a fill pass writes the row. Uses kBlock and bitmap_words from
-// cuda_mxm.cu, inside its anonymous namespace.
+// them): the products of a row, and hash tables in shared memory with a merge sort in registers
+// (the dense rows are in cuda_mxm_dense.cuh). Each kernel runs twice: a count pass (FILL false)
+// writes each row's entry count, a fill pass writes the row. Uses kBlock from cuda_mxm.cu, inside
+// its anonymous namespace.
 #pragma once
 
 template <class Ops> struct mxm_args {
@@ -60,20 +60,23 @@ template <int TEAM> __device__ inline int64_t team_sum(int64_t v) {
 }
 
 // Threads per A entry for a row: about its mean B-row length (ub / A-row length), a power of two
-// up to min(32, TEAM). The team's groups take different A entries; a group's lanes share a B row.
+// up to the team. The team's groups take different A entries; a group's lanes share a B row. A
+// block's group may be wider than a warp: a row of a few A entries with long B rows (Debian's
+// A·Aᵀ) then keeps every thread busy, where groups of at most 32 left most of the block idle.
 template <int TEAM> __device__ inline int lanes_per_entry(int64_t ub, int64_t a_len) {
     int s = 1;
-    while (s < 32 && s < TEAM && (int64_t)s * a_len < ub)
+    while (s < TEAM && (int64_t)s * a_len < ub)
         s <<= 1;
     return s;
 }
 
-// ub of a row (the sum of the B-row lengths its entries select), summed over the team.
-template <int TEAM, class Ops> __device__ int64_t row_bound(const mxm_args<Ops> &p, int64_t row, int lane) {
+// ub of a row (the sum of the B-row lengths its entries select), summed over a warp.
+__device__ inline int64_t row_bound(const int64_t *a_rowptr, const int32_t *a_colind, const int64_t *b_rowptr,
+                                    int64_t row, int lane) {
     int64_t ub = 0;
-    for (int64_t ka = p.a_rowptr[row] + lane; ka < p.a_rowptr[row + 1]; ka += TEAM)
-        ub += p.b_rowptr[p.a_colind[ka] + 1] - p.b_rowptr[p.a_colind[ka]];
-    return team_sum<TEAM>(ub);
+    for (int64_t ka = a_rowptr[row] + lane; ka < a_rowptr[row + 1]; ka += 32)
+        ub += b_rowptr[a_colind[ka] + 1] - b_rowptr[a_colind[ka]];
+    return team_sum<32>(ub);
 }
 
 // Calls visit(j, a_ik * b_kj) for this lane's share of the row's products that the mask allows:
@@ -244,60 +247,5 @@ __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned l
                                                      p.c_colind + p.c_rowptr[row],
                                                      with_values ? p.c_values + p.c_rowptr[row] : nullptr);
         }
-    }
-}
-
-// Dense-accumulator rows: a block per row. Each block owns a column bitmap and a value row
-// (kept at the identity between rows). Products set bits and ⊕ into values; the compaction walks
-// the bitmap a word per thread in column order with a block scan, clearing each word and
-// resetting each value it reads, so the next row starts clean. The bitmap makes the walk 32
-// columns a load, which matters because ncols is large and a heavy row still leaves most bits 0.
-template <class Ops, bool FILL>
-__global__ void dense_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned long long *row_count,
-                           uint32_t *bitmaps, typename Ops::value *vals_all) {
-    using T = typename Ops::value;
-    using scan = cub::BlockScan<int, kBlock>;
-    __shared__ typename scan::TempStorage scan_storage;
-    __shared__ int64_t running;
-    const int64_t words = bitmap_words(p.ncols);
-    uint32_t *bits = bitmaps + (size_t)blockIdx.x * (size_t)words;
-    T *vals = vals_all ? vals_all + (size_t)blockIdx.x * (size_t)p.ncols : nullptr;
-    const bool with_values = FILL && p.c_values != nullptr;
-    const int64_t n = (int64_t)*row_count;
-    for (int64_t idx = blockIdx.x; idx < n; idx += gridDim.x) {
-        const int64_t entry = rows[idx], row = packed_row(entry);
-        const int64_t ub = row_bound<kBlock>(p, row, threadIdx.x); // the packed bound may be capped
-        for_each_product<kBlock>(p, row, ub, threadIdx.x, [&](int32_t j, T product) {
-            atomicOr(&bits[j >> 5], 1u << (j & 31));
-            if (with_values)
-                atomic_combine<Ops>(&vals[j], product);
-        });
-        if (threadIdx.x == 0)
-            running = FILL ? p.c_rowptr[row] : 0;
-        __syncthreads();
-        for (int64_t w0 = 0; w0 < words; w0 += kBlock) {
-            const int64_t w = w0 + threadIdx.x;
-            uint32_t word = w < words ? bits[w] : 0u;
-            if (word)
-                bits[w] = 0u;
-            int offset, total;
-            scan(scan_storage).ExclusiveSum(__popc(word), offset, total);
-            if constexpr (FILL)
-                for (; word; word &= word - 1) {
-                    const int32_t j = (int32_t)(w * 32 + __ffs(word) - 1);
-                    p.c_colind[running + offset] = j;
-                    if (with_values) {
-                        p.c_values[running + offset] = vals[j];
-                        vals[j] = Ops::identity();
-                    }
-                    offset++;
-                }
-            __syncthreads();
-            if (threadIdx.x == 0)
-                running += total;
-            __syncthreads();
-        }
-        if (!FILL && threadIdx.x == 0)
-            p.counts[row] = running;
     }
 }
