@@ -325,6 +325,10 @@ static void run_all(void)
             check_spmm(s, types[ti], 80, 40, 150, test_below(2), test_below(2), test_below(2),
                        test_below(2) ? SR_ROW_MAJOR : SR_COL_MAJOR, test_below(2) ? SR_ROW_MAJOR : SR_COL_MAJOR);
             dense_padding = 0;
+            /* K = 64 and 128, row-major: the device's vector kernel (16-byte loads of B's rows),
+             * with vector stores into C (accumulating) and with element writes (a mask) */
+            check_spmm(s, types[ti], 70, 60, 128, false, false, true, SR_ROW_MAJOR, SR_ROW_MAJOR);
+            check_spmm(s, types[ti], 70, 60, 64, true, test_below(2), test_below(2), SR_ROW_MAJOR, SR_ROW_MAJOR);
             check_spmm(s, types[ti], 300, 200, 1, test_below(2), test_below(2), test_below(2), SR_COL_MAJOR,
                        SR_COL_MAJOR);
             /* rows of thousands of entries among short and empty ones: the device's entry-split

@@ -174,6 +174,72 @@ template <class Ops, int G> __global__ void spmm_rows(product_args<Ops> p) {
     }
 }
 
+// 16-byte vectors of T (4 floats or int32s, 2 doubles); 1 for narrower types (no vector kernel).
+template <typename T> constexpr int kVec = sizeof(T) >= 4 ? 16 / (int)sizeof(T) : 1;
+template <typename T, int V> struct alignas(16) vec_of {
+    T v[V];
+};
+static_assert(sizeof(vec_of<float, 4>) == 16 && sizeof(vec_of<double, 2>) == 16, "a vector is 16 bytes");
+
+// SpMM, short rows, B row-major with 16-byte aligned rows (spmm_vector_ok): G lanes per row, each
+// lane V consecutive output columns, so a lane reads a 16-byte vector of a B row per entry (a
+// warp reads a whole 512-byte row of a K = 128 float B in one load, where the scalar kernel took
+// four passes over the row's entries). store_vec: C takes vector stores too (row-major, aligned,
+// no mask); else each element goes through write().
+template <class Ops, int G> __global__ void spmm_rows_vec(product_args<Ops> p, bool store_vec) {
+    using T = typename Ops::value;
+    constexpr int V = kVec<T>;
+    using vec = vec_of<T, V>;
+    const int lane = threadIdx.x % G;
+    const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
+    for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; row < p.nrows; row += groups) {
+        const int64_t start = p.rowptr[row], end = p.rowptr[row + 1];
+        if (end - start > kLongRow)
+            continue;
+        for (int64_t j0 = (int64_t)lane * V; j0 < p.ncols_out; j0 += (int64_t)G * V) {
+            T acc[V];
+#pragma unroll
+            for (int v = 0; v < V; v++)
+                acc[v] = Ops::identity();
+#pragma unroll 4
+            for (int64_t k = start; k < end; k++) {
+                const T a = p.a_value(k);
+                vec b;
+                if constexpr (Ops::reads_values) {
+                    const uint4 raw = __ldg(reinterpret_cast<const uint4 *>(&p.B.at(p.colind[k], j0)));
+                    memcpy(&b, &raw, sizeof b);
+                } else
+#pragma unroll
+                    for (int v = 0; v < V; v++)
+                        b.v[v] = T(1);
+#pragma unroll
+                for (int v = 0; v < V; v++)
+                    acc[v] = Ops::add(acc[v], Ops::mul(a, b.v[v]));
+            }
+            if (store_vec) {
+                vec *c = reinterpret_cast<vec *>(&p.C.at(row, j0));
+                vec out;
+                const vec old = p.accumulate ? *c : vec{};
+#pragma unroll
+                for (int v = 0; v < V; v++)
+                    out.v[v] = p.accumulate ? Ops::add(old.v[v], acc[v]) : acc[v];
+                *c = out;
+            } else {
+#pragma unroll
+                for (int v = 0; v < V; v++)
+                    p.write(row, j0 + v, acc[v]);
+            }
+        }
+    }
+}
+
+// Whether a dense operand is row-major with 16-byte aligned rows of whole vectors.
+template <typename T> bool rows_of_vectors(const dense_ref<const T> &d, int64_t K) {
+    constexpr int V = kVec<T>;
+    return V > 1 && K > 16 && d.col_stride == 1 && K % V == 0 && d.row_stride % V == 0 &&
+           reinterpret_cast<uintptr_t>(d.base) % 16 == 0;
+}
+
 // SpMM, chunks of long rows: G lanes per chunk over the output columns.
 template <class Ops, int G> __global__ void spmm_chunks(product_args<Ops> p, int64_t max_chunks) {
     using T = typename Ops::value;
@@ -348,6 +414,20 @@ template <class Ops> struct spmm_launcher {
             spmm_rows<Ops, 16><<<grid_for(nrows * 16), kBlock, 0, stream>>>(p);
             SR_CUDA_LAUNCHED();
             spmm_chunks<Ops, 16><<<grid_for(max_chunks * 16), kBlock, 0, stream>>>(p, max_chunks);
+        } else if (rows_of_vectors<T>(p.B, K)) {
+            if constexpr (kVec<T> > 1) {
+                const dense_ref<const T> c{p.C.base, p.C.row_stride, p.C.col_stride};
+                const bool store_vec = !mask && rows_of_vectors<T>(c, K);
+                const int64_t lanes = K / kVec<T>; // > 4: K > 16
+                if (lanes <= 8)
+                    spmm_rows_vec<Ops, 8><<<grid_for(nrows * 8), kBlock, 0, stream>>>(p, store_vec);
+                else if (lanes <= 16)
+                    spmm_rows_vec<Ops, 16><<<grid_for(nrows * 16), kBlock, 0, stream>>>(p, store_vec);
+                else
+                    spmm_rows_vec<Ops, 32><<<grid_for(nrows * 32), kBlock, 0, stream>>>(p, store_vec);
+                SR_CUDA_LAUNCHED();
+            }
+            spmm_chunks<Ops, 32><<<grid_for(max_chunks * 32), kBlock, 0, stream>>>(p, max_chunks);
         } else {
             spmm_rows<Ops, 32><<<grid_for(nrows * 32), kBlock, 0, stream>>>(p);
             SR_CUDA_LAUNCHED();
