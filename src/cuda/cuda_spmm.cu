@@ -181,7 +181,7 @@ template <typename T, int V> struct alignas(16) vec_of {
 };
 static_assert(sizeof(vec_of<float, 4>) == 16 && sizeof(vec_of<double, 2>) == 16, "a vector is 16 bytes");
 
-// SpMM, short rows, B row-major with 16-byte aligned rows (spmm_vector_ok): G lanes per row, each
+// SpMM, short rows, B row-major with 16-byte aligned rows (rows_of_vectors): G lanes per row, each
 // lane V consecutive output columns, so a lane reads a 16-byte vector of a B row per entry (a
 // warp reads a whole 512-byte row of a K = 128 float B in one load, where the scalar kernel took
 // four passes over the row's entries). store_vec: C takes vector stores too (row-major, aligned,
