@@ -2,6 +2,7 @@
 // pass sizes each output row, a fill pass writes it.
 //
 // Rows are binned by their product count's upper bound ub (sum of the B-row lengths they touch):
+//   ub <= 64, at most 32 A entries   a warp per row, the products sorted in registers (ESC)
 //   2·ub <= 128 / 256 / 512 / 1024   a warp per row, a hash table of that many slots in shared memory
 //                                    (measured: 8 or 16 lanes per small row were 1.3-1.4x slower)
 //   2·ub <= 4096 / 16384             a block per row, a table in Hopper's large shared memory
@@ -21,6 +22,7 @@
 #include <utility>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 extern "C" {
 #include "../core/types.h"
@@ -41,7 +43,8 @@ struct hash_bin {
 };
 constexpr hash_bin kHashBins[] = {{32, 128}, {32, 256}, {32, 512}, {32, 1024}, {kBlock, 4096}, {kBlock, 16384}};
 constexpr int kHashBinCount = sizeof kHashBins / sizeof kHashBins[0];
-constexpr int kBinDense = kHashBinCount, kBinTiled = kHashBinCount + 1, kBins = kHashBinCount + 2;
+constexpr int kBinDense = kHashBinCount, kBinTiled = kHashBinCount + 1, kBinEsc = kHashBinCount + 2,
+              kBins = kHashBinCount + 3;
 constexpr int kDenseThreads = 1024; // a tiled dense row's block
 
 template <int B = 0> __device__ inline int bin_of(int64_t ub) {
@@ -53,11 +56,20 @@ template <int B = 0> __device__ inline int bin_of(int64_t ub) {
 
 #include "cuda_mxm_rows.cuh"
 #include "cuda_mxm_dense.cuh"
+#include "cuda_mxm_esc.cuh"
+
+// SPARSERING_MXM_ESC=0 sends the smallest rows to the hash bins instead, for comparison and tests
+// (read at every product).
+bool esc_enabled() {
+    const char *env = getenv("SPARSERING_MXM_ESC");
+    return !(env && strcmp(env, "0") == 0);
+}
 
 // ub per row (a warp per row, lanes over A's entries) and the row's bin; a dense row of a product
 // whose columns make `tiles` tiles goes to the tiled bin when that is the cheaper kernel for it.
 __global__ void bound_and_bin(const int64_t *a_rowptr, const int32_t *a_colind, const int64_t *b_rowptr, int64_t nrows,
-                              int64_t tiles, int64_t *counts, int64_t *bins, unsigned long long *bin_sizes) {
+                              int64_t tiles, bool esc, int64_t *counts, int64_t *bins,
+                              unsigned long long *bin_sizes) {
     const int lane = threadIdx.x % 32;
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
     for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; row < nrows; row += warps) {
@@ -65,8 +77,9 @@ __global__ void bound_and_bin(const int64_t *a_rowptr, const int32_t *a_colind, 
         if (lane == 0) {
             counts[row] = 0;
             if (ub > 0) {
-                int bin = bin_of(ub);
-                if (bin == kBinDense && tiled_is_cheaper(ub, a_rowptr[row + 1] - a_rowptr[row], tiles))
+                const int64_t a_len = a_rowptr[row + 1] - a_rowptr[row];
+                int bin = esc && esc_fits(ub, a_len) ? kBinEsc : bin_of(ub);
+                if (bin == kBinDense && tiled_is_cheaper(ub, a_len, tiles))
                     bin = kBinTiled;
                 bins[bin * nrows + (int64_t)atomicAdd(&bin_sizes[bin], 1ull)] = pack_row(row, ub);
             }
@@ -187,6 +200,12 @@ template <class Ops> struct mxm_launcher {
             for (int b = 0; b < kBins; b++)
                 SR_CUDA_TRY(cudaStreamWaitEvent(lanes[b], events[kBins], 0));
         }
+        if (sizes[kBinEsc] > 0) {
+            esc_rows<Ops, FILL><<<grid_for((int64_t)sizes[kBinEsc] * 32), kBlock, 0, on[kBinEsc]>>>(
+                p, bins + kBinEsc * nrows, bin_sizes + kBinEsc);
+            SR_CUDA_LAUNCHED();
+        }
+        timer.mark(FILL ? "fill: esc" : "count: esc");
         SR_TRY(launch_hash_bins<FILL>(p, bins, bin_sizes, sizes, nrows, on, timer,
                                       std::make_index_sequence<kHashBinCount>{}));
         if (dense_blocks > 0) {
@@ -254,7 +273,8 @@ template <class Ops> struct mxm_launcher {
         if (nrows > 0) {
             const int64_t tiles = (ncols + dense_tile<T>() - 1) / dense_tile<T>();
             bound_and_bin<<<grid_for(nrows * 32), kBlock, 0, stream>>>(A->rowptr, A->colind, B->rowptr, nrows, tiles,
-                                                                        p.counts, bins.get(), bin_sizes.get());
+                                                                        esc_enabled(), p.counts, bins.get(),
+                                                                        bin_sizes.get());
             if ((err = cudaGetLastError()) != cudaSuccess)
                 return fail(sr_cuda_fail(err, "bound_and_bin", __FILE__, __LINE__));
         }
@@ -304,7 +324,7 @@ template <class Ops> struct mxm_launcher {
         phase_timer timer(stream);
         timer.mark("setup + bounds");
         if (timer.on) {
-            fprintf(stderr, "  [mxm] rows per bin (table: rows):");
+            fprintf(stderr, "  [mxm] rows per bin (table: rows): esc: %llu", sizes[kBinEsc]);
             for (int b = 0; b < kHashBinCount; b++)
                 fprintf(stderr, " %d: %llu", kHashBins[b].table, sizes[b]);
             fprintf(stderr, ", dense global: %llu, dense tiled: %llu (of %lld)\n", sizes[kBinDense], sizes[kBinTiled],

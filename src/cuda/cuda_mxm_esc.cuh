@@ -1,0 +1,133 @@
+// The device SpGEMM's smallest rows (included by cuda_mxm.cu after cuda_mxm_rows.cuh): a row of
+// at most 32 A entries and kEscProducts products is expanded, sorted and compressed in one warp's
+// registers (ESC), with no hash table to clear, probe and compact. A power-law A·A has most of its
+// rows here (175K of 300K below 64 products), and their hash-table fixed costs outweighed their
+// few products. Uses kBlock.
+#pragma once
+
+constexpr int kEscItems = 2;                  // products per lane
+constexpr int kEscProducts = 32 * kEscItems;  // a row's products at most
+constexpr int kEscWarps = kBlock / 32;
+
+// __shfl_sync from lane src for every value type (1-byte ones through an int).
+template <typename T> __device__ inline T shfl_from(T v, int src) {
+    if constexpr (sizeof(T) == 1)
+        return (T)__shfl_sync(0xffffffffu, (int)v, src);
+    else
+        return __shfl_sync(0xffffffffu, v, src);
+}
+
+// Whether a row suits the ESC kernel: its A entries fit one lane each, its products the registers.
+__device__ inline bool esc_fits(int64_t ub, int64_t a_len) { return ub <= kEscProducts && a_len <= 32; }
+
+template <class Ops, bool FILL>
+__global__ void __launch_bounds__(kBlock) esc_rows(mxm_args<Ops> p, const int64_t *rows,
+                                                   const unsigned long long *row_count) {
+    using T = typename Ops::value;
+    using sorter = cub::WarpMergeSort<int32_t, kEscItems, 32, T>;
+    __shared__ typename sorter::TempStorage sort_storage[kEscWarps];
+    __shared__ int32_t sorted_cols[kEscWarps][kEscProducts];
+    __shared__ T sorted_vals[kEscWarps][kEscProducts];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const bool with_values = FILL && p.c_values != nullptr;
+    const int64_t n = (int64_t)*row_count;
+    for (int64_t idx = (int64_t)blockIdx.x * kEscWarps + warp; idx < n; idx += (int64_t)gridDim.x * kEscWarps) {
+        const int64_t row = packed_row(rows[idx]);
+        const int64_t a0 = p.a_rowptr[row];
+        const int a_len = (int)(p.a_rowptr[row + 1] - a0);
+        // Lane l holds A entry l: its B row's start and length, and where its products begin.
+        int64_t b_start = 0;
+        int b_len = 0;
+        T a_val = T{};
+        if (lane < a_len) {
+            const int32_t k = p.a_colind[a0 + lane];
+            b_start = p.b_rowptr[k];
+            b_len = (int)(p.b_rowptr[k + 1] - b_start);
+            a_val = p.a(a0 + lane);
+        }
+        int first = b_len; // exclusive prefix of the B-row lengths, through an inclusive scan
+#pragma unroll
+        for (int offset = 1; offset < 32; offset *= 2) {
+            const int up = __shfl_up_sync(0xffffffffu, first, offset);
+            if (lane >= offset)
+                first += up;
+        }
+        const int total = __shfl_sync(0xffffffffu, first, 31);
+        first -= b_len;
+        // Product q (blocked: lane l holds l*kEscItems + i) comes from the last A entry m whose
+        // products begin at or before q (an empty B row begins where the next one does).
+        int32_t keys[kEscItems];
+        T vals[kEscItems];
+#pragma unroll
+        for (int i = 0; i < kEscItems; i++) {
+            const int q = lane * kEscItems + i;
+            int m = 0;
+#pragma unroll
+            for (int step = 16; step > 0; step /= 2) {
+                const int starts = __shfl_sync(0xffffffffu, first, m + step < 32 ? m + step : 31);
+                if (m + step < a_len && starts <= q)
+                    m += step;
+            }
+            const int64_t m_start = shfl_from<long long>(b_start, m);
+            const int m_first = shfl_from(first, m);
+            const T m_a = shfl_from(a_val, m);
+            keys[i] = INT32_MAX; // past the row's products, or masked out: sorts last, dropped
+            vals[i] = T{};
+            if (q < total) {
+                const int64_t kb = m_start + (q - m_first);
+                const int32_t j = p.b_colind[kb];
+                if (p.mask.allows(row, j)) {
+                    keys[i] = j;
+                    vals[i] = Ops::mul(m_a, p.b(kb));
+                }
+            }
+        }
+        sorter(sort_storage[warp]).Sort(keys, vals, key_less{});
+        // Equal columns are now adjacent; the first of each run (a head) stands for the run.
+        const int32_t before = __shfl_up_sync(0xffffffffu, keys[kEscItems - 1], 1);
+        int heads = 0;
+#pragma unroll
+        for (int i = 0; i < kEscItems; i++) {
+            const int32_t prev = i > 0 ? keys[i - 1] : lane > 0 ? before : -1;
+            heads += keys[i] != INT32_MAX && keys[i] != prev;
+        }
+        int out = heads; // exclusive prefix of the heads, through an inclusive scan
+#pragma unroll
+        for (int offset = 1; offset < 32; offset *= 2) {
+            const int up = __shfl_up_sync(0xffffffffu, out, offset);
+            if (lane >= offset)
+                out += up;
+        }
+        const int count = __shfl_sync(0xffffffffu, out, 31);
+        out -= heads;
+        if constexpr (!FILL) {
+            if (lane == 0)
+                p.counts[row] = count;
+        } else {
+            // Each head combines its run in sorted order (deterministic), from the warp's staging.
+#pragma unroll
+            for (int i = 0; i < kEscItems; i++) {
+                sorted_cols[warp][lane * kEscItems + i] = keys[i];
+                sorted_vals[warp][lane * kEscItems + i] = vals[i];
+            }
+            __syncwarp();
+            const int64_t c0 = p.c_rowptr[row];
+#pragma unroll
+            for (int i = 0; i < kEscItems; i++) {
+                const int at = lane * kEscItems + i;
+                const int32_t prev = at > 0 ? sorted_cols[warp][at - 1] : -1;
+                if (keys[i] == INT32_MAX || keys[i] == prev)
+                    continue;
+                p.c_colind[c0 + out] = keys[i];
+                if (with_values) {
+                    T acc = vals[i];
+                    for (int r = at + 1; r < kEscProducts && sorted_cols[warp][r] == keys[i]; r++)
+                        acc = Ops::add(acc, sorted_vals[warp][r]);
+                    p.c_values[c0 + out] = acc;
+                }
+                out++;
+            }
+            __syncwarp(); // the staging is read before the next row overwrites it
+        }
+    }
+}
