@@ -203,7 +203,8 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
     int threads = sr_context_threads(A->ctx);
     size_t n = (size_t)C->ncols;
     /* rows per thread's tile of accumulators: 16 KiB of doubles, 1 to 64 rows */
-    const int64_t tile_rows = n * sizeof(double) * 64 <= 16384 ? 64 : n * sizeof(double) >= 16384 ? 1 : (int64_t)(16384 / (n * sizeof(double)));
+    int64_t tile_rows = (int64_t)(16384 / ((n ? n : 1) * sizeof(double)));
+    tile_rows = tile_rows < 1 ? 1 : tile_rows > 64 ? 64 : tile_rows;
     void *scratch = malloc((size_t)threads * (size_t)tile_rows * (n ? n : 1) * sizeof(double));
     unsigned char *allow = malloc((size_t)threads * (n ? n : 1));
     const bool copy_b = B_in->layout == SR_COL_MAJOR && B_in->nrows > 0 && n > 0;
@@ -212,8 +213,8 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
         free(scratch);
         free(allow);
         free(b_rows);
-        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d rows of %zu accumulators%s", threads, n,
-                        copy_b ? " and a row-major copy of B" : "");
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld rows of %zu accumulators%s",
+                        (long long)threads * (long long)tile_rows, n, copy_b ? " and a row-major copy of B" : "");
     }
     sr_dense b_view;
     if (copy_b) {
