@@ -22,6 +22,8 @@ typedef struct {
 int cli_fail(sr_status status, const char *what);
 /* Creates the context the global options ask for. */
 int cli_context(const cli_globals *g, sr_context *ctx);
+/* "cuda" or "cpu": where the context computes, for the commands' timing lines. */
+const char *cli_backend_name(sr_context ctx);
 double cli_seconds(void);
 
 int cmd_info(const cli_globals *g, int argc, char **argv);
@@ -36,6 +38,8 @@ int cmd_radius(const cli_globals *g, int argc, char **argv);
 int cli_knn_progress(int64_t done, int64_t total, void *user);
 /* Takes the options both k-NN commands share (--metric NAME, -k K, --p P) at argv[*i]. */
 bool cli_knn_option(int argc, char **argv, int *i, const char **metric_name, int64_t *k, double *p);
+/* --mode NAME of the graph commands: "connectivity" or "distance" (false for anything else). */
+bool cli_graph_mode(const char *name, sr_graph_mode *mode);
 sr_status cli_to_backend(sr_context ctx, sr_matrix *M);
 /* The metric by name and a context (CLI_OK, or the exit code with the message printed), and the
  * inputs read as float32 where that context computes (queries may be NULL: Q is then left alone). */

@@ -55,6 +55,14 @@ static int write_result(const char *path, const int64_t *idx, const double *dist
     return CLI_OK;
 }
 
+bool cli_graph_mode(const char *name, sr_graph_mode *mode)
+{
+    if (strcmp(name, "connectivity") != 0 && strcmp(name, "distance") != 0)
+        return false;
+    *mode = strcmp(name, "distance") == 0 ? SR_GRAPH_DISTANCE : SR_GRAPH_CONNECTIVITY;
+    return true;
+}
+
 bool cli_knn_option(int argc, char **argv, int *i, const char **metric_name, int64_t *k, double *p)
 {
     if (*i + 1 >= argc)
@@ -145,10 +153,8 @@ int cmd_knn(const cli_globals *g, int argc, char **argv)
         rc = cli_fail(s, "knn");
         goto done;
     }
-    sr_backend b;
-    sr_context_get_backend(ctx, &b);
     fprintf(stderr, "knn: %lld queries, k %lld, %s, %s backend: read %.3f s, k-NN %.3f s\n", (long long)qi.nrows,
-            (long long)k, sr_metric_name(metric), b == SR_BACKEND_CUDA ? "cuda" : "cpu", t_read, t_knn);
+            (long long)k, sr_metric_name(metric), cli_backend_name(ctx), t_read, t_knn);
     rc = write_result(out, idx, dist, qi.nrows, k, 5);
 done:
     free(idx);

@@ -31,11 +31,10 @@ int cmd_knn_graph(const cli_globals *g, int argc, char **argv)
         else
             data = NULL, i = argc; /* force the usage message */
     }
-    if (!data || k < 1 || (strcmp(mode, "connectivity") != 0 && strcmp(mode, "distance") != 0)) {
+    if (!data || k < 1 || !cli_graph_mode(mode, &o.mode)) {
         fputs(kUsage, stderr);
         return CLI_USAGE;
     }
-    o.mode = strcmp(mode, "distance") == 0 ? SR_GRAPH_DISTANCE : SR_GRAPH_CONNECTIVITY;
     sr_metric metric;
     sr_context ctx;
     int rc = cli_knn_start(g, "knn-graph", metric_name, &metric, &ctx);
@@ -57,13 +56,11 @@ int cmd_knn_graph(const cli_globals *g, int argc, char **argv)
         rc = cli_fail(s, "knn-graph");
     } else {
         sr_matrix_info gi;
-        sr_backend b;
         sr_matrix_get_info(G, &gi);
-        sr_context_get_backend(ctx, &b);
         printf("knn-graph: %lld rows, k %lld, %s, %s%s%s: %lld edges; %s backend: read %.3f s, graph %.3f s%s%s\n",
                (long long)gi.nrows, (long long)k, sr_metric_name(metric), mode,
                o.include_self ? ", self included" : "", o.symmetrize ? ", symmetrized" : "", (long long)gi.nnz,
-               b == SR_BACKEND_CUDA ? "cuda" : "cpu", t_read, t_graph, out ? "; written to " : "", out ? out : "");
+               cli_backend_name(ctx), t_read, t_graph, out ? "; written to " : "", out ? out : "");
     }
     sr_matrix_free(G);
     sr_matrix_free(X);

@@ -38,8 +38,7 @@ int cmd_radius(const cli_globals *g, int argc, char **argv)
     }
     char *end = NULL;
     double radius = radius_text ? strtod(radius_text, &end) : NAN;
-    if (!data || !radius_text || *end != '\0' || isnan(radius) ||
-        (strcmp(mode, "connectivity") != 0 && strcmp(mode, "distance") != 0)) {
+    if (!data || !radius_text || *end != '\0' || isnan(radius) || !cli_graph_mode(mode, &o.mode)) {
         fputs(kUsage, stderr);
         return CLI_USAGE;
     }
@@ -47,7 +46,6 @@ int cmd_radius(const cli_globals *g, int argc, char **argv)
         fputs("sparsering: radius: --include-self applies only without --queries (DATA against itself)\n", stderr);
         return CLI_USAGE;
     }
-    o.mode = strcmp(mode, "distance") == 0 ? SR_GRAPH_DISTANCE : SR_GRAPH_CONNECTIVITY;
     sr_metric metric;
     sr_context ctx;
     int rc = cli_knn_start(g, "radius", metric_name, &metric, &ctx);
@@ -69,13 +67,11 @@ int cmd_radius(const cli_globals *g, int argc, char **argv)
         rc = cli_fail(s, "radius");
     } else {
         sr_matrix_info ri;
-        sr_backend b;
         sr_matrix_get_info(R, &ri);
-        sr_context_get_backend(ctx, &b);
         printf("radius: %lld queries x %lld rows, %s within %g, %s%s: %lld pairs; %s backend: read %.3f s, "
                "pairs %.3f s%s%s\n",
                (long long)ri.nrows, (long long)ri.ncols, sr_metric_name(metric), radius, mode,
-               o.include_self ? ", self included" : "", (long long)ri.nnz, b == SR_BACKEND_CUDA ? "cuda" : "cpu",
+               o.include_self ? ", self included" : "", (long long)ri.nnz, cli_backend_name(ctx),
                t_read, t_pairs, out ? "; written to " : "", out ? out : "");
     }
     sr_matrix_free(R);

@@ -53,6 +53,13 @@ int cli_fail(sr_status status, const char *what)
     }
 }
 
+const char *cli_backend_name(sr_context ctx)
+{
+    sr_backend b;
+    sr_context_get_backend(ctx, &b);
+    return b == SR_BACKEND_CUDA ? "cuda" : "cpu";
+}
+
 int cli_context(const cli_globals *g, sr_context *ctx)
 {
     sr_context_options o = sr_context_options_default();
