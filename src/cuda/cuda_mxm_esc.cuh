@@ -17,6 +17,19 @@ template <typename T> __device__ inline T shfl_from(T v, int src) {
         return __shfl_sync(0xffffffffu, v, src);
 }
 
+// Exclusive prefix sum of v over the warp (lane = threadIdx.x % 32); *total gets the warp's sum.
+__device__ inline int warp_exclusive_sum(int v, int lane, int *total) {
+    int inclusive = v;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset *= 2) {
+        const int up = __shfl_up_sync(0xffffffffu, inclusive, offset);
+        if (lane >= offset)
+            inclusive += up;
+    }
+    *total = __shfl_sync(0xffffffffu, inclusive, 31);
+    return inclusive - v;
+}
+
 // Whether a row suits the ESC kernel: its A entries fit one lane each, its products the registers.
 __device__ inline bool esc_fits(int64_t ub, int64_t a_len) { return ub <= kEscProducts && a_len <= 32; }
 
@@ -45,15 +58,8 @@ __global__ void __launch_bounds__(kBlock) esc_rows(mxm_args<Ops> p, const int64_
             b_len = (int)(p.b_rowptr[k + 1] - b_start);
             a_val = p.a(a0 + lane);
         }
-        int first = b_len; // exclusive prefix of the B-row lengths, through an inclusive scan
-#pragma unroll
-        for (int offset = 1; offset < 32; offset *= 2) {
-            const int up = __shfl_up_sync(0xffffffffu, first, offset);
-            if (lane >= offset)
-                first += up;
-        }
-        const int total = __shfl_sync(0xffffffffu, first, 31);
-        first -= b_len;
+        int total;
+        const int first = warp_exclusive_sum(b_len, lane, &total);
         // Product q (blocked: lane l holds l*kEscItems + i) comes from the last A entry m whose
         // products begin at or before q (an empty B row begins where the next one does).
         int32_t keys[kEscItems];
@@ -91,15 +97,8 @@ __global__ void __launch_bounds__(kBlock) esc_rows(mxm_args<Ops> p, const int64_
             const int32_t prev = i > 0 ? keys[i - 1] : lane > 0 ? before : -1;
             heads += keys[i] != INT32_MAX && keys[i] != prev;
         }
-        int out = heads; // exclusive prefix of the heads, through an inclusive scan
-#pragma unroll
-        for (int offset = 1; offset < 32; offset *= 2) {
-            const int up = __shfl_up_sync(0xffffffffu, out, offset);
-            if (lane >= offset)
-                out += up;
-        }
-        const int count = __shfl_sync(0xffffffffu, out, 31);
-        out -= heads;
+        int count;
+        int out = warp_exclusive_sum(heads, lane, &count);
         if constexpr (!FILL) {
             if (lane == 0)
                 p.counts[row] = count;

@@ -155,15 +155,22 @@ template <class Ops> __global__ void spmv_chunks(product_args<Ops> p, int64_t ma
     }
 }
 
-// SpMM, short rows: G lanes per row, each lane one output column of a G-wide tile.
-template <class Ops, int G> __global__ void spmm_rows(product_args<Ops> p) {
-    using T = typename Ops::value;
+// Calls body(row, start, end, lane) for each row of at most kLongRow entries (longer ones go to
+// the chunk kernels), G lanes per row.
+template <int G, class Ops, class Body> __device__ void for_each_short_row(const product_args<Ops> &p, Body body) {
     const int lane = threadIdx.x % G;
     const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
     for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; row < p.nrows; row += groups) {
         const int64_t start = p.rowptr[row], end = p.rowptr[row + 1];
-        if (end - start > kLongRow)
-            continue;
+        if (end - start <= kLongRow)
+            body(row, start, end, lane);
+    }
+}
+
+// SpMM, short rows: G lanes per row, each lane one output column of a G-wide tile.
+template <class Ops, int G> __global__ void spmm_rows(product_args<Ops> p) {
+    using T = typename Ops::value;
+    for_each_short_row<G>(p, [&](int64_t row, int64_t start, int64_t end, int lane) {
         for (int64_t j = lane; j < p.ncols_out; j += G) {
             T acc = Ops::identity();
 #pragma unroll 4
@@ -171,7 +178,7 @@ template <class Ops, int G> __global__ void spmm_rows(product_args<Ops> p) {
                 acc = Ops::add(acc, Ops::mul(p.a_value(k), p.b_value(p.colind[k], j)));
             p.write(row, j, acc);
         }
-    }
+    });
 }
 
 // 16-byte vectors of T (4 floats or int32s, 2 doubles); 1 for narrower types (no vector kernel).
@@ -190,12 +197,7 @@ template <class Ops, int G> __global__ void spmm_rows_vec(product_args<Ops> p, b
     using T = typename Ops::value;
     constexpr int V = kVec<T>;
     using vec = vec_of<T, V>;
-    const int lane = threadIdx.x % G;
-    const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
-    for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; row < p.nrows; row += groups) {
-        const int64_t start = p.rowptr[row], end = p.rowptr[row + 1];
-        if (end - start > kLongRow)
-            continue;
+    for_each_short_row<G>(p, [&](int64_t row, int64_t start, int64_t end, int lane) {
         for (int64_t j0 = (int64_t)lane * V; j0 < p.ncols_out; j0 += (int64_t)G * V) {
             T acc[V];
 #pragma unroll
@@ -230,7 +232,7 @@ template <class Ops, int G> __global__ void spmm_rows_vec(product_args<Ops> p, b
                     p.write(row, j0 + v, acc[v]);
             }
         }
-    }
+    });
 }
 
 // Whether a dense operand is row-major with 16-byte aligned rows of whole vectors.
