@@ -282,7 +282,7 @@ static int64_t compare_with_host(sr_matrix D, sr_matrix H, double tolerance)
 
 /* Rows of A·B per range of their product bound (the sum of the B-row lengths a row selects):
  * the device bins' ranges, so the test can say that it reached every bin. */
-static void count_rows_per_bound(const test_csr *a, const test_csr *b, int64_t counts[9])
+static void count_rows_per_bound(const test_csr *a, const test_csr *b, int64_t counts[10])
 {
     static const int64_t upper[] = {64, 128, 256, 512, 2048, 8192};
     const int64_t tiles = (b->ncols + 16383) / 16384; /* the device's column tiles for 8-byte values */
@@ -299,9 +299,9 @@ static void count_rows_per_bound(const test_csr *a, const test_csr *b, int64_t c
         if (bin == 6 && tiles * (a->rowptr[i + 1] - a->rowptr[i]) * 8 <= ub)
             bin = 7;
         counts[bin]++;
-        /* rows the ESC kernel takes (when on): at most 64 products and 32 A entries */
-        if (ub <= 64 && a->rowptr[i + 1] - a->rowptr[i] <= 32)
-            counts[8]++;
+        /* rows the ESC kernels take (when on): at most 32 A entries, and 64 products (index 8) or 128 (9) */
+        if (ub <= 128 && a->rowptr[i + 1] - a->rowptr[i] <= 32)
+            counts[ub <= 64 ? 8 : 9]++;
     }
 }
 
@@ -360,7 +360,7 @@ static void test_heavy_mxm(void)
         {test_random_csr(400, 3000, 40, SR_TYPE_FLOAT64), test_random_csr(3000, 70000, 25, SR_TYPE_FLOAT64)},
         {test_random_csr(2000, 3000, 3, SR_TYPE_FLOAT64), test_random_csr(3000, 20000, 12, SR_TYPE_FLOAT64)},
         {test_random_csr(300, 500, 4, SR_TYPE_FLOAT64), test_random_csr(500, 70000, 2500, SR_TYPE_FLOAT64)}};
-    int64_t per_bin[9] = {0};
+    int64_t per_bin[10] = {0};
     for (int c = 0; c < 3; c++) {
         count_rows_per_bound(&pairs[c][0], &pairs[c][1], per_bin);
         check_mxm_against_host(&pairs[c][0], &pairs[c][1]);
@@ -371,12 +371,12 @@ static void test_heavy_mxm(void)
         test_csr_free(&pairs[c][0]);
         test_csr_free(&pairs[c][1]);
     }
-    printf("heavy mxm rows per product bound (<=64/128/256/512/2048/8192/more: global/tiled; esc): "
-           "%lld/%lld/%lld/%lld/%lld/%lld/%lld/%lld; %lld\n",
+    printf("heavy mxm rows per product bound (<=64/128/256/512/2048/8192/more: global/tiled; esc 64/128): "
+           "%lld/%lld/%lld/%lld/%lld/%lld/%lld/%lld; %lld/%lld\n",
            (long long)per_bin[0], (long long)per_bin[1], (long long)per_bin[2], (long long)per_bin[3],
            (long long)per_bin[4], (long long)per_bin[5], (long long)per_bin[6], (long long)per_bin[7],
-           (long long)per_bin[8]);
-    for (int bin = 0; bin < 9; bin++)
+           (long long)per_bin[8], (long long)per_bin[9]);
+    for (int bin = 0; bin < 10; bin++)
         CHECK(per_bin[bin] > 0, "heavy mxm: no row with a product bound in range %d", bin);
 }
 

@@ -2,7 +2,7 @@
 // pass sizes each output row, a fill pass writes it.
 //
 // Rows are binned by their product count's upper bound ub (sum of the B-row lengths they touch):
-//   ub <= 64, at most 32 A entries   a warp per row, the products sorted in registers (ESC)
+//   ub <= 64 / 128, <= 32 A entries  a warp per row, the products sorted in registers (ESC)
 //   2·ub <= 128 / 256 / 512 / 1024   a warp per row, a hash table of that many slots in shared memory
 //                                    (measured: 8 or 16 lanes per small row were 1.3-1.4x slower)
 //   2·ub <= 4096 / 16384             a block per row, a table in Hopper's large shared memory
@@ -43,8 +43,8 @@ struct hash_bin {
 };
 constexpr hash_bin kHashBins[] = {{32, 128}, {32, 256}, {32, 512}, {32, 1024}, {kBlock, 4096}, {kBlock, 16384}};
 constexpr int kHashBinCount = sizeof kHashBins / sizeof kHashBins[0];
-constexpr int kBinDense = kHashBinCount, kBinTiled = kHashBinCount + 1, kBinEsc = kHashBinCount + 2,
-              kBins = kHashBinCount + 3;
+constexpr int kBinDense = kHashBinCount, kBinTiled = kHashBinCount + 1, kBinEscSmall = kHashBinCount + 2,
+              kBinEscLarge = kHashBinCount + 3, kBins = kHashBinCount + 4;
 constexpr int kDenseThreads = 1024; // a tiled dense row's block
 
 template <int B = 0> __device__ inline int bin_of(int64_t ub) {
@@ -78,7 +78,8 @@ __global__ void bound_and_bin(const int64_t *a_rowptr, const int32_t *a_colind, 
             counts[row] = 0;
             if (ub > 0) {
                 const int64_t a_len = a_rowptr[row + 1] - a_rowptr[row];
-                int bin = esc && esc_fits(ub, a_len) ? kBinEsc : bin_of(ub);
+                const int esc_bin = esc ? esc_items(ub, a_len) : 0;
+                int bin = esc_bin == kEscSmallItems ? kBinEscSmall : esc_bin == kEscLargeItems ? kBinEscLarge : bin_of(ub);
                 if (bin == kBinDense && tiled_is_cheaper(ub, a_len, tiles))
                     bin = kBinTiled;
                 bins[bin * nrows + (int64_t)atomicAdd(&bin_sizes[bin], 1ull)] = pack_row(row, ub);
@@ -200,12 +201,20 @@ template <class Ops> struct mxm_launcher {
             for (int b = 0; b < kBins; b++)
                 SR_CUDA_TRY(cudaStreamWaitEvent(lanes[b], events[kBins], 0));
         }
-        if (sizes[kBinEsc] > 0) {
-            esc_rows<Ops, FILL><<<grid_for((int64_t)sizes[kBinEsc] * 32), kBlock, 0, on[kBinEsc]>>>(
-                p, bins + kBinEsc * nrows, bin_sizes + kBinEsc);
+        if (sizes[kBinEscSmall] > 0) {
+            esc_rows<Ops, FILL, kEscSmallItems><<<grid_for((int64_t)sizes[kBinEscSmall] * 32), kBlock, 0,
+                                                  on[kBinEscSmall]>>>(p, bins + kBinEscSmall * nrows,
+                                                                      bin_sizes + kBinEscSmall);
             SR_CUDA_LAUNCHED();
         }
-        timer.mark(FILL ? "fill: esc" : "count: esc");
+        timer.mark(FILL ? "fill: esc, 64" : "count: esc, 64");
+        if (sizes[kBinEscLarge] > 0) {
+            esc_rows<Ops, FILL, kEscLargeItems><<<grid_for((int64_t)sizes[kBinEscLarge] * 32), kBlock, 0,
+                                                  on[kBinEscLarge]>>>(p, bins + kBinEscLarge * nrows,
+                                                                      bin_sizes + kBinEscLarge);
+            SR_CUDA_LAUNCHED();
+        }
+        timer.mark(FILL ? "fill: esc, 128" : "count: esc, 128");
         SR_TRY(launch_hash_bins<FILL>(p, bins, bin_sizes, sizes, nrows, on, timer,
                                       std::make_index_sequence<kHashBinCount>{}));
         if (dense_blocks > 0) {
@@ -324,7 +333,8 @@ template <class Ops> struct mxm_launcher {
         phase_timer timer(stream);
         timer.mark("setup + bounds");
         if (timer.on) {
-            fprintf(stderr, "  [mxm] rows per bin (table: rows): esc: %llu", sizes[kBinEsc]);
+            fprintf(stderr, "  [mxm] rows per bin (table: rows): esc 64: %llu, esc 128: %llu", sizes[kBinEscSmall],
+                    sizes[kBinEscLarge]);
             for (int b = 0; b < kHashBinCount; b++)
                 fprintf(stderr, " %d: %llu", kHashBins[b].table, sizes[b]);
             fprintf(stderr, ", dense global: %llu, dense tiled: %llu (of %lld)\n", sizes[kBinDense], sizes[kBinTiled],

@@ -1,12 +1,10 @@
 // The device SpGEMM's smallest rows (included by cuda_mxm.cu after cuda_mxm_rows.cuh): a row of
-// at most 32 A entries and kEscProducts products is expanded, sorted and compressed in one warp's
-// registers (ESC), with no hash table to clear, probe and compact. A power-law A·A has most of its
-// rows here (175K of 300K below 64 products), and their hash-table fixed costs outweighed their
-// few products. Uses kBlock.
+// at most 32 A entries and 32 * ITEMS products (ITEMS = 2 or 4) is expanded, sorted and
+// compressed in one warp's registers (ESC), with no hash table to clear, probe and compact. A
+// power-law A·A has most of its rows here (255K of 300K below 128 products), and their
+// hash-table fixed costs outweighed their few products. Uses kBlock.
 #pragma once
 
-constexpr int kEscItems = 2;                  // products per lane
-constexpr int kEscProducts = 32 * kEscItems;  // a row's products at most
 constexpr int kEscWarps = kBlock / 32;
 
 // __shfl_sync from lane src for every value type (1-byte ones through an int).
@@ -30,17 +28,29 @@ __device__ inline int warp_exclusive_sum(int v, int lane, int *total) {
     return inclusive - v;
 }
 
-// Whether a row suits the ESC kernel: its A entries fit one lane each, its products the registers.
-__device__ inline bool esc_fits(int64_t ub, int64_t a_len) { return ub <= kEscProducts && a_len <= 32; }
+// The ESC bins' products per lane: rows of up to 64 products sort 2 keys a lane, up to 128 four.
+constexpr int kEscSmallItems = 2, kEscLargeItems = 4;
 
-template <class Ops, bool FILL>
+// The ESC bin of a row (kEscSmallItems or kEscLargeItems), or 0 when it needs a hash table: its A
+// entries must fit one lane each, its products the registers.
+__device__ inline int esc_items(int64_t ub, int64_t a_len) {
+    if (a_len > 32 || ub > 32 * kEscLargeItems)
+        return 0;
+    return ub <= 32 * kEscSmallItems ? kEscSmallItems : kEscLargeItems;
+}
+
+// The count pass sorts the columns alone; the fill pass sorts them with their products' values.
+template <class Ops, bool FILL, int ITEMS>
+using esc_sorter = std::conditional_t<FILL, cub::WarpMergeSort<int32_t, ITEMS, 32, typename Ops::value>,
+                                      cub::WarpMergeSort<int32_t, ITEMS, 32>>;
+
+template <class Ops, bool FILL, int ITEMS>
 __global__ void __launch_bounds__(kBlock) esc_rows(mxm_args<Ops> p, const int64_t *rows,
                                                    const unsigned long long *row_count) {
     using T = typename Ops::value;
-    using sorter = cub::WarpMergeSort<int32_t, kEscItems, 32, T>;
+    using sorter = esc_sorter<Ops, FILL, ITEMS>;
+    constexpr int kProducts = 32 * ITEMS;
     __shared__ typename sorter::TempStorage sort_storage[kEscWarps];
-    __shared__ int32_t sorted_cols[kEscWarps][kEscProducts];
-    __shared__ T sorted_vals[kEscWarps][kEscProducts];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const bool with_values = FILL && p.c_values != nullptr;
     const int64_t n = (int64_t)*row_count;
@@ -56,17 +66,18 @@ __global__ void __launch_bounds__(kBlock) esc_rows(mxm_args<Ops> p, const int64_
             const int32_t k = p.a_colind[a0 + lane];
             b_start = p.b_rowptr[k];
             b_len = (int)(p.b_rowptr[k + 1] - b_start);
-            a_val = p.a(a0 + lane);
+            if constexpr (FILL)
+                a_val = p.a(a0 + lane);
         }
         int total;
         const int first = warp_exclusive_sum(b_len, lane, &total);
-        // Product q (blocked: lane l holds l*kEscItems + i) comes from the last A entry m whose
+        // Product q (blocked: lane l holds l*ITEMS + i) comes from the last A entry m whose
         // products begin at or before q (an empty B row begins where the next one does).
-        int32_t keys[kEscItems];
-        T vals[kEscItems];
+        int32_t keys[ITEMS];
+        T vals[ITEMS];
 #pragma unroll
-        for (int i = 0; i < kEscItems; i++) {
-            const int q = lane * kEscItems + i;
+        for (int i = 0; i < ITEMS; i++) {
+            const int q = lane * ITEMS + i;
             int m = 0;
 #pragma unroll
             for (int step = 16; step > 0; step /= 2) {
@@ -76,7 +87,7 @@ __global__ void __launch_bounds__(kBlock) esc_rows(mxm_args<Ops> p, const int64_
             }
             const int64_t m_start = shfl_from<long long>(b_start, m);
             const int m_first = shfl_from(first, m);
-            const T m_a = shfl_from(a_val, m);
+            const T m_a = FILL ? shfl_from(a_val, m) : T{};
             keys[i] = INT32_MAX; // past the row's products, or masked out: sorts last, dropped
             vals[i] = T{};
             if (q < total) {
@@ -84,16 +95,20 @@ __global__ void __launch_bounds__(kBlock) esc_rows(mxm_args<Ops> p, const int64_
                 const int32_t j = p.b_colind[kb];
                 if (p.mask.allows(row, j)) {
                     keys[i] = j;
-                    vals[i] = Ops::mul(m_a, p.b(kb));
+                    if constexpr (FILL)
+                        vals[i] = Ops::mul(m_a, p.b(kb));
                 }
             }
         }
-        sorter(sort_storage[warp]).Sort(keys, vals, key_less{});
+        if constexpr (FILL)
+            sorter(sort_storage[warp]).Sort(keys, vals, key_less{});
+        else
+            sorter(sort_storage[warp]).Sort(keys, key_less{});
         // Equal columns are now adjacent; the first of each run (a head) stands for the run.
-        const int32_t before = __shfl_up_sync(0xffffffffu, keys[kEscItems - 1], 1);
+        const int32_t before = __shfl_up_sync(0xffffffffu, keys[ITEMS - 1], 1);
         int heads = 0;
 #pragma unroll
-        for (int i = 0; i < kEscItems; i++) {
+        for (int i = 0; i < ITEMS; i++) {
             const int32_t prev = i > 0 ? keys[i - 1] : lane > 0 ? before : -1;
             heads += keys[i] != INT32_MAX && keys[i] != prev;
         }
@@ -104,23 +119,25 @@ __global__ void __launch_bounds__(kBlock) esc_rows(mxm_args<Ops> p, const int64_
                 p.counts[row] = count;
         } else {
             // Each head combines its run in sorted order (deterministic), from the warp's staging.
+            __shared__ int32_t sorted_cols[kEscWarps][kProducts];
+            __shared__ T sorted_vals[kEscWarps][kProducts];
 #pragma unroll
-            for (int i = 0; i < kEscItems; i++) {
-                sorted_cols[warp][lane * kEscItems + i] = keys[i];
-                sorted_vals[warp][lane * kEscItems + i] = vals[i];
+            for (int i = 0; i < ITEMS; i++) {
+                sorted_cols[warp][lane * ITEMS + i] = keys[i];
+                sorted_vals[warp][lane * ITEMS + i] = vals[i];
             }
             __syncwarp();
             const int64_t c0 = p.c_rowptr[row];
 #pragma unroll
-            for (int i = 0; i < kEscItems; i++) {
-                const int at = lane * kEscItems + i;
+            for (int i = 0; i < ITEMS; i++) {
+                const int at = lane * ITEMS + i;
                 const int32_t prev = at > 0 ? sorted_cols[warp][at - 1] : -1;
                 if (keys[i] == INT32_MAX || keys[i] == prev)
                     continue;
                 p.c_colind[c0 + out] = keys[i];
                 if (with_values) {
                     T acc = vals[i];
-                    for (int r = at + 1; r < kEscProducts && sorted_cols[warp][r] == keys[i]; r++)
+                    for (int r = at + 1; r < kProducts && sorted_cols[warp][r] == keys[i]; r++)
                         acc = Ops::add(acc, sorted_vals[warp][r]);
                     p.c_values[c0 + out] = acc;
                 }
