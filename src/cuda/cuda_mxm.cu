@@ -6,9 +6,11 @@
 //   2·ub <= 128 / 256 / 512 / 1024   a warp per row, a hash table of that many slots in shared memory
 //                                    (measured: 8 or 16 lanes per small row were 1.3-1.4x slower)
 //   2·ub <= 4096 / 16384             a block per row, a table in Hopper's large shared memory
-//   larger      a block per row with a column bitmap and a value array (compaction in column
-//               order needs no sort): in shared memory a column tile at a time, or a whole row in
-//               device memory per resident block (cuda_mxm_dense.cuh says which suits which row)
+//   larger      a column bitmap and a value array (compaction in column order needs no sort): a
+//               block per row in shared memory a column tile at a time, or a whole row in device
+//               memory, its A entries split over several blocks (cuda_mxm_dense.cuh says which
+//               suits which row)
+// The rows are grouped by bin in one array, a counting sort (cuda_mxm_binning.cuh).
 // The fill pass compacts a table's occupied slots and merge-sorts them in registers (cub's warp
 // and block merge sorts, their scratch in the table's own memory).
 // ⊕ uses native atomics where the hardware has them, else a compare-and-swap loop, so every
@@ -57,35 +59,13 @@ template <int B = 0> __device__ inline int bin_of(int64_t ub) {
 #include "cuda_mxm_rows.cuh"
 #include "cuda_mxm_dense.cuh"
 #include "cuda_mxm_esc.cuh"
+#include "cuda_mxm_binning.cuh"
 
 // SPARSERING_MXM_ESC=0 sends the smallest rows to the hash bins instead, for comparison and tests
 // (read at every product).
 bool esc_enabled() {
     const char *env = getenv("SPARSERING_MXM_ESC");
     return !(env && strcmp(env, "0") == 0);
-}
-
-// ub per row (a warp per row, lanes over A's entries) and the row's bin; a dense row of a product
-// whose columns make `tiles` tiles goes to the tiled bin when that is the cheaper kernel for it.
-__global__ void bound_and_bin(const int64_t *a_rowptr, const int32_t *a_colind, const int64_t *b_rowptr, int64_t nrows,
-                              int64_t tiles, bool esc, int64_t *counts, int64_t *bins,
-                              unsigned long long *bin_sizes) {
-    const int lane = threadIdx.x % 32;
-    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-    for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; row < nrows; row += warps) {
-        const int64_t ub = row_bound(a_rowptr, a_colind, b_rowptr, row, lane);
-        if (lane == 0) {
-            counts[row] = 0;
-            if (ub > 0) {
-                const int64_t a_len = a_rowptr[row + 1] - a_rowptr[row];
-                const int esc_bin = esc ? esc_items(ub, a_len) : 0;
-                int bin = esc_bin == kEscSmallItems ? kBinEscSmall : esc_bin == kEscLargeItems ? kBinEscLarge : bin_of(ub);
-                if (bin == kBinDense && tiled_is_cheaper(ub, a_len, tiles))
-                    bin = kBinTiled;
-                bins[bin * nrows + (int64_t)atomicAdd(&bin_sizes[bin], 1ull)] = pack_row(row, ub);
-            }
-        }
-    }
 }
 
 template <typename T> __global__ void fill_value(T *data, size_t n, T value) {
@@ -170,13 +150,13 @@ template <class Ops> struct mxm_launcher {
     template <bool FILL, size_t... B>
     static sr_status launch_hash_bins(const mxm_args<Ops> &p, const int64_t *bins,
                                       const unsigned long long *bin_sizes, const unsigned long long *sizes,
-                                      int64_t nrows, const cudaStream_t *on, phase_timer &timer,
+                                      const bin_starts &starts, const cudaStream_t *on, phase_timer &timer,
                                       std::index_sequence<B...>) {
         sr_status st = SR_SUCCESS;
         auto one = [&](auto bin) {
             constexpr int b = decltype(bin)::value;
             if (st == SR_SUCCESS && sizes[b])
-                st = launch_hash<kHashBins[b].team, kHashBins[b].table, FILL>(p, bins + b * nrows, bin_sizes + b,
+                st = launch_hash<kHashBins[b].team, kHashBins[b].table, FILL>(p, bins + starts.at[b], bin_sizes + b,
                                                                               (int64_t)sizes[b], on[b]);
             timer.mark(kHashBins[b].team, kHashBins[b].table, FILL);
         };
@@ -188,7 +168,7 @@ template <class Ops> struct mxm_launcher {
     // into the context's stream, so a pass costs about its slowest bin rather than their sum.
     template <bool FILL>
     static sr_status run_pass(const mxm_args<Ops> &p, const int64_t *bins, const unsigned long long *bin_sizes,
-                              const unsigned long long *sizes, int64_t nrows, int dense_blocks, uint32_t *bitmaps,
+                              const unsigned long long *sizes, const bin_starts &starts, int dense_blocks, uint32_t *bitmaps,
                               T *dense_vals, cudaStream_t stream, phase_timer &timer, const cudaStream_t *lanes,
                               cudaEvent_t *events) {
         if (timer.on) // profiling: one bin after another on the main stream, each timed
@@ -203,23 +183,30 @@ template <class Ops> struct mxm_launcher {
         }
         if (sizes[kBinEscSmall] > 0) {
             esc_rows<Ops, FILL, kEscSmallItems><<<grid_for((int64_t)sizes[kBinEscSmall] * 32), kBlock, 0,
-                                                  on[kBinEscSmall]>>>(p, bins + kBinEscSmall * nrows,
+                                                  on[kBinEscSmall]>>>(p, bins + starts.at[kBinEscSmall],
                                                                       bin_sizes + kBinEscSmall);
             SR_CUDA_LAUNCHED();
         }
         timer.mark(FILL ? "fill: esc, 64" : "count: esc, 64");
         if (sizes[kBinEscLarge] > 0) {
             esc_rows<Ops, FILL, kEscLargeItems><<<grid_for((int64_t)sizes[kBinEscLarge] * 32), kBlock, 0,
-                                                  on[kBinEscLarge]>>>(p, bins + kBinEscLarge * nrows,
+                                                  on[kBinEscLarge]>>>(p, bins + starts.at[kBinEscLarge],
                                                                       bin_sizes + kBinEscLarge);
             SR_CUDA_LAUNCHED();
         }
         timer.mark(FILL ? "fill: esc, 128" : "count: esc, 128");
-        SR_TRY(launch_hash_bins<FILL>(p, bins, bin_sizes, sizes, nrows, on, timer,
+        SR_TRY(launch_hash_bins<FILL>(p, bins, bin_sizes, sizes, starts, on, timer,
                                       std::make_index_sequence<kHashBinCount>{}));
-        if (dense_blocks > 0) {
-            dense_rows_global<Ops, FILL><<<dense_blocks, kBlock, 0, on[kBinDense]>>>(
-                p, bins + kBinDense * nrows, bin_sizes + kBinDense, bitmaps, dense_vals);
+        // Global dense rows: waves of dense_blocks rows (one accumulator row each), each row's A
+        // entries split so that a wave has about four blocks per multiprocessor.
+        for (int64_t w0 = 0; dense_blocks > 0 && w0 < (int64_t)sizes[kBinDense]; w0 += dense_blocks) {
+            const int wave = (int)std::min<int64_t>(dense_blocks, (int64_t)sizes[kBinDense] - w0);
+            const int splits = std::clamp((4 * sm_count() + wave - 1) / wave, 1, 64);
+            const int64_t *wave_rows = bins + starts.at[kBinDense] + w0;
+            dense_global_scatter<Ops, FILL><<<dim3(wave, splits), kBlock, 0, on[kBinDense]>>>(p, wave_rows, bitmaps,
+                                                                                             dense_vals);
+            SR_CUDA_LAUNCHED();
+            dense_global_drain<Ops, FILL><<<wave, kDenseThreads, 0, on[kBinDense]>>>(p, wave_rows, bitmaps, dense_vals);
             SR_CUDA_LAUNCHED();
         }
         timer.mark(FILL ? "fill: dense, global" : "count: dense, global");
@@ -230,7 +217,7 @@ template <class Ops> struct mxm_launcher {
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
             const int blocks = (int)std::min<unsigned long long>(sizes[kBinTiled], (unsigned long long)sm_count());
             dense_rows_tiled<Ops, FILL, tile><<<blocks, kDenseThreads, smem, on[kBinTiled]>>>(
-                p, bins + kBinTiled * nrows, bin_sizes + kBinTiled);
+                p, bins + starts.at[kBinTiled], bin_sizes + kBinTiled);
             SR_CUDA_LAUNCHED();
         }
         timer.mark(FILL ? "fill: dense, tiled" : "count: dense, tiled");
@@ -265,16 +252,18 @@ template <class Ops> struct mxm_launcher {
             sr_matrix_destroy(C);
             return s;
         };
+        // The rows grouped by bin (one entry each), and each bin's row count then its fill cursor.
         buffer<int64_t> bins(ctx);
         buffer<unsigned long long> bin_sizes(ctx);
-        sr_status st = bins.allocate((size_t)kBins * (size_t)(nrows ? nrows : 1));
+        sr_status st = bins.allocate((size_t)(nrows ? nrows : 1));
         if (st == SR_SUCCESS)
-            st = bin_sizes.allocate(kBins);
+            st = bin_sizes.allocate(2 * kBins);
         if (st != SR_SUCCESS)
             return fail(st);
         // counts live in C's rowptr[1..]: an in-place inclusive scan turns them into row pointers
         p.counts = C->rowptr + 1;
-        cudaError_t err = cudaMemsetAsync(bin_sizes.get(), 0, kBins * sizeof(unsigned long long), stream);
+        phase_timer timer(stream);
+        cudaError_t err = cudaMemsetAsync(bin_sizes.get(), 0, 2 * kBins * sizeof(unsigned long long), stream);
         if (err == cudaSuccess)
             err = cudaMemsetAsync(C->rowptr, 0, sizeof(int64_t), stream);
         if (err != cudaSuccess)
@@ -282,8 +271,7 @@ template <class Ops> struct mxm_launcher {
         if (nrows > 0) {
             const int64_t tiles = (ncols + dense_tile<T>() - 1) / dense_tile<T>();
             bound_and_bin<<<grid_for(nrows * 32), kBlock, 0, stream>>>(A->rowptr, A->colind, B->rowptr, nrows, tiles,
-                                                                        esc_enabled(), p.counts, bins.get(),
-                                                                        bin_sizes.get());
+                                                                        esc_enabled(), p.counts, bin_sizes.get());
             if ((err = cudaGetLastError()) != cudaSuccess)
                 return fail(sr_cuda_fail(err, "bound_and_bin", __FILE__, __LINE__));
         }
@@ -291,13 +279,21 @@ template <class Ops> struct mxm_launcher {
         // dense bin gets only as many accumulator rows as it has rows (up to 2 per SM), within a
         // quarter of the workspace.
         unsigned long long sizes[kBins] = {};
+        bin_starts starts{};
         if (nrows > 0) {
             err = cudaMemcpyAsync(sizes, bin_sizes.get(), sizeof sizes, cudaMemcpyDeviceToHost, stream);
             if (err == cudaSuccess)
                 err = cudaStreamSynchronize(stream);
             if (err != cudaSuccess)
                 return fail(sr_cuda_fail(err, "mxm bin sizes", __FILE__, __LINE__));
+            for (int b = 1; b < kBins; b++)
+                starts.at[b] = starts.at[b - 1] + (int64_t)sizes[b - 1];
+            group_by_bin<<<grid_for(nrows), kBlock, 0, stream>>>(p.counts, nrows, starts, bin_sizes.get() + kBins,
+                                                                   bins.get());
+            if ((err = cudaGetLastError()) != cudaSuccess)
+                return fail(sr_cuda_fail(err, "group_by_bin", __FILE__, __LINE__));
         }
+        timer.mark("bounds and bins");
         const bool with_values = out_type != SR_TYPE_BOOL;
         const size_t words = (size_t)bitmap_words(ncols ? ncols : 1);
         const size_t row_bytes = words * sizeof(uint32_t) + (with_values ? (size_t)(ncols ? ncols : 1) * sizeof(T) : 0);
@@ -330,8 +326,7 @@ template <class Ops> struct mxm_launcher {
         stream_set lanes;
         if ((st = lanes.create()) != SR_SUCCESS)
             return fail(st);
-        phase_timer timer(stream);
-        timer.mark("setup + bounds");
+        timer.mark("setup");
         if (timer.on) {
             fprintf(stderr, "  [mxm] rows per bin (table: rows): esc 64: %llu, esc 128: %llu", sizes[kBinEscSmall],
                     sizes[kBinEscLarge]);
@@ -340,7 +335,7 @@ template <class Ops> struct mxm_launcher {
             fprintf(stderr, ", dense global: %llu, dense tiled: %llu (of %lld)\n", sizes[kBinDense], sizes[kBinTiled],
                     (long long)nrows);
         }
-        if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), sizes, nrows, dense_blocks, bitmaps.get(),
+        if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), sizes, starts, dense_blocks, bitmaps.get(),
                                                nullptr, stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
             return fail(st);
         size_t temp_bytes = 0;
@@ -366,7 +361,7 @@ template <class Ops> struct mxm_launcher {
         p.c_colind = C->colind;
         p.c_values = static_cast<T *>(C->values);
         if (nrows > 0 && nnz > 0 &&
-            (st = run_pass<true>(p, bins.get(), bin_sizes.get(), sizes, nrows, dense_blocks, bitmaps.get(), dense_vals.get(),
+            (st = run_pass<true>(p, bins.get(), bin_sizes.get(), sizes, starts, dense_blocks, bitmaps.get(), dense_vals.get(),
                                  stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
             return fail(st);
         if ((err = cudaStreamSynchronize(stream)) != cudaSuccess)
