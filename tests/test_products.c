@@ -335,6 +335,14 @@ static void run_all(void)
              * SpMV (forced with SPARSERING_SPMV_KERNEL=split) then has rows across several tiles */
             check_spmm_degree(s, types[ti], 50, 5000, 1, 300, test_below(2), test_below(2), test_below(2), SR_COL_MAJOR,
                               SR_COL_MAJOR);
+            /* SpMM over the same kind of rows: short ones in lane groups, the device's mid rows
+             * (65 to 2048 entries) a block each, longer ones in chunks; G = 8, 32 and the vector kernel */
+            check_spmm_degree(s, types[ti], 40, 5000, 8, 300, test_below(2), test_below(2), test_below(2), SR_COL_MAJOR,
+                              SR_ROW_MAJOR);
+            check_spmm_degree(s, types[ti], 40, 5000, 24, 300, test_below(2), test_below(2), test_below(2),
+                              SR_ROW_MAJOR, SR_ROW_MAJOR);
+            check_spmm_degree(s, types[ti], 40, 5000, 128, 300, false, false, test_below(2), SR_ROW_MAJOR,
+                              SR_ROW_MAJOR);
             check_mxm(s, types[ti], 0, 4, 4, 1, false, false, false, false);
             check_mxm(s, types[ti], 1, 1, 1, 1, false, false, false, false);
             check_mxm(s, types[ti], 40, 30, 35, 3, false, false, false, false);

@@ -1,12 +1,14 @@
 // Dense-output semiring products on the device: C = A ⊕.⊗ B (SpMV is the one-column case).
 //
-// Load balance over skewed rows: rows up to kLongRow entries are handled by a group of G lanes
-// each; longer rows are cut into kChunk-entry chunks that write partial results, which a
-// combine pass reduces in chunk order (deterministic for every semiring, no atomics).
+// Load balance over skewed rows: short rows are handled by a group of G lanes each; SpMM rows
+// above kMidRow entries take a block each; rows above kLongRow are cut into kChunk-entry chunks
+// that write partial results, which a combine pass reduces in chunk order. Every reduction has a
+// fixed order (deterministic for every semiring, no atomics).
 #include "cuda_semiring.cuh"
 
 #include <cub/cub.cuh>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -22,17 +24,25 @@ using namespace sr_cuda;
 
 constexpr int64_t kLongRow = 2048;
 constexpr int64_t kChunk = 1024;
+// An SpMM row's group of lanes walks its entries one after another, so one long row held up the
+// whole kernel: debian-depends' row of 332 entries made the K = 32 product 70 us (ncu), where
+// cuSPARSE took 37 us.
+constexpr int64_t kMidRow = 64;
 constexpr int kBlock = 256;
 
-// Number of chunks of row i (0 for rows that are not long); 0 past the last row.
-struct chunks_of_row {
+// The work of row i beyond the short-row kernels, packed: its chunks (0 unless long) in the low 32
+// bits, and whether it is a mid row (above mid_min entries, not long) in the high 32 bits, so that
+// one scan numbers both. 0 past the last row.
+struct row_work {
     const int64_t *rowptr;
-    int64_t nrows;
+    int64_t nrows, mid_min;
     __host__ __device__ int64_t operator()(int64_t i) const {
         if (i >= nrows)
             return 0;
         const int64_t len = rowptr[i + 1] - rowptr[i];
-        return len > kLongRow ? (len + kChunk - 1) / kChunk : 0;
+        if (len > kLongRow)
+            return (len + kChunk - 1) / kChunk;
+        return len > mid_min ? (int64_t)1 << 32 : 0;
     }
 };
 
@@ -58,7 +68,8 @@ template <class Ops> struct product_args {
     dense_ref<T> C;
     mask_view mask;
     bool accumulate;
-    const int64_t *chunk_offsets; // per row, exclusive scan of chunks_of_row; [nrows] = total
+    int64_t short_max;            // rows up to this length go to the short-row kernels
+    const int64_t *work_offsets;  // per row, exclusive scan of row_work; [nrows] = totals
     T *partials;                  // chunk x ncols_out
 
     __device__ T a_value(int64_t k) const { return values != nullptr ? __ldg(values + k) : T(1); }
@@ -74,13 +85,31 @@ template <class Ops> struct product_args {
         T &c = C.at(i, j);
         c = accumulate ? Ops::add(c, acc) : acc;
     }
+    __device__ int64_t chunks_before(int64_t r) const { return work_offsets[r] & 0xffffffffll; }
+    __device__ int64_t mids_before(int64_t r) const { return work_offsets[r] >> 32; }
+    // The last row r with before(r) <= n (before is non-decreasing over [0, nrows]).
+    template <class Before> __device__ int64_t row_of(int64_t n, Before before) const {
+        int64_t lo = 0, hi = nrows; // before(lo) <= n < before(hi + 1)
+        while (lo < hi) {
+            const int64_t mid = (lo + hi + 1) / 2;
+            if (before(mid) <= n)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        return lo;
+    }
     // The row and entry range of chunk c.
     __device__ void chunk_range(int64_t c, int64_t *row, int64_t *start, int64_t *end) const {
-        const int64_t r = lower_bound(chunk_offsets, nrows + 1, c + 1) - 1; // last r with offsets[r] <= c
-        const int64_t s = rowptr[r] + (c - chunk_offsets[r]) * kChunk;
+        const int64_t r = row_of(c, [this](int64_t i) { return chunks_before(i); });
+        const int64_t s = rowptr[r] + (c - chunks_before(r)) * kChunk;
         *row = r;
         *start = s;
         *end = min(rowptr[r + 1], s + kChunk);
+    }
+    // The row of mid row m.
+    __device__ int64_t mid_row(int64_t m) const {
+        return row_of(m, [this](int64_t i) { return mids_before(i); });
     }
 };
 
@@ -139,7 +168,7 @@ template <class Ops, int G> __global__ void spmv_rows(product_args<Ops> p) {
 template <class Ops> __global__ void spmv_chunks(product_args<Ops> p, int64_t max_chunks) {
     using T = typename Ops::value;
     const int lane = threadIdx.x % 32;
-    const int64_t total = p.chunk_offsets[p.nrows];
+    const int64_t total = p.chunks_before(p.nrows);
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
     for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; c < total && c < max_chunks; c += warps) {
         int64_t row, start, end;
@@ -155,14 +184,14 @@ template <class Ops> __global__ void spmv_chunks(product_args<Ops> p, int64_t ma
     }
 }
 
-// Calls body(row, start, end, lane) for each row of at most kLongRow entries (longer ones go to
-// the chunk kernels), G lanes per row.
+// Calls body(row, start, end, lane) for each row of at most p.short_max entries (longer ones go
+// to the mid-row and chunk kernels), G lanes per row.
 template <int G, class Ops, class Body> __device__ void for_each_short_row(const product_args<Ops> &p, Body body) {
     const int lane = threadIdx.x % G;
     const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
     for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; row < p.nrows; row += groups) {
         const int64_t start = p.rowptr[row], end = p.rowptr[row + 1];
-        if (end - start <= kLongRow)
+        if (end - start <= p.short_max)
             body(row, start, end, lane);
     }
 }
@@ -246,7 +275,7 @@ template <typename T> bool rows_of_vectors(const dense_ref<const T> &d, int64_t 
 template <class Ops, int G> __global__ void spmm_chunks(product_args<Ops> p, int64_t max_chunks) {
     using T = typename Ops::value;
     const int lane = threadIdx.x % G;
-    const int64_t total = p.chunk_offsets[p.nrows];
+    const int64_t total = p.chunks_before(p.nrows);
     const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
     for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; c < total && c < max_chunks; c += groups) {
         int64_t row, start, end;
@@ -261,12 +290,43 @@ template <class Ops, int G> __global__ void spmm_chunks(product_args<Ops> p, int
     }
 }
 
+// SpMM, mid rows (above kMidRow entries, up to kLongRow): a block per row. Its groups of G lanes
+// take every (kBlock / G)-th entry for a tile of G output columns, and the groups' sums meet in
+// shared memory, where they are added in group order.
+template <class Ops, int G> __global__ void spmm_mid_rows(product_args<Ops> p) {
+    using T = typename Ops::value;
+    constexpr int kGroups = kBlock / G;
+    __shared__ T partial[kGroups][G];
+    const int lane = threadIdx.x % G, group = threadIdx.x / G;
+    const int64_t total = p.mids_before(p.nrows);
+    for (int64_t m = blockIdx.x; m < total; m += gridDim.x) {
+        const int64_t row = p.mid_row(m), start = p.rowptr[row], end = p.rowptr[row + 1];
+        for (int64_t j0 = 0; j0 < p.ncols_out; j0 += G) {
+            const int64_t j = j0 + lane;
+            T acc = Ops::identity();
+            if (j < p.ncols_out)
+#pragma unroll 4
+                for (int64_t k = start + group; k < end; k += kGroups)
+                    acc = Ops::add(acc, Ops::mul(p.a_value(k), p.b_value(p.colind[k], j)));
+            partial[group][lane] = acc;
+            __syncthreads();
+            if (threadIdx.x < G && j0 + threadIdx.x < p.ncols_out) {
+                T sum = partial[0][threadIdx.x];
+                for (int g = 1; g < kGroups; g++)
+                    sum = Ops::add(sum, partial[g][threadIdx.x]);
+                p.write(row, j0 + threadIdx.x, sum);
+            }
+            __syncthreads();
+        }
+    }
+}
+
 // Long rows: a thread per row reduces its chunks' partials in chunk order (short rows skip).
 template <class Ops> __global__ void combine_chunks(product_args<Ops> p) {
     using T = typename Ops::value;
     const int64_t threads = (int64_t)gridDim.x * blockDim.x;
     for (int64_t row = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; row < p.nrows; row += threads) {
-        const int64_t first = p.chunk_offsets[row], last = p.chunk_offsets[row + 1];
+        const int64_t first = p.chunks_before(row), last = p.chunks_before(row + 1);
         for (int64_t j = 0; first < last && j < p.ncols_out; j++) {
             T acc = Ops::identity();
             for (int64_t c = first; c < last; c++)
@@ -382,11 +442,14 @@ template <class Ops> struct spmm_launcher {
         if (K == 1 && spmv_use_split(nrows, A->nnz))
             return run_spmv_split(p, A->nnz, ctx, stream);
 
-        // Chunk offsets of long rows: one scan, no host round trip (the total stays on the device;
-        // chunk kernels are sized by the bound nnz / kChunk + rows that can be long).
+        // Chunks of long rows and numbers of mid rows (SpMM only): one scan, no host round trip
+        // (the totals stay on the device; chunk kernels are sized by the bound nnz / kChunk + rows
+        // that can be long, the mid-row kernel strides over its rows).
+        p.short_max = K == 1 ? kLongRow : kMidRow;
         buffer<int64_t> offsets(ctx);
         SR_TRY(offsets.allocate(nrows + 1));
-        auto counts = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), chunks_of_row{A->rowptr, nrows});
+        auto counts = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
+                                                      row_work{A->rowptr, nrows, p.short_max});
         size_t temp_bytes = 0;
         SR_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts, offsets.get(), nrows + 1, stream));
         buffer<unsigned char> temp(ctx);
@@ -395,9 +458,11 @@ template <class Ops> struct spmm_launcher {
         const int64_t max_chunks = A->nnz / kChunk + A->nnz / kLongRow + 1;
         buffer<T> partials(ctx);
         SR_TRY(partials.allocate((size_t)max_chunks * (size_t)K));
-        p.chunk_offsets = offsets.get();
+        p.work_offsets = offsets.get();
         p.partials = partials.get();
 
+        // mid rows: a block each, at most as many as could be (nnz / kMidRow), a few waves' worth
+        const unsigned mid_blocks = (unsigned)std::max<int64_t>(1, std::min<int64_t>(A->nnz / kMidRow, 8 * sm_count()));
         if (K == 1) {
             // Lanes per row: about the mean row length, 2 to 32.
             const int64_t lanes = spmv_lanes(A->nnz / nrows);
@@ -412,10 +477,14 @@ template <class Ops> struct spmm_launcher {
             spmm_rows<Ops, 8><<<grid_for(nrows * 8), kBlock, 0, stream>>>(p);
             SR_CUDA_LAUNCHED();
             spmm_chunks<Ops, 8><<<grid_for(max_chunks * 8), kBlock, 0, stream>>>(p, max_chunks);
+            SR_CUDA_LAUNCHED();
+            spmm_mid_rows<Ops, 8><<<mid_blocks, kBlock, 0, stream>>>(p);
         } else if (K <= 16) {
             spmm_rows<Ops, 16><<<grid_for(nrows * 16), kBlock, 0, stream>>>(p);
             SR_CUDA_LAUNCHED();
             spmm_chunks<Ops, 16><<<grid_for(max_chunks * 16), kBlock, 0, stream>>>(p, max_chunks);
+            SR_CUDA_LAUNCHED();
+            spmm_mid_rows<Ops, 16><<<mid_blocks, kBlock, 0, stream>>>(p);
         } else if (rows_of_vectors<T>(p.B, K)) {
             if constexpr (kVec<T> > 1) {
                 const dense_ref<const T> c{p.C.base, p.C.row_stride, p.C.col_stride};
@@ -430,10 +499,14 @@ template <class Ops> struct spmm_launcher {
                 SR_CUDA_LAUNCHED();
             }
             spmm_chunks<Ops, 32><<<grid_for(max_chunks * 32), kBlock, 0, stream>>>(p, max_chunks);
+            SR_CUDA_LAUNCHED();
+            spmm_mid_rows<Ops, 32><<<mid_blocks, kBlock, 0, stream>>>(p);
         } else {
             spmm_rows<Ops, 32><<<grid_for(nrows * 32), kBlock, 0, stream>>>(p);
             SR_CUDA_LAUNCHED();
             spmm_chunks<Ops, 32><<<grid_for(max_chunks * 32), kBlock, 0, stream>>>(p, max_chunks);
+            SR_CUDA_LAUNCHED();
+            spmm_mid_rows<Ops, 32><<<mid_blocks, kBlock, 0, stream>>>(p);
         }
         SR_CUDA_LAUNCHED();
         combine_chunks<Ops><<<grid_for(nrows), kBlock, 0, stream>>>(p);
