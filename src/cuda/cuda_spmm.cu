@@ -398,8 +398,11 @@ template <class Ops> struct spmm_launcher {
         // the two transposes; from K = 32 on, the transposes win even on small graphs (measured with
         // bench_products.py on debian-depends and pushpull, 2026-11-23).
         const size_t dense_bytes = ((size_t)B->nrows + (size_t)C->nrows) * (size_t)K * sizeof(T);
-        if ((!b_cols && !c_cols) || (K <= 16 && dense_bytes <= ((size_t)24 << 20)))
-            return run_row_major(A, B, C, mask, complement, accumulate);
+        if ((!b_cols && !c_cols) || (K <= 16 && dense_bytes <= ((size_t)24 << 20))) {
+            SR_TRY(run_row_major(A, B, C, mask, complement, accumulate));
+            SR_CUDA_TRY(cudaStreamSynchronize(stream));
+            return SR_SUCCESS;
+        }
         buffer<T> b_rows(ctx), c_rows(ctx);
         sr_dense b = *B, c = *C;
         if (b_cols) {
@@ -414,10 +417,9 @@ template <class Ops> struct spmm_launcher {
             c = sr_dense_view(c_rows.get(), C->nrows, K, C->type, SR_ROW_MAJOR, SR_DEVICE);
         }
         SR_TRY(run_row_major(A, &b, &c, mask, complement, accumulate));
-        if (c_cols) {
+        if (c_cols)
             SR_TRY(transpose_dense<T>(c_rows.get(), C->nrows, K, K, static_cast<T *>(C->data), C->ld, stream));
-            SR_CUDA_TRY(cudaStreamSynchronize(stream));
-        }
+        SR_CUDA_TRY(cudaStreamSynchronize(stream)); // once, after the last kernel: C is ready on return
         return SR_SUCCESS;
     }
 
@@ -511,8 +513,8 @@ template <class Ops> struct spmm_launcher {
         SR_CUDA_LAUNCHED();
         combine_chunks<Ops><<<grid_for(nrows), kBlock, 0, stream>>>(p);
         SR_CUDA_LAUNCHED();
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
-        return SR_SUCCESS;
+        return SR_SUCCESS; // queued on the stream; run() waits once for everything
+
     }
 };
 
