@@ -47,7 +47,7 @@ constexpr hash_bin kHashBins[] = {{32, 128}, {32, 256}, {32, 512}, {32, 1024}, {
 constexpr int kHashBinCount = sizeof kHashBins / sizeof kHashBins[0];
 constexpr int kBinDense = kHashBinCount, kBinTiled = kHashBinCount + 1, kBinEscSmall = kHashBinCount + 2,
               kBinEscLarge = kHashBinCount + 3, kBins = kHashBinCount + 4;
-constexpr int kDenseThreads = 1024; // a tiled dense row's block
+constexpr int kDenseThreads = 1024; // the block of a tiled dense row, and of a global one's drain
 
 template <int B = 0> __device__ inline int bin_of(int64_t ub) {
     if constexpr (B == kHashBinCount)
@@ -164,6 +164,22 @@ template <class Ops> struct mxm_launcher {
         return st;
     }
 
+    // An ESC bin's rows (ITEMS products a lane), a warp each.
+    template <bool FILL, int ITEMS>
+    static sr_status launch_esc(const mxm_args<Ops> &p, const int64_t *bins, const unsigned long long *bin_sizes,
+                                const unsigned long long *sizes, const bin_starts &starts, int bin,
+                                const cudaStream_t *on, phase_timer &timer) {
+        if (sizes[bin] > 0) {
+            esc_rows<Ops, FILL, ITEMS><<<grid_for((int64_t)sizes[bin] * 32), kBlock, 0, on[bin]>>>(
+                p, bins + starts.at[bin], bin_sizes + bin);
+            SR_CUDA_LAUNCHED();
+        }
+        char phase[32];
+        snprintf(phase, sizeof phase, "%s: esc, %d", FILL ? "fill" : "count", 32 * ITEMS);
+        timer.mark(phase);
+        return SR_SUCCESS;
+    }
+
     // The bins are independent: each runs on its own stream, forked from and joined back
     // into the context's stream, so a pass costs about its slowest bin rather than their sum.
     template <bool FILL>
@@ -181,20 +197,8 @@ template <class Ops> struct mxm_launcher {
             for (int b = 0; b < kBins; b++)
                 SR_CUDA_TRY(cudaStreamWaitEvent(lanes[b], events[kBins], 0));
         }
-        if (sizes[kBinEscSmall] > 0) {
-            esc_rows<Ops, FILL, kEscSmallItems><<<grid_for((int64_t)sizes[kBinEscSmall] * 32), kBlock, 0,
-                                                  on[kBinEscSmall]>>>(p, bins + starts.at[kBinEscSmall],
-                                                                      bin_sizes + kBinEscSmall);
-            SR_CUDA_LAUNCHED();
-        }
-        timer.mark(FILL ? "fill: esc, 64" : "count: esc, 64");
-        if (sizes[kBinEscLarge] > 0) {
-            esc_rows<Ops, FILL, kEscLargeItems><<<grid_for((int64_t)sizes[kBinEscLarge] * 32), kBlock, 0,
-                                                  on[kBinEscLarge]>>>(p, bins + starts.at[kBinEscLarge],
-                                                                      bin_sizes + kBinEscLarge);
-            SR_CUDA_LAUNCHED();
-        }
-        timer.mark(FILL ? "fill: esc, 128" : "count: esc, 128");
+        SR_TRY((launch_esc<FILL, kEscSmallItems>(p, bins, bin_sizes, sizes, starts, kBinEscSmall, on, timer)));
+        SR_TRY((launch_esc<FILL, kEscLargeItems>(p, bins, bin_sizes, sizes, starts, kBinEscLarge, on, timer)));
         SR_TRY(launch_hash_bins<FILL>(p, bins, bin_sizes, sizes, starts, on, timer,
                                       std::make_index_sequence<kHashBinCount>{}));
         // Global dense rows: waves of dense_blocks rows (one accumulator row each), each row's A
