@@ -85,6 +85,14 @@ template <class Ops> struct product_args {
         T &c = C.at(i, j);
         c = accumulate ? Ops::add(c, acc) : acc;
     }
+    // ⊕ of a_ik ⊗ b_kj over the entries k = first, first + step, .. below end (column j of B).
+    __device__ T sum_products(int64_t first, int64_t end, int64_t step, int64_t j) const {
+        T acc = Ops::identity();
+#pragma unroll 4
+        for (int64_t k = first; k < end; k += step)
+            acc = Ops::add(acc, Ops::mul(a_value(k), b_value(colind[k], j)));
+        return acc;
+    }
     __device__ int64_t chunks_before(int64_t r) const { return work_offsets[r] & 0xffffffffll; }
     __device__ int64_t mids_before(int64_t r) const { return work_offsets[r] >> 32; }
     // The last row r with before(r) <= n (before is non-decreasing over [0, nrows]).
@@ -173,9 +181,7 @@ template <class Ops> __global__ void spmv_chunks(product_args<Ops> p, int64_t ma
     for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; c < total && c < max_chunks; c += warps) {
         int64_t row, start, end;
         p.chunk_range(c, &row, &start, &end);
-        T acc = Ops::identity();
-        for (int64_t k = start + lane; k < end; k += 32)
-            acc = Ops::add(acc, Ops::mul(p.a_value(k), p.b_value(p.colind[k], 0)));
+        T acc = p.sum_products(start + lane, end, 32, 0);
 #pragma unroll
         for (int offset = 16; offset > 0; offset /= 2)
             acc = Ops::add(acc, shuffle_xor(acc, offset, 32));
@@ -198,15 +204,9 @@ template <int G, class Ops, class Body> __device__ void for_each_short_row(const
 
 // SpMM, short rows: G lanes per row, each lane one output column of a G-wide tile.
 template <class Ops, int G> __global__ void spmm_rows(product_args<Ops> p) {
-    using T = typename Ops::value;
     for_each_short_row<G>(p, [&](int64_t row, int64_t start, int64_t end, int lane) {
-        for (int64_t j = lane; j < p.ncols_out; j += G) {
-            T acc = Ops::identity();
-#pragma unroll 4
-            for (int64_t k = start; k < end; k++)
-                acc = Ops::add(acc, Ops::mul(p.a_value(k), p.b_value(p.colind[k], j)));
-            p.write(row, j, acc);
-        }
+        for (int64_t j = lane; j < p.ncols_out; j += G)
+            p.write(row, j, p.sum_products(start, end, 1, j));
     });
 }
 
@@ -273,20 +273,14 @@ template <typename T> bool rows_of_vectors(const dense_ref<const T> &d, int64_t 
 
 // SpMM, chunks of long rows: G lanes per chunk over the output columns.
 template <class Ops, int G> __global__ void spmm_chunks(product_args<Ops> p, int64_t max_chunks) {
-    using T = typename Ops::value;
     const int lane = threadIdx.x % G;
     const int64_t total = p.chunks_before(p.nrows);
     const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
     for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; c < total && c < max_chunks; c += groups) {
         int64_t row, start, end;
         p.chunk_range(c, &row, &start, &end);
-        for (int64_t j = lane; j < p.ncols_out; j += G) {
-            T acc = Ops::identity();
-#pragma unroll 4
-            for (int64_t k = start; k < end; k++)
-                acc = Ops::add(acc, Ops::mul(p.a_value(k), p.b_value(p.colind[k], j)));
-            p.partials[c * p.ncols_out + j] = acc;
-        }
+        for (int64_t j = lane; j < p.ncols_out; j += G)
+            p.partials[c * p.ncols_out + j] = p.sum_products(start, end, 1, j);
     }
 }
 
@@ -303,12 +297,7 @@ template <class Ops, int G> __global__ void spmm_mid_rows(product_args<Ops> p) {
         const int64_t row = p.mid_row(m), start = p.rowptr[row], end = p.rowptr[row + 1];
         for (int64_t j0 = 0; j0 < p.ncols_out; j0 += G) {
             const int64_t j = j0 + lane;
-            T acc = Ops::identity();
-            if (j < p.ncols_out)
-#pragma unroll 4
-                for (int64_t k = start + group; k < end; k += kGroups)
-                    acc = Ops::add(acc, Ops::mul(p.a_value(k), p.b_value(p.colind[k], j)));
-            partial[group][lane] = acc;
+            partial[group][lane] = j < p.ncols_out ? p.sum_products(start + group, end, kGroups, j) : Ops::identity();
             __syncthreads();
             if (threadIdx.x < G && j0 + threadIdx.x < p.ncols_out) {
                 T sum = partial[0][threadIdx.x];
