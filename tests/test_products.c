@@ -124,15 +124,17 @@ static void dense_set(const sr_dense *d, int64_t i, int64_t j, double v)
 
 /* ---------------------------------------------------------------- dense-output products */
 
-static void check_spmm_degree(sr_semiring s, sr_type in, int64_t m, int64_t k, int64_t n, double degree, bool use_mask,
-                              bool complement, bool accumulate, sr_layout b_layout, sr_layout c_layout)
+/* C = A B (n columns) against the reference, for A placed from a; A stays the caller's. */
+static void check_spmm_on(sr_matrix A, const test_csr *a, sr_semiring s, int64_t n, bool use_mask, bool complement,
+                          bool accumulate, sr_layout b_layout, sr_layout c_layout)
 {
-    sr_type out;
+    sr_type in = a->type, out;
     if (sr_semiring_output_type(s, in, &out) != SR_SUCCESS)
         return;
-    test_csr a = test_random_csr(m, k, degree, in), mk = test_random_csr(m, n, n > 4 ? 3 : 1, SR_TYPE_BOOL);
-    sr_matrix A = place(&a), M = use_mask ? place(&mk) : NULL;
-    ref_matrix ra = ref_from(&a), rm = ref_from(&mk);
+    const int64_t m = a->nrows, k = a->ncols;
+    test_csr mk = test_random_csr(m, n, n > 4 ? 3 : 1, SR_TYPE_BOOL);
+    sr_matrix M = use_mask ? place(&mk) : NULL;
+    ref_matrix ra = ref_from(a), rm = ref_from(&mk);
     sr_dense B, C;
     dense_alloc(k, n, in, b_layout, &B);
     dense_alloc(m, n, out, c_layout, &C);
@@ -185,10 +187,36 @@ static void check_spmm_degree(sr_semiring s, sr_type in, int64_t m, int64_t k, i
     free(cold);
     ref_free(&ra);
     ref_free(&rm);
-    sr_matrix_free(A);
     sr_matrix_free(M);
-    test_csr_free(&a);
     test_csr_free(&mk);
+}
+
+static void check_spmm_degree(sr_semiring s, sr_type in, int64_t m, int64_t k, int64_t n, double degree, bool use_mask,
+                              bool complement, bool accumulate, sr_layout b_layout, sr_layout c_layout)
+{
+    test_csr a = test_random_csr(m, k, degree, in);
+    sr_matrix A = place(&a);
+    check_spmm_on(A, &a, s, n, use_mask, complement, accumulate, b_layout, c_layout);
+    sr_matrix_free(A);
+    test_csr_free(&a);
+}
+
+/* One matrix of short, mid and long rows through several products: the device builds a row plan
+ * for SpMM and another for SpMV on first use and reuses them (a stale or mixed-up plan gives wrong
+ * rows). SpMV also goes through the row kernel, whose long rows take the chunk path. */
+static void check_spmm_reuse(sr_semiring s, sr_type in)
+{
+    test_csr a = test_random_csr(40, 5000, 300, in);
+    sr_matrix A = place(&a);
+    const int64_t widths[] = {8, 1, 128, 8, 24, 1};
+    for (int t = 0; t < 6; t++) {
+        if (t == 1)
+            setenv("SPARSERING_SPMV_KERNEL", "rows", 1);
+        check_spmm_on(A, &a, s, widths[t], test_below(2), test_below(2), test_below(2), SR_ROW_MAJOR, SR_ROW_MAJOR);
+        unsetenv("SPARSERING_SPMV_KERNEL");
+    }
+    sr_matrix_free(A);
+    test_csr_free(&a);
 }
 
 static void check_spmm(sr_semiring s, sr_type in, int64_t m, int64_t k, int64_t n, bool use_mask, bool complement,
@@ -343,6 +371,7 @@ static void run_all(void)
                               SR_ROW_MAJOR, SR_ROW_MAJOR);
             check_spmm_degree(s, types[ti], 40, 5000, 128, 300, false, false, test_below(2), SR_ROW_MAJOR,
                               SR_ROW_MAJOR);
+            check_spmm_reuse(s, types[ti]);
             check_mxm(s, types[ti], 0, 4, 4, 1, false, false, false, false);
             check_mxm(s, types[ti], 1, 1, 1, 1, false, false, false, false);
             check_mxm(s, types[ti], 40, 30, 35, 3, false, false, false, false);

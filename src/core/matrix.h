@@ -17,6 +17,11 @@ struct sr_matrix_s {
     int64_t *rowptr;          /* nrows + 1 */
     int32_t *colind;          /* capacity */
     void *values;             /* capacity values; NULL for SR_TYPE_BOOL */
+    /* A cache the device products fill on first use (rows grouped by length,
+     * src/cuda/cuda_row_plan.cu) and free_row_plans frees with the matrix. It depends on rowptr
+     * only, which no call changes once the matrix is built. */
+    void *row_plans;
+    void (*free_row_plans)(struct sr_matrix_s *A);
 };
 
 /* A matrix with allocated, unset arrays for `capacity` entries; nnz is set to capacity. */

@@ -3,15 +3,14 @@
 // Load balance over skewed rows: short rows are handled by a group of G lanes each; SpMM rows
 // above kMidRow entries take a block each; rows above kLongRow are cut into kChunk-entry chunks
 // that write partial results, which a combine pass reduces in chunk order. Every reduction has a
-// fixed order (deterministic for every semiring, no atomics).
+// fixed order (deterministic for every semiring, no atomics). The mid and long rows come from the
+// matrix's cached row plan, so a call launches only the kernels its rows need and waits once.
+#include "cuda_row_plan.cuh"
 #include "cuda_semiring.cuh"
-
-#include <cub/cub.cuh>
 
 #include <algorithm>
 #include <cstdlib>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
+#include <cstring>
 
 extern "C" {
 #include "../core/types.h"
@@ -30,22 +29,6 @@ constexpr int64_t kChunk = 1024;
 constexpr int64_t kMidRow = 64;
 constexpr int kBlock = 256;
 
-// The work of row i beyond the short-row kernels, packed: its chunks (0 unless long) in the low 32
-// bits, and whether it is a mid row (above mid_min entries, not long) in the high 32 bits, so that
-// one scan numbers both. 0 past the last row.
-struct row_work {
-    const int64_t *rowptr;
-    int64_t nrows, mid_min;
-    __host__ __device__ int64_t operator()(int64_t i) const {
-        if (i >= nrows)
-            return 0;
-        const int64_t len = rowptr[i + 1] - rowptr[i];
-        if (len > kLongRow)
-            return (len + kChunk - 1) / kChunk;
-        return len > mid_min ? (int64_t)1 << 32 : 0;
-    }
-};
-
 // Element (i, j) of a dense matrix at base[i * row_stride + j * col_stride].
 template <typename T> struct dense_ref {
     T *base;
@@ -58,6 +41,13 @@ template <typename T> dense_ref<T> ref_of(const sr_dense *d) {
     return {static_cast<T *>(d->data), row_major ? d->ld : 1, row_major ? 1 : d->ld};
 }
 
+// 16-byte vectors of T (4 floats or int32s, 2 doubles); 1 for narrower types (no vector kernel).
+template <typename T> constexpr int kVec = sizeof(T) >= 4 ? 16 / (int)sizeof(T) : 1;
+template <typename T, int V> struct alignas(16) vec_of {
+    T v[V];
+};
+static_assert(sizeof(vec_of<float, 4>) == 16 && sizeof(vec_of<double, 2>) == 16, "a vector is 16 bytes");
+
 template <class Ops> struct product_args {
     using T = typename Ops::value;
     const int64_t *rowptr;
@@ -68,9 +58,8 @@ template <class Ops> struct product_args {
     dense_ref<T> C;
     mask_view mask;
     bool accumulate;
-    int64_t short_max;            // rows up to this length go to the short-row kernels
-    const int64_t *work_offsets;  // per row, exclusive scan of row_work; [nrows] = totals
-    T *partials;                  // chunk x ncols_out
+    row_plan plan; // the mid and long rows; rows up to plan.classes.short_max are short
+    T *partials;   // chunk x ncols_out
 
     __device__ T a_value(int64_t k) const { return values != nullptr ? __ldg(values + k) : T(1); }
     __device__ T b_value(int64_t k, int64_t j) const {
@@ -93,31 +82,32 @@ template <class Ops> struct product_args {
             acc = Ops::add(acc, Ops::mul(a_value(k), b_value(colind[k], j)));
         return acc;
     }
-    __device__ int64_t chunks_before(int64_t r) const { return work_offsets[r] & 0xffffffffll; }
-    __device__ int64_t mids_before(int64_t r) const { return work_offsets[r] >> 32; }
-    // The last row r with before(r) <= n (before is non-decreasing over [0, nrows]).
-    template <class Before> __device__ int64_t row_of(int64_t n, Before before) const {
-        int64_t lo = 0, hi = nrows; // before(lo) <= n < before(hi + 1)
-        while (lo < hi) {
-            const int64_t mid = (lo + hi + 1) / 2;
-            if (before(mid) <= n)
-                lo = mid;
-            else
-                hi = mid - 1;
+    // ⊕ of a_ik ⊗ b_kj over the same entries for V consecutive columns j0.., each entry's B elements
+    // read as one 16-byte vector (B row-major with aligned rows: rows_of_vectors).
+    template <int V> __device__ vec_of<T, V> sum_vec_products(int64_t first, int64_t end, int64_t step, int64_t j0) const {
+        vec_of<T, V> acc;
+#pragma unroll
+        for (int v = 0; v < V; v++)
+            acc.v[v] = Ops::identity();
+#pragma unroll 4
+        for (int64_t k = first; k < end; k += step) {
+            const T a = a_value(k);
+            vec_of<T, V> b;
+            if constexpr (Ops::reads_values) {
+                const uint4 raw = __ldg(reinterpret_cast<const uint4 *>(&B.at(colind[k], j0)));
+                memcpy(&b, &raw, sizeof b);
+            } else
+#pragma unroll
+                for (int v = 0; v < V; v++)
+                    b.v[v] = T(1);
+#pragma unroll
+            for (int v = 0; v < V; v++)
+                acc.v[v] = Ops::add(acc.v[v], Ops::mul(a, b.v[v]));
         }
-        return lo;
+        return acc;
     }
-    // The row and entry range of chunk c.
     __device__ void chunk_range(int64_t c, int64_t *row, int64_t *start, int64_t *end) const {
-        const int64_t r = row_of(c, [this](int64_t i) { return chunks_before(i); });
-        const int64_t s = rowptr[r] + (c - chunks_before(r)) * kChunk;
-        *row = r;
-        *start = s;
-        *end = min(rowptr[r + 1], s + kChunk);
-    }
-    // The row of mid row m.
-    __device__ int64_t mid_row(int64_t m) const {
-        return row_of(m, [this](int64_t i) { return mids_before(i); });
+        plan.chunk_range(rowptr, c, row, start, end);
     }
 };
 
@@ -145,7 +135,7 @@ template <class Ops, int G> __global__ void spmv_rows(product_args<Ops> p) {
             start = p.rowptr[row];
             end = p.rowptr[row + 1];
         }
-        const bool active = row < p.nrows && end - start <= kLongRow;
+        const bool active = row < p.nrows && end - start <= p.plan.classes.short_max;
         T acc = Ops::identity();
         // Four entries per lane per step: their column and x loads are independent, so they are
         // in flight together (the gathers, not the arithmetic, bound SpMV).
@@ -173,12 +163,11 @@ template <class Ops, int G> __global__ void spmv_rows(product_args<Ops> p) {
 }
 
 // SpMV, chunks of long rows: a warp per chunk.
-template <class Ops> __global__ void spmv_chunks(product_args<Ops> p, int64_t max_chunks) {
+template <class Ops> __global__ void spmv_chunks(product_args<Ops> p) {
     using T = typename Ops::value;
     const int lane = threadIdx.x % 32;
-    const int64_t total = p.chunks_before(p.nrows);
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-    for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; c < total && c < max_chunks; c += warps) {
+    for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; c < p.plan.n_chunks; c += warps) {
         int64_t row, start, end;
         p.chunk_range(c, &row, &start, &end);
         T acc = p.sum_products(start + lane, end, 32, 0);
@@ -197,7 +186,7 @@ template <int G, class Ops, class Body> __device__ void for_each_short_row(const
     const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
     for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; row < p.nrows; row += groups) {
         const int64_t start = p.rowptr[row], end = p.rowptr[row + 1];
-        if (end - start <= p.short_max)
+        if (end - start <= p.plan.classes.short_max)
             body(row, start, end, lane);
     }
 }
@@ -210,13 +199,6 @@ template <class Ops, int G> __global__ void spmm_rows(product_args<Ops> p) {
     });
 }
 
-// 16-byte vectors of T (4 floats or int32s, 2 doubles); 1 for narrower types (no vector kernel).
-template <typename T> constexpr int kVec = sizeof(T) >= 4 ? 16 / (int)sizeof(T) : 1;
-template <typename T, int V> struct alignas(16) vec_of {
-    T v[V];
-};
-static_assert(sizeof(vec_of<float, 4>) == 16 && sizeof(vec_of<double, 2>) == 16, "a vector is 16 bytes");
-
 // SpMM, short rows, B row-major with 16-byte aligned rows (rows_of_vectors): G lanes per row, each
 // lane V consecutive output columns, so a lane reads a 16-byte vector of a B row per entry (a
 // warp reads a whole 512-byte row of a K = 128 float B in one load, where the scalar kernel took
@@ -228,37 +210,19 @@ template <class Ops, int G> __global__ void spmm_rows_vec(product_args<Ops> p, b
     using vec = vec_of<T, V>;
     for_each_short_row<G>(p, [&](int64_t row, int64_t start, int64_t end, int lane) {
         for (int64_t j0 = (int64_t)lane * V; j0 < p.ncols_out; j0 += (int64_t)G * V) {
-            T acc[V];
-#pragma unroll
-            for (int v = 0; v < V; v++)
-                acc[v] = Ops::identity();
-#pragma unroll 4
-            for (int64_t k = start; k < end; k++) {
-                const T a = p.a_value(k);
-                vec b;
-                if constexpr (Ops::reads_values) {
-                    const uint4 raw = __ldg(reinterpret_cast<const uint4 *>(&p.B.at(p.colind[k], j0)));
-                    memcpy(&b, &raw, sizeof b);
-                } else
-#pragma unroll
-                    for (int v = 0; v < V; v++)
-                        b.v[v] = T(1);
-#pragma unroll
-                for (int v = 0; v < V; v++)
-                    acc[v] = Ops::add(acc[v], Ops::mul(a, b.v[v]));
-            }
+            const vec acc = p.template sum_vec_products<V>(start, end, 1, j0);
             if (store_vec) {
                 vec *c = reinterpret_cast<vec *>(&p.C.at(row, j0));
                 vec out;
                 const vec old = p.accumulate ? *c : vec{};
 #pragma unroll
                 for (int v = 0; v < V; v++)
-                    out.v[v] = p.accumulate ? Ops::add(old.v[v], acc[v]) : acc[v];
+                    out.v[v] = p.accumulate ? Ops::add(old.v[v], acc.v[v]) : acc.v[v];
                 *c = out;
             } else {
 #pragma unroll
                 for (int v = 0; v < V; v++)
-                    p.write(row, j0 + v, acc[v]);
+                    p.write(row, j0 + v, acc.v[v]);
             }
         }
     });
@@ -272,11 +236,10 @@ template <typename T> bool rows_of_vectors(const dense_ref<const T> &d, int64_t 
 }
 
 // SpMM, chunks of long rows: G lanes per chunk over the output columns.
-template <class Ops, int G> __global__ void spmm_chunks(product_args<Ops> p, int64_t max_chunks) {
+template <class Ops, int G> __global__ void spmm_chunks(product_args<Ops> p) {
     const int lane = threadIdx.x % G;
-    const int64_t total = p.chunks_before(p.nrows);
     const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
-    for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; c < total && c < max_chunks; c += groups) {
+    for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; c < p.plan.n_chunks; c += groups) {
         int64_t row, start, end;
         p.chunk_range(c, &row, &start, &end);
         for (int64_t j = lane; j < p.ncols_out; j += G)
@@ -292,9 +255,8 @@ template <class Ops, int G> __global__ void spmm_mid_rows(product_args<Ops> p) {
     constexpr int kGroups = kBlock / G;
     __shared__ T partial[kGroups][G];
     const int lane = threadIdx.x % G, group = threadIdx.x / G;
-    const int64_t total = p.mids_before(p.nrows);
-    for (int64_t m = blockIdx.x; m < total; m += gridDim.x) {
-        const int64_t row = p.mid_row(m), start = p.rowptr[row], end = p.rowptr[row + 1];
+    for (int64_t m = blockIdx.x; m < p.plan.n_mid; m += gridDim.x) {
+        const int64_t row = p.plan.mid_rows[m], start = p.rowptr[row], end = p.rowptr[row + 1];
         for (int64_t j0 = 0; j0 < p.ncols_out; j0 += G) {
             const int64_t j = j0 + lane;
             partial[group][lane] = j < p.ncols_out ? p.sum_products(start + group, end, kGroups, j) : Ops::identity();
@@ -310,18 +272,47 @@ template <class Ops, int G> __global__ void spmm_mid_rows(product_args<Ops> p) {
     }
 }
 
-// Long rows: a thread per row reduces its chunks' partials in chunk order (short rows skip).
+// SpMM, mid rows, B as rows of vectors (rows_of_vectors): as spmm_mid_rows, but each lane of a
+// group reads V consecutive columns of a B row in one 16-byte load, so a group covers G * V
+// columns (all 128 floats at G = 32) in one pass over the row, where the scalar kernel made K / G
+// passes (pushpull, 97% of whose entries are in mid rows, took 4 passes at K = 128).
+template <class Ops, int G> __global__ void spmm_mid_rows_vec(product_args<Ops> p) {
+    using T = typename Ops::value;
+    constexpr int V = kVec<T>, kGroups = kBlock / G, kTile = G * V;
+    __shared__ T partial[kGroups][kTile];
+    const int lane = threadIdx.x % G, group = threadIdx.x / G;
+    for (int64_t m = blockIdx.x; m < p.plan.n_mid; m += gridDim.x) {
+        const int64_t row = p.plan.mid_rows[m], start = p.rowptr[row], end = p.rowptr[row + 1];
+        for (int64_t j0 = 0; j0 < p.ncols_out; j0 += kTile) {
+            const int64_t j = j0 + (int64_t)lane * V; // ncols_out is a multiple of V
+            if (j < p.ncols_out) {
+                const vec_of<T, V> acc = p.template sum_vec_products<V>(start + group, end, kGroups, j);
+#pragma unroll
+                for (int v = 0; v < V; v++)
+                    partial[group][lane * V + v] = acc.v[v];
+            }
+            __syncthreads();
+            for (int t = threadIdx.x; t < kTile && j0 + t < p.ncols_out; t += kBlock) {
+                T sum = partial[0][t];
+                for (int g = 1; g < kGroups; g++)
+                    sum = Ops::add(sum, partial[g][t]);
+                p.write(row, j0 + t, sum);
+            }
+            __syncthreads();
+        }
+    }
+}
+
+// Long rows: a thread per (long row, output column) reduces the row's chunks' partials in chunk order.
 template <class Ops> __global__ void combine_chunks(product_args<Ops> p) {
     using T = typename Ops::value;
-    const int64_t threads = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t row = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; row < p.nrows; row += threads) {
-        const int64_t first = p.chunks_before(row), last = p.chunks_before(row + 1);
-        for (int64_t j = 0; first < last && j < p.ncols_out; j++) {
-            T acc = Ops::identity();
-            for (int64_t c = first; c < last; c++)
-                acc = Ops::add(acc, p.partials[c * p.ncols_out + j]);
-            p.write(row, j, acc);
-        }
+    const int64_t threads = (int64_t)gridDim.x * blockDim.x, pairs = p.plan.n_long * p.ncols_out;
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < pairs; t += threads) {
+        const int64_t l = t / p.ncols_out, j = t % p.ncols_out;
+        T acc = Ops::identity();
+        for (int64_t c = p.plan.chunk_first[l]; c < p.plan.chunk_first[l + 1]; c++)
+            acc = Ops::add(acc, p.partials[c * p.ncols_out + j]);
+        p.write(p.plan.long_rows[l], j, acc);
     }
 }
 
@@ -412,12 +403,35 @@ template <class Ops> struct spmm_launcher {
         return SR_SUCCESS;
     }
 
+    // The chunk kernel (G lanes a chunk) and the mid-row kernel (groups of M lanes, reading B as
+    // vectors when kVectors), when A has such rows.
+    template <int G, int M = G, bool kVectors = false>
+    static sr_status launch_mid_and_long(const product_args<Ops> &p, cudaStream_t stream) {
+        SR_CUDA_LAUNCHED(); // the short-row kernel before
+        if (p.plan.n_chunks > 0) {
+            // G lanes walk a chunk's 1024 entries once for G columns (vectors would give fewer lanes
+            // the same walk: no shorter)
+            spmm_chunks<Ops, G><<<grid_for(p.plan.n_chunks * G), kBlock, 0, stream>>>(p);
+            SR_CUDA_LAUNCHED();
+        }
+        if (p.plan.n_mid > 0) {
+            // a block per mid row, a few waves' worth at most
+            const int64_t blocks = std::min<int64_t>(p.plan.n_mid, 8 * sm_count());
+            if constexpr (kVectors)
+                spmm_mid_rows_vec<Ops, M><<<(unsigned)blocks, kBlock, 0, stream>>>(p);
+            else
+                spmm_mid_rows<Ops, M><<<(unsigned)blocks, kBlock, 0, stream>>>(p);
+            SR_CUDA_LAUNCHED();
+        }
+        return SR_SUCCESS;
+    }
+
     static sr_status run_row_major(const sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const sr_matrix_s *mask,
                                    bool complement, bool accumulate) {
         sr_context_s *ctx = A->ctx;
         cudaStream_t stream = stream_of(ctx);
         const int64_t K = C->ncols, nrows = A->nrows;
-        product_args<Ops> p;
+        product_args<Ops> p{};
         p.rowptr = A->rowptr;
         p.colind = A->colind;
         p.values = Ops::reads_values ? static_cast<const T *>(A->values) : nullptr;
@@ -433,27 +447,14 @@ template <class Ops> struct spmm_launcher {
         if (K == 1 && spmv_use_split(nrows, A->nnz))
             return run_spmv_split(p, A->nnz, ctx, stream);
 
-        // Chunks of long rows and numbers of mid rows (SpMM only): one scan, no host round trip
-        // (the totals stay on the device; chunk kernels are sized by the bound nnz / kChunk + rows
-        // that can be long, the mid-row kernel strides over its rows).
-        p.short_max = K == 1 ? kLongRow : kMidRow;
-        buffer<int64_t> offsets(ctx);
-        SR_TRY(offsets.allocate(nrows + 1));
-        auto counts = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
-                                                      row_work{A->rowptr, nrows, p.short_max});
-        size_t temp_bytes = 0;
-        SR_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts, offsets.get(), nrows + 1, stream));
-        buffer<unsigned char> temp(ctx);
-        SR_TRY(temp.allocate(temp_bytes));
-        SR_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, counts, offsets.get(), nrows + 1, stream));
-        const int64_t max_chunks = A->nnz / kChunk + A->nnz / kLongRow + 1;
+        // Which rows are mid (SpMM only) and long comes from A's cached plan: no scan, no round trip,
+        // and only the kernels these rows need.
+        SR_TRY(row_plan_of(A, row_classes{K == 1 ? kLongRow : kMidRow, kLongRow, kChunk}, &p.plan));
         buffer<T> partials(ctx);
-        SR_TRY(partials.allocate((size_t)max_chunks * (size_t)K));
-        p.work_offsets = offsets.get();
+        if (p.plan.n_chunks > 0)
+            SR_TRY(partials.allocate((size_t)p.plan.n_chunks * (size_t)K));
         p.partials = partials.get();
 
-        // mid rows: a block each, at most as many as could be (nnz / kMidRow), a few waves' worth
-        const unsigned mid_blocks = (unsigned)std::max<int64_t>(1, std::min<int64_t>(A->nnz / kMidRow, 8 * sm_count()));
         if (K == 1) {
             // Lanes per row: about the mean row length, 2 to 32.
             const int64_t lanes = spmv_lanes(A->nnz / nrows);
@@ -463,45 +464,39 @@ template <class Ops> struct spmm_launcher {
             else if (lanes <= 16) launch_spmv_rows<Ops, 16>(p, stream);
             else launch_spmv_rows<Ops, 32>(p, stream);
             SR_CUDA_LAUNCHED();
-            spmv_chunks<Ops><<<grid_for(max_chunks * 32), kBlock, 0, stream>>>(p, max_chunks);
+            if (p.plan.n_chunks > 0)
+                spmv_chunks<Ops><<<grid_for(p.plan.n_chunks * 32), kBlock, 0, stream>>>(p);
         } else if (K <= 8) {
             spmm_rows<Ops, 8><<<grid_for(nrows * 8), kBlock, 0, stream>>>(p);
-            SR_CUDA_LAUNCHED();
-            spmm_chunks<Ops, 8><<<grid_for(max_chunks * 8), kBlock, 0, stream>>>(p, max_chunks);
-            SR_CUDA_LAUNCHED();
-            spmm_mid_rows<Ops, 8><<<mid_blocks, kBlock, 0, stream>>>(p);
+            SR_TRY(launch_mid_and_long<8>(p, stream));
         } else if (K <= 16) {
             spmm_rows<Ops, 16><<<grid_for(nrows * 16), kBlock, 0, stream>>>(p);
-            SR_CUDA_LAUNCHED();
-            spmm_chunks<Ops, 16><<<grid_for(max_chunks * 16), kBlock, 0, stream>>>(p, max_chunks);
-            SR_CUDA_LAUNCHED();
-            spmm_mid_rows<Ops, 16><<<mid_blocks, kBlock, 0, stream>>>(p);
+            SR_TRY(launch_mid_and_long<16>(p, stream));
         } else if (rows_of_vectors<T>(p.B, K)) {
             if constexpr (kVec<T> > 1) {
                 const dense_ref<const T> c{p.C.base, p.C.row_stride, p.C.col_stride};
                 const bool store_vec = !mask && rows_of_vectors<T>(c, K);
                 const int64_t lanes = K / kVec<T>; // > 4: K > 16
-                if (lanes <= 8)
+                if (lanes <= 8) {
                     spmm_rows_vec<Ops, 8><<<grid_for(nrows * 8), kBlock, 0, stream>>>(p, store_vec);
-                else if (lanes <= 16)
+                    SR_TRY((launch_mid_and_long<32, 8, true>(p, stream)));
+                } else if (lanes <= 16) {
                     spmm_rows_vec<Ops, 16><<<grid_for(nrows * 16), kBlock, 0, stream>>>(p, store_vec);
-                else
+                    SR_TRY((launch_mid_and_long<32, 16, true>(p, stream)));
+                } else {
                     spmm_rows_vec<Ops, 32><<<grid_for(nrows * 32), kBlock, 0, stream>>>(p, store_vec);
-                SR_CUDA_LAUNCHED();
+                    SR_TRY((launch_mid_and_long<32, 32, true>(p, stream)));
+                }
             }
-            spmm_chunks<Ops, 32><<<grid_for(max_chunks * 32), kBlock, 0, stream>>>(p, max_chunks);
-            SR_CUDA_LAUNCHED();
-            spmm_mid_rows<Ops, 32><<<mid_blocks, kBlock, 0, stream>>>(p);
         } else {
             spmm_rows<Ops, 32><<<grid_for(nrows * 32), kBlock, 0, stream>>>(p);
-            SR_CUDA_LAUNCHED();
-            spmm_chunks<Ops, 32><<<grid_for(max_chunks * 32), kBlock, 0, stream>>>(p, max_chunks);
-            SR_CUDA_LAUNCHED();
-            spmm_mid_rows<Ops, 32><<<mid_blocks, kBlock, 0, stream>>>(p);
+            SR_TRY(launch_mid_and_long<32>(p, stream));
         }
         SR_CUDA_LAUNCHED();
-        combine_chunks<Ops><<<grid_for(nrows), kBlock, 0, stream>>>(p);
-        SR_CUDA_LAUNCHED();
+        if (p.plan.n_chunks > 0) {
+            combine_chunks<Ops><<<grid_for(p.plan.n_long * K), kBlock, 0, stream>>>(p);
+            SR_CUDA_LAUNCHED();
+        }
         return SR_SUCCESS; // queued on the stream; run() waits once for everything
 
     }

@@ -1,4 +1,5 @@
-// SpMV split by entries, for large matrices with skewed rows (included by cuda_spmm.cu).
+// SpMV split by entries, for large matrices with skewed rows (included by cuda_spmm.cu inside its
+// anonymous namespace, so the headers it needs are included there, at file scope).
 //
 // The row kernel gives each row a fixed group of lanes, so on a power-law matrix most lanes of a
 // group idle on the many short rows while its warp waits for the long ones. Here a block takes a
@@ -9,8 +10,6 @@
 // started in); a fix-up pass adds them in tile order, so results are deterministic for every
 // semiring, as in the row kernel.
 #pragma once
-
-#include <cstring>
 
 constexpr int kSplitThreads = 256;
 constexpr int kSplitPerThread = 4;
@@ -144,11 +143,9 @@ template <class Ops> __global__ void spmv_split_fixup(split_args<Ops> a) {
 // Debian's dependency graph 0.054 -> 0.035, pushpull 0.052 -> 0.036); the row kernel stays for
 // matrices with more rows than entries, where a tile would loop over thousands of empty rows.
 inline bool spmv_use_split(int64_t nrows, int64_t nnz) {
-    static int forced = -1; // 0 rows, 1 split, 2 choose
-    if (forced < 0) {
-        const char *env = getenv("SPARSERING_SPMV_KERNEL");
-        forced = env && strcmp(env, "split") == 0 ? 1 : env && strcmp(env, "rows") == 0 ? 0 : 2;
-    }
+    // read each call (a getenv is ~0.1 us), so that a test can force one kernel for a while
+    const char *env = getenv("SPARSERING_SPMV_KERNEL");
+    const int forced = env && strcmp(env, "split") == 0 ? 1 : env && strcmp(env, "rows") == 0 ? 0 : 2; // 2: choose
     if (nnz == 0 || forced == 0)
         return false;
     return forced == 1 || nnz >= nrows;
