@@ -17,16 +17,21 @@ namespace cg = cooperative_groups;
 constexpr int kSlice = 32768; // floats of x per block (128 KB)
 constexpr int U = 4;
 
-__global__ void l2_gather(const uint32_t *idx, const float *val, int64_t n, const float *x, float *out) {
+// Sums val[k] * fetch(idx[k]) over this thread's share of k < n, U independent gathers in flight.
+template <class Fetch> __device__ float gather_sum(const uint32_t *idx, const float *val, int64_t n, Fetch fetch) {
     float acc = 0; const int64_t stride = (int64_t)gridDim.x * blockDim.x * U;
     for (int64_t k0 = blockIdx.x * (int64_t)blockDim.x * U + threadIdx.x; k0 < n; k0 += stride) {
         uint32_t c[U]; float v[U];
 #pragma unroll
         for (int u = 0; u < U; u++) { int64_t k = k0 + u * blockDim.x; c[u] = k < n ? __ldg(idx + k) : 0; v[u] = k < n ? __ldg(val + k) : 0.f; }
 #pragma unroll
-        for (int u = 0; u < U; u++) acc += v[u] * __ldg(x + c[u]);
+        for (int u = 0; u < U; u++) acc += v[u] * fetch(c[u]);
     }
-    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+    return acc;
+}
+
+__global__ void l2_gather(const uint32_t *idx, const float *val, int64_t n, const float *x, float *out) {
+    out[blockIdx.x * blockDim.x + threadIdx.x] = gather_sum(idx, val, n, [&](uint32_t c) { return __ldg(x + c); });
 }
 
 // idx[k] in [0, cluster size * kSlice): block rank idx / kSlice, offset idx % kSlice.
@@ -36,17 +41,7 @@ __global__ void cluster_gather(const uint32_t *idx, const float *val, int64_t n,
     const unsigned rank = cluster.block_rank();
     for (int i = threadIdx.x; i < kSlice; i += blockDim.x) xs[i] = x[rank * kSlice + i];
     cluster.sync();
-    float acc = 0; const int64_t stride = (int64_t)gridDim.x * blockDim.x * U;
-    for (int64_t k0 = blockIdx.x * (int64_t)blockDim.x * U + threadIdx.x; k0 < n; k0 += stride) {
-        uint32_t c[U]; float v[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) { int64_t k = k0 + u * blockDim.x; c[u] = k < n ? __ldg(idx + k) : 0; v[u] = k < n ? __ldg(val + k) : 0.f; }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const float *p = cluster.map_shared_rank(xs, c[u] / kSlice);
-            acc += v[u] * p[c[u] % kSlice];
-        }
-    }
+    const float acc = gather_sum(idx, val, n, [&](uint32_t c) { return cluster.map_shared_rank(xs, c / kSlice)[c % kSlice]; });
     cluster.sync();
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }

@@ -108,11 +108,8 @@ sr_status build_plan(const sr_matrix_s *A, row_classes k, cached_plan *out) {
     SR_TRY(sr_mem_alloc_array(ctx, SR_DEVICE, words, sizeof(int64_t), &memory));
     int64_t *mid_rows = static_cast<int64_t *>(memory), *long_rows = mid_rows + total.mids;
     int64_t *chunk_first = long_rows + total.longs, *chunk_owner = chunk_first + total.longs + 1;
-    if (total.mids + total.longs > 0)
-        fill_plan<<<grid_for(nrows), 256, 0, stream>>>(classify, before.get(), total, mid_rows, long_rows, chunk_first,
-                                                       chunk_owner);
-    else
-        SR_CUDA_TRY(cudaMemsetAsync(chunk_first, 0, sizeof(int64_t), stream));
+    fill_plan<<<grid_for(nrows), 256, 0, stream>>>(classify, before.get(), total, mid_rows, long_rows, chunk_first,
+                                                   chunk_owner);
     const cudaError_t launched = cudaGetLastError();
     if (launched != cudaSuccess) {
         sr_mem_free(ctx, SR_DEVICE, memory, words * sizeof(int64_t));

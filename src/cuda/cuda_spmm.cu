@@ -248,48 +248,29 @@ template <class Ops, int G> __global__ void spmm_chunks(product_args<Ops> p) {
 }
 
 // SpMM, mid rows (above kMidRow entries, up to kLongRow): a block per row. Its groups of G lanes
-// take every (kBlock / G)-th entry for a tile of G output columns, and the groups' sums meet in
-// shared memory, where they are added in group order.
-template <class Ops, int G> __global__ void spmm_mid_rows(product_args<Ops> p) {
+// take every (kBlock / G)-th entry for a tile of G * V output columns, and the groups' sums meet in
+// shared memory, where they are added in group order. V > 1 (B as rows of vectors, see
+// rows_of_vectors): a lane reads V consecutive columns of a B row in one 16-byte load, so a group
+// covers all 128 floats of K = 128 in one pass over the row, where V = 1 makes K / G passes
+// (pushpull, 97% of whose entries are in mid rows, took 4 passes at K = 128).
+template <class Ops, int G, int V = 1> __global__ void spmm_mid_rows(product_args<Ops> p) {
     using T = typename Ops::value;
-    constexpr int kGroups = kBlock / G;
-    __shared__ T partial[kGroups][G];
-    const int lane = threadIdx.x % G, group = threadIdx.x / G;
-    for (int64_t m = blockIdx.x; m < p.plan.n_mid; m += gridDim.x) {
-        const int64_t row = p.plan.mid_rows[m], start = p.rowptr[row], end = p.rowptr[row + 1];
-        for (int64_t j0 = 0; j0 < p.ncols_out; j0 += G) {
-            const int64_t j = j0 + lane;
-            partial[group][lane] = j < p.ncols_out ? p.sum_products(start + group, end, kGroups, j) : Ops::identity();
-            __syncthreads();
-            if (threadIdx.x < G && j0 + threadIdx.x < p.ncols_out) {
-                T sum = partial[0][threadIdx.x];
-                for (int g = 1; g < kGroups; g++)
-                    sum = Ops::add(sum, partial[g][threadIdx.x]);
-                p.write(row, j0 + threadIdx.x, sum);
-            }
-            __syncthreads();
-        }
-    }
-}
-
-// SpMM, mid rows, B as rows of vectors (rows_of_vectors): as spmm_mid_rows, but each lane of a
-// group reads V consecutive columns of a B row in one 16-byte load, so a group covers G * V
-// columns (all 128 floats at G = 32) in one pass over the row, where the scalar kernel made K / G
-// passes (pushpull, 97% of whose entries are in mid rows, took 4 passes at K = 128).
-template <class Ops, int G> __global__ void spmm_mid_rows_vec(product_args<Ops> p) {
-    using T = typename Ops::value;
-    constexpr int V = kVec<T>, kGroups = kBlock / G, kTile = G * V;
+    constexpr int kGroups = kBlock / G, kTile = G * V;
     __shared__ T partial[kGroups][kTile];
     const int lane = threadIdx.x % G, group = threadIdx.x / G;
     for (int64_t m = blockIdx.x; m < p.plan.n_mid; m += gridDim.x) {
         const int64_t row = p.plan.mid_rows[m], start = p.rowptr[row], end = p.rowptr[row + 1];
         for (int64_t j0 = 0; j0 < p.ncols_out; j0 += kTile) {
-            const int64_t j = j0 + (int64_t)lane * V; // ncols_out is a multiple of V
+            const int64_t j = j0 + (int64_t)lane * V; // with V > 1, ncols_out is a multiple of V
             if (j < p.ncols_out) {
-                const vec_of<T, V> acc = p.template sum_vec_products<V>(start + group, end, kGroups, j);
+                if constexpr (V == 1) {
+                    partial[group][lane] = p.sum_products(start + group, end, kGroups, j);
+                } else {
+                    const vec_of<T, V> acc = p.template sum_vec_products<V>(start + group, end, kGroups, j);
 #pragma unroll
-                for (int v = 0; v < V; v++)
-                    partial[group][lane * V + v] = acc.v[v];
+                    for (int v = 0; v < V; v++)
+                        partial[group][lane * V + v] = acc.v[v];
+                }
             }
             __syncthreads();
             for (int t = threadIdx.x; t < kTile && j0 + t < p.ncols_out; t += kBlock) {
@@ -417,10 +398,7 @@ template <class Ops> struct spmm_launcher {
         if (p.plan.n_mid > 0) {
             // a block per mid row, a few waves' worth at most
             const int64_t blocks = std::min<int64_t>(p.plan.n_mid, 8 * sm_count());
-            if constexpr (kVectors)
-                spmm_mid_rows_vec<Ops, M><<<(unsigned)blocks, kBlock, 0, stream>>>(p);
-            else
-                spmm_mid_rows<Ops, M><<<(unsigned)blocks, kBlock, 0, stream>>>(p);
+            spmm_mid_rows<Ops, M, kVectors ? kVec<T> : 1><<<(unsigned)blocks, kBlock, 0, stream>>>(p);
             SR_CUDA_LAUNCHED();
         }
         return SR_SUCCESS;
