@@ -224,6 +224,8 @@ typedef struct sr_descriptor {
     bool accumulate;      /* C = C ⊕ (A ⊕.⊗ B): combine with what C holds, by the semiring's ⊕ */
     bool mask_complement; /* compute where the mask has NO entry */
     bool transpose_b;     /* sr_mxm only: use B^T (B is n x k) */
+    bool replace;         /* sr_mxm_bits only (others reject it): bits the mask excludes are
+                             cleared instead of keeping their old values */
 } sr_descriptor;
 
 /* Masks are structural: only their pattern counts (their values are ignored), they have the
@@ -245,6 +247,67 @@ sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr
 
 /* A column vector view: n x 1, ld n. */
 sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location location);
+
+/* ------------------------------------------------------------------ element-wise and structure */
+
+/* The GraphBLAS shape again: output first, an optional structural mask of the output's shape
+ * (where it excludes an entry the result has none), the semiring whose ⊕ or ⊗ combines, the
+ * inputs, a descriptor (accumulate: C = C ⊕ result, *C replaced as in sr_mxm; mask_complement).
+ * A and B have one type and live in one place; the semiring's output type must be that type
+ * (or_and and any_pair for bool, plus_times, min_plus, ... for numbers). */
+
+/* C = A ⊕ B over the union of the patterns: ⊕ (or for bool) where both have an entry, the one
+ * value where only one has. */
+sr_status sr_ewise_add(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr_matrix A, sr_matrix B,
+                       const sr_descriptor *desc);
+/* C = A ⊗ B over the intersection of the patterns (and for bool). */
+sr_status sr_ewise_mult(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr_matrix A, sr_matrix B,
+                        const sr_descriptor *desc);
+/* The Kronecker product: for A m x n and B p x q, C is mp x nq with
+ * C(i*p + k, j*q + l) = A(i, j) ⊗ B(k, l). C's columns must stay below 2^31. */
+sr_status sr_kronecker(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr_matrix A, sr_matrix B,
+                       const sr_descriptor *desc);
+/* The submatrix C = A[row0 : row0 + nrows, col0 : col0 + ncols] (a new matrix; empty ranges allowed). */
+sr_status sr_extract(sr_context ctx, sr_matrix *C, sr_matrix A, int64_t row0, int64_t col0, int64_t nrows,
+                     int64_t ncols);
+/* v = ⊕ of each row of A, as an A.nrows x 1 sparse matrix with an entry for every row that has
+ * one (for bool: the rows with any entry, SPbLA's reduceToColumn). */
+sr_status sr_reduce_rows(sr_context ctx, sr_matrix *v, sr_semiring s, sr_matrix A);
+
+/* ------------------------------------------------------------------ bit-packed Boolean blocks */
+
+/* A dense Boolean matrix, 64 columns a word: element (i, j) is bit (j % 64) of
+ * words[i*ld + j/64]. Bits past ncols in a row's last word are kept 0 by every call. It is a
+ * non-owning view, like sr_dense; sr_bits_alloc makes one that the library owns. */
+typedef struct sr_bits {
+    uint64_t *words;
+    int64_t nrows, ncols;
+    int64_t ld;           /* words per row, >= (ncols + 63) / 64 */
+    sr_location location;
+} sr_bits;
+
+/* A packed view (ld = (ncols + 63) / 64). */
+sr_bits sr_bits_view(uint64_t *words, int64_t nrows, int64_t ncols, sr_location location);
+/* A zeroed block of nrows x ncols bits in `where`, counted in the context's memory; free it
+ * with sr_bits_free (which resets the view). */
+sr_status sr_bits_alloc(sr_context ctx, sr_bits *X, int64_t nrows, int64_t ncols, sr_location where);
+sr_status sr_bits_free(sr_context ctx, sr_bits *X);
+/* X = the pattern of A (same shape; bits of X outside A's entries are cleared). */
+sr_status sr_bits_from_matrix(sr_context ctx, const sr_bits *X, sr_matrix A);
+/* A new bool matrix of X's set bits, in X's location. */
+sr_status sr_matrix_from_bits(sr_context ctx, sr_matrix *A, const sr_bits *X);
+/* Y = Y | X (same shape, same location); *count (may be NULL) receives the bits set in Y after. */
+sr_status sr_bits_or(sr_context ctx, const sr_bits *Y, const sr_bits *X, int64_t *count);
+/* *count = the set bits of X. */
+sr_status sr_bits_count(sr_context ctx, const sr_bits *X, int64_t *count);
+/* Y = A or.and X for a bool sparse A (m x n), X n x k and Y m x k bit-packed: row i of Y is the
+ * OR of the rows of X that row i of A names, a word (64 columns) at a time: many-source BFS
+ * moves 64 sources per word. mask (bits of Y's shape, may be NULL) and the descriptor as in
+ * sr_spmm: excluded elements keep their old bits, or are cleared with `replace`; accumulate
+ * ORs into Y. *count (may be NULL) receives the bits set in Y after the call. Y must not share
+ * memory with X or the mask. */
+sr_status sr_mxm_bits(sr_context ctx, const sr_bits *Y, const sr_bits *mask, sr_matrix A, const sr_bits *X,
+                      const sr_descriptor *desc, int64_t *count);
 
 /* ------------------------------------------------------------------ distances and k-NN */
 
@@ -357,6 +420,74 @@ sr_radius_options sr_radius_options_default(void);
 /* radius must not be NaN. options may be NULL for the defaults. */
 sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries, double radius, sr_metric metric,
                               double metric_arg, const sr_radius_options *options, sr_matrix *R);
+
+/* ------------------------------------------------------------------ graph queries on Boolean matrices */
+
+/* Built from the calls above only (src/algorithms), so they run on every backend: host matrices
+ * on the CPU, device matrices on the GPU. Graphs are square bool matrices, edge i -> j at (i, j). */
+
+typedef enum sr_closure_method {
+    SR_CLOSURE_AUTO = 0,       /* semi-naive */
+    SR_CLOSURE_SEMINAIVE = 1,  /* Δ = A, C = A; repeat N = Δ·A where C has no entry, C |= N, Δ = N:
+                                  each round multiplies only the pairs found in the last one */
+    SR_CLOSURE_SQUARING = 2    /* C = A; repeat C |= C·C until it stops growing: log2(longest
+                                  path) rounds, each a full product */
+} sr_closure_method;
+
+/* Progress of an iterative query (may be NULL): called after every round with (round, entries
+ * of the result so far) in sr_progress_fn's (done, total); nonzero stops the call with
+ * SR_ERROR_CANCELLED. Stats (may be NULL) tell what the call did. */
+typedef struct sr_query_options {
+    sr_progress_fn progress;
+    void *progress_user;
+} sr_query_options;
+typedef struct sr_query_stats {
+    int64_t rounds;        /* fixpoint rounds */
+    int64_t products;      /* sr_mxm / sr_mxm_bits calls */
+    double seconds;        /* wall time of the call */
+} sr_query_stats;
+
+/* C = A⁺: C(i, j) when a path of one or more edges leads from i to j. options and stats may be NULL. */
+sr_status sr_transitive_closure(sr_context ctx, sr_matrix A, sr_closure_method method, sr_matrix *C,
+                                const sr_query_options *options, sr_query_stats *stats);
+
+/* Multi-source reachability: R (nsources x n, bool) with R(s, v) when v can be reached from
+ * sources[s] by zero or more edges (a source reaches itself). BFS on bit-packed frontiers
+ * (sr_mxm_bits): 64 sources per word, up to 64 * words_per_batch sources a batch, the batch sized
+ * by the workspace limit. sources is a host array of vertex numbers in [0, n); repeats allowed. */
+sr_status sr_reachability(sr_context ctx, sr_matrix A, int64_t nsources, const int64_t *sources, sr_matrix *R,
+                          const sr_query_options *options, sr_query_stats *stats);
+
+/* Context-free path querying (Azimov and Grigorev's matrix algorithm). A grammar is text, one
+ * rule per line, alternatives split by '|':
+ *       # same generation
+ *       S -> d_r S d | d_r d
+ * Symbols are separated by spaces; a symbol that appears on some left-hand side is a
+ * nonterminal, any other is a terminal (an edge label); "eps" (or an empty alternative) is the
+ * empty word; the first rule's left-hand side is the start symbol. Any context-free grammar is
+ * accepted: long rules are split, terminals inside them get their own nonterminals, and unit
+ * rules (A -> B) are kept as unions, giving the weak Chomsky normal form the algorithm needs. */
+typedef struct sr_grammar_s *sr_grammar;
+sr_status sr_grammar_parse(const char *text, sr_grammar *g);
+sr_status sr_grammar_read(const char *path, sr_grammar *g);
+sr_status sr_grammar_free(sr_grammar g); /* NULL is allowed */
+/* The start symbol's name (owned by g). */
+const char *sr_grammar_start(sr_grammar g);
+
+/* R (n x n, bool): R(i, j) when some path from i to j spells a word that `symbol` (NULL: the
+ * start symbol) derives. graphs[l] is the n x n bool adjacency of edges labelled labels[l]; a
+ * terminal with no graph has no edges. Semi-naive fixpoint: each round multiplies a rule's
+ * operands only against what the last round added. options and stats may be NULL. */
+sr_status sr_cfpq(sr_context ctx, sr_grammar g, int64_t nlabels, const char *const *labels, const sr_matrix *graphs,
+                  const char *symbol, sr_matrix *R, const sr_query_options *options, sr_query_stats *stats);
+
+/* Reads an edge-labelled graph: one edge a line, "FROM TO LABEL" (vertex numbers from 0, a label
+ * without spaces; '#' starts a comment). n = 1 + the largest vertex number, or *nvertices when it
+ * is larger on entry (pass 0 to take it from the file). Gives one bool matrix per label, in the
+ * order labels first appear, in `where`; free them with sr_labels_free. */
+sr_status sr_labeled_graph_read(sr_context ctx, const char *path, sr_location where, int64_t *nvertices,
+                                int64_t *nlabels, char ***labels, sr_matrix **graphs);
+void sr_labels_free(int64_t nlabels, char **labels, sr_matrix *graphs);
 
 /* ------------------------------------------------------------------ Matrix Market */
 

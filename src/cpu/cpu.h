@@ -45,9 +45,34 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
                      const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,
                      struct sr_matrix_s **C);
 
-/* C = A ∪ B with ⊕ = op where both have an entry (same shape and type). */
-sr_status sr_cpu_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
-                             int add_op, struct sr_matrix_s **C);
+/* C = A or.and B (or any_pair) with bool output: no values; one pass into per-thread buffers. */
+sr_status sr_cpu_mxm_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                          const struct sr_matrix_s *mask, bool complement, struct sr_matrix_s **C);
+/* Sorts a row's n columns (below 2^key_bits) ascending; tmp (n entries, may be NULL) lets rows of
+ * 128 or more take a radix sort. */
+void sr_cpu_sort_columns(int32_t *a, int32_t *tmp, int64_t n, int key_bits);
+
+/* C = an element-wise merge of A and B (same shape and type; B unused for SR_MERGE_LEFT), under
+ * an optional structural mask; values combined by the semiring's ⊕ (union) or ⊗ (intersection). */
+sr_status sr_cpu_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                       const struct sr_matrix_s *mask, bool complement, sr_merge merge, sr_semiring s,
+                       struct sr_matrix_s **C);
+
+/* Bit-packed blocks (cpu_bits): views already checked to fit A and one another. */
+sr_status sr_cpu_mxm_bits(struct sr_context_s *ctx, const struct sr_matrix_s *A, const sr_bits *Y, const sr_bits *mask,
+                          const sr_bits *X, const sr_bits_update *u, int64_t *count);
+/* Y |= X (X NULL: nothing), then *count = Y's set bits (count may be NULL). */
+sr_status sr_cpu_bits_or(struct sr_context_s *ctx, const sr_bits *Y, const sr_bits *X, int64_t *count);
+sr_status sr_cpu_bits_from_matrix(struct sr_context_s *ctx, const struct sr_matrix_s *A, const sr_bits *X);
+sr_status sr_cpu_matrix_from_bits(struct sr_context_s *ctx, const sr_bits *X, struct sr_matrix_s **A);
+
+/* Structural operations (cpu_structure.c); src/ops has checked sizes and ranges. */
+sr_status sr_cpu_kronecker(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                           sr_semiring s, struct sr_matrix_s **C);
+sr_status sr_cpu_extract(struct sr_context_s *ctx, const struct sr_matrix_s *A, int64_t row0, int64_t col0,
+                         int64_t nrows, int64_t ncols, struct sr_matrix_s **C);
+sr_status sr_cpu_reduce_rows(struct sr_context_s *ctx, const struct sr_matrix_s *A, sr_semiring s,
+                             struct sr_matrix_s **v);
 
 /* Distances and k-NN (cpu_distance.c, cpu_select.c). */
 /* norms[2r], norms[2r+1] for every row r of A (float32 or float64 values). */

@@ -1,20 +1,41 @@
-/* Element-wise union of two sparse matrices on the host: C = A ∪ B, ⊕ where both have an entry. */
+/* Element-wise merges of two sparse matrices on the host, row by row: the union (⊕ where both
+ * have an entry), the intersection (⊗), or A's own entries alone; all under an optional
+ * structural mask. A count pass sizes each row, a fill pass writes it. */
 #include <string.h>
 
 #include "../core/error.h"
 #include "../core/types.h"
 #include "cpu.h"
 
-/* out[o] = a[x] ⊕ b[y] for the monoid op, in the matrices' value type. */
-static void combine(void *out, int64_t o, const void *a, int64_t x, const void *b, int64_t y, sr_type type, int op)
+/* The op that combines two values where both rows have an entry. */
+typedef struct {
+    sr_merge merge;
+    int op; /* sr_add_op for a union, sr_mul_op for an intersection */
+} combiner;
+
+#define SR_COMBINE_VALUES(T, OUT, u, v, c)                                                              \
+    do {                                                                                                \
+        if ((c).merge == SR_MERGE_UNION)                                                                \
+            OUT = (c).op == SR_ADD_OP_PLUS ? (T)SR_ADD_PLUS(u, v)                                       \
+                  : (c).op == SR_ADD_OP_MIN ? (T)SR_ADD_MIN(u, v)                                       \
+                  : (c).op == SR_ADD_OP_MAX ? (T)SR_ADD_MAX(u, v)                                       \
+                                            : (T)SR_ADD_OR(u, v);                                       \
+        else                                                                                            \
+            OUT = (c).op == SR_MUL_OP_TIMES ? (T)SR_MUL_TIMES(u, v)                                     \
+                  : (c).op == SR_MUL_OP_PLUS ? (T)SR_MUL_PLUS(u, v)                                     \
+                  : (c).op == SR_MUL_OP_MIN ? (T)SR_MUL_MIN(u, v)                                       \
+                  : (c).op == SR_MUL_OP_AND ? (T)SR_MUL_AND(u, v)                                       \
+                                            : (T)1;                                                     \
+    } while (0)
+
+/* out[o] = a[x] combined with b[y], in the matrices' value type. */
+static void combine(void *out, int64_t o, const void *a, int64_t x, const void *b, int64_t y, sr_type type,
+                    combiner c)
 {
 #define COMBINE(T)                                                                                       \
     {                                                                                                    \
         T u = ((const T *)a)[x], v = ((const T *)b)[y];                                                  \
-        ((T *)out)[o] = op == SR_ADD_OP_PLUS ? (T)SR_ADD_PLUS(u, v)                                      \
-                        : op == SR_ADD_OP_MIN ? (T)SR_ADD_MIN(u, v)                                      \
-                        : op == SR_ADD_OP_MAX ? (T)SR_ADD_MAX(u, v)                                      \
-                                              : (T)SR_ADD_OR(u, v);                                      \
+        SR_COMBINE_VALUES(T, ((T *)out)[o], u, v, c);                                                    \
     }
     switch (type) {
     case SR_TYPE_INT32: COMBINE(int32_t) break;
@@ -25,54 +46,92 @@ static void combine(void *out, int64_t o, const void *a, int64_t x, const void *
 #undef COMBINE
 }
 
-sr_status sr_cpu_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
-                             int op, struct sr_matrix_s **out)
+/* The cursor into row i of the mask: allowed(j) for increasing j, one forward step at a time. */
+typedef struct {
+    const int32_t *col; /* NULL for an empty matrix's row: keep `active` apart */
+    int64_t at, end;
+    bool active, complement;
+} mask_cursor;
+
+static inline mask_cursor mask_row(const struct sr_matrix_s *mask, bool complement, int64_t i)
+{
+    mask_cursor m = {NULL, 0, 0, mask != NULL, complement};
+    if (mask) {
+        m.col = mask->colind;
+        m.at = mask->rowptr[i];
+        m.end = mask->rowptr[i + 1];
+    }
+    return m;
+}
+
+static inline bool mask_allows(mask_cursor *m, int32_t j)
+{
+    if (!m->active)
+        return true;
+    while (m->at < m->end && m->col[m->at] < j)
+        m->at++;
+    return (m->at < m->end && m->col[m->at] == j) != m->complement;
+}
+
+/* One row's merge: counts its entries, and writes them when cols is not NULL. */
+static int64_t merge_row(const struct sr_matrix_s *A, const struct sr_matrix_s *B, int64_t i, mask_cursor m,
+                         combiner c, int32_t *cols, void *vals, size_t vsize)
+{
+    int64_t x = A->rowptr[i], xe = A->rowptr[i + 1], y = 0, ye = 0, n = 0;
+    if (B) {
+        y = B->rowptr[i];
+        ye = B->rowptr[i + 1];
+    }
+    const bool both_needed = c.merge == SR_MERGE_INTERSECT;
+    while (both_needed ? (x < xe && y < ye) : (x < xe || y < ye)) {
+        const int32_t cx = x < xe ? A->colind[x] : INT32_MAX, cy = y < ye ? B->colind[y] : INT32_MAX;
+        const int32_t j = cx < cy ? cx : cy;
+        const bool both = cx == cy, keep = c.merge == SR_MERGE_UNION || (c.merge == SR_MERGE_LEFT ? cx == j : both);
+        if (keep && mask_allows(&m, j)) {
+            if (cols) {
+                cols[n] = j;
+                if (vsize && both && c.merge != SR_MERGE_LEFT)
+                    combine(vals, n, A->values, x, B->values, y, A->type, c);
+                else if (vsize)
+                    memcpy((char *)vals + n * vsize,
+                           cx == j ? (const char *)A->values + x * vsize : (const char *)B->values + y * vsize, vsize);
+            }
+            n++;
+        }
+        if (c.merge == SR_MERGE_INTERSECT && !both) { /* skip ahead: only common columns count */
+            x += cx < cy;
+            y += cy < cx;
+            continue;
+        }
+        x += cx == j;
+        y += cy == j;
+    }
+    return n;
+}
+
+sr_status sr_cpu_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                       const struct sr_matrix_s *mask, bool complement, sr_merge merge, sr_semiring s,
+                       struct sr_matrix_s **out)
 {
     int threads = sr_context_threads(ctx);
+    combiner c = {merge, merge == SR_MERGE_INTERSECT ? (int)sr_semiring_mul_op(s) : (int)sr_semiring_add_op(s)};
+    const struct sr_matrix_s *right = merge == SR_MERGE_LEFT ? NULL : B;
     struct sr_matrix_s *C;
     SR_TRY(sr_matrix_alloc(ctx, A->nrows, A->ncols, 0, A->type, SR_HOST, &C));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
-    for (int64_t i = 0; i < A->nrows; i++) {
-        int64_t x = A->rowptr[i], xe = A->rowptr[i + 1], y = B->rowptr[i], ye = B->rowptr[i + 1], n = 0;
-        while (x < xe || y < ye) {
-            if (y == ye || (x < xe && A->colind[x] < B->colind[y]))
-                x++;
-            else if (x == xe || B->colind[y] < A->colind[x])
-                y++;
-            else
-                x++, y++;
-            n++;
-        }
-        C->rowptr[i + 1] = n;
-    }
+    for (int64_t i = 0; i < A->nrows; i++)
+        C->rowptr[i + 1] = merge_row(A, right, i, mask_row(mask, complement, i), c, NULL, NULL, 0);
     sr_cpu_prefix_sum(C->rowptr, A->nrows);
-    sr_status s = sr_matrix_alloc_entries(C, C->rowptr[A->nrows]);
-    if (s != SR_SUCCESS) {
+    sr_status st = sr_matrix_alloc_entries(C, C->rowptr[A->nrows]);
+    if (st != SR_SUCCESS) {
         sr_matrix_destroy(C);
-        return s;
+        return st;
     }
-    size_t vsize = sr_value_size(A->type);
+    const size_t vsize = sr_value_size(A->type);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
-    for (int64_t i = 0; i < A->nrows; i++) {
-        int64_t x = A->rowptr[i], xe = A->rowptr[i + 1], y = B->rowptr[i], ye = B->rowptr[i + 1], o = C->rowptr[i];
-        for (; x < xe || y < ye; o++) {
-            if (y == ye || (x < xe && A->colind[x] < B->colind[y])) {
-                C->colind[o] = A->colind[x];
-                if (vsize)
-                    memcpy((char *)C->values + o * vsize, (const char *)A->values + x * vsize, vsize);
-                x++;
-            } else if (x == xe || B->colind[y] < A->colind[x]) {
-                C->colind[o] = B->colind[y];
-                if (vsize)
-                    memcpy((char *)C->values + o * vsize, (const char *)B->values + y * vsize, vsize);
-                y++;
-            } else {
-                C->colind[o] = A->colind[x];
-                combine(C->values, o, A->values, x, B->values, y, A->type, op);
-                x++, y++;
-            }
-        }
-    }
+    for (int64_t i = 0; i < A->nrows; i++)
+        merge_row(A, right, i, mask_row(mask, complement, i), c, C->colind + C->rowptr[i],
+                  vsize ? (char *)C->values + (size_t)C->rowptr[i] * vsize : NULL, vsize);
     *out = C;
     return SR_SUCCESS;
 }

@@ -38,8 +38,27 @@ sr_status sr_cuda_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_
 sr_status sr_cuda_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                       const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,
                       struct sr_matrix_s **C);
-sr_status sr_cuda_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
-                              int add_op, struct sr_matrix_s **C);
+sr_status sr_cuda_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                        const struct sr_matrix_s *mask, bool complement, sr_merge merge, sr_semiring s,
+                        struct sr_matrix_s **C);
+
+/* Bit-packed blocks (cuda_bits): views already checked to fit A and one another. */
+sr_status sr_cuda_mxm_bits(struct sr_context_s *ctx, const struct sr_matrix_s *A, const sr_bits *Y, const sr_bits *mask,
+                          const sr_bits *X, const sr_bits_update *u, int64_t *count);
+/* Y |= X (X NULL: nothing), then *count = Y's set bits (count may be NULL). */
+sr_status sr_cuda_bits_or(struct sr_context_s *ctx, const sr_bits *Y, const sr_bits *X, int64_t *count);
+/* Clears every word of X (its ld included). */
+sr_status sr_cuda_bits_zero(struct sr_context_s *ctx, const sr_bits *X);
+sr_status sr_cuda_bits_from_matrix(struct sr_context_s *ctx, const struct sr_matrix_s *A, const sr_bits *X);
+sr_status sr_cuda_matrix_from_bits(struct sr_context_s *ctx, const sr_bits *X, struct sr_matrix_s **A);
+
+/* Structural operations, as their CPU twins (cpu_structure.c). */
+sr_status sr_cuda_kronecker(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                            sr_semiring s, struct sr_matrix_s **C);
+sr_status sr_cuda_extract(struct sr_context_s *ctx, const struct sr_matrix_s *A, int64_t row0, int64_t col0,
+                          int64_t nrows, int64_t ncols, struct sr_matrix_s **C);
+sr_status sr_cuda_reduce_rows(struct sr_context_s *ctx, const struct sr_matrix_s *A, sr_semiring s,
+                              struct sr_matrix_s **v);
 
 /* Distances and k-NN, as their CPU twins (cpu_distance.c, cpu_select.c). */
 sr_status sr_cuda_distance_norms(const struct sr_matrix_s *A, sr_metric metric, double p, double *norms);

@@ -1,8 +1,8 @@
-// Element-wise union on the device: C = A ∪ B, combined by a ⊕ monoid where both have an entry.
-// A thread merges one row, in a count pass and a fill pass.
+// Element-wise merges on the device: the union (⊕ where both rows have an entry), the
+// intersection (⊗), or the left operand alone (to apply a mask), under an optional structural
+// mask. A thread merges one row, in a count pass and a fill pass.
+#include "cuda_scan.cuh"
 #include "cuda_semiring.cuh"
-
-#include <cub/cub.cuh>
 
 extern "C" {
 #include "cuda.h"
@@ -12,89 +12,120 @@ namespace {
 
 using namespace sr_cuda;
 
+// The mask's row i, walked forward as the merge's columns rise.
+struct mask_cursor {
+    const int32_t *col = nullptr; // may be nullptr for a mask with no entries: `active` tells
+    int64_t at = 0, end = 0;
+    bool active = false, complement = false;
+    __device__ bool allows(int32_t j) {
+        if (!active)
+            return true;
+        while (at < end && col[at] < j)
+            at++;
+        return (at < end && col[at] == j) != complement;
+    }
+};
+
+struct ewise_args {
+    sr_matrix_s a, b; // b unused for SR_MERGE_LEFT (its rowptr is then nullptr)
+    const int64_t *mask_rowptr;
+    const int32_t *mask_colind;
+    bool complement;
+    sr_merge merge;
+};
+
 template <class Ops, bool FILL>
-__global__ void union_rows(const sr_matrix_s a, const sr_matrix_s b, int64_t *c_rowptr, int32_t *c_colind,
-                           typename Ops::value *c_values) {
+__global__ void merge_rows(const ewise_args p, int64_t *c_rowptr, int32_t *c_colind, typename Ops::value *c_values) {
     using T = typename Ops::value;
-    const T *av = static_cast<const T *>(a.values), *bv = static_cast<const T *>(b.values);
+    const T *av = static_cast<const T *>(p.a.values), *bv = static_cast<const T *>(p.b.values);
+    const bool intersect = p.merge == SR_MERGE_INTERSECT, left = p.merge == SR_MERGE_LEFT;
     const int64_t threads = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.nrows; i += threads) {
-        int64_t x = a.rowptr[i], xe = a.rowptr[i + 1], y = b.rowptr[i], ye = b.rowptr[i + 1];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.a.nrows; i += threads) {
+        int64_t x = p.a.rowptr[i], xe = p.a.rowptr[i + 1], y = 0, ye = 0;
+        if (!left) {
+            y = p.b.rowptr[i];
+            ye = p.b.rowptr[i + 1];
+        }
+        mask_cursor m;
+        if (p.mask_rowptr) {
+            m.col = p.mask_colind;
+            m.at = p.mask_rowptr[i];
+            m.end = p.mask_rowptr[i + 1];
+            m.complement = p.complement;
+            m.active = true;
+        }
         int64_t o = FILL ? c_rowptr[i] : 0;
-        while (x < xe || y < ye) {
-            const int32_t cx = x < xe ? a.colind[x] : INT32_MAX, cy = y < ye ? b.colind[y] : INT32_MAX;
-            if (FILL) {
-                c_colind[o] = cx < cy ? cx : cy;
-                if (c_values)
-                    c_values[o] = cx < cy ? av[x] : cy < cx ? bv[y] : Ops::add(av[x], bv[y]);
+        while (intersect ? (x < xe && y < ye) : (x < xe || y < ye)) {
+            const int32_t cx = x < xe ? p.a.colind[x] : INT32_MAX, cy = y < ye ? p.b.colind[y] : INT32_MAX;
+            const int32_t j = cx < cy ? cx : cy;
+            const bool both = cx == cy, keep = intersect ? both : (!left || cx == j);
+            if (keep && m.allows(j)) {
+                if (FILL) {
+                    c_colind[o] = j;
+                    if (c_values)
+                        c_values[o] = both && !left ? (intersect ? Ops::mul(av[x], bv[y]) : Ops::add(av[x], bv[y]))
+                                      : cx == j     ? av[x]
+                                                    : bv[y];
+                }
+                o++;
             }
-            x += cx <= cy;
-            y += cy <= cx;
-            o++;
+            x += intersect && !both ? cx < cy : cx == j;
+            y += intersect && !both ? cy < cx : cy == j;
         }
         if (!FILL)
             c_rowptr[i + 1] = o;
     }
 }
 
-template <class Ops> struct union_launcher {
-    static sr_status run(sr_context_s *ctx, const sr_matrix_s *A, const sr_matrix_s *B, sr_matrix_s **out) {
+template <class Ops> struct merge_launcher {
+    static sr_status run(sr_context_s *ctx, const ewise_args &p, sr_matrix_s **out) {
         using T = typename Ops::value;
         cudaStream_t stream = stream_of(ctx);
         sr_matrix_s *C = nullptr;
-        SR_TRY(sr_matrix_alloc(ctx, A->nrows, A->ncols, 0, A->type, SR_DEVICE, &C));
+        SR_TRY(sr_matrix_alloc(ctx, p.a.nrows, p.a.ncols, 0, p.a.type, SR_DEVICE, &C));
         auto fail = [&](sr_status s) {
             sr_matrix_destroy(C);
             return s;
         };
-        cudaError_t err = cudaMemsetAsync(C->rowptr, 0, sizeof(int64_t), stream);
-        union_rows<Ops, false><<<grid_for(A->nrows), 256, 0, stream>>>(*A, *B, C->rowptr, nullptr, nullptr);
-        if (err == cudaSuccess)
-            err = cudaGetLastError();
-        size_t temp_bytes = 0;
-        if (err == cudaSuccess)
-            err = cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, C->rowptr + 1, C->rowptr + 1, A->nrows, stream);
-        buffer<unsigned char> temp(ctx);
-        sr_status st = temp.allocate(temp_bytes);
+        const int64_t nrows = p.a.nrows;
+        if (nrows > 0) {
+            merge_rows<Ops, false><<<grid_for(nrows), 256, 0, stream>>>(p, C->rowptr, nullptr, nullptr);
+            if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+                return fail(sr_cuda_fail(err, "element-wise count", __FILE__, __LINE__));
+        }
+        int64_t nnz = 0;
+        sr_status st = scan_counts(ctx, C, &nnz, "element-wise row pointers");
         if (st != SR_SUCCESS)
             return fail(st);
-        int64_t nnz = 0;
-        if (err == cudaSuccess)
-            err = cub::DeviceScan::InclusiveSum(temp.get(), temp_bytes, C->rowptr + 1, C->rowptr + 1, A->nrows, stream);
-        if (err == cudaSuccess)
-            err = cudaMemcpyAsync(&nnz, C->rowptr + A->nrows, sizeof nnz, cudaMemcpyDeviceToHost, stream);
-        if (err == cudaSuccess)
-            err = cudaStreamSynchronize(stream);
-        if (err != cudaSuccess)
-            return fail(sr_cuda_fail(err, "ewise union count", __FILE__, __LINE__));
         if ((st = sr_matrix_alloc_entries(C, nnz)) != SR_SUCCESS)
             return fail(st);
-        union_rows<Ops, true><<<grid_for(A->nrows), 256, 0, stream>>>(*A, *B, C->rowptr, C->colind,
-                                                                      static_cast<T *>(C->values));
-        err = cudaGetLastError();
-        if (err == cudaSuccess)
-            err = cudaStreamSynchronize(stream);
-        if (err != cudaSuccess)
-            return fail(sr_cuda_fail(err, "ewise union fill", __FILE__, __LINE__));
+        if (nnz > 0) {
+            merge_rows<Ops, true><<<grid_for(nrows), 256, 0, stream>>>(p, C->rowptr, C->colind,
+                                                                       static_cast<T *>(C->values));
+            cudaError_t err = cudaGetLastError();
+            if (err == cudaSuccess)
+                err = cudaStreamSynchronize(stream);
+            if (err != cudaSuccess)
+                return fail(sr_cuda_fail(err, "element-wise fill", __FILE__, __LINE__));
+        }
         *out = C;
         return SR_SUCCESS;
     }
 };
 
-// A semiring whose ⊕ is the monoid asked for (its ⊗ is not used here).
-sr_semiring semiring_with_add(int add_op, sr_type type) {
-    switch (add_op) {
-    case SR_ADD_OP_MIN: return SR_MIN_PLUS;
-    case SR_ADD_OP_MAX: return SR_MAX_PLUS;
-    case SR_ADD_OP_OR: return SR_OR_AND;
-    default: return type == SR_TYPE_BOOL ? SR_OR_AND : SR_PLUS_TIMES;
-    }
-}
-
 } // namespace
 
-extern "C" sr_status sr_cuda_ewise_union(sr_context_s *ctx, const sr_matrix_s *A, const sr_matrix_s *B, int add_op,
-                                         sr_matrix_s **C) {
+extern "C" sr_status sr_cuda_ewise(sr_context_s *ctx, const sr_matrix_s *A, const sr_matrix_s *B,
+                                   const sr_matrix_s *mask, bool complement, sr_merge merge, sr_semiring s,
+                                   sr_matrix_s **C) {
     device_guard guard(ctx->device);
-    return dispatch_semiring<union_launcher>(semiring_with_add(add_op, A->type), A->type, ctx, A, B, C);
+    ewise_args p{};
+    p.a = *A;
+    if (merge != SR_MERGE_LEFT)
+        p.b = *B;
+    p.mask_rowptr = mask ? mask->rowptr : nullptr;
+    p.mask_colind = mask ? mask->colind : nullptr;
+    p.complement = complement;
+    p.merge = merge;
+    return dispatch_semiring<merge_launcher>(s, A->type, ctx, p, C);
 }

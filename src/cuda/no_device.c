@@ -73,10 +73,11 @@ sr_status sr_cuda_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, con
     (void)ctx; (void)A; (void)B; (void)mask; (void)complement; (void)s; (void)out_type; (void)C;
     return no_cuda();
 }
-sr_status sr_cuda_ewise_union(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
-                              int add_op, struct sr_matrix_s **C)
+sr_status sr_cuda_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                        const struct sr_matrix_s *mask, bool complement, sr_merge merge, sr_semiring s,
+                        struct sr_matrix_s **C)
 {
-    (void)ctx; (void)A; (void)B; (void)add_op; (void)C;
+    (void)ctx; (void)A; (void)B; (void)mask; (void)complement; (void)merge; (void)s; (void)C;
     return no_cuda();
 }
 
@@ -112,4 +113,49 @@ size_t sr_cuda_select_scratch_per_row(int64_t n, int64_t k, sr_type type)
 {
     (void)n; (void)k; (void)type;
     return 0;
+}
+
+sr_status sr_cuda_mxm_bits(struct sr_context_s *ctx, const struct sr_matrix_s *A, const sr_bits *Y, const sr_bits *mask,
+                           const sr_bits *X, const sr_bits_update *u, int64_t *count)
+{
+    (void)ctx; (void)A; (void)Y; (void)mask; (void)X; (void)u; (void)count;
+    return no_cuda();
+}
+sr_status sr_cuda_bits_or(struct sr_context_s *ctx, const sr_bits *Y, const sr_bits *X, int64_t *count)
+{
+    (void)ctx; (void)Y; (void)X; (void)count;
+    return no_cuda();
+}
+sr_status sr_cuda_bits_zero(struct sr_context_s *ctx, const sr_bits *X)
+{
+    (void)ctx; (void)X;
+    return no_cuda();
+}
+sr_status sr_cuda_bits_from_matrix(struct sr_context_s *ctx, const struct sr_matrix_s *A, const sr_bits *X)
+{
+    (void)ctx; (void)A; (void)X;
+    return no_cuda();
+}
+sr_status sr_cuda_matrix_from_bits(struct sr_context_s *ctx, const sr_bits *X, struct sr_matrix_s **A)
+{
+    (void)ctx; (void)X; (void)A;
+    return no_cuda();
+}
+sr_status sr_cuda_kronecker(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                            sr_semiring s, struct sr_matrix_s **C)
+{
+    (void)ctx; (void)A; (void)B; (void)s; (void)C;
+    return no_cuda();
+}
+sr_status sr_cuda_extract(struct sr_context_s *ctx, const struct sr_matrix_s *A, int64_t row0, int64_t col0,
+                          int64_t nrows, int64_t ncols, struct sr_matrix_s **C)
+{
+    (void)ctx; (void)A; (void)row0; (void)col0; (void)nrows; (void)ncols; (void)C;
+    return no_cuda();
+}
+sr_status sr_cuda_reduce_rows(struct sr_context_s *ctx, const struct sr_matrix_s *A, sr_semiring s,
+                              struct sr_matrix_s **v)
+{
+    (void)ctx; (void)A; (void)s; (void)v;
+    return no_cuda();
 }

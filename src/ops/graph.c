@@ -84,9 +84,9 @@ static sr_status symmetrize(struct sr_context_s *ctx, struct sr_matrix_s **G)
 {
     struct sr_matrix_s *T = NULL, *U = NULL;
     SR_TRY(sr_matrix_transpose(ctx, *G, &T));
-    const int op = (*G)->type == SR_TYPE_BOOL ? SR_ADD_OP_OR : SR_ADD_OP_MAX;
-    sr_status s = (*G)->location == SR_DEVICE ? sr_cuda_ewise_union(ctx, *G, T, op, &U)
-                                              : sr_cpu_ewise_union(ctx, *G, T, op, &U);
+    const sr_semiring larger = (*G)->type == SR_TYPE_BOOL ? SR_OR_AND : SR_MAX_PLUS; /* its ⊕: or, max */
+    sr_status s = (*G)->location == SR_DEVICE ? sr_cuda_ewise(ctx, *G, T, NULL, false, SR_MERGE_UNION, larger, &U)
+                                              : sr_cpu_ewise(ctx, *G, T, NULL, false, SR_MERGE_UNION, larger, &U);
     sr_matrix_destroy(T);
     SR_TRY(s);
     sr_matrix_destroy(*G);

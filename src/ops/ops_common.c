@@ -1,5 +1,8 @@
 #include "ops_common.h"
 
+#include "../cpu/cpu.h"
+#include "../cuda/cuda.h"
+
 sr_status sr_ops_check_matrix(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *A)
 {
     SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
@@ -15,5 +18,73 @@ sr_status sr_ops_check_graph_output(const char *fn, sr_graph_mode mode, sr_type 
     SR_CHECK_ARG(mode == SR_GRAPH_CONNECTIVITY || mode == SR_GRAPH_DISTANCE, "%s: unknown mode %d", fn, (int)mode);
     SR_CHECK_ARG(type == SR_TYPE_FLOAT32 || type == SR_TYPE_FLOAT64,
                  "%s: the distance type must be float32 or float64, not %s", fn, sr_type_name(type));
+    return SR_SUCCESS;
+}
+
+sr_status sr_ops_accumulator(const char *fn, const struct sr_context_s *ctx, struct sr_matrix_s *const *C,
+                             bool accumulate, int64_t nrows, int64_t ncols, sr_type type, sr_location where,
+                             struct sr_matrix_s **old)
+{
+    *old = NULL;
+    if (!accumulate)
+        return SR_SUCCESS;
+    SR_TRY(sr_ops_check_matrix(fn, ctx, *C));
+    SR_CHECK_ARG((*C)->nrows == nrows && (*C)->ncols == ncols && (*C)->type == type && (*C)->location == where,
+                 "%s: to accumulate, C must be a %lld x %lld %s matrix on the %s (it is %lld x %lld %s on the %s)", fn,
+                 (long long)nrows, (long long)ncols, sr_type_name(type), where == SR_DEVICE ? "device" : "host",
+                 (long long)(*C)->nrows, (long long)(*C)->ncols, sr_type_name((*C)->type),
+                 (*C)->location == SR_DEVICE ? "device" : "host");
+    *old = *C;
+    return SR_SUCCESS;
+}
+
+sr_status sr_ops_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                       const struct sr_matrix_s *mask, bool complement, sr_merge merge, sr_semiring s,
+                       struct sr_matrix_s **C)
+{
+    return A->location == SR_DEVICE ? sr_cuda_ewise(ctx, A, B, mask, complement, merge, s, C)
+                                    : sr_cpu_ewise(ctx, A, B, mask, complement, merge, s, C);
+}
+
+sr_status sr_ops_finish(struct sr_context_s *ctx, struct sr_matrix_s **C, struct sr_matrix_s *T,
+                        struct sr_matrix_s *old, sr_semiring s)
+{
+    if (!old) {
+        *C = T;
+        return SR_SUCCESS;
+    }
+    struct sr_matrix_s *U = NULL;
+    sr_status st = sr_ops_ewise(ctx, old, T, NULL, false, SR_MERGE_UNION, s, &U);
+    sr_matrix_destroy(T);
+    SR_TRY(st);
+    sr_matrix_destroy(old);
+    *C = U;
+    return SR_SUCCESS;
+}
+
+sr_status sr_ops_check_mask(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *mask,
+                            const struct sr_matrix_s *A, int64_t nrows, int64_t ncols)
+{
+    if (mask == NULL)
+        return SR_SUCCESS;
+    SR_TRY(sr_ops_check_matrix(fn, ctx, mask));
+    SR_CHECK_ARG(mask->nrows == nrows && mask->ncols == ncols, "%s: the mask is %lld x %lld but the output is %lld x %lld",
+                 fn, (long long)mask->nrows, (long long)mask->ncols, (long long)nrows, (long long)ncols);
+    SR_CHECK_ARG(mask->location == A->location, "%s: the mask lives on the %s but A on the %s (sr_matrix_copy_to moves it)",
+                 fn, mask->location == SR_DEVICE ? "device" : "host", A->location == SR_DEVICE ? "device" : "host");
+    return SR_SUCCESS;
+}
+
+
+sr_descriptor sr_ops_descriptor(const sr_descriptor *desc)
+{
+    sr_descriptor d = {false, false, false, false};
+    return desc ? *desc : d;
+}
+
+sr_status sr_ops_plain_descriptor(const char *fn, const sr_descriptor *desc, sr_descriptor *d)
+{
+    *d = sr_ops_descriptor(desc);
+    SR_CHECK_ARG(!d->replace, "%s: the descriptor's replace applies to sr_mxm_bits only", fn);
     return SR_SUCCESS;
 }

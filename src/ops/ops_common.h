@@ -6,6 +6,7 @@
 #include "../core/keep_rule.h"
 #include "../core/matrix.h"
 #include "../core/validate.h"
+#include "../semiring/semiring.h"
 
 /* ctx and A are usable together: both non-NULL, and a device matrix is on ctx's device. */
 sr_status sr_ops_check_matrix(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *A);
@@ -16,5 +17,26 @@ sr_status sr_ops_check_graph_output(const char *fn, sr_graph_mode mode, sr_type 
 /* A new CSR matrix, where the dense view lives, of the view's elements that the rule keeps. */
 sr_status sr_ops_dense_to_csr(struct sr_context_s *ctx, const sr_dense *dense, const sr_keep_rule *rule,
                               struct sr_matrix_s **out);
+
+/* The descriptor's fields, all false for NULL. */
+sr_descriptor sr_ops_descriptor(const sr_descriptor *desc);
+/* The same for a call whose output is a sparse matrix or a dense view, where replace is refused. */
+sr_status sr_ops_plain_descriptor(const char *fn, const sr_descriptor *desc, sr_descriptor *d);
+/* A structural mask (may be NULL) fits an output of nrows x ncols computed where A lives. */
+sr_status sr_ops_check_mask(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *mask,
+                            const struct sr_matrix_s *A, int64_t nrows, int64_t ncols);
+/* With accumulate, *C must hold a matrix of the output's shape and type where the work runs:
+ * *old receives it (else NULL). */
+sr_status sr_ops_accumulator(const char *fn, const struct sr_context_s *ctx, struct sr_matrix_s *const *C,
+                             bool accumulate, int64_t nrows, int64_t ncols, sr_type type, sr_location where,
+                             struct sr_matrix_s **old);
+/* Hands a new result T to the caller: *C = T, or with `old` *C = old ⊕ T by the semiring's ⊕
+ * (old is freed then). T is always consumed; on failure *C and old are untouched. */
+sr_status sr_ops_finish(struct sr_context_s *ctx, struct sr_matrix_s **C, struct sr_matrix_s *T,
+                        struct sr_matrix_s *old, sr_semiring s);
+/* An element-wise merge on the backend where A lives (sr_cpu_ewise / sr_cuda_ewise). */
+sr_status sr_ops_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                       const struct sr_matrix_s *mask, bool complement, sr_merge merge, sr_semiring s,
+                       struct sr_matrix_s **C);
 
 #endif

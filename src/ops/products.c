@@ -13,25 +13,6 @@ sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location locatio
     return sr_dense_view(data, n, 1, type, SR_COL_MAJOR, location);
 }
 
-static sr_descriptor descriptor_or_default(const sr_descriptor *desc)
-{
-    sr_descriptor d = {false, false, false};
-    return desc ? *desc : d;
-}
-
-static sr_status check_mask(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *mask,
-                            const struct sr_matrix_s *A, int64_t nrows, int64_t ncols)
-{
-    if (mask == NULL)
-        return SR_SUCCESS;
-    SR_TRY(sr_ops_check_matrix(fn, ctx, mask));
-    SR_CHECK_ARG(mask->nrows == nrows && mask->ncols == ncols, "%s: the mask is %lld x %lld but the output is %lld x %lld",
-                 fn, (long long)mask->nrows, (long long)mask->ncols, (long long)nrows, (long long)ncols);
-    SR_CHECK_ARG(mask->location == A->location, "%s: the mask lives on the %s but A on the %s (sr_matrix_copy_to moves it)",
-                 fn, mask->location == SR_DEVICE ? "device" : "host", A->location == SR_DEVICE ? "device" : "host");
-    return SR_SUCCESS;
-}
-
 /* A dense view in `where`: the caller's own if it is there already, else a packed copy (copied in
  * when `copy_in`). *owned is what to free afterwards (NULL for the caller's own). */
 static sr_status stage_dense(struct sr_context_s *ctx, const sr_dense *v, sr_location where, bool copy_in,
@@ -76,8 +57,9 @@ sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring
                  (long long)A->ncols, (long long)B->nrows);
     SR_CHECK_ARG(C->nrows == A->nrows && C->ncols == B->ncols, "%s: C is %lld x %lld but A B is %lld x %lld", fn,
                  (long long)C->nrows, (long long)C->ncols, (long long)A->nrows, (long long)B->ncols);
-    SR_TRY(check_mask(fn, ctx, mask, A, C->nrows, C->ncols));
-    sr_descriptor d = descriptor_or_default(desc);
+    SR_TRY(sr_ops_check_mask(fn, ctx, mask, A, C->nrows, C->ncols));
+    sr_descriptor d;
+    SR_TRY(sr_ops_plain_descriptor(fn, desc, &d));
 
     sr_dense b, c;
     void *b_owned, *c_owned;
@@ -117,7 +99,8 @@ sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr
     SR_TRY(sr_ops_check_matrix(fn, ctx, A));
     SR_TRY(sr_ops_check_matrix(fn, ctx, B));
     SR_CHECK_ARG(C != NULL, "%s: the output pointer is NULL", fn);
-    sr_descriptor d = descriptor_or_default(desc);
+    sr_descriptor d;
+    SR_TRY(sr_ops_plain_descriptor(fn, desc, &d));
     sr_type out;
     SR_TRY(sr_semiring_output_type(s, A->type, &out));
     SR_CHECK_ARG(B->type == A->type, "%s: B has type %s but A has type %s", fn, sr_type_name(B->type),
@@ -127,36 +110,19 @@ sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr
     int64_t inner = d.transpose_b ? B->ncols : B->nrows, ncols = d.transpose_b ? B->nrows : B->ncols;
     SR_CHECK_ARG(inner == A->ncols, "%s: A is %lld x %lld but B%s has %lld rows", fn, (long long)A->nrows,
                  (long long)A->ncols, d.transpose_b ? "^T" : "", (long long)inner);
-    SR_TRY(check_mask(fn, ctx, mask, A, A->nrows, ncols));
-    struct sr_matrix_s *old = NULL;
-    if (d.accumulate) {
-        old = *C;
-        SR_TRY(sr_ops_check_matrix(fn, ctx, old));
-        SR_CHECK_ARG(old->nrows == A->nrows && old->ncols == ncols && old->type == out && old->location == A->location,
-                     "%s: to accumulate, C must be a %lld x %lld %s matrix where A lives", fn, (long long)A->nrows,
-                     (long long)ncols, sr_type_name(out));
-    }
+    SR_TRY(sr_ops_check_mask(fn, ctx, mask, A, A->nrows, ncols));
+    struct sr_matrix_s *old;
+    SR_TRY(sr_ops_accumulator(fn, ctx, C, d.accumulate, A->nrows, ncols, out, A->location, &old));
     if (ncols > INT32_MAX)
         return sr_error(SR_ERROR_OVERFLOW, "%s: the product has %lld columns, beyond the 32-bit limit", fn, (long long)ncols);
 
-    struct sr_matrix_s *Bt = NULL, *T = NULL, *U = NULL;
+    struct sr_matrix_s *Bt = NULL, *T = NULL;
     if (d.transpose_b)
         SR_TRY(sr_matrix_transpose(ctx, B, &Bt));
     const struct sr_matrix_s *right = Bt ? Bt : B;
-    bool device = A->location == SR_DEVICE;
-    sr_status st = device ? sr_cuda_mxm(ctx, A, right, mask, d.mask_complement, s, out, &T)
-                          : sr_cpu_mxm(ctx, A, right, mask, d.mask_complement, s, out, &T);
+    sr_status st = A->location == SR_DEVICE ? sr_cuda_mxm(ctx, A, right, mask, d.mask_complement, s, out, &T)
+                                            : sr_cpu_mxm(ctx, A, right, mask, d.mask_complement, s, out, &T);
     sr_matrix_destroy(Bt);
     SR_TRY(st);
-    if (!old) {
-        *C = T;
-        return SR_SUCCESS;
-    }
-    int op = (int)sr_semiring_add_op(s);
-    st = device ? sr_cuda_ewise_union(ctx, old, T, op, &U) : sr_cpu_ewise_union(ctx, old, T, op, &U);
-    sr_matrix_destroy(T);
-    SR_TRY(st);
-    sr_matrix_destroy(old);
-    *C = U;
-    return SR_SUCCESS;
+    return sr_ops_finish(ctx, C, T, old, s);
 }

@@ -25,6 +25,19 @@ sr_add_op sr_semiring_add_op(sr_semiring s)
     }
 }
 
+sr_mul_op sr_semiring_mul_op(sr_semiring s)
+{
+    switch (s) {
+    case SR_MIN_PLUS:
+    case SR_MAX_PLUS: return SR_MUL_OP_PLUS;
+    case SR_MAX_MIN: return SR_MUL_OP_MIN;
+    case SR_OR_AND: return SR_MUL_OP_AND;
+    case SR_PLUS_PAIR:
+    case SR_ANY_PAIR: return SR_MUL_OP_PAIR;
+    default: return SR_MUL_OP_TIMES;
+    }
+}
+
 sr_status sr_semiring_output_type(sr_semiring s, sr_type input, sr_type *output)
 {
     SR_CHECK_ARG(sr_semiring_valid(s), "unknown semiring %d", (int)s);

@@ -71,6 +71,16 @@ extern "C" {
 /* The ⊕ monoid of a semiring, for element-wise combination (accumulate). */
 typedef enum sr_add_op { SR_ADD_OP_PLUS, SR_ADD_OP_MIN, SR_ADD_OP_MAX, SR_ADD_OP_OR } sr_add_op;
 sr_add_op sr_semiring_add_op(sr_semiring s);
+/* The ⊗ operator of a semiring, for element-wise multiplication. */
+typedef enum sr_mul_op { SR_MUL_OP_TIMES, SR_MUL_OP_PLUS, SR_MUL_OP_MIN, SR_MUL_OP_AND, SR_MUL_OP_PAIR } sr_mul_op;
+sr_mul_op sr_semiring_mul_op(sr_semiring s);
+/* How an element-wise operation merges two rows: the union of their entries, the intersection,
+ * or the left operand's entries alone (to apply a mask). */
+typedef enum sr_merge { SR_MERGE_UNION, SR_MERGE_INTERSECT, SR_MERGE_LEFT } sr_merge;
+/* How a bit-packed product writes its output (sr_mxm_bits's descriptor). */
+typedef struct sr_bits_update {
+    bool complement, replace, accumulate;
+} sr_bits_update;
 bool sr_semiring_valid(int s);
 
 #ifdef __cplusplus

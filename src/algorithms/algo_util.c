@@ -1,0 +1,73 @@
+#include "algo_util.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+double sr_algo_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+sr_location sr_algo_where(sr_matrix A)
+{
+    sr_matrix_info info;
+    return sr_matrix_get_info(A, &info) == SR_SUCCESS ? info.location : SR_HOST;
+}
+
+int64_t sr_algo_nnz(sr_matrix A)
+{
+    sr_matrix_info info;
+    return sr_matrix_get_info(A, &info) == SR_SUCCESS ? info.nnz : 0;
+}
+
+sr_status sr_algo_pairs(sr_context ctx, int64_t nrows, int64_t ncols, int64_t n, const int64_t *rows,
+                        const int32_t *cols, sr_location where, sr_matrix *M)
+{
+    sr_matrix host = NULL;
+    SR_TRY(sr_matrix_from_coo(ctx, &host, nrows, ncols, SR_TYPE_BOOL, n, rows, cols, NULL, SR_DUPLICATES_SUM,
+                              SR_HOST));
+    if (where == SR_HOST) {
+        *M = host;
+        return SR_SUCCESS;
+    }
+    sr_status st = sr_matrix_copy_to(ctx, host, where, M);
+    sr_matrix_free(host);
+    return st;
+}
+
+sr_status sr_algo_pattern(const char *fn, sr_context ctx, sr_matrix A, sr_matrix *pattern, sr_matrix *owned)
+{
+    sr_matrix_info info;
+    *owned = NULL;
+    SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
+    SR_CHECK_ARG(A != NULL, "%s: the graph is NULL", fn);
+    SR_TRY(sr_matrix_get_info(A, &info));
+    SR_CHECK_ARG(info.nrows == info.ncols, "%s: the graph must be square, not %lld x %lld", fn, (long long)info.nrows,
+                 (long long)info.ncols);
+    if (info.type == SR_TYPE_BOOL) {
+        *pattern = A;
+        return SR_SUCCESS;
+    }
+    SR_TRY(sr_matrix_cast(ctx, A, SR_TYPE_BOOL, owned));
+    *pattern = *owned;
+    return SR_SUCCESS;
+}
+
+sr_status sr_algo_union_into(sr_context ctx, sr_matrix *C, sr_matrix N)
+{
+    sr_matrix U = NULL;
+    SR_TRY(sr_ewise_add(ctx, &U, NULL, SR_OR_AND, *C, N, NULL));
+    sr_matrix_free(*C);
+    *C = U;
+    return SR_SUCCESS;
+}
+
+sr_status sr_algo_progress(const char *fn, const sr_query_options *options, int64_t round, int64_t entries)
+{
+    if (options && options->progress && options->progress(round, entries, options->progress_user))
+        return sr_error(SR_ERROR_CANCELLED, "%s: stopped by the progress callback after round %lld", fn,
+                        (long long)round);
+    return SR_SUCCESS;
+}

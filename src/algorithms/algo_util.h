@@ -1,0 +1,27 @@
+/* Helpers shared by the algorithms in src/algorithms. The algorithms call only the public API
+ * (they run unchanged on every backend); they take core's error setter alone, to give their own
+ * failures a message as precise as the library's. */
+#ifndef SR_ALGO_UTIL_H
+#define SR_ALGO_UTIL_H
+
+#include "../core/error.h"
+#include "sparsering.h"
+
+/* Seconds on a monotonic clock. */
+double sr_algo_now(void);
+/* The location a matrix lives in. */
+sr_location sr_algo_where(sr_matrix A);
+/* Entries of A. */
+int64_t sr_algo_nnz(sr_matrix A);
+/* A new nrows x ncols bool matrix in `where` holding the given (host) pairs; repeats allowed. */
+sr_status sr_algo_pairs(sr_context ctx, int64_t nrows, int64_t ncols, int64_t n, const int64_t *rows,
+                        const int32_t *cols, sr_location where, sr_matrix *M);
+/* A square graph's pattern as a bool matrix: A itself when bool (*owned = NULL), else a cast copy
+ * (*owned = the copy, to free). fn names the caller in errors. */
+sr_status sr_algo_pattern(const char *fn, sr_context ctx, sr_matrix A, sr_matrix *pattern, sr_matrix *owned);
+/* *C = *C ∪ N (or), replacing *C. */
+sr_status sr_algo_union_into(sr_context ctx, sr_matrix *C, sr_matrix N);
+/* Calls the progress callback, if any: SR_ERROR_CANCELLED when it asks to stop. */
+sr_status sr_algo_progress(const char *fn, const sr_query_options *options, int64_t round, int64_t entries);
+
+#endif

@@ -1,0 +1,157 @@
+/* Structural operations on the host: Kronecker product, submatrix extraction, row reduction. */
+#include <string.h>
+
+#include "../core/error.h"
+#include "../core/types.h"
+#include "cpu.h"
+
+/* out[o] = a ⊗ b for the semiring's ⊗, values of `type` (bool: nothing to write). */
+static void multiply_into(void *out, int64_t o, const void *a, int64_t x, const void *b, int64_t y, sr_type type,
+                          sr_mul_op op)
+{
+#define MULTIPLY(T)                                                                                      \
+    {                                                                                                    \
+        T u = ((const T *)a)[x], v = ((const T *)b)[y];                                                  \
+        ((T *)out)[o] = op == SR_MUL_OP_TIMES ? (T)SR_MUL_TIMES(u, v)                                    \
+                        : op == SR_MUL_OP_PLUS ? (T)SR_MUL_PLUS(u, v)                                    \
+                        : op == SR_MUL_OP_MIN  ? (T)SR_MUL_MIN(u, v)                                     \
+                        : op == SR_MUL_OP_AND  ? (T)SR_MUL_AND(u, v)                                     \
+                                               : (T)1;                                                   \
+    }
+    switch (type) {
+    case SR_TYPE_INT32: MULTIPLY(int32_t) break;
+    case SR_TYPE_FLOAT32: MULTIPLY(float) break;
+    case SR_TYPE_FLOAT64: MULTIPLY(double) break;
+    case SR_TYPE_BOOL: break;
+    }
+#undef MULTIPLY
+}
+
+sr_status sr_cpu_kronecker(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                           sr_semiring s, struct sr_matrix_s **out)
+{
+    const int threads = sr_context_threads(ctx);
+    const int64_t p = B->nrows, q = B->ncols, nrows = A->nrows * p;
+    struct sr_matrix_s *C;
+    SR_TRY(sr_matrix_alloc(ctx, nrows, A->ncols * q, 0, A->type, SR_HOST, &C));
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < nrows; r++) { /* row r = i*p + k holds |A_i| * |B_k| entries */
+        const int64_t i = r / p, k = r % p;
+        C->rowptr[r + 1] = (A->rowptr[i + 1] - A->rowptr[i]) * (B->rowptr[k + 1] - B->rowptr[k]);
+    }
+    sr_cpu_prefix_sum(C->rowptr, nrows);
+    sr_status st = sr_matrix_alloc_entries(C, C->rowptr[nrows]);
+    if (st != SR_SUCCESS) {
+        sr_matrix_destroy(C);
+        return st;
+    }
+    const sr_mul_op op = sr_semiring_mul_op(s);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 64)
+    for (int64_t r = 0; r < nrows; r++) {
+        const int64_t i = r / p, k = r % p;
+        int64_t o = C->rowptr[r];
+        for (int64_t x = A->rowptr[i]; x < A->rowptr[i + 1]; x++) {
+            const int64_t base = (int64_t)A->colind[x] * q; /* column blocks ascend with A's columns */
+            for (int64_t y = B->rowptr[k]; y < B->rowptr[k + 1]; y++, o++) {
+                C->colind[o] = (int32_t)(base + B->colind[y]);
+                if (C->values)
+                    multiply_into(C->values, o, A->values, x, B->values, y, A->type, op);
+            }
+        }
+    }
+    *out = C;
+    return SR_SUCCESS;
+}
+
+/* First entry of row i at a column >= col. */
+static int64_t row_lower_bound(const struct sr_matrix_s *A, int64_t i, int64_t col)
+{
+    int64_t lo = A->rowptr[i], hi = A->rowptr[i + 1];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (A->colind[mid] < col)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+sr_status sr_cpu_extract(struct sr_context_s *ctx, const struct sr_matrix_s *A, int64_t row0, int64_t col0,
+                         int64_t nrows, int64_t ncols, struct sr_matrix_s **out)
+{
+    const int threads = sr_context_threads(ctx);
+    struct sr_matrix_s *C;
+    SR_TRY(sr_matrix_alloc(ctx, nrows, ncols, 0, A->type, SR_HOST, &C));
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < nrows; r++)
+        C->rowptr[r + 1] = row_lower_bound(A, row0 + r, col0 + ncols) - row_lower_bound(A, row0 + r, col0);
+    sr_cpu_prefix_sum(C->rowptr, nrows);
+    sr_status st = sr_matrix_alloc_entries(C, C->rowptr[nrows]);
+    if (st != SR_SUCCESS) {
+        sr_matrix_destroy(C);
+        return st;
+    }
+    const size_t vsize = sr_value_size(A->type);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
+    for (int64_t r = 0; r < nrows; r++) {
+        const int64_t from = row_lower_bound(A, row0 + r, col0), n = C->rowptr[r + 1] - C->rowptr[r];
+        for (int64_t t = 0; t < n; t++)
+            C->colind[C->rowptr[r] + t] = (int32_t)(A->colind[from + t] - col0);
+        if (vsize && n)
+            memcpy((char *)C->values + (size_t)C->rowptr[r] * vsize, (const char *)A->values + (size_t)from * vsize,
+                   (size_t)n * vsize);
+    }
+    *out = C;
+    return SR_SUCCESS;
+}
+
+/* values[r] = ⊕ over row i of A, for the monoid op, values of `type`. */
+static void reduce_row(const struct sr_matrix_s *A, int64_t i, sr_add_op op, void *values, int64_t r)
+{
+#define REDUCE(T)                                                                                        \
+    {                                                                                                    \
+        const T *a = (const T *)A->values;                                                               \
+        T acc = a[A->rowptr[i]];                                                                         \
+        for (int64_t k = A->rowptr[i] + 1; k < A->rowptr[i + 1]; k++)                                    \
+            acc = op == SR_ADD_OP_PLUS ? (T)SR_ADD_PLUS(acc, a[k])                                       \
+                  : op == SR_ADD_OP_MIN ? (T)SR_ADD_MIN(acc, a[k])                                       \
+                  : op == SR_ADD_OP_MAX ? (T)SR_ADD_MAX(acc, a[k])                                       \
+                                        : (T)SR_ADD_OR(acc, a[k]);                                       \
+        ((T *)values)[r] = acc;                                                                          \
+    }
+    switch (A->type) {
+    case SR_TYPE_INT32: REDUCE(int32_t) break;
+    case SR_TYPE_FLOAT32: REDUCE(float) break;
+    case SR_TYPE_FLOAT64: REDUCE(double) break;
+    case SR_TYPE_BOOL: break;
+    }
+#undef REDUCE
+}
+
+sr_status sr_cpu_reduce_rows(struct sr_context_s *ctx, const struct sr_matrix_s *A, sr_semiring s,
+                             struct sr_matrix_s **out)
+{
+    const int threads = sr_context_threads(ctx);
+    struct sr_matrix_s *v;
+    SR_TRY(sr_matrix_alloc(ctx, A->nrows, 1, 0, A->type, SR_HOST, &v));
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < A->nrows; i++)
+        v->rowptr[i + 1] = A->rowptr[i + 1] > A->rowptr[i];
+    sr_cpu_prefix_sum(v->rowptr, A->nrows);
+    sr_status st = sr_matrix_alloc_entries(v, v->rowptr[A->nrows]);
+    if (st != SR_SUCCESS) {
+        sr_matrix_destroy(v);
+        return st;
+    }
+    const sr_add_op op = sr_semiring_add_op(s);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1024)
+    for (int64_t i = 0; i < A->nrows; i++)
+        if (v->rowptr[i + 1] > v->rowptr[i]) {
+            v->colind[v->rowptr[i]] = 0;
+            if (v->values)
+                reduce_row(A, i, op, v->values, v->rowptr[i]);
+        }
+    *out = v;
+    return SR_SUCCESS;
+}
