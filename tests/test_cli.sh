@@ -70,6 +70,34 @@ if [ -n "$data" ] && [ -f "$data/malformed-mtx/mangled14.mtx" ]; then
     expect 3 "$cli" info "$data/malformed-mtx/mangled14.mtx"
     expect 0 "$cli" info "$data/graphs/karate.mtx.gz"
 fi
+
+# Boolean operations and graph queries on a small graph written here: 0->1->2->3, 3->1
+printf '%%%%MatrixMarket matrix coordinate pattern general\n4 4 4\n1 2\n2 3\n3 4\n4 2\n' > "$tmp/g.mtx"
+expect 2 "$cli" bool frobnicate "$tmp/g.mtx"
+expect 2 "$cli" bool mxm "$tmp/g.mtx"
+expect 0 "$cli" bool mxm "$tmp/g.mtx" "$tmp/g.mtx" --out "$tmp/g2.mtx"
+grep -q "4 x 4, 4 entries" "$tmp/out" || { echo "FAIL: bool mxm: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+expect 0 "$cli" bool add "$tmp/g.mtx" "$tmp/g2.mtx" --mask "$tmp/g.mtx" --complement
+grep -q "4 x 4, 4 entries" "$tmp/out" || { echo "FAIL: bool add: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+expect 0 "$cli" bool kron "$tmp/g.mtx" "$tmp/g.mtx"
+grep -q "16 x 16, 16 entries" "$tmp/out" || { echo "FAIL: bool kron: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+expect 0 "$cli" bool extract "$tmp/g.mtx" --rows 1:3 --cols 0:4
+grep -q "3 x 4, 3 entries" "$tmp/out" || { echo "FAIL: bool extract: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+expect 2 "$cli" bool extract "$tmp/g.mtx" --rows 3:3 --cols 0:4
+expect 0 "$cli" bool equal "$tmp/g.mtx" "$tmp/g.mtx"
+expect 1 "$cli" bool equal "$tmp/g.mtx" "$tmp/g2.mtx"
+expect 0 "$cli" closure "$tmp/g.mtx" --method squaring
+grep -q "closure: 12 pairs" "$tmp/out" || { echo "FAIL: closure: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+expect 0 "$cli" reach "$tmp/g.mtx" --sources 2,0
+grep -q "reach: 7 pairs" "$tmp/out" || { echo "FAIL: reach: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+expect 2 "$cli" reach "$tmp/g.mtx"
+printf 'S -> a S b | a b\n' > "$tmp/anbn.txt"
+printf '0 1 a\n1 2 a\n2 3 b\n3 4 b\n' > "$tmp/edges.txt"
+expect 0 "$cli" cfpq "$tmp/anbn.txt" --graph "$tmp/edges.txt"
+grep -q "cfpq: 2 pairs" "$tmp/out" || { echo "FAIL: cfpq: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+printf 'S -> a\nbroken line\n' > "$tmp/bad.txt"
+expect 3 "$cli" cfpq "$tmp/bad.txt" --graph "$tmp/edges.txt"
+grep -q "line 2" "$tmp/err" || { echo "FAIL: cfpq error lacks the line"; failures=$((failures + 1)); }
 rm -rf "$tmp"
 if [ "$failures" -ne 0 ]; then echo "test_cli: $failures FAILED"; exit 1; fi
 echo "test_cli: all checks passed"

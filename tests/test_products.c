@@ -154,7 +154,7 @@ static void check_spmm_on(sr_matrix A, const test_csr *a, sr_semiring s, int64_t
             cold[i * n + j] = v;
             dense_set(&C, i, j, v);
         }
-    sr_descriptor d = {accumulate, complement, false};
+    sr_descriptor d = {.accumulate = accumulate, .mask_complement = complement};
     sr_status st = n == 1 && test_below(2) ? sr_spmv(ctx, &C, M, s, A, &B, &d) : sr_spmm(ctx, &C, M, s, A, &B, &d);
     CHECK(st == SR_SUCCESS, "%s %s: %s", sr_semiring_name(s), sr_type_name(in), sr_last_error());
     int bad = 0;
@@ -238,7 +238,7 @@ static void check_mxm(sr_semiring s, sr_type in, int64_t m, int64_t k, int64_t n
     test_csr mk = test_random_csr(m, n, n / 3.0 + 1, SR_TYPE_BOOL), c0 = test_random_csr(m, n, 2, out);
     sr_matrix A = place(&a), B = place(&b), M = use_mask ? place(&mk) : NULL, C = accumulate ? place(&c0) : NULL;
     ref_matrix ra = ref_from(&a), rb = ref_from(&b), rm = ref_from(&mk), rc = ref_from(&c0);
-    sr_descriptor d = {accumulate, complement, transpose_b};
+    sr_descriptor d = {.accumulate = accumulate, .mask_complement = complement, .transpose_b = transpose_b};
     sr_status st = sr_mxm(ctx, &C, M, s, A, B, &d);
     CHECK(st == SR_SUCCESS, "mxm %s %s: %s", sr_semiring_name(s), sr_type_name(in), sr_last_error());
     if (st != SR_SUCCESS)

@@ -25,6 +25,16 @@ static void usage(FILE *out)
             "         [--mode connectivity|distance] [--include-self] [--out PAIRS.mtx]\n"
             "                                  every pair of rows within R (DATA against itself, self left\n"
             "                                  out, or each query row against DATA) as a sparse matrix\n"
+            "  bool OP A.mtx [B.mtx] [--mask M.mtx [--complement]] [--accumulate C.mtx] [--out OUT.mtx]\n"
+            "                                  a Boolean operation on patterns: mxm, add, mult, kron, transpose,\n"
+            "                                  reduce, extract --rows R0:N --cols C0:N, nnz, equal\n"
+            "  closure GRAPH.mtx [--method semi-naive|squaring] [--out CLOSURE.mtx]\n"
+            "                                  transitive closure: every pair joined by a path\n"
+            "  reach GRAPH.mtx (--sources V1,V2,... | --all) [--out REACHED.mtx]\n"
+            "                                  what each source reaches (BFS, 64 sources a machine word)\n"
+            "  cfpq GRAMMAR.txt (--graph EDGES.txt | --label NAME=GRAPH.mtx ...) [--reverse] [--symbol S]\n"
+            "       [--out PAIRS.mtx]          context-free path query: the pairs joined by a path whose labels\n"
+            "                                  spell a word of the grammar (README: grammar and edge formats)\n"
             "  demo [--rows N --cols N --degree D --queries N -k K --metric NAME --seed S]\n"
             "                                  k-NN on a generated bag-of-words set, timed on CPU and GPU\n"
             "  version                         print the library version\n"
@@ -120,6 +130,14 @@ int main(int argc, char **argv)
         return cmd_radius(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "demo") == 0)
         return cmd_demo(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "bool") == 0)
+        return cmd_bool(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "closure") == 0)
+        return cmd_closure(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "reach") == 0)
+        return cmd_reach(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "cfpq") == 0)
+        return cmd_cfpq(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "version") == 0) {
         printf("sparsering %s\n", sr_version_string());
         return CLI_OK;

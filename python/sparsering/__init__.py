@@ -9,6 +9,8 @@ library (this package is a binding of it, not a second implementation).
     >>> D = sr.pairwise_distances(X[:5], X, metric="manhattan")
     >>> C = sr.mxm(X, X.T.tocsr(), "plus_times")            # SpGEMM, a scipy csr_matrix
     >>> y = sr.spmv(X, [1.0] * 500, "max_times")            # any semiring of sr.SEMIRINGS
+    >>> G = X[:, :500] != 0                                   # a Boolean graph
+    >>> C = sr.transitive_closure(G)                          # also reachability, cfpq, ewise_add, ...
 
 Backends: a Context picks "cpu", "cuda" or "auto" (the default: CUDA when a GPU is usable);
 set_default_context("cpu") changes what calls use when they name none.
@@ -17,6 +19,8 @@ from . import _core
 from ._core import (CancelledError, DeviceError, DeviceOutOfMemoryError, FileError, InternalError,
                     InvalidArgumentError, InvalidMatrixError, NoDeviceError, OutOfMemoryError, ParseError,
                     SizeOverflowError, SparseringError, UnsupportedError)
+from ._boolean import (QueryStats, cfpq, ewise_add, ewise_mult, extract, kronecker, mxm_bits, pack_bits,
+                       reachability, read_labeled_graph, reduce_rows, transitive_closure, unpack_bits)
 from ._matrix import BooleanMatrix, Context, Matrix, as_matrix, default_context, set_default_context
 from ._ops import (METRICS, SEMIRINGS, kneighbors, kneighbors_graph, mxm, pairwise_distances, radius_neighbors,
                    radius_neighbors_graph, spmm, spmv)
@@ -35,7 +39,8 @@ def read_mm(path, dtype=None, context=None):
     return Matrix.read_mm(path, dtype=dtype, context=context)
 
 
-__all__ = ["BooleanMatrix", "CancelledError", "Context", "DeviceError", "DeviceOutOfMemoryError", "FileError",
+__all__ = ["QueryStats", "cfpq", "ewise_add", "ewise_mult", "extract", "kronecker", "mxm_bits", "pack_bits",
+           "reachability", "read_labeled_graph", "reduce_rows", "transitive_closure", "unpack_bits", "BooleanMatrix", "CancelledError", "Context", "DeviceError", "DeviceOutOfMemoryError", "FileError",
            "InternalError", "InvalidArgumentError", "InvalidMatrixError", "METRICS", "Matrix", "NearestNeighbors",
            "NoDeviceError", "OutOfMemoryError", "ParseError", "SEMIRINGS", "SizeOverflowError", "SparseringError",
            "UnsupportedError", "as_matrix", "default_context", "kneighbors", "kneighbors_graph", "library_version", "mxm",

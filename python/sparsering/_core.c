@@ -567,7 +567,7 @@ static PyObject *spmv_or_spmm(PyObject *args, int matrix_b)
         dense_release(&y);
         return NULL;
     }
-    sr_descriptor d = {accumulate != 0, complement != 0, false};
+    sr_descriptor d = {.accumulate = accumulate != 0, .mask_complement = complement != 0};
     sr_status s;
     Py_BEGIN_ALLOW_THREADS s = matrix_b ? sr_spmm(ctx, &y.view, mask, (sr_semiring)semiring, A, &x.view, &d)
                                         : sr_spmv(ctx, &y.view, mask, (sr_semiring)semiring, A, &x.view, &d);
@@ -590,13 +590,14 @@ static PyObject *spmm(PyObject *mod, PyObject *args)
     return spmv_or_spmm(args, 1);
 }
 
-/* mxm(ctx, A, B, semiring, mask, C_or_None (accumulate into it), complement, transpose_b) -> Matrix */
-static PyObject *mxm(PyObject *mod, PyObject *args)
+/* binary(ctx, op, A, B, semiring, mask, C_or_None (accumulate into it), complement, transpose_b) -> Matrix;
+ * op 0 mxm, 1 ewise_add, 2 ewise_mult, 3 kronecker. */
+static PyObject *binary(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *context, *a, *b, *mask_obj, *c_obj;
-    int semiring, complement, transpose_b;
-    if (!PyArg_ParseTuple(args, "OOOiOOpp", &context, &a, &b, &semiring, &mask_obj, &c_obj, &complement,
+    int op, semiring, complement, transpose_b;
+    if (!PyArg_ParseTuple(args, "OiOOiOOpp", &context, &op, &a, &b, &semiring, &mask_obj, &c_obj, &complement,
                           &transpose_b))
         return NULL;
     sr_context ctx = ctx_of(context);
@@ -604,18 +605,216 @@ static PyObject *mxm(PyObject *mod, PyObject *args)
     if (!ctx || matrix_arg(a, &A, 0, "A") || matrix_arg(b, &B, 0, "B") || matrix_arg(mask_obj, &mask, 1, "mask") ||
         matrix_arg(c_obj, &old, 1, "C"))
         return NULL;
+    if (op < 0 || op > 3) {
+        PyErr_Format(PyExc_ValueError, "unknown operation %d", op);
+        return NULL;
+    }
     sr_matrix C = NULL;
     if (old) /* accumulate: the library replaces its argument, so give it a copy to consume */
         TRY(sr_matrix_dup(ctx, old, &C));
-    sr_descriptor d = {old != NULL, complement != 0, transpose_b != 0};
+    sr_descriptor d = {.accumulate = old != NULL, .mask_complement = complement != 0, .transpose_b = transpose_b != 0};
     sr_status s;
-    Py_BEGIN_ALLOW_THREADS s = sr_mxm(ctx, &C, mask, (sr_semiring)semiring, A, B, &d);
+    Py_BEGIN_ALLOW_THREADS switch (op) {
+    case 0: s = sr_mxm(ctx, &C, mask, (sr_semiring)semiring, A, B, &d); break;
+    case 1: s = sr_ewise_add(ctx, &C, mask, (sr_semiring)semiring, A, B, &d); break;
+    case 2: s = sr_ewise_mult(ctx, &C, mask, (sr_semiring)semiring, A, B, &d); break;
+    default: s = sr_kronecker(ctx, &C, mask, (sr_semiring)semiring, A, B, &d); break;
+    }
     Py_END_ALLOW_THREADS if (s != SR_SUCCESS)
     {
         sr_matrix_free(old ? C : NULL);
         return raise_status(s);
     }
     return wrap_matrix(context, C);
+}
+
+/* extract(ctx, A, row0, col0, nrows, ncols) -> Matrix */
+static PyObject *extract(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *a;
+    long long r0, c0, nr, nc;
+    if (!PyArg_ParseTuple(args, "OOLLLL", &context, &a, &r0, &c0, &nr, &nc))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A, C = NULL;
+    if (!ctx || matrix_arg(a, &A, 0, "A"))
+        return NULL;
+    TRY(sr_extract(ctx, &C, A, r0, c0, nr, nc));
+    return wrap_matrix(context, C);
+}
+
+/* reduce_rows(ctx, A, semiring) -> Matrix (nrows x 1) */
+static PyObject *reduce_rows(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *a;
+    int semiring;
+    if (!PyArg_ParseTuple(args, "OOi", &context, &a, &semiring))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A, v = NULL;
+    if (!ctx || matrix_arg(a, &A, 0, "A"))
+        return NULL;
+    TRY(sr_reduce_rows(ctx, &v, (sr_semiring)semiring, A));
+    return wrap_matrix(context, v);
+}
+
+/* A host bit block over a C-contiguous uint64 buffer of nrows x words (ld = words). */
+static int bits_arg(PyObject *obj, Py_buffer *b, long long nrows, long long ncols, int writable, sr_bits *out,
+                    const char *what)
+{
+    b->obj = NULL;
+    if (PyObject_GetBuffer(obj, b, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) != 0)
+        return -1;
+    *out = sr_bits_view(b->buf, nrows, ncols, SR_HOST);
+    if (nrows < 0 || ncols < 0 || check_bytes(b, (size_t)(nrows * out->ld) * 8, what)) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "%s: negative shape", what);
+        PyBuffer_Release(b);
+        b->obj = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* mxm_bits(ctx, Y, mask_or_None, A, X, ncols, complement, replace, accumulate) -> bits set in Y */
+static PyObject *mxm_bits(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *y_obj, *mask_obj, *a, *x_obj;
+    long long ncols;
+    int complement, replace, accumulate;
+    if (!PyArg_ParseTuple(args, "OOOOOLppp", &context, &y_obj, &mask_obj, &a, &x_obj, &ncols, &complement, &replace,
+                          &accumulate))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A;
+    if (!ctx || matrix_arg(a, &A, 0, "A"))
+        return NULL;
+    sr_matrix_info info;
+    if (info_of(A, &info))
+        return NULL;
+    Py_buffer yb, xb, mb = {0};
+    sr_bits Y, X, M;
+    if (bits_arg(y_obj, &yb, info.nrows, ncols, 1, &Y, "Y"))
+        return NULL;
+    if (bits_arg(x_obj, &xb, info.ncols, ncols, 0, &X, "X")) {
+        PyBuffer_Release(&yb);
+        return NULL;
+    }
+    if (mask_obj != Py_None && bits_arg(mask_obj, &mb, info.nrows, ncols, 0, &M, "mask")) {
+        PyBuffer_Release(&yb);
+        PyBuffer_Release(&xb);
+        return NULL;
+    }
+    sr_descriptor d = {.accumulate = accumulate != 0, .mask_complement = complement != 0, .replace = replace != 0};
+    int64_t count = 0;
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_mxm_bits(ctx, &Y, mask_obj != Py_None ? &M : NULL, A, &X, &d, &count);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&yb);
+    PyBuffer_Release(&xb);
+    if (mb.obj)
+        PyBuffer_Release(&mb);
+    if (s != SR_SUCCESS)
+        return raise_status(s);
+    return PyLong_FromLongLong(count);
+}
+
+static PyObject *query_result(PyObject *context, sr_matrix R, const sr_query_stats *st)
+{
+    PyObject *m = wrap_matrix(context, R);
+    if (!m)
+        return NULL;
+    return Py_BuildValue("(NLLd)", m, (long long)st->rounds, (long long)st->products, st->seconds);
+}
+
+/* closure(ctx, A, method) -> (Matrix, rounds, products, seconds) */
+static PyObject *closure(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *a;
+    int method;
+    if (!PyArg_ParseTuple(args, "OOi", &context, &a, &method))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A, C = NULL;
+    if (!ctx || matrix_arg(a, &A, 0, "A"))
+        return NULL;
+    sr_query_stats st = {0, 0, 0};
+    TRY(sr_transitive_closure(ctx, A, (sr_closure_method)method, &C, NULL, &st));
+    return query_result(context, C, &st);
+}
+
+/* reachability(ctx, A, sources int64 buffer) -> (Matrix, rounds, products, seconds) */
+static PyObject *reachability(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *a, *src;
+    if (!PyArg_ParseTuple(args, "OOO", &context, &a, &src))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A, R = NULL;
+    if (!ctx || matrix_arg(a, &A, 0, "A"))
+        return NULL;
+    Py_buffer b;
+    if (PyObject_GetBuffer(src, &b, PyBUF_C_CONTIGUOUS) != 0)
+        return NULL;
+    sr_query_stats st = {0, 0, 0};
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_reachability(ctx, A, (int64_t)(b.len / 8), (const int64_t *)b.buf, &R, NULL, &st);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&b);
+    if (s != SR_SUCCESS)
+        return raise_status(s);
+    return query_result(context, R, &st);
+}
+
+/* cfpq(ctx, grammar_text, [label names], [Matrix], symbol_or_None) -> (Matrix, rounds, products, seconds) */
+static PyObject *cfpq(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *names, *mats, *symbol_obj;
+    const char *text;
+    if (!PyArg_ParseTuple(args, "OsO!O!O", &context, &text, &PyList_Type, &names, &PyList_Type, &mats, &symbol_obj))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    if (!ctx)
+        return NULL;
+    const Py_ssize_t n = PyList_GET_SIZE(names);
+    if (PyList_GET_SIZE(mats) != n) {
+        PyErr_SetString(PyExc_ValueError, "cfpq: as many graphs as labels");
+        return NULL;
+    }
+    const char *symbol = symbol_obj == Py_None ? NULL : PyUnicode_AsUTF8(symbol_obj);
+    if (symbol_obj != Py_None && !symbol)
+        return NULL;
+    const char **labels = PyMem_Calloc((size_t)n + 1, sizeof *labels);
+    sr_matrix *graphs = PyMem_Calloc((size_t)n + 1, sizeof *graphs);
+    if (!labels || !graphs) {
+        PyMem_Free(labels);
+        PyMem_Free(graphs);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t l = 0; l < n; l++)
+        if (!(labels[l] = PyUnicode_AsUTF8(PyList_GET_ITEM(names, l))) ||
+            matrix_arg(PyList_GET_ITEM(mats, l), &graphs[l], 0, "a label's graph")) {
+            PyMem_Free(labels);
+            PyMem_Free(graphs);
+            return NULL;
+        }
+    sr_grammar g = NULL;
+    sr_matrix R = NULL;
+    sr_query_stats st = {0, 0, 0};
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_grammar_parse(text, &g);
+    if (s == SR_SUCCESS)
+        s = sr_cfpq(ctx, g, (int64_t)n, labels, graphs, symbol, &R, NULL, &st);
+    sr_grammar_free(g);
+    Py_END_ALLOW_THREADS PyMem_Free(labels);
+    PyMem_Free(graphs);
+    if (s != SR_SUCCESS)
+        return raise_status(s);
+    return query_result(context, R, &st);
 }
 
 static PyObject *semiring_output_type(PyObject *mod, PyObject *args)
@@ -833,7 +1032,14 @@ static PyMethodDef module_methods[] = {
     {"read_mm", read_mm, METH_VARARGS, "read_mm(ctx, path, type=-1)"},
     {"spmv", spmv, METH_VARARGS, "spmv(ctx, y, A, x, semiring, mask, accumulate, complement)"},
     {"spmm", spmm, METH_VARARGS, "spmm(ctx, C, A, B, semiring, mask, accumulate, complement)"},
-    {"mxm", mxm, METH_VARARGS, "mxm(ctx, A, B, semiring, mask, C, complement, transpose_b)"},
+    {"binary", binary, METH_VARARGS, "binary(ctx, op, A, B, semiring, mask, C, complement, transpose_b); op 0 mxm, "
+                                     "1 ewise_add, 2 ewise_mult, 3 kronecker"},
+    {"extract", extract, METH_VARARGS, "extract(ctx, A, row0, col0, nrows, ncols)"},
+    {"reduce_rows", reduce_rows, METH_VARARGS, "reduce_rows(ctx, A, semiring)"},
+    {"mxm_bits", mxm_bits, METH_VARARGS, "mxm_bits(ctx, Y, mask, A, X, ncols, complement, replace, accumulate)"},
+    {"closure", closure, METH_VARARGS, "closure(ctx, A, method)"},
+    {"reachability", reachability, METH_VARARGS, "reachability(ctx, A, sources)"},
+    {"cfpq", cfpq, METH_VARARGS, "cfpq(ctx, grammar, labels, graphs, symbol)"},
     {"semiring_output_type", semiring_output_type, METH_VARARGS, "semiring_output_type(semiring, type)"},
     {"metric_from_name", metric_from_name, METH_O, "metric_from_name(name)"},
     {"pairwise", pairwise, METH_VARARGS, "pairwise(ctx, A, B, metric, arg, D)"},

@@ -223,6 +223,22 @@ class Matrix:
         no half-written file."""
         self._h.write_mm(os.fspath(path), array, symmetric, comment)
 
+    def __getitem__(self, key):
+        """M[r0:r1, c0:c1]: a contiguous submatrix (sr_extract), as a Matrix."""
+        from ._boolean import extract
+        rows, cols = key if isinstance(key, tuple) else (key, slice(None))
+        return extract(self, rows, cols)
+
+    def __or__(self, other):
+        """A | B: the union (ewise_add with or for bool, + for numbers)."""
+        from ._boolean import ewise_add
+        return ewise_add(self, other)
+
+    def __and__(self, other):
+        """A & B: the intersection (ewise_mult with and for bool, * for numbers)."""
+        from ._boolean import ewise_mult
+        return ewise_mult(self, other)
+
     def __matmul__(self, other):
         """A @ B: the ordinary product (or_and for bool matrices); sparse B gives a Matrix,
         dense B a numpy array."""

@@ -96,7 +96,7 @@ def mxm(A, B, semiring="plus_times", *, mask=None, complement=False, transpose_b
     B = as_matrix(B, ctx, A.dtype, A.location)  # B is taken in A's value type
     s = semiring_id(semiring)
     acc = None if accumulate is None else as_matrix(accumulate, ctx, None, A.location)._h
-    h = _core.mxm(ctx._ctx, A._h, B._h, s, _mask(mask, ctx, A), acc, complement, transpose_b)
+    h = _core.binary(ctx._ctx, 0, A._h, B._h, s, _mask(mask, ctx, A), acc, complement, transpose_b)
     C = Matrix._wrap(h, ctx)
     return C if keep else C.to_scipy()
 

@@ -1,0 +1,203 @@
+"""Element-wise and structural operations, bit-packed Boolean blocks, and graph queries
+(transitive closure, multi-source reachability, context-free path querying)."""
+from collections import namedtuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _core
+from ._matrix import BOOL, Matrix, as_matrix
+from ._ops import _ctx_for, _mask, semiring_id
+
+QueryStats = namedtuple("QueryStats", "rounds products seconds")
+_CLOSURE_METHODS = {"semi-naive": 1, "seminaive": 1, "squaring": 2}
+
+
+def _default_semiring(A, semiring):
+    if semiring is not None:
+        return semiring_id(semiring)
+    return semiring_id("or_and" if A._type == BOOL else "plus_times")
+
+
+def _give(h, ctx, keep):
+    m = Matrix._wrap(h, ctx)
+    return m if keep else m.to_scipy()
+
+
+def _binary(op, A, B, semiring, mask, complement, accumulate, context):
+    ctx = _ctx_for(A, context)
+    keep = isinstance(A, Matrix)
+    A = as_matrix(A, ctx)
+    B = as_matrix(B, ctx, A.dtype, A.location)
+    acc = None if accumulate is None else as_matrix(accumulate, ctx, A.dtype, A.location)._h
+    h = _core.binary(ctx._ctx, op, A._h, B._h, _default_semiring(A, semiring), _mask(mask, ctx, A), acc, complement,
+                     False)
+    return _give(h, ctx, keep)
+
+
+def ewise_add(A, B, semiring=None, *, mask=None, complement=False, accumulate=None, context=None):
+    """A ⊕ B over the union of the patterns: the semiring's ⊕ where both have an entry (default:
+    "or_and" for bool, "plus_times" otherwise, i.e. | and +). mask, complement and accumulate as in
+    mxm. Returns scipy csr_matrix, or a Matrix when A is a Matrix."""
+    return _binary(1, A, B, semiring, mask, complement, accumulate, context)
+
+
+def ewise_mult(A, B, semiring=None, *, mask=None, complement=False, accumulate=None, context=None):
+    """A ⊗ B over the intersection of the patterns (& for bool, * for numbers by default)."""
+    return _binary(2, A, B, semiring, mask, complement, accumulate, context)
+
+
+def kronecker(A, B, semiring=None, *, mask=None, complement=False, accumulate=None, context=None):
+    """The Kronecker product: C[i*p + k, j*q + l] = A[i, j] ⊗ B[k, l] (scipy.sparse.kron's layout)."""
+    return _binary(3, A, B, semiring, mask, complement, accumulate, context)
+
+
+def _range(sl, n, what):
+    if isinstance(sl, (int, np.integer)):
+        sl = slice(int(sl), int(sl) + 1 if sl != -1 else None)
+    if not isinstance(sl, slice):
+        raise TypeError(f"extract takes slices of {what}, not {type(sl).__name__}")
+    start, stop, step = sl.indices(n)
+    if step != 1:
+        raise ValueError(f"extract takes contiguous {what} (step 1), not step {step}")
+    return start, max(stop - start, 0)
+
+
+def extract(A, rows=slice(None), cols=slice(None), *, context=None):
+    """The submatrix A[rows, cols] for contiguous slices (also Matrix[r0:r1, c0:c1])."""
+    ctx = _ctx_for(A, context)
+    keep = isinstance(A, Matrix)
+    A = as_matrix(A, ctx)
+    r0, nr = _range(rows, A.shape[0], "rows")
+    c0, nc = _range(cols, A.shape[1], "columns")
+    return _give(_core.extract(ctx._ctx, A._h, r0, c0, nr, nc), ctx, keep)
+
+
+def reduce_rows(A, semiring=None, *, context=None):
+    """⊕ of each row as an (nrows x 1) sparse column with an entry for every non-empty row (for
+    bool: the rows with any entry; for numbers, by default, the row sums)."""
+    ctx = _ctx_for(A, context)
+    keep = isinstance(A, Matrix)
+    A = as_matrix(A, ctx)
+    return _give(_core.reduce_rows(ctx._ctx, A._h, _default_semiring(A, semiring)), ctx, keep)
+
+
+def pack_bits(dense):
+    """A 2-D bool array -> its bit-packed form: uint64 words, 64 columns a word (bit j % 64 of word
+    j // 64). Returns the (nrows, ceil(ncols / 64)) array; unpack_bits(words, ncols) inverts it."""
+    dense = np.asarray(dense, dtype=np.bool_)
+    if dense.ndim != 2:
+        raise ValueError("pack_bits takes a 2-D array")
+    rows, cols = dense.shape
+    words = (cols + 63) // 64
+    padded = np.zeros((rows, words * 64), dtype=np.bool_)
+    padded[:, :cols] = dense
+    # little-endian bit order within bytes and bytes within words: column j is bit j % 64 of word j // 64
+    return np.ascontiguousarray(np.packbits(padded, axis=1, bitorder="little").view("<u8").astype(np.uint64))
+
+
+def unpack_bits(words, ncols):
+    """The bool array (nrows, ncols) of a bit-packed block."""
+    words = np.ascontiguousarray(words, dtype=np.uint64)
+    bits = np.unpackbits(words.view(np.uint8).reshape(words.shape[0], -1), axis=1, bitorder="little")
+    return bits[:, :ncols].astype(np.bool_)
+
+
+def mxm_bits(A, X, ncols, *, out=None, mask=None, complement=False, replace=False, accumulate=False, context=None):
+    """Y = A or.and X for a sparse A (m x n, its pattern) and a bit-packed X (n x ncols, uint64
+    words as pack_bits makes): row i of Y ORs the rows of X that row i of A names, 64 columns a word.
+    mask (bit-packed like Y), complement, replace (clear what the mask excludes) and accumulate
+    (Y |= ...) as in sr_mxm_bits; `out` (a uint64 array) is written in place. Host arrays only.
+    Returns Y."""
+    ctx = _ctx_for(A, context)
+    A = as_matrix(A, ctx, np.bool_, "host")
+    words = (int(ncols) + 63) // 64
+    X = np.ascontiguousarray(X, dtype=np.uint64)
+    if X.shape != (A.shape[1], words):
+        raise ValueError(f"mxm_bits: X must be ({A.shape[1]}, {words}) uint64 words, not {X.shape}")
+    if out is None:
+        if accumulate or (mask is not None and not replace):
+            raise ValueError("mxm_bits: accumulate and a mask without replace keep bits already in the output: pass out=")
+        out = np.zeros((A.shape[0], words), dtype=np.uint64)
+    elif out.dtype != np.uint64 or out.shape != (A.shape[0], words) or not out.flags.c_contiguous:
+        raise ValueError(f"mxm_bits: out must be a C-contiguous uint64 array of shape {(A.shape[0], words)}")
+    m = None if mask is None else np.ascontiguousarray(mask, dtype=np.uint64)
+    _core.mxm_bits(ctx._ctx, out, m, A._h, X, int(ncols), complement, replace, accumulate)
+    return out
+
+
+def _query(result, ctx, keep, return_stats):
+    h, rounds, products, seconds = result
+    out = _give(h, ctx, keep)
+    return (out, QueryStats(rounds, products, seconds)) if return_stats else out
+
+
+def transitive_closure(A, method="semi-naive", *, return_stats=False, context=None):
+    """C = A⁺ for a square graph (its pattern): C[i, j] when a path of one or more edges leads from
+    i to j. method: "semi-naive" (multiplies only last round's new pairs) or "squaring"
+    (C |= C·C). return_stats=True also gives QueryStats(rounds, products, seconds)."""
+    if method not in _CLOSURE_METHODS:
+        raise ValueError(f"method must be one of {sorted(set(_CLOSURE_METHODS) - {'seminaive'})}, not {method!r}")
+    ctx = _ctx_for(A, context)
+    keep = isinstance(A, Matrix)
+    A = as_matrix(A, ctx, np.bool_)
+    return _query(_core.closure(ctx._ctx, A._h, _CLOSURE_METHODS[method]), ctx, keep, return_stats)
+
+
+def reachability(A, sources, *, return_stats=False, context=None):
+    """R (len(sources) x n, bool): R[s, v] when v can be reached from sources[s] (itself included),
+    by BFS on bit-packed frontiers, 64 sources a word."""
+    ctx = _ctx_for(A, context)
+    keep = isinstance(A, Matrix)
+    A = as_matrix(A, ctx, np.bool_)
+    src = np.ascontiguousarray(np.atleast_1d(sources), dtype=np.int64)
+    return _query(_core.reachability(ctx._ctx, A._h, src), ctx, keep, return_stats)
+
+
+def cfpq(grammar, graphs, symbol=None, *, reverse=False, return_stats=False, context=None):
+    """Context-free path query: the (i, j) joined by a path whose edge labels spell a word that
+    `symbol` (default: the grammar's start symbol, the first rule's left side) derives.
+
+    grammar: text, one rule a line, "S -> d_r S d | d_r d" ("eps" is the empty word; README has
+    the format). graphs: {label: square adjacency (scipy, numpy or Matrix)}; reverse=True adds
+    label + "_r" with the reversed edges of each. Returns scipy csr_matrix (bool), or a Matrix
+    when the graphs are Matrix objects."""
+    if not isinstance(graphs, dict) or not graphs:
+        raise TypeError("graphs must be a non-empty dict {label: adjacency matrix}")
+    first = next(iter(graphs.values()))
+    ctx = _ctx_for(first, context)
+    keep = isinstance(first, Matrix)
+    labels, mats = [], []
+    for label, g in graphs.items():
+        m = as_matrix(g, ctx, np.bool_)
+        labels.append(str(label))
+        mats.append(m._h)
+        if reverse:
+            labels.append(f"{label}_r")
+            mats.append(m.transpose()._h)
+    return _query(_core.cfpq(ctx._ctx, str(grammar), labels, mats, symbol), ctx, keep, return_stats)
+
+
+def read_labeled_graph(path, nvertices=0):
+    """Reads "FROM TO LABEL" lines ('#' comments) into {label: scipy csr bool adjacency}, all of
+    the same size: 1 + the largest vertex number, or nvertices when larger."""
+    edges = {}
+    largest = -1
+    with open(path) as f:
+        for line_no, line in enumerate(f, 1):
+            fields = line.split("#", 1)[0].split()
+            if not fields:
+                continue
+            if len(fields) != 3:
+                raise ValueError(f"{path}:{line_no}: expected 'FROM TO LABEL'")
+            u, v = int(fields[0]), int(fields[1])
+            if u < 0 or v < 0:
+                raise ValueError(f"{path}:{line_no}: negative vertex number")
+            edges.setdefault(fields[2], []).append((u, v))
+            largest = max(largest, u, v)
+    n = max(largest + 1, nvertices)
+    out = {}
+    for label, pairs in edges.items():
+        uv = np.array(pairs, dtype=np.int64)
+        out[label] = sp.csr_matrix((np.ones(len(uv), dtype=np.bool_), (uv[:, 0], uv[:, 1])), shape=(n, n))
+    return out

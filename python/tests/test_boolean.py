@@ -1,0 +1,182 @@
+"""Boolean algebra and graph queries against scipy / numpy sets, networkx and pyformlang."""
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsering as sr
+from conftest import DATA
+
+
+def rand_bool(rng, m, n, density):
+    return (sp.random(m, n, density=density, format="csr", random_state=rng) != 0).astype(np.bool_)
+
+
+def same_pattern(got, expected):
+    got = sp.csr_matrix(got)
+    expected = sp.csr_matrix(expected)
+    assert got.shape == expected.shape
+    assert ((got != 0) != (expected != 0)).nnz == 0
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (1, 1), (40, 60), (300, 200)])
+def test_elementwise_and_structure(ctx, rng, shape):
+    m, n = shape
+    A, B, M = (rand_bool(rng, m, n, 0.1) for _ in range(3))
+    same_pattern(sr.ewise_add(A, B, context=ctx), A + B)
+    same_pattern(sr.ewise_mult(A, B, context=ctx), A.multiply(B))
+    same_pattern(sr.ewise_add(A, B, mask=M, context=ctx), (A + B).multiply(M))
+    notM = np.ones((m, n), dtype=bool) & ~M.toarray()
+    same_pattern(sr.ewise_mult(A, B, mask=M, complement=True, context=ctx), A.multiply(B).multiply(notM))
+    same_pattern(sr.ewise_add(A, B, accumulate=M, context=ctx), A + B + M)
+    same_pattern(sr.Matrix(A, context=ctx).T.to_scipy(), A.T)
+    same_pattern(sr.reduce_rows(A, context=ctx), (A.getnnz(axis=1) > 0).reshape(-1, 1))
+    r0, c0 = m // 3, n // 4
+    same_pattern(sr.extract(A, slice(r0, m - 1), slice(c0, n), context=ctx), A[r0:max(m - 1, r0), c0:])
+    assert sr.Matrix(A, context=ctx).equal(A)
+
+
+def test_numeric_elementwise(ctx, rng):
+    A = sp.random(30, 40, density=0.2, format="csr", random_state=rng)
+    B = sp.random(30, 40, density=0.2, format="csr", random_state=rng)
+    np.testing.assert_allclose(sr.ewise_add(A, B, context=ctx).toarray(), (A + B).toarray(), rtol=1e-12)
+    np.testing.assert_allclose(sr.ewise_mult(A, B, context=ctx).toarray(), A.multiply(B).toarray(), rtol=1e-12)
+    np.testing.assert_allclose(sr.ewise_add(A, B, "max_plus", context=ctx).toarray(),
+                               np.where((A != 0).toarray() & (B != 0).toarray(), np.maximum(A.toarray(), B.toarray()),
+                                        A.toarray() + B.toarray()), rtol=1e-12)
+    np.testing.assert_allclose(sr.reduce_rows(A, context=ctx).toarray().ravel()[A.getnnz(axis=1) > 0],
+                               np.asarray(A.sum(axis=1)).ravel()[A.getnnz(axis=1) > 0], rtol=1e-12)
+    np.testing.assert_allclose(sr.kronecker(A[:4, :5], B[:3, :2], context=ctx).toarray(),
+                               sp.kron(A[:4, :5], B[:3, :2]).toarray(), rtol=1e-12)
+
+
+def test_kronecker_and_mxm(ctx, rng):
+    A, B = rand_bool(rng, 9, 7, 0.3), rand_bool(rng, 5, 8, 0.3)
+    same_pattern(sr.kronecker(A, B, context=ctx), sp.kron(A, B))
+    G, H, M = rand_bool(rng, 200, 150, 0.03), rand_bool(rng, 150, 250, 0.03), rand_bool(rng, 200, 250, 0.2)
+    P = (G.astype(np.int32) @ H.astype(np.int32)) != 0
+    same_pattern(sr.mxm(G, H, "or_and", context=ctx), P)
+    notM = ~M.toarray()
+    same_pattern(sr.mxm(G, H, "or_and", mask=M, complement=True, context=ctx), P.multiply(notM))
+    same_pattern(sr.mxm(G, H, "or_and", accumulate=M, context=ctx), P + M)
+
+
+def test_bits(ctx, rng):
+    A = rand_bool(rng, 120, 90, 0.05)
+    X = rng.random((90, 130)) < 0.1
+    M = rng.random((120, 130)) < 0.5
+    W = sr.pack_bits(X)
+    assert W.shape == (90, 3) and np.array_equal(sr.unpack_bits(W, 130), X)
+    P = (A.astype(np.int32) @ X.astype(np.int32)) > 0
+    assert np.array_equal(sr.unpack_bits(sr.mxm_bits(A, W, 130), 130), P)
+    Y = sr.mxm_bits(A, W, 130, mask=sr.pack_bits(M), complement=True, replace=True)
+    assert np.array_equal(sr.unpack_bits(Y, 130), P & ~M)
+    with pytest.raises(ValueError):
+        sr.mxm_bits(A, W[:, :2], 130)
+
+
+def random_graph(rng, n, degree):
+    return rand_bool(rng, n, n, min(1.0, degree / max(n, 1)))
+
+
+@pytest.mark.parametrize("n", [1, 50, 400])
+def test_closure_and_reachability(ctx, rng, n):
+    nx = pytest.importorskip("networkx")
+    A = random_graph(rng, n, 1.5)
+    G = nx.DiGraph()
+    G.add_nodes_from(range(n))
+    G.add_edges_from(zip(*A.nonzero()))
+    closure = nx.to_scipy_sparse_array(nx.transitive_closure(G, reflexive=False), nodelist=range(n))
+    for method in ("semi-naive", "squaring"):
+        C, stats = sr.transitive_closure(A, method, return_stats=True, context=ctx)
+        same_pattern(C, closure)
+        assert stats.rounds >= 1
+    sources = rng.integers(0, n, size=min(n, 70))
+    R = sr.reachability(A, sources, context=ctx)
+    expected = sp.lil_matrix((len(sources), n), dtype=bool)
+    for s, v in enumerate(sources):
+        for w in nx.descendants(G, int(v)) | {int(v)}:
+            expected[s, w] = True
+    same_pattern(R, expected)
+    with pytest.raises(sr.InvalidArgumentError, match="not a vertex"):
+        sr.reachability(A, [n], context=ctx)
+
+
+def cfpq_reference(text, graphs, n):
+    """pyformlang's CNF of the grammar and a fixpoint over Python sets; the empty word by
+    pyformlang's generate_epsilon."""
+    pyformlang = pytest.importorskip("pyformlang.cfg")
+    cfg = pyformlang.CFG.from_text(text.replace("eps", "$"))
+    cnf = cfg.to_normal_form()
+    edges = {label: set(zip(*g.nonzero())) for label, g in graphs.items()}
+    T = {}
+    for p in cnf.productions:
+        if len(p.body) == 1:
+            T.setdefault(p.head, set()).update(edges.get(p.body[0].value, set()))
+    changed = True
+    while changed:
+        changed = False
+        for p in cnf.productions:
+            if len(p.body) == 2:
+                left, right = T.get(p.body[0], set()), T.get(p.body[1], set())
+                by_start = {}
+                for (k, j) in right:
+                    by_start.setdefault(k, []).append(j)
+                new = {(i, j) for (i, k) in left for j in by_start.get(k, [])} - T.get(p.head, set())
+                if new:
+                    T.setdefault(p.head, set()).update(new)
+                    changed = True
+    pairs = set(T.get(cnf.start_symbol, set()))
+    if cfg.generate_epsilon():
+        pairs |= {(i, i) for i in range(n)}
+    return pairs
+
+
+@pytest.mark.parametrize("text", ["S -> b S a | b a", "S -> a S b S | eps", "S -> A c B a | B\nA -> a | A b\nB -> c c | A"])
+def test_cfpq_against_pyformlang(ctx, rng, text):
+    n = 25
+    graphs = {label: random_graph(rng, n, 1.3) for label in "abc"}
+    R = sr.cfpq(text, graphs, context=ctx)
+    got = set(zip(*sp.csr_matrix(R).nonzero()))
+    assert got == cfpq_reference(text, graphs, n)
+
+
+def test_cfpq_reverse_and_errors(ctx, rng):
+    d = random_graph(rng, 30, 1.2)
+    a = sr.cfpq("S -> d_r S d | d_r d", {"d": d}, reverse=True, context=ctx)
+    b = sr.cfpq("S -> r S d | r d", {"d": d, "r": d.T.tocsr()}, context=ctx)
+    same_pattern(a, b)
+    with pytest.raises(sr.ParseError, match="line 2"):
+        sr.cfpq("S -> a\nno arrow here", {"a": d}, context=ctx)
+    with pytest.raises(sr.InvalidArgumentError, match="not a nonterminal"):
+        sr.cfpq("S -> a", {"a": d}, symbol="T", context=ctx)
+
+
+def test_labeled_graph_file(tmp_path, ctx):
+    path = tmp_path / "g.txt"
+    path.write_text("# a chain\n0 1 a\n1 2 b\n2 3 a\n")
+    graphs = sr.read_labeled_graph(path)
+    assert set(graphs) == {"a", "b"} and graphs["a"].shape == (4, 4)
+    R = sr.cfpq("S -> a b a", graphs, context=ctx)
+    assert set(zip(*sp.csr_matrix(R).nonzero())) == {(0, 3)}
+
+
+def debian():
+    path = os.path.join(DATA, "graphs/debian-depends.mtx.gz")
+    if not DATA or not os.path.exists(path):
+        pytest.skip("debian-depends not found (set SPARSERING_TEST_DATA to ../shared/data)")
+    return sr.read_mm(path, dtype=np.bool_, context=sr.Context("cpu")).to_scipy()
+
+
+def test_debian_closure_against_scipy(ctx):
+    A = debian()
+    reach, delta = A.copy(), A.copy()
+    Ai = A.astype(np.int32)
+    while delta.nnz:  # scipy's semi-naive fixpoint, the reference of the issue
+        new = ((delta.astype(np.int32) @ Ai) != 0).astype(np.int8) - reach.astype(np.int8)
+        delta = new > 0
+        reach = (reach + delta) != 0
+    C = sr.transitive_closure(A, context=ctx)
+    assert C.nnz == reach.nnz
+    same_pattern(C, reach)
