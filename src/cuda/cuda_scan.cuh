@@ -3,6 +3,10 @@
 
 #include "cuda_common.cuh"
 
+extern "C" {
+#include "../core/matrix.h"
+}
+
 #include <cub/cub.cuh>
 
 namespace sr_cuda {

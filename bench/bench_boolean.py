@@ -1,0 +1,225 @@
+"""Boolean algebra benchmark, in one process: M·M and M + M·M against cuSPARSE on the same
+pattern in float32 (cupy) on the GPU, and against SuiteSparse:GraphBLAS (python-graphblas) on the
+CPU; transitive closure and same-generation CFPQ on debian-depends against a scipy semi-naive
+fixpoint on one core. Prints a table and writes JSON rows.
+
+usage: python3 bench/bench_boolean.py [--data ../shared/data] [--json OUT.json] [--quick] [--no-gpu]
+                                      [--no-scipy-cfpq]
+Graphs: debian-depends (real, 68K vertices, 282K edges) and R-MAT graphs (Graph500 a = 0.57,
+b = c = 0.19, vertices permuted at random, seed 7) of scales 14, 16, 17 and edge factor 8
+(0.12M to 1M edges; A·A of scale 17 has 180M entries)."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, os.path.dirname(__file__))
+import sparsering as sr  # noqa: E402
+from timing import median_time  # noqa: E402
+
+
+def rmat(scale, edge_factor, seed=7):
+    rng = np.random.default_rng(seed)
+    n, m = 1 << scale, edge_factor << scale
+    rows = np.zeros(m, dtype=np.int64)
+    cols = np.zeros(m, dtype=np.int64)
+    a, b, c = 0.57, 0.19, 0.19
+    for bit in range(scale):
+        u = rng.random(m)
+        down = u >= a + b            # quadrants c, d: row bit set
+        right = ((u >= a) & (u < a + b)) | (u >= a + b + c)
+        rows |= down.astype(np.int64) << bit
+        cols |= right.astype(np.int64) << bit
+    perm = rng.permutation(n)
+    A = sp.csr_matrix((np.ones(m, dtype=np.bool_), (perm[rows], perm[cols])), shape=(n, n))
+    A.sum_duplicates()
+    A.setdiag(False)
+    A.eliminate_zeros()
+    return A
+
+
+def graphs(data, quick):
+    out = []
+    path = os.path.join(data, "graphs/debian-depends.mtx.gz")
+    if os.path.exists(path):
+        out.append(("debian-depends", sr.read_mm(path, dtype=np.bool_, context=sr.Context("cpu")).to_scipy()))
+    for scale, ef in ([(14, 8)] if quick else [(14, 8), (16, 8), (17, 8)]):
+        A = rmat(scale, ef)
+        out.append((f"rmat-{scale}-{ef} ({A.nnz / 1e6:.2f}M edges)", A))
+    return out
+
+
+def gpu_rows(name, A, reps):
+    import cupy as cp
+    import cupyx.scipy.sparse as cps
+    ctx = sr.Context("cuda")
+    pool = cp.get_default_memory_pool()
+    rows = []
+    M = sr.Matrix(A, context=ctx, location="device")
+    sync = ctx.synchronize
+    ctx.synchronize()
+    # sparsering: M·M and M + M·M, no values anywhere
+    P = sr.mxm(M, M, "or_and")
+    base = ctx.device_memory()[0]
+    ctx.reset_peak_memory()
+    t_mm = median_time(lambda: sr.mxm(M, M, "or_and"), reps=reps, sync=sync)
+    peak_mm = ctx.device_memory()[1] - base + P.nnz * 4 + (A.shape[0] + 1) * 8  # + the output, freed in the loop
+    ctx.reset_peak_memory()
+    base = ctx.device_memory()[0]
+    t_add = median_time(lambda: sr.ewise_add(M, P), reps=reps, sync=sync)
+    S = sr.ewise_add(M, P)
+    peak_add = ctx.device_memory()[1] - base
+    # cuSPARSE in float32 on the same pattern
+    Af = cps.csr_matrix(A.astype(np.float32))
+    cp.cuda.Device().synchronize()
+    pool.free_all_blocks()
+    used0 = pool.used_bytes()
+    Pf = Af @ Af
+    cp.cuda.Device().synchronize()
+    t_cmm = median_time(lambda: Af @ Af, reps=reps, sync=cp.cuda.Device().synchronize)
+    peak_cmm = pool.total_bytes() - used0
+    pool.free_all_blocks()
+    used0 = pool.used_bytes()
+    t_cadd = median_time(lambda: Af + Pf, reps=reps, sync=cp.cuda.Device().synchronize)
+    peak_cadd = pool.total_bytes() - used0
+    assert Pf.nnz == P.nnz, f"{name}: cuSPARSE M·M has {Pf.nnz} entries, sparsering {P.nnz}"
+    for op, t, tc, mem, memc, nnz in (("M·M", t_mm, t_cmm, peak_mm, peak_cmm, P.nnz),
+                                      ("M + M·M", t_add, t_cadd, peak_add, peak_cadd, S.nnz)):
+        rows.append(dict(operation=op, input=name, backend="cuda", seconds=t, baseline="cuSPARSE float32 (cupy)",
+                         baseline_seconds=tc, ratio=tc / t, peak_device_bytes=int(mem),
+                         baseline_peak_device_bytes=int(memc), output_nnz=int(nnz)))
+    del Pf, Af
+    pool.free_all_blocks()
+    return rows
+
+
+def cpu_rows(name, A, reps, gb):
+    ctx = sr.Context("cpu")
+    M = sr.Matrix(A, context=ctx)
+    P = sr.mxm(M, M, "or_and")
+    t_mm = median_time(lambda: sr.mxm(M, M, "or_and"), reps=reps)
+    t_add = median_time(lambda: sr.ewise_add(M, P), reps=reps)
+    rows = []
+    tg_mm = tg_add = float("nan")
+    if gb is not None:
+        G = gb.io.from_scipy_sparse(A.astype(np.bool_))
+        GP = G.mxm(G, gb.semiring.lor_land).new()
+        assert GP.nvals == P.nnz, f"{name}: GraphBLAS M·M has {GP.nvals} entries, sparsering {P.nnz}"
+        tg_mm = median_time(lambda: G.mxm(G, gb.semiring.lor_land).new(), reps=reps)
+        tg_add = median_time(lambda: G.ewise_add(GP, gb.binary.lor).new(), reps=reps)
+    for op, t, tg in (("M·M", t_mm, tg_mm), ("M + M·M", t_add, tg_add)):
+        rows.append(dict(operation=op, input=name, backend="cpu", seconds=t, baseline="SuiteSparse:GraphBLAS",
+                         baseline_seconds=tg, ratio=tg / t))
+    return rows
+
+
+def scipy_closure(A):
+    reach, delta, Ai = A.copy(), A.copy(), A.astype(np.int32)
+    while delta.nnz:
+        delta = (((delta.astype(np.int32) @ Ai) != 0).astype(np.int8) - reach.astype(np.int8)) > 0
+        reach = (reach + delta) != 0
+    return reach
+
+
+def scipy_same_generation(A):
+    """S -> d_r S d | d_r d: S = Aᵀ·A, then S |= Aᵀ·S·A, semi-naive on the new pairs."""
+    At, Ai = A.T.tocsr().astype(np.int32), A.astype(np.int32)
+    S = (At @ Ai) != 0
+    delta = S
+    while delta.nnz:
+        new = ((At @ (delta.astype(np.int32) @ Ai)) != 0).astype(np.int8) - S.astype(np.int8)
+        delta = new > 0
+        S = (S + delta) != 0
+    return S
+
+
+def query_rows(A, gpu, scipy_cfpq):
+    rows = []
+    t0 = time.perf_counter()
+    ref = scipy_closure(A)
+    t_scipy = time.perf_counter() - t0
+    grammar = "S -> d_r S d | d_r d"
+    t_sg = float("nan")
+    if scipy_cfpq:
+        t0 = time.perf_counter()
+        sg = scipy_same_generation(A)
+        t_sg = time.perf_counter() - t0
+    for backend in (["cpu", "cuda"] if gpu else ["cpu"]):
+        ctx = sr.Context(backend)
+        M = sr.Matrix(A, context=ctx)
+        for method in ("semi-naive", "squaring"):
+            sr.transitive_closure(M, method)  # warm-up
+            ctx.synchronize()
+            t0 = time.perf_counter()
+            C, st = sr.transitive_closure(M, method, return_stats=True)
+            ctx.synchronize()
+            t = time.perf_counter() - t0
+            assert C.nnz == ref.nnz
+            rows.append(dict(operation=f"closure ({method})", input="debian-depends", backend=backend, seconds=t,
+                             baseline="scipy semi-naive, 1 core", baseline_seconds=t_scipy, ratio=t_scipy / t,
+                             rounds=st.rounds, output_nnz=int(C.nnz)))
+        sr.cfpq(grammar, {"d": M}, reverse=True)
+        ctx.synchronize()
+        t0 = time.perf_counter()
+        R, st = sr.cfpq(grammar, {"d": M}, reverse=True, return_stats=True)
+        ctx.synchronize()
+        t = time.perf_counter() - t0
+        if scipy_cfpq:
+            assert R.nnz == sg.nnz, f"same generation: {R.nnz} pairs, scipy {sg.nnz}"
+        rows.append(dict(operation="CFPQ same generation", input="debian-depends", backend=backend, seconds=t,
+                         baseline="scipy semi-naive, 1 core", baseline_seconds=t_sg, ratio=t_sg / t,
+                         rounds=st.rounds, output_nnz=int(R.nnz)))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "../../shared/data"))
+    ap.add_argument("--json")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-gpu", action="store_true")
+    ap.add_argument("--no-scipy-cfpq", action="store_true")
+    args = ap.parse_args()
+    try:
+        import graphblas as gb
+        gb.init("suitesparse", blocking=True)
+        print(f"python-graphblas {gb.__version__}, threads {gb.ss.config['nthreads']}")
+    except ImportError as e:
+        print(f"no python-graphblas ({e}): the CPU rows have no baseline")
+        gb = None
+    gpu = not args.no_gpu
+    if gpu:
+        try:
+            sr.Context("cuda")
+        except sr.NoDeviceError as e:
+            print(f"no GPU: {e}")
+            gpu = False
+    reps = 3 if args.quick else 10
+    rows = []
+    for name, A in graphs(args.data, args.quick):
+        print(f"{name}: {A.shape[0]} vertices, {A.nnz} edges", flush=True)
+        if gpu:
+            rows += gpu_rows(name, A, reps)
+        rows += cpu_rows(name, A, reps, gb)
+        if name == "debian-depends":
+            rows += query_rows(A, gpu, not args.no_scipy_cfpq)
+    print(f"\n{'operation':24} {'input':30} {'backend':7} {'ms':>9} {'baseline ms':>12} {'ratio':>7} "
+          f"{'peak MB':>8} {'base MB':>8}")
+    for r in rows:
+        mem = r.get("peak_device_bytes")
+        memb = r.get("baseline_peak_device_bytes")
+        print(f"{r['operation']:24} {r['input']:30} {r['backend']:7} {1e3 * r['seconds']:9.3f} "
+              f"{1e3 * r['baseline_seconds']:12.3f} {r['ratio']:7.2f} "
+              f"{'' if mem is None else f'{mem / 1e6:8.1f}'} {'' if memb is None else f'{memb / 1e6:8.1f}'}  "
+              f"{r['baseline']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
