@@ -54,15 +54,7 @@ static void check_pattern(sr_matrix C, const dense_bool *d, const char *what)
     sr_matrix_free(H);
 }
 
-static sr_matrix on_backend(const test_csr *m)
-{
-    sr_matrix H = test_make_matrix(ctx, m), D = NULL;
-    if (where == SR_HOST)
-        return H;
-    CHECK_OK(sr_matrix_copy_to(ctx, H, SR_DEVICE, &D));
-    sr_matrix_free(H);
-    return D;
-}
+static sr_matrix on_backend(const test_csr *m) { return test_make_matrix_at(ctx, m, where); }
 
 static void free_all(sr_matrix *m, int n)
 {

@@ -56,15 +56,7 @@ static void check_against(sr_matrix M, const uint8_t *ref, int64_t n, const int6
     sr_matrix_free(H);
 }
 
-static sr_matrix on_backend(const test_csr *m)
-{
-    sr_matrix H = test_make_matrix(ctx, m), D = NULL;
-    if (where == SR_HOST)
-        return H;
-    CHECK_OK(sr_matrix_copy_to(ctx, H, SR_DEVICE, &D));
-    sr_matrix_free(H);
-    return D;
-}
+static sr_matrix on_backend(const test_csr *m) { return test_make_matrix_at(ctx, m, where); }
 
 static void check_closure_and_reach(int64_t n, double degree)
 {

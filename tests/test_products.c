@@ -88,17 +88,7 @@ static bool close_enough(double got, double want, sr_type out) { return close_en
 static sr_context ctx;
 static sr_location where; /* where the matrices under test live */
 
-static sr_matrix place(const test_csr *m)
-{
-    sr_context_options o = sr_context_options_default();
-    (void)o;
-    sr_matrix H = test_make_matrix(ctx, m), D = NULL;
-    if (where == SR_HOST)
-        return H;
-    CHECK_OK(sr_matrix_copy_to(ctx, H, SR_DEVICE, &D));
-    sr_matrix_free(H);
-    return D;
-}
+static sr_matrix place(const test_csr *m) { return test_make_matrix_at(ctx, m, where); }
 
 /* Elements between the end of a dense row (or column) and the start of the next; 0: packed. */
 static int64_t dense_padding = 0;

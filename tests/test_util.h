@@ -192,6 +192,17 @@ static inline sr_matrix test_make_matrix(sr_context ctx, const test_csr *m)
     return A;
 }
 
+/* The test matrix where the backend under test keeps its matrices (host, or a device copy). */
+static inline sr_matrix test_make_matrix_at(sr_context ctx, const test_csr *m, sr_location where)
+{
+    sr_matrix H = test_make_matrix(ctx, m), D = NULL;
+    if (where == SR_HOST)
+        return H;
+    CHECK_OK(sr_matrix_copy_to(ctx, H, SR_DEVICE, &D));
+    sr_matrix_free(H);
+    return D;
+}
+
 /* Runs run() with *ctx and *where set to a CPU context on the host, then to a CUDA context on the
  * device when one can be made (else prints why that part is skipped). */
 static inline void test_on_each_backend(sr_context *ctx, sr_location *where, void (*run)(void))

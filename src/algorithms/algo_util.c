@@ -37,6 +37,23 @@ sr_status sr_algo_pairs(sr_context ctx, int64_t nrows, int64_t ncols, int64_t n,
     return st;
 }
 
+sr_status sr_algo_one_per_column(sr_context ctx, int64_t nrows, int64_t S, const int64_t *rows, int64_t row0,
+                                 sr_location where, sr_matrix *M)
+{
+    int64_t *r = malloc((size_t)(S ? S : 1) * sizeof *r);
+    int32_t *c = malloc((size_t)(S ? S : 1) * sizeof *c);
+    sr_status st = r && c ? SR_SUCCESS : sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld pairs", (long long)S);
+    for (int64_t s = 0; st == SR_SUCCESS && s < S; s++) {
+        r[s] = rows ? rows[s] : row0 + s;
+        c[s] = (int32_t)s;
+    }
+    if (st == SR_SUCCESS)
+        st = sr_algo_pairs(ctx, nrows, S, S, r, c, where, M);
+    free(r);
+    free(c);
+    return st;
+}
+
 sr_status sr_algo_pattern(const char *fn, sr_context ctx, sr_matrix A, sr_matrix *pattern, sr_matrix *owned)
 {
     sr_matrix_info info;
@@ -69,5 +86,19 @@ sr_status sr_algo_progress(const char *fn, const sr_query_options *options, int6
     if (options && options->progress && options->progress(round, entries, options->progress_user))
         return sr_error(SR_ERROR_CANCELLED, "%s: stopped by the progress callback after round %lld", fn,
                         (long long)round);
+    return SR_SUCCESS;
+}
+
+sr_status sr_algo_deliver(sr_status st, sr_matrix result, sr_matrix *out, sr_query_stats local, double t0,
+                          sr_query_stats *stats)
+{
+    if (st != SR_SUCCESS) {
+        sr_matrix_free(result);
+        return st;
+    }
+    local.seconds = sr_algo_now() - t0;
+    if (stats)
+        *stats = local;
+    *out = result;
     return SR_SUCCESS;
 }

@@ -16,11 +16,19 @@ int64_t sr_algo_nnz(sr_matrix A);
 /* A new nrows x ncols bool matrix in `where` holding the given (host) pairs; repeats allowed. */
 sr_status sr_algo_pairs(sr_context ctx, int64_t nrows, int64_t ncols, int64_t n, const int64_t *rows,
                         const int32_t *cols, sr_location where, sr_matrix *M);
+/* An nrows x S bool matrix in `where` with one entry in each column s: at row rows[s], or at
+ * row0 + s when rows is NULL (rows NULL, row0 0 and S = nrows give the identity). */
+sr_status sr_algo_one_per_column(sr_context ctx, int64_t nrows, int64_t S, const int64_t *rows, int64_t row0,
+                                 sr_location where, sr_matrix *M);
 /* A square graph's pattern as a bool matrix: A itself when bool (*owned = NULL), else a cast copy
  * (*owned = the copy, to free). fn names the caller in errors. */
 sr_status sr_algo_pattern(const char *fn, sr_context ctx, sr_matrix A, sr_matrix *pattern, sr_matrix *owned);
 /* *C = *C ∪ N (or), replacing *C. */
 sr_status sr_algo_union_into(sr_context ctx, sr_matrix *C, sr_matrix N);
+/* The end of a query: on failure frees result and returns st; on success sets stats (when not
+ * NULL) with the time since t0 and hands result to *out. */
+sr_status sr_algo_deliver(sr_status st, sr_matrix result, sr_matrix *out, sr_query_stats local, double t0,
+                          sr_query_stats *stats);
 /* Calls the progress callback, if any: SR_ERROR_CANCELLED when it asks to stop. */
 sr_status sr_algo_progress(const char *fn, const sr_query_options *options, int64_t round, int64_t entries);
 

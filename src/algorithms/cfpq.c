@@ -52,8 +52,6 @@ static sr_matrix label_graph(const struct sr_grammar_s *g, int t, int64_t nlabel
 static sr_status initial_pairs(cfpq_state *s, int64_t nlabels, const char *const *labels, const sr_matrix *graphs)
 {
     const struct sr_grammar_s *g = s->g;
-    int64_t *diag_rows = NULL;
-    int32_t *diag_cols = NULL;
     sr_matrix identity = NULL;
     sr_status st = SR_SUCCESS;
     for (int r = 0; st == SR_SUCCESS && r < g->nrules; r++) {
@@ -62,27 +60,14 @@ static sr_status initial_pairs(cfpq_state *s, int64_t nlabels, const char *const
         if (rule->kind == SR_RULE_TERMINAL)
             add = label_graph(g, rule->a, nlabels, labels, graphs);
         else if (rule->kind == SR_RULE_EPSILON) {
-            if (!identity) {
-                diag_rows = malloc((size_t)(s->n ? s->n : 1) * sizeof *diag_rows);
-                diag_cols = malloc((size_t)(s->n ? s->n : 1) * sizeof *diag_cols);
-                if (!diag_rows || !diag_cols) {
-                    st = sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_cfpq: out of host memory");
-                    break;
-                }
-                for (int64_t i = 0; i < s->n; i++) {
-                    diag_rows[i] = i;
-                    diag_cols[i] = (int32_t)i;
-                }
-                st = sr_algo_pairs(s->ctx, s->n, s->n, s->n, diag_rows, diag_cols, s->where, &identity);
-            }
+            if (!identity)
+                st = sr_algo_one_per_column(s->ctx, s->n, s->n, NULL, 0, s->where, &identity);
             add = identity;
         }
         if (st == SR_SUCCESS && add)
             st = sr_algo_union_into(s->ctx, &s->T[rule->lhs], add);
     }
     sr_matrix_free(identity);
-    free(diag_rows);
-    free(diag_cols);
     for (int a = 0; st == SR_SUCCESS && a < g->nnonterminals; a++)
         st = sr_matrix_dup(s->ctx, s->T[a], &s->D[a]);
     return st;
@@ -121,7 +106,7 @@ static sr_status round_of(cfpq_state *s, int64_t *added)
     return st;
 }
 
-static sr_status check_labels(const char *fn, sr_context ctx, int64_t nlabels, const char *const *labels,
+static sr_status check_labels(const char *fn, int64_t nlabels, const char *const *labels,
                               const sr_matrix *graphs, int64_t *n, sr_location *where)
 {
     SR_CHECK_ARG(nlabels >= 1, "%s: no labelled graphs given", fn);
@@ -140,7 +125,6 @@ static sr_status check_labels(const char *fn, sr_context ctx, int64_t nlabels, c
                      fn, labels[l], (long long)info.nrows, (long long)info.ncols, (long long)*n, (long long)*n);
         SR_CHECK_ARG(info.location == *where, "%s: the labels' graphs live in different places", fn);
     }
-    (void)ctx;
     return SR_SUCCESS;
 }
 
@@ -150,7 +134,7 @@ sr_status sr_cfpq(sr_context ctx, sr_grammar g, int64_t nlabels, const char *con
     const char *fn = "sr_cfpq";
     SR_CHECK_ARG(ctx != NULL && g != NULL && R != NULL, "%s: the context, grammar or output pointer is NULL", fn);
     cfpq_state s = {ctx, g, 0, SR_HOST, NULL, NULL, NULL, NULL};
-    SR_TRY(check_labels(fn, ctx, nlabels, labels, graphs, &s.n, &s.where));
+    SR_TRY(check_labels(fn, nlabels, labels, graphs, &s.n, &s.where));
     const int target = symbol ? sr_grammar_find(g, symbol) : g->start;
     SR_CHECK_ARG(target >= 0, "%s: '%s' is not a nonterminal of the grammar", fn, symbol ? symbol : "");
     sr_query_stats local = {0, 0, 0.0};
@@ -172,9 +156,10 @@ sr_status sr_cfpq(sr_context ctx, sr_grammar g, int64_t nlabels, const char *con
             st = sr_algo_progress(fn, options, local.rounds, sr_algo_nnz(s.T[target]));
         }
     }
+    sr_matrix result = NULL;
     for (int a = 0; a < m && s.T; a++) {
-        if (st == SR_SUCCESS && a == target)
-            *R = s.T[a];
+        if (a == target)
+            result = s.T[a];
         else
             sr_matrix_free(s.T[a]);
         if (s.D)
@@ -185,10 +170,5 @@ sr_status sr_cfpq(sr_context ctx, sr_grammar g, int64_t nlabels, const char *con
     free(s.T);
     free(s.D);
     free(s.N);
-    if (st == SR_SUCCESS) {
-        local.seconds = sr_algo_now() - t0;
-        if (stats)
-            *stats = local;
-    }
-    return st;
+    return sr_algo_deliver(st, result, R, local, t0, stats);
 }

@@ -64,13 +64,5 @@ sr_status sr_transitive_closure(sr_context ctx, sr_matrix A, sr_closure_method m
     sr_status st = method == SR_CLOSURE_SQUARING ? squaring(ctx, G, &result, options, &local)
                                                  : seminaive(ctx, G, &result, options, &local);
     sr_matrix_free(owned);
-    if (st != SR_SUCCESS) {
-        sr_matrix_free(result);
-        return st;
-    }
-    local.seconds = sr_algo_now() - t0;
-    if (stats)
-        *stats = local;
-    *C = result;
-    return SR_SUCCESS;
+    return sr_algo_deliver(st, result, C, local, t0, stats);
 }

@@ -23,15 +23,7 @@ static sr_status reach_batch(sr_context ctx, sr_matrix AT, int64_t n, const int6
 {
     sr_bits F = {0}, N = {0}, V = {0};
     sr_matrix start = NULL, reached = NULL;
-    int64_t *rows = malloc((size_t)(S ? S : 1) * sizeof *rows);
-    int32_t *cols = malloc((size_t)(S ? S : 1) * sizeof *cols);
-    sr_status st = rows && cols ? SR_SUCCESS : sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_reachability: out of host memory");
-    for (int64_t s = 0; st == SR_SUCCESS && s < S; s++) {
-        rows[s] = sources[s];
-        cols[s] = (int32_t)s;
-    }
-    if (st == SR_SUCCESS)
-        st = sr_algo_pairs(ctx, n, S, S, rows, cols, where, &start);
+    sr_status st = sr_algo_one_per_column(ctx, n, S, sources, 0, where, &start);
     if (st == SR_SUCCESS)
         st = sr_bits_alloc(ctx, &F, n, S, where);
     if (st == SR_SUCCESS)
@@ -63,8 +55,6 @@ static sr_status reach_batch(sr_context ctx, sr_matrix AT, int64_t n, const int6
     sr_bits_free(ctx, &F);
     sr_bits_free(ctx, &N);
     sr_bits_free(ctx, &V);
-    free(rows);
-    free(cols);
     return st;
 }
 
@@ -72,22 +62,12 @@ static sr_status reach_batch(sr_context ctx, sr_matrix AT, int64_t n, const int6
 static sr_status place_batch(sr_context ctx, sr_matrix *R, sr_matrix Rb, int64_t nsources, int64_t s0, int64_t S,
                              sr_location where)
 {
-    int64_t *rows = malloc((size_t)S * sizeof *rows);
-    int32_t *cols = malloc((size_t)S * sizeof *cols);
     sr_matrix P = NULL;
-    sr_status st = rows && cols ? SR_SUCCESS : sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_reachability: out of host memory");
-    for (int64_t s = 0; st == SR_SUCCESS && s < S; s++) {
-        rows[s] = s0 + s;
-        cols[s] = (int32_t)s;
-    }
-    if (st == SR_SUCCESS)
-        st = sr_algo_pairs(ctx, nsources, S, S, rows, cols, where, &P);
+    sr_status st = sr_algo_one_per_column(ctx, nsources, S, NULL, s0, where, &P);
     const sr_descriptor acc = {.accumulate = true};
     if (st == SR_SUCCESS)
         st = sr_mxm(ctx, R, NULL, SR_OR_AND, P, Rb, &acc);
     sr_matrix_free(P);
-    free(rows);
-    free(cols);
     return st;
 }
 
@@ -130,13 +110,5 @@ sr_status sr_reachability(sr_context ctx, sr_matrix A, int64_t nsources, const i
     }
     sr_matrix_free(AT);
     sr_matrix_free(owned);
-    if (st != SR_SUCCESS) {
-        sr_matrix_free(result);
-        return st;
-    }
-    local.seconds = sr_algo_now() - t0;
-    if (stats)
-        *stats = local;
-    *R = result;
-    return SR_SUCCESS;
+    return sr_algo_deliver(st, result, R, local, t0, stats);
 }

@@ -52,6 +52,10 @@ sr_status sr_cpu_mxm_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A,
  * 128 or more take a radix sort. */
 void sr_cpu_sort_columns(int32_t *a, int32_t *tmp, int64_t n, int key_bits);
 
+/* out[o] = a[x] ⊕ b[y] when merge is SR_MERGE_UNION (op an sr_add_op), else a[x] ⊗ b[y] (op an
+ * sr_mul_op), in `type`; bool has no values and writes nothing. */
+void sr_cpu_combine(void *out, int64_t o, const void *a, int64_t x, const void *b, int64_t y, sr_type type,
+                    sr_merge merge, int op);
 /* C = an element-wise merge of A and B (same shape and type; B unused for SR_MERGE_LEFT), under
  * an optional structural mask; values combined by the semiring's ⊕ (union) or ⊗ (intersection). */
 sr_status sr_cpu_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,

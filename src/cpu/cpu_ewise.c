@@ -7,44 +7,38 @@
 #include "../core/types.h"
 #include "cpu.h"
 
-/* The op that combines two values where both rows have an entry. */
-typedef struct {
-    sr_merge merge;
-    int op; /* sr_add_op for a union, sr_mul_op for an intersection */
-} combiner;
-
-#define SR_COMBINE_VALUES(T, OUT, u, v, c)                                                              \
-    do {                                                                                                \
-        if ((c).merge == SR_MERGE_UNION)                                                                \
-            OUT = (c).op == SR_ADD_OP_PLUS ? (T)SR_ADD_PLUS(u, v)                                       \
-                  : (c).op == SR_ADD_OP_MIN ? (T)SR_ADD_MIN(u, v)                                       \
-                  : (c).op == SR_ADD_OP_MAX ? (T)SR_ADD_MAX(u, v)                                       \
-                                            : (T)SR_ADD_OR(u, v);                                       \
-        else                                                                                            \
-            OUT = (c).op == SR_MUL_OP_TIMES ? (T)SR_MUL_TIMES(u, v)                                     \
-                  : (c).op == SR_MUL_OP_PLUS ? (T)SR_MUL_PLUS(u, v)                                     \
-                  : (c).op == SR_MUL_OP_MIN ? (T)SR_MUL_MIN(u, v)                                       \
-                  : (c).op == SR_MUL_OP_AND ? (T)SR_MUL_AND(u, v)                                       \
-                                            : (T)1;                                                     \
-    } while (0)
-
-/* out[o] = a[x] combined with b[y], in the matrices' value type. */
-static void combine(void *out, int64_t o, const void *a, int64_t x, const void *b, int64_t y, sr_type type,
-                    combiner c)
+/* out[o] = a[x] ⊕ b[y] (merge SR_MERGE_UNION, op an sr_add_op) or a[x] ⊗ b[y] (otherwise, op an
+ * sr_mul_op), in the matrices' value type; nothing for bool, which has no values. */
+void sr_cpu_combine(void *out, int64_t o, const void *a, int64_t x, const void *b, int64_t y, sr_type type,
+                    sr_merge merge, int op)
 {
 #define COMBINE(T)                                                                                       \
     {                                                                                                    \
         T u = ((const T *)a)[x], v = ((const T *)b)[y];                                                  \
-        SR_COMBINE_VALUES(T, ((T *)out)[o], u, v, c);                                                    \
+        ((T *)out)[o] = merge == SR_MERGE_UNION ? (op == SR_ADD_OP_PLUS  ? (T)SR_ADD_PLUS(u, v)          \
+                                                   : op == SR_ADD_OP_MIN ? (T)SR_ADD_MIN(u, v)           \
+                                                   : op == SR_ADD_OP_MAX ? (T)SR_ADD_MAX(u, v)           \
+                                                                         : (T)SR_ADD_OR(u, v))           \
+                        : op == SR_MUL_OP_TIMES ? (T)SR_MUL_TIMES(u, v)                                  \
+                        : op == SR_MUL_OP_PLUS  ? (T)SR_MUL_PLUS(u, v)                                   \
+                        : op == SR_MUL_OP_MIN   ? (T)SR_MUL_MIN(u, v)                                    \
+                        : op == SR_MUL_OP_AND   ? (T)SR_MUL_AND(u, v)                                    \
+                                                : (T)1;                                                  \
     }
     switch (type) {
     case SR_TYPE_INT32: COMBINE(int32_t) break;
     case SR_TYPE_FLOAT32: COMBINE(float) break;
     case SR_TYPE_FLOAT64: COMBINE(double) break;
-    case SR_TYPE_BOOL: break; /* no values */
+    case SR_TYPE_BOOL: break;
     }
 #undef COMBINE
 }
+
+/* The op that combines two values where both rows have an entry. */
+typedef struct {
+    sr_merge merge;
+    int op; /* sr_add_op for a union, sr_mul_op for an intersection */
+} combiner;
 
 /* The cursor into row i of the mask: allowed(j) for increasing j, one forward step at a time. */
 typedef struct {
@@ -91,7 +85,7 @@ static int64_t merge_row(const struct sr_matrix_s *A, const struct sr_matrix_s *
             if (cols) {
                 cols[n] = j;
                 if (vsize && both && c.merge != SR_MERGE_LEFT)
-                    combine(vals, n, A->values, x, B->values, y, A->type, c);
+                    sr_cpu_combine(vals, n, A->values, x, B->values, y, A->type, c.merge, c.op);
                 else if (vsize)
                     memcpy((char *)vals + n * vsize,
                            cx == j ? (const char *)A->values + x * vsize : (const char *)B->values + y * vsize, vsize);

@@ -5,28 +5,6 @@
 #include "../core/types.h"
 #include "cpu.h"
 
-/* out[o] = a ⊗ b for the semiring's ⊗, values of `type` (bool: nothing to write). */
-static void multiply_into(void *out, int64_t o, const void *a, int64_t x, const void *b, int64_t y, sr_type type,
-                          sr_mul_op op)
-{
-#define MULTIPLY(T)                                                                                      \
-    {                                                                                                    \
-        T u = ((const T *)a)[x], v = ((const T *)b)[y];                                                  \
-        ((T *)out)[o] = op == SR_MUL_OP_TIMES ? (T)SR_MUL_TIMES(u, v)                                    \
-                        : op == SR_MUL_OP_PLUS ? (T)SR_MUL_PLUS(u, v)                                    \
-                        : op == SR_MUL_OP_MIN  ? (T)SR_MUL_MIN(u, v)                                     \
-                        : op == SR_MUL_OP_AND  ? (T)SR_MUL_AND(u, v)                                     \
-                                               : (T)1;                                                   \
-    }
-    switch (type) {
-    case SR_TYPE_INT32: MULTIPLY(int32_t) break;
-    case SR_TYPE_FLOAT32: MULTIPLY(float) break;
-    case SR_TYPE_FLOAT64: MULTIPLY(double) break;
-    case SR_TYPE_BOOL: break;
-    }
-#undef MULTIPLY
-}
-
 sr_status sr_cpu_kronecker(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                            sr_semiring s, struct sr_matrix_s **out)
 {
@@ -55,7 +33,7 @@ sr_status sr_cpu_kronecker(struct sr_context_s *ctx, const struct sr_matrix_s *A
             for (int64_t y = B->rowptr[k]; y < B->rowptr[k + 1]; y++, o++) {
                 C->colind[o] = (int32_t)(base + B->colind[y]);
                 if (C->values)
-                    multiply_into(C->values, o, A->values, x, B->values, y, A->type, op);
+                    sr_cpu_combine(C->values, o, A->values, x, B->values, y, A->type, SR_MERGE_INTERSECT, (int)op);
             }
         }
     }
@@ -106,29 +84,6 @@ sr_status sr_cpu_extract(struct sr_context_s *ctx, const struct sr_matrix_s *A, 
     return SR_SUCCESS;
 }
 
-/* values[r] = ⊕ over row i of A, for the monoid op, values of `type`. */
-static void reduce_row(const struct sr_matrix_s *A, int64_t i, sr_add_op op, void *values, int64_t r)
-{
-#define REDUCE(T)                                                                                        \
-    {                                                                                                    \
-        const T *a = (const T *)A->values;                                                               \
-        T acc = a[A->rowptr[i]];                                                                         \
-        for (int64_t k = A->rowptr[i] + 1; k < A->rowptr[i + 1]; k++)                                    \
-            acc = op == SR_ADD_OP_PLUS ? (T)SR_ADD_PLUS(acc, a[k])                                       \
-                  : op == SR_ADD_OP_MIN ? (T)SR_ADD_MIN(acc, a[k])                                       \
-                  : op == SR_ADD_OP_MAX ? (T)SR_ADD_MAX(acc, a[k])                                       \
-                                        : (T)SR_ADD_OR(acc, a[k]);                                       \
-        ((T *)values)[r] = acc;                                                                          \
-    }
-    switch (A->type) {
-    case SR_TYPE_INT32: REDUCE(int32_t) break;
-    case SR_TYPE_FLOAT32: REDUCE(float) break;
-    case SR_TYPE_FLOAT64: REDUCE(double) break;
-    case SR_TYPE_BOOL: break;
-    }
-#undef REDUCE
-}
-
 sr_status sr_cpu_reduce_rows(struct sr_context_s *ctx, const struct sr_matrix_s *A, sr_semiring s,
                              struct sr_matrix_s **out)
 {
@@ -145,12 +100,17 @@ sr_status sr_cpu_reduce_rows(struct sr_context_s *ctx, const struct sr_matrix_s 
         return st;
     }
     const sr_add_op op = sr_semiring_add_op(s);
+    const size_t vsize = sr_value_size(A->type);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1024)
     for (int64_t i = 0; i < A->nrows; i++)
         if (v->rowptr[i + 1] > v->rowptr[i]) {
-            v->colind[v->rowptr[i]] = 0;
-            if (v->values)
-                reduce_row(A, i, op, v->values, v->rowptr[i]);
+            const int64_t r = v->rowptr[i];
+            v->colind[r] = 0;
+            if (!v->values)
+                continue;
+            memcpy((char *)v->values + r * vsize, (const char *)A->values + A->rowptr[i] * vsize, vsize);
+            for (int64_t k = A->rowptr[i] + 1; k < A->rowptr[i + 1]; k++) /* v[r] = v[r] ⊕ A(i, k) */
+                sr_cpu_combine(v->values, r, v->values, r, A->values, k, A->type, SR_MERGE_UNION, (int)op);
         }
     *out = v;
     return SR_SUCCESS;

@@ -214,29 +214,8 @@ extern "C" sr_status sr_cuda_matrix_from_bits(sr_context_s *ctx, const sr_bits *
     cudaStream_t stream = stream_of(ctx);
     sr_matrix_s *A = nullptr;
     SR_TRY(sr_matrix_alloc(ctx, X->nrows, X->ncols, 0, SR_TYPE_BOOL, SR_DEVICE, &A));
-    auto fail = [&](sr_status s) {
-        sr_matrix_destroy(A);
-        return s;
-    };
-    if (X->nrows > 0) {
-        row_popcounts<<<grid_for(X->nrows), 256, 0, stream>>>(*X, A->rowptr + 1);
-        if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
-            return fail(sr_cuda_fail(err, "sr_matrix_from_bits count", __FILE__, __LINE__));
-    }
-    int64_t nnz = 0;
-    sr_status st = scan_counts(ctx, A, &nnz, "sr_matrix_from_bits row pointers");
-    if (st != SR_SUCCESS)
-        return fail(st);
-    if ((st = sr_matrix_alloc_entries(A, nnz)) != SR_SUCCESS)
-        return fail(st);
-    if (nnz > 0) {
-        bits_to_columns<<<grid_for(X->nrows), 256, 0, stream>>>(*X, A->rowptr, A->colind);
-        cudaError_t err = cudaGetLastError();
-        if (err == cudaSuccess)
-            err = cudaStreamSynchronize(stream);
-        if (err != cudaSuccess)
-            return fail(sr_cuda_fail(err, "sr_matrix_from_bits fill", __FILE__, __LINE__));
-    }
-    *out = A;
-    return SR_SUCCESS;
+    return build_rows(
+        ctx, A, [&](int64_t *counts) { row_popcounts<<<grid_for(X->nrows), 256, 0, stream>>>(*X, counts); },
+        [&] { bits_to_columns<<<grid_for(X->nrows), 256, 0, stream>>>(*X, A->rowptr, A->colind); },
+        "sr_matrix_from_bits", out);
 }

@@ -1,6 +1,6 @@
 // Element-wise merges on the device: the union (⊕ where both rows have an entry), the
 // intersection (⊗), or the left operand alone (to apply a mask), under an optional structural
-// mask. A thread merges one row, in a count pass and a fill pass.
+// mask. A thread merges one row, in a count pass (writing rowptr[i + 1]) and a fill pass.
 #include "cuda_scan.cuh"
 #include "cuda_semiring.cuh"
 
@@ -81,35 +81,14 @@ template <class Ops> struct merge_launcher {
     static sr_status run(sr_context_s *ctx, const ewise_args &p, sr_matrix_s **out) {
         using T = typename Ops::value;
         cudaStream_t stream = stream_of(ctx);
+        const unsigned grid = grid_for(p.a.nrows);
         sr_matrix_s *C = nullptr;
         SR_TRY(sr_matrix_alloc(ctx, p.a.nrows, p.a.ncols, 0, p.a.type, SR_DEVICE, &C));
-        auto fail = [&](sr_status s) {
-            sr_matrix_destroy(C);
-            return s;
-        };
-        const int64_t nrows = p.a.nrows;
-        if (nrows > 0) {
-            merge_rows<Ops, false><<<grid_for(nrows), 256, 0, stream>>>(p, C->rowptr, nullptr, nullptr);
-            if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
-                return fail(sr_cuda_fail(err, "element-wise count", __FILE__, __LINE__));
-        }
-        int64_t nnz = 0;
-        sr_status st = scan_counts(ctx, C, &nnz, "element-wise row pointers");
-        if (st != SR_SUCCESS)
-            return fail(st);
-        if ((st = sr_matrix_alloc_entries(C, nnz)) != SR_SUCCESS)
-            return fail(st);
-        if (nnz > 0) {
-            merge_rows<Ops, true><<<grid_for(nrows), 256, 0, stream>>>(p, C->rowptr, C->colind,
-                                                                       static_cast<T *>(C->values));
-            cudaError_t err = cudaGetLastError();
-            if (err == cudaSuccess)
-                err = cudaStreamSynchronize(stream);
-            if (err != cudaSuccess)
-                return fail(sr_cuda_fail(err, "element-wise fill", __FILE__, __LINE__));
-        }
-        *out = C;
-        return SR_SUCCESS;
+        return build_rows(
+            ctx, C,
+            [&](int64_t *) { merge_rows<Ops, false><<<grid, 256, 0, stream>>>(p, C->rowptr, nullptr, nullptr); },
+            [&] { merge_rows<Ops, true><<<grid, 256, 0, stream>>>(p, C->rowptr, C->colind, static_cast<T *>(C->values)); },
+            "element-wise", out);
     }
 };
 

@@ -52,32 +52,13 @@ template <class Ops> struct kron_launcher {
         const int64_t nrows = A->nrows * B->nrows;
         sr_matrix_s *C = nullptr;
         SR_TRY(sr_matrix_alloc(ctx, nrows, A->ncols * B->ncols, 0, A->type, SR_DEVICE, &C));
-        auto fail = [&](sr_status s) {
-            sr_matrix_destroy(C);
-            return s;
-        };
-        if (nrows > 0) {
-            kron_count<<<grid_for(nrows), 256, 0, stream>>>(*A, *B, C->rowptr + 1);
-            if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
-                return fail(sr_cuda_fail(err, "kronecker count", __FILE__, __LINE__));
-        }
-        int64_t nnz = 0;
-        sr_status st = scan_counts(ctx, C, &nnz, "kronecker row pointers");
-        if (st == SR_SUCCESS)
-            st = sr_matrix_alloc_entries(C, nnz);
-        if (st != SR_SUCCESS)
-            return fail(st);
-        if (nnz > 0) {
-            kron_fill<Ops><<<grid_for(nrows * 32), 256, 0, stream>>>(*A, *B, C->rowptr, C->colind,
-                                                                     static_cast<T *>(C->values));
-            cudaError_t err = cudaGetLastError();
-            if (err == cudaSuccess)
-                err = cudaStreamSynchronize(stream);
-            if (err != cudaSuccess)
-                return fail(sr_cuda_fail(err, "kronecker fill", __FILE__, __LINE__));
-        }
-        *out = C;
-        return SR_SUCCESS;
+        return build_rows(
+            ctx, C, [&](int64_t *counts) { kron_count<<<grid_for(nrows), 256, 0, stream>>>(*A, *B, counts); },
+            [&] {
+                kron_fill<Ops><<<grid_for(nrows * 32), 256, 0, stream>>>(*A, *B, C->rowptr, C->colind,
+                                                                         static_cast<T *>(C->values));
+            },
+            "sr_kronecker", out);
     }
 };
 
@@ -152,32 +133,13 @@ template <class Ops> struct reduce_launcher {
         cudaStream_t stream = stream_of(ctx);
         sr_matrix_s *v = nullptr;
         SR_TRY(sr_matrix_alloc(ctx, A->nrows, 1, 0, A->type, SR_DEVICE, &v));
-        auto fail = [&](sr_status s) {
-            sr_matrix_destroy(v);
-            return s;
-        };
-        if (A->nrows > 0) {
-            reduce_count<<<grid_for(A->nrows), 256, 0, stream>>>(*A, v->rowptr + 1);
-            if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
-                return fail(sr_cuda_fail(err, "reduce count", __FILE__, __LINE__));
-        }
-        int64_t nnz = 0;
-        sr_status st = scan_counts(ctx, v, &nnz, "reduce row pointers");
-        if (st == SR_SUCCESS)
-            st = sr_matrix_alloc_entries(v, nnz);
-        if (st != SR_SUCCESS)
-            return fail(st);
-        if (nnz > 0) {
-            reduce_fill<Ops><<<grid_for(A->nrows * 32), 256, 0, stream>>>(*A, v->rowptr, v->colind,
-                                                                          static_cast<T *>(v->values));
-            cudaError_t err = cudaGetLastError();
-            if (err == cudaSuccess)
-                err = cudaStreamSynchronize(stream);
-            if (err != cudaSuccess)
-                return fail(sr_cuda_fail(err, "reduce fill", __FILE__, __LINE__));
-        }
-        *out = v;
-        return SR_SUCCESS;
+        return build_rows(
+            ctx, v, [&](int64_t *counts) { reduce_count<<<grid_for(A->nrows), 256, 0, stream>>>(*A, counts); },
+            [&] {
+                reduce_fill<Ops><<<grid_for(A->nrows * 32), 256, 0, stream>>>(*A, v->rowptr, v->colind,
+                                                                              static_cast<T *>(v->values));
+            },
+            "sr_reduce_rows", out);
     }
 };
 
@@ -196,32 +158,13 @@ extern "C" sr_status sr_cuda_extract(sr_context_s *ctx, const sr_matrix_s *A, in
     const extract_box box{row0, col0, nrows, ncols};
     sr_matrix_s *C = nullptr;
     SR_TRY(sr_matrix_alloc(ctx, nrows, ncols, 0, A->type, SR_DEVICE, &C));
-    auto fail = [&](sr_status s) {
-        sr_matrix_destroy(C);
-        return s;
-    };
-    if (nrows > 0) {
-        extract_count<<<grid_for(nrows), 256, 0, stream>>>(*A, box, C->rowptr + 1);
-        if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
-            return fail(sr_cuda_fail(err, "extract count", __FILE__, __LINE__));
-    }
-    int64_t nnz = 0;
-    sr_status st = scan_counts(ctx, C, &nnz, "extract row pointers");
-    if (st == SR_SUCCESS)
-        st = sr_matrix_alloc_entries(C, nnz);
-    if (st != SR_SUCCESS)
-        return fail(st);
-    if (nnz > 0) {
-        extract_fill<<<grid_for(nrows * 32), 256, 0, stream>>>(*A, box, C->rowptr, C->colind, C->values,
-                                                               (int)sr_value_size(A->type));
-        cudaError_t err = cudaGetLastError();
-        if (err == cudaSuccess)
-            err = cudaStreamSynchronize(stream);
-        if (err != cudaSuccess)
-            return fail(sr_cuda_fail(err, "extract fill", __FILE__, __LINE__));
-    }
-    *out = C;
-    return SR_SUCCESS;
+    return build_rows(
+        ctx, C, [&](int64_t *counts) { extract_count<<<grid_for(nrows), 256, 0, stream>>>(*A, box, counts); },
+        [&] {
+            extract_fill<<<grid_for(nrows * 32), 256, 0, stream>>>(*A, box, C->rowptr, C->colind, C->values,
+                                                                   (int)sr_value_size(A->type));
+        },
+        "sr_extract", out);
 }
 
 extern "C" sr_status sr_cuda_reduce_rows(sr_context_s *ctx, const sr_matrix_s *A, sr_semiring s, sr_matrix_s **v) {

@@ -8,8 +8,6 @@
 #include "../cuda/cuda.h"
 #include "ops_common.h"
 
-static const char *place(sr_location where) { return where == SR_DEVICE ? "device" : "host"; }
-
 sr_bits sr_bits_view(uint64_t *words, int64_t nrows, int64_t ncols, sr_location location)
 {
     sr_bits b = {words, nrows, ncols, (ncols + 63) / 64, location};
@@ -75,8 +73,8 @@ sr_status sr_bits_from_matrix(sr_context ctx, const sr_bits *X, sr_matrix A)
     SR_TRY(check_bits(fn, "X", X));
     SR_CHECK_ARG(X->nrows == A->nrows && X->ncols == A->ncols, "%s: X is %lld x %lld but A is %lld x %lld", fn,
                  (long long)X->nrows, (long long)X->ncols, (long long)A->nrows, (long long)A->ncols);
-    SR_CHECK_ARG(X->location == A->location, "%s: X lives on the %s but A on the %s", fn, place(X->location),
-                 place(A->location));
+    SR_CHECK_ARG(X->location == A->location, "%s: X lives on the %s but A on the %s", fn, sr_ops_place(X->location),
+                 sr_ops_place(A->location));
     return A->location == SR_DEVICE ? sr_cuda_bits_from_matrix(ctx, A, X) : sr_cpu_bits_from_matrix(ctx, A, X);
 }
 
@@ -98,8 +96,8 @@ static sr_status check_same_block(const char *fn, const char *what, const sr_bit
 {
     SR_CHECK_ARG(X->nrows == Y->nrows && X->ncols == Y->ncols, "%s: %s is %lld x %lld but Y is %lld x %lld", fn, what,
                  (long long)X->nrows, (long long)X->ncols, (long long)Y->nrows, (long long)Y->ncols);
-    SR_CHECK_ARG(X->location == Y->location, "%s: %s lives on the %s but Y on the %s", fn, what, place(X->location),
-                 place(Y->location));
+    SR_CHECK_ARG(X->location == Y->location, "%s: %s lives on the %s but Y on the %s", fn, what, sr_ops_place(X->location),
+                 sr_ops_place(Y->location));
     return SR_SUCCESS;
 }
 
@@ -150,8 +148,8 @@ sr_status sr_mxm_bits(sr_context ctx, const sr_bits *Y, const sr_bits *mask, sr_
     SR_CHECK_ARG(Y->nrows == A->nrows && Y->ncols == X->ncols, "%s: Y is %lld x %lld but A X is %lld x %lld", fn,
                  (long long)Y->nrows, (long long)Y->ncols, (long long)A->nrows, (long long)X->ncols);
     SR_CHECK_ARG(X->location == A->location && Y->location == A->location,
-                 "%s: A lives on the %s but X on the %s and Y on the %s", fn, place(A->location), place(X->location),
-                 place(Y->location));
+                 "%s: A lives on the %s but X on the %s and Y on the %s", fn, sr_ops_place(A->location), sr_ops_place(X->location),
+                 sr_ops_place(Y->location));
     if (mask) {
         SR_TRY(check_bits(fn, "the mask", mask));
         SR_TRY(check_same_block(fn, "the mask", Y, mask));

@@ -124,7 +124,7 @@ sr_status sr_distance_prepare(const char *fn, struct sr_context_s *ctx, struct s
     SR_TRY(sr_ops_check_matrix(fn, ctx, index));
     SR_TRY(sr_metric_check(fn, metric, metric_arg));
     SR_CHECK_ARG(queries->location == index->location, "%s: the two matrices live apart (%s and %s); sr_matrix_copy_to moves one",
-                 fn, queries->location == SR_DEVICE ? "device" : "host", index->location == SR_DEVICE ? "device" : "host");
+                 fn, sr_ops_place(queries->location), sr_ops_place(index->location));
     SR_CHECK_ARG(queries->ncols == index->ncols, "%s: rows of %lld and %lld columns cannot be compared", fn,
                  (long long)queries->ncols, (long long)index->ncols);
     SR_CHECK_ARG(index->nrows <= INT32_MAX, "%s: the index has %lld rows, beyond the 32-bit limit", fn,

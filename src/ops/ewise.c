@@ -5,8 +5,6 @@
 #include "../cuda/cuda.h"
 #include "ops_common.h"
 
-static const char *place(sr_location where) { return where == SR_DEVICE ? "device" : "host"; }
-
 /* A and B can be combined element-wise or by Kronecker under s: one type, one place, and s keeps
  * that type. */
 static sr_status check_pair(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *A,
@@ -17,7 +15,7 @@ static sr_status check_pair(const char *fn, const struct sr_context_s *ctx, cons
     SR_CHECK_ARG(B->type == A->type, "%s: B has type %s but A has type %s", fn, sr_type_name(B->type),
                  sr_type_name(A->type));
     SR_CHECK_ARG(B->location == A->location, "%s: A lives on the %s but B on the %s (sr_matrix_copy_to moves one)", fn,
-                 place(A->location), place(B->location));
+                 sr_ops_place(A->location), sr_ops_place(B->location));
     sr_type out;
     SR_TRY(sr_semiring_output_type(s, A->type, &out));
     SR_CHECK_ARG(out == A->type, "%s: %s turns %s into %s; element-wise operations keep the type (for bool use "

@@ -3,6 +3,8 @@
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
 
+const char *sr_ops_place(sr_location where) { return where == SR_DEVICE ? "device" : "host"; }
+
 sr_status sr_ops_check_matrix(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *A)
 {
     SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
@@ -31,9 +33,9 @@ sr_status sr_ops_accumulator(const char *fn, const struct sr_context_s *ctx, str
     SR_TRY(sr_ops_check_matrix(fn, ctx, *C));
     SR_CHECK_ARG((*C)->nrows == nrows && (*C)->ncols == ncols && (*C)->type == type && (*C)->location == where,
                  "%s: to accumulate, C must be a %lld x %lld %s matrix on the %s (it is %lld x %lld %s on the %s)", fn,
-                 (long long)nrows, (long long)ncols, sr_type_name(type), where == SR_DEVICE ? "device" : "host",
+                 (long long)nrows, (long long)ncols, sr_type_name(type), sr_ops_place(where),
                  (long long)(*C)->nrows, (long long)(*C)->ncols, sr_type_name((*C)->type),
-                 (*C)->location == SR_DEVICE ? "device" : "host");
+                 sr_ops_place((*C)->location));
     *old = *C;
     return SR_SUCCESS;
 }
@@ -71,7 +73,7 @@ sr_status sr_ops_check_mask(const char *fn, const struct sr_context_s *ctx, cons
     SR_CHECK_ARG(mask->nrows == nrows && mask->ncols == ncols, "%s: the mask is %lld x %lld but the output is %lld x %lld",
                  fn, (long long)mask->nrows, (long long)mask->ncols, (long long)nrows, (long long)ncols);
     SR_CHECK_ARG(mask->location == A->location, "%s: the mask lives on the %s but A on the %s (sr_matrix_copy_to moves it)",
-                 fn, mask->location == SR_DEVICE ? "device" : "host", A->location == SR_DEVICE ? "device" : "host");
+                 fn, sr_ops_place(mask->location), sr_ops_place(A->location));
     return SR_SUCCESS;
 }
 

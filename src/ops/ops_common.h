@@ -8,6 +8,9 @@
 #include "../core/validate.h"
 #include "../semiring/semiring.h"
 
+/* "device" or "host", for messages. */
+const char *sr_ops_place(sr_location where);
+
 /* ctx and A are usable together: both non-NULL, and a device matrix is on ctx's device. */
 sr_status sr_ops_check_matrix(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *A);
 

@@ -106,7 +106,7 @@ sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr
     SR_CHECK_ARG(B->type == A->type, "%s: B has type %s but A has type %s", fn, sr_type_name(B->type),
                  sr_type_name(A->type));
     SR_CHECK_ARG(B->location == A->location, "%s: A lives on the %s but B on the %s (sr_matrix_copy_to moves one)", fn,
-                 A->location == SR_DEVICE ? "device" : "host", B->location == SR_DEVICE ? "device" : "host");
+                 sr_ops_place(A->location), sr_ops_place(B->location));
     int64_t inner = d.transpose_b ? B->ncols : B->nrows, ncols = d.transpose_b ? B->nrows : B->ncols;
     SR_CHECK_ARG(inner == A->ncols, "%s: A is %lld x %lld but B%s has %lld rows", fn, (long long)A->nrows,
                  (long long)A->ncols, d.transpose_b ? "^T" : "", (long long)inner);
