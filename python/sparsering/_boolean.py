@@ -1,10 +1,9 @@
 """Element-wise and structural operations, bit-packed Boolean blocks, and graph queries
 (transitive closure, multi-source reachability, context-free path querying)."""
+import os
 from collections import namedtuple
 
 import numpy as np
-import scipy.sparse as sp
-
 from . import _core
 from ._matrix import BOOL, Matrix, as_matrix
 from ._ops import _ctx_for, _mask, semiring_id
@@ -103,6 +102,49 @@ def unpack_bits(words, ncols):
     return bits[:, :ncols].astype(np.bool_)
 
 
+def _words(words, nrows, ncols, what, writable=False):
+    shape = (nrows, (int(ncols) + 63) // 64)
+    if writable:
+        if not isinstance(words, np.ndarray) or words.dtype != np.uint64 or words.shape != shape or \
+                not words.flags.c_contiguous:
+            raise ValueError(f"{what} must be a C-contiguous uint64 array of shape {shape}")
+        return words
+    words = np.ascontiguousarray(words, dtype=np.uint64)
+    if words.shape != shape:
+        raise ValueError(f"{what} must be {shape} uint64 words, not {words.shape}")
+    return words
+
+
+def bits_from_matrix(A, *, context=None):
+    """A sparse matrix's pattern, bit-packed (sr_bits_from_matrix): (nrows, ceil(ncols / 64)) uint64."""
+    ctx = _ctx_for(A, context)
+    A = as_matrix(A, ctx, np.bool_, "host")
+    out = np.empty((A.shape[0], (A.shape[1] + 63) // 64), dtype=np.uint64)
+    _core.bits_from_matrix(ctx._ctx, A._h, out)
+    return out
+
+
+def matrix_from_bits(words, ncols, *, context=None):
+    """The set bits of a bit-packed block as a bool scipy csr_matrix (sr_matrix_from_bits)."""
+    ctx = _ctx_for(None, context)
+    words = np.ascontiguousarray(words, dtype=np.uint64)
+    return _give(_core.matrix_from_bits(ctx._ctx, words, words.shape[0], int(ncols)), ctx, False)
+
+
+def bits_or(Y, X, ncols, *, context=None):
+    """Y |= X in place for bit-packed blocks of one shape; returns the bits set in Y (sr_bits_or)."""
+    ctx = _ctx_for(None, context)
+    Y = _words(Y, len(Y), ncols, "Y", writable=True)
+    return _core.bits_or(ctx._ctx, Y, _words(X, len(Y), ncols, "X"), Y.shape[0], int(ncols))
+
+
+def bits_count(X, ncols, *, context=None):
+    """The set bits of a bit-packed block (sr_bits_count)."""
+    ctx = _ctx_for(None, context)
+    X = np.ascontiguousarray(X, dtype=np.uint64)
+    return _core.bits_or(ctx._ctx, X, None, X.shape[0], int(ncols))
+
+
 def mxm_bits(A, X, ncols, *, out=None, mask=None, complement=False, replace=False, accumulate=False, context=None):
     """Y = A or.and X for a sparse A (m x n, its pattern) and a bit-packed X (n x ncols, uint64
     words as pack_bits makes): row i of Y ORs the rows of X that row i of A names, 64 columns a word.
@@ -111,17 +153,13 @@ def mxm_bits(A, X, ncols, *, out=None, mask=None, complement=False, replace=Fals
     Returns Y."""
     ctx = _ctx_for(A, context)
     A = as_matrix(A, ctx, np.bool_, "host")
-    words = (int(ncols) + 63) // 64
-    X = np.ascontiguousarray(X, dtype=np.uint64)
-    if X.shape != (A.shape[1], words):
-        raise ValueError(f"mxm_bits: X must be ({A.shape[1]}, {words}) uint64 words, not {X.shape}")
+    X = _words(X, A.shape[1], ncols, "mxm_bits: X")
     if out is None:
         if accumulate or (mask is not None and not replace):
             raise ValueError("mxm_bits: accumulate and a mask without replace keep bits already in the output: pass out=")
-        out = np.zeros((A.shape[0], words), dtype=np.uint64)
-    elif out.dtype != np.uint64 or out.shape != (A.shape[0], words) or not out.flags.c_contiguous:
-        raise ValueError(f"mxm_bits: out must be a C-contiguous uint64 array of shape {(A.shape[0], words)}")
-    m = None if mask is None else np.ascontiguousarray(mask, dtype=np.uint64)
+        out = np.zeros((A.shape[0], (int(ncols) + 63) // 64), dtype=np.uint64)
+    out = _words(out, A.shape[0], ncols, "mxm_bits: out", writable=True)
+    m = None if mask is None else _words(mask, A.shape[0], ncols, "mxm_bits: mask")
     _core.mxm_bits(ctx._ctx, out, m, A._h, X, int(ncols), complement, replace, accumulate)
     return out
 
@@ -159,7 +197,7 @@ def cfpq(grammar, graphs, symbol=None, *, reverse=False, return_stats=False, con
     `symbol` (default: the grammar's start symbol, the first rule's left side) derives.
 
     grammar: text, one rule a line, "S -> d_r S d | d_r d" ("eps" is the empty word; README has
-    the format). graphs: {label: square adjacency (scipy, numpy or Matrix)}; reverse=True adds
+    the format), or a pathlib.Path / os.PathLike of a file holding it. graphs: {label: square adjacency (scipy, numpy or Matrix)}; reverse=True adds
     label + "_r" with the reversed edges of each. Returns scipy csr_matrix (bool), or a Matrix
     when the graphs are Matrix objects."""
     if not isinstance(graphs, dict) or not graphs:
@@ -175,29 +213,15 @@ def cfpq(grammar, graphs, symbol=None, *, reverse=False, return_stats=False, con
         if reverse:
             labels.append(f"{label}_r")
             mats.append(m.transpose()._h)
-    return _query(_core.cfpq(ctx._ctx, str(grammar), labels, mats, symbol), ctx, keep, return_stats)
+    is_path = isinstance(grammar, os.PathLike)
+    text = os.fspath(grammar) if is_path else str(grammar)
+    return _query(_core.cfpq(ctx._ctx, text, is_path, labels, mats, symbol), ctx, keep, return_stats)
 
 
-def read_labeled_graph(path, nvertices=0):
-    """Reads "FROM TO LABEL" lines ('#' comments) into {label: scipy csr bool adjacency}, all of
-    the same size: 1 + the largest vertex number, or nvertices when larger."""
-    edges = {}
-    largest = -1
-    with open(path) as f:
-        for line_no, line in enumerate(f, 1):
-            fields = line.split("#", 1)[0].split()
-            if not fields:
-                continue
-            if len(fields) != 3:
-                raise ValueError(f"{path}:{line_no}: expected 'FROM TO LABEL'")
-            u, v = int(fields[0]), int(fields[1])
-            if u < 0 or v < 0:
-                raise ValueError(f"{path}:{line_no}: negative vertex number")
-            edges.setdefault(fields[2], []).append((u, v))
-            largest = max(largest, u, v)
-    n = max(largest + 1, nvertices)
-    out = {}
-    for label, pairs in edges.items():
-        uv = np.array(pairs, dtype=np.int64)
-        out[label] = sp.csr_matrix((np.ones(len(uv), dtype=np.bool_), (uv[:, 0], uv[:, 1])), shape=(n, n))
-    return out
+def read_labeled_graph(path, nvertices=0, *, context=None):
+    """Reads "FROM TO LABEL" lines ('#' comments) into {label: scipy csr bool adjacency}, in the
+    order labels first appear, all of the same size: 1 + the largest vertex number, or nvertices
+    when larger (sr_labeled_graph_read)."""
+    ctx = _ctx_for(None, context)
+    pairs, _ = _core.read_labeled_graph(ctx._ctx, os.fspath(path), int(nvertices))
+    return {label: Matrix._wrap(h, ctx).to_scipy() for label, h in pairs}

@@ -721,6 +721,116 @@ static PyObject *mxm_bits(PyObject *mod, PyObject *args)
     return PyLong_FromLongLong(count);
 }
 
+/* read_labeled_graph(ctx, path, nvertices) -> ([(label, Matrix)], nvertices); host matrices */
+static PyObject *read_labeled_graph(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context;
+    const char *path;
+    long long nvertices;
+    if (!PyArg_ParseTuple(args, "OsL", &context, &path, &nvertices))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    if (!ctx)
+        return NULL;
+    int64_t n = nvertices, nlabels = 0;
+    char **labels = NULL;
+    sr_matrix *graphs = NULL;
+    TRY(sr_labeled_graph_read(ctx, path, SR_HOST, &n, &nlabels, &labels, &graphs));
+    PyObject *list = PyList_New(0);
+    for (int64_t l = 0; list && l < nlabels; l++) {
+        PyObject *m = wrap_matrix(context, graphs[l]);
+        graphs[l] = NULL; /* owned by m now (or freed by wrap_matrix) */
+        PyObject *pair = m ? Py_BuildValue("(sN)", labels[l], m) : NULL;
+        if (!pair || PyList_Append(list, pair) != 0) {
+            Py_XDECREF(pair);
+            Py_CLEAR(list);
+        } else {
+            Py_DECREF(pair);
+        }
+    }
+    sr_labels_free(nlabels, labels, graphs);
+    return list ? Py_BuildValue("(NL)", list, (long long)n) : NULL;
+}
+
+/* bits_from_matrix(ctx, A, out words (nrows x words, C-contiguous uint64)) */
+static PyObject *bits_from_matrix(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *a, *out;
+    if (!PyArg_ParseTuple(args, "OOO", &context, &a, &out))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A;
+    sr_matrix_info info;
+    if (!ctx || matrix_arg(a, &A, 0, "A") || info_of(A, &info))
+        return NULL;
+    Py_buffer b;
+    sr_bits X;
+    if (bits_arg(out, &b, info.nrows, info.ncols, 1, &X, "out"))
+        return NULL;
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_bits_from_matrix(ctx, &X, A);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&b);
+    if (s != SR_SUCCESS)
+        return raise_status(s);
+    Py_RETURN_NONE;
+}
+
+/* matrix_from_bits(ctx, words, nrows, ncols) -> Matrix (bool, host) */
+static PyObject *matrix_from_bits(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *words;
+    long long nrows, ncols;
+    if (!PyArg_ParseTuple(args, "OOLL", &context, &words, &nrows, &ncols))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    if (!ctx)
+        return NULL;
+    Py_buffer b;
+    sr_bits X;
+    if (bits_arg(words, &b, nrows, ncols, 0, &X, "words"))
+        return NULL;
+    sr_matrix A = NULL;
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = sr_matrix_from_bits(ctx, &A, &X);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&b);
+    if (s != SR_SUCCESS)
+        return raise_status(s);
+    return wrap_matrix(context, A);
+}
+
+/* bits_or(ctx, Y, X_or_None, nrows, ncols) -> bits set in Y after Y |= X (X None: a count only) */
+static PyObject *bits_or(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *y_obj, *x_obj;
+    long long nrows, ncols;
+    if (!PyArg_ParseTuple(args, "OOOLL", &context, &y_obj, &x_obj, &nrows, &ncols))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    if (!ctx)
+        return NULL;
+    Py_buffer yb, xb = {0};
+    sr_bits Y, X;
+    if (bits_arg(y_obj, &yb, nrows, ncols, x_obj != Py_None, &Y, "Y"))
+        return NULL;
+    if (x_obj != Py_None && bits_arg(x_obj, &xb, nrows, ncols, 0, &X, "X")) {
+        PyBuffer_Release(&yb);
+        return NULL;
+    }
+    int64_t count = 0;
+    sr_status s;
+    Py_BEGIN_ALLOW_THREADS s = x_obj != Py_None ? sr_bits_or(ctx, &Y, &X, &count) : sr_bits_count(ctx, &Y, &count);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&yb);
+    if (xb.obj)
+        PyBuffer_Release(&xb);
+    if (s != SR_SUCCESS)
+        return raise_status(s);
+    return PyLong_FromLongLong(count);
+}
+
 static PyObject *query_result(PyObject *context, sr_matrix R, const sr_query_stats *st)
 {
     PyObject *m = wrap_matrix(context, R);
@@ -769,13 +879,16 @@ static PyObject *reachability(PyObject *mod, PyObject *args)
     return query_result(context, R, &st);
 }
 
-/* cfpq(ctx, grammar_text, [label names], [Matrix], symbol_or_None) -> (Matrix, rounds, products, seconds) */
+/* cfpq(ctx, grammar, grammar_is_path, [label names], [Matrix], symbol_or_None) -> (Matrix, rounds, products,
+ * seconds); grammar is the text, or a file's path (read by sr_grammar_read) */
 static PyObject *cfpq(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *context, *names, *mats, *symbol_obj;
     const char *text;
-    if (!PyArg_ParseTuple(args, "OsO!O!O", &context, &text, &PyList_Type, &names, &PyList_Type, &mats, &symbol_obj))
+    int is_path;
+    if (!PyArg_ParseTuple(args, "OspO!O!O", &context, &text, &is_path, &PyList_Type, &names, &PyList_Type, &mats,
+                          &symbol_obj))
         return NULL;
     sr_context ctx = ctx_of(context);
     if (!ctx)
@@ -806,7 +919,7 @@ static PyObject *cfpq(PyObject *mod, PyObject *args)
     sr_matrix R = NULL;
     sr_query_stats st = {0, 0, 0};
     sr_status s;
-    Py_BEGIN_ALLOW_THREADS s = sr_grammar_parse(text, &g);
+    Py_BEGIN_ALLOW_THREADS s = is_path ? sr_grammar_read(text, &g) : sr_grammar_parse(text, &g);
     if (s == SR_SUCCESS)
         s = sr_cfpq(ctx, g, (int64_t)n, labels, graphs, symbol, &R, NULL, &st);
     sr_grammar_free(g);
@@ -1039,7 +1152,11 @@ static PyMethodDef module_methods[] = {
     {"mxm_bits", mxm_bits, METH_VARARGS, "mxm_bits(ctx, Y, mask, A, X, ncols, complement, replace, accumulate)"},
     {"closure", closure, METH_VARARGS, "closure(ctx, A, method)"},
     {"reachability", reachability, METH_VARARGS, "reachability(ctx, A, sources)"},
-    {"cfpq", cfpq, METH_VARARGS, "cfpq(ctx, grammar, labels, graphs, symbol)"},
+    {"cfpq", cfpq, METH_VARARGS, "cfpq(ctx, grammar, grammar_is_path, labels, graphs, symbol)"},
+    {"read_labeled_graph", read_labeled_graph, METH_VARARGS, "read_labeled_graph(ctx, path, nvertices)"},
+    {"bits_from_matrix", bits_from_matrix, METH_VARARGS, "bits_from_matrix(ctx, A, out)"},
+    {"matrix_from_bits", matrix_from_bits, METH_VARARGS, "matrix_from_bits(ctx, words, nrows, ncols)"},
+    {"bits_or", bits_or, METH_VARARGS, "bits_or(ctx, Y, X_or_None, nrows, ncols) -> set bits of Y"},
     {"semiring_output_type", semiring_output_type, METH_VARARGS, "semiring_output_type(semiring, type)"},
     {"metric_from_name", metric_from_name, METH_O, "metric_from_name(name)"},
     {"pairwise", pairwise, METH_VARARGS, "pairwise(ctx, A, B, metric, arg, D)"},

@@ -74,6 +74,14 @@ def test_bits(ctx, rng):
     assert np.array_equal(sr.unpack_bits(Y, 130), P & ~M)
     with pytest.raises(ValueError):
         sr.mxm_bits(A, W[:, :2], 130)
+    # the library's own conversions and word operations agree with numpy's
+    XS = sp.csr_matrix(X)
+    assert np.array_equal(sr.bits_from_matrix(XS, context=ctx), W)
+    same_pattern(sr.matrix_from_bits(W, 130, context=ctx), XS)
+    V = sr.pack_bits(M[:90])
+    assert sr.bits_count(V, 130, context=ctx) == int(M[:90].sum())
+    assert sr.bits_or(V, W, 130, context=ctx) == int((M[:90] | X).sum())
+    assert np.array_equal(sr.unpack_bits(V, 130), M[:90] | X)
 
 
 def random_graph(rng, n, degree):
@@ -160,6 +168,13 @@ def test_labeled_graph_file(tmp_path, ctx):
     assert set(graphs) == {"a", "b"} and graphs["a"].shape == (4, 4)
     R = sr.cfpq("S -> a b a", graphs, context=ctx)
     assert set(zip(*sp.csr_matrix(R).nonzero())) == {(0, 3)}
+    grammar = tmp_path / "grammar.txt"
+    grammar.write_text("# a file\nS -> a b a\n")
+    same_pattern(sr.cfpq(grammar, graphs, context=ctx), R)
+    assert sr.read_labeled_graph(path, nvertices=10)["a"].shape == (10, 10)
+    path.write_text("0 1\n")
+    with pytest.raises(sr.ParseError, match="FROM TO LABEL"):
+        sr.read_labeled_graph(path)
 
 
 def debian():
