@@ -69,7 +69,8 @@ static int64_t product_row(const struct sr_matrix_s *A, const struct sr_matrix_s
     int32_t *out = t->out.data + t->out.n;
     if (!mask && a1 - a0 == 1) {
         const int64_t k = A->colind[a0], n = B->rowptr[k + 1] - B->rowptr[k];
-        memcpy(out, B->colind + B->rowptr[k], (size_t)n * sizeof *out);
+        if (n > 0) /* an empty B may have no column array at all */
+            memcpy(out, B->colind + B->rowptr[k], (size_t)n * sizeof *out);
         return n;
     }
     if (!mask && a1 - a0 == 2) {
