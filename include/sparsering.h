@@ -226,6 +226,8 @@ typedef struct sr_descriptor {
     bool transpose_b;     /* sr_mxm only: use B^T (B is n x k) */
     bool replace;         /* sr_mxm_bits only (others reject it): bits the mask excludes are
                              cleared instead of keeping their old values */
+    bool sample_pattern;  /* the SDDMM calls only (others reject it): sample A·Bᵀ at S's pattern,
+                             ignoring S's values in the product (cuSPARSE's form) */
 } sr_descriptor;
 
 /* Masks are structural: only their pattern counts (their values are ignored), they have the
@@ -308,6 +310,38 @@ sr_status sr_bits_count(sr_context ctx, const sr_bits *X, int64_t *count);
  * memory with X or the mask. */
 sr_status sr_mxm_bits(sr_context ctx, const sr_bits *Y, const sr_bits *mask, sr_matrix A, const sr_bits *X,
                       const sr_descriptor *desc, int64_t *count);
+
+/* ------------------------------------------------------------------ sampled products (SDDMM) */
+
+/* The sampled dense-dense product (the cuSDDMM paper): A·Bᵀ computed only at the entries of a
+ * sparse S. A is m x K, B is n x K (dense, either layout, anywhere), S is m x n and the work runs
+ * where S lives. With the semiring's (⊕, ⊗), at every entry (i, j) of S, explicit zeros included:
+ *     C(i, j) = α·(S(i, j) ⊗ D(i, j)) + β·S(i, j),   D(i, j) = ⊕ over k of A(i, k) ⊗ B(j, k)
+ * and nowhere else: C has S's pattern, always. α and β are ordinary arithmetic in the output
+ * type; β = 0 drops the β term (no 0·inf). A bool S, or the descriptor's sample_pattern, samples
+ * at the pattern: S(i, j) ⊗ D becomes D (and a bool S counts 1 in the β term). A and B have one
+ * type (int32, float32, float64); the output type is the semiring's on it (sr_semiring_output_type);
+ * S is bool or of the output type. K may be 0 (D is the ⊕ identity). Only sample_pattern of the
+ * descriptor applies. */
+sr_status sr_sddmm(sr_context ctx, sr_matrix *C, sr_semiring s, double alpha, sr_matrix S, const sr_dense *A,
+                   const sr_dense *B, double beta, const sr_descriptor *desc);
+/* The same into `values`, an nnz x 1 view of the output type in S's entry order (CSR order), in
+ * any location: no new matrix, for iterative use. */
+sr_status sr_sddmm_values(sr_context ctx, const sr_dense *values, sr_semiring s, double alpha, sr_matrix S,
+                          const sr_dense *A, const sr_dense *B, double beta, const sr_descriptor *desc);
+
+typedef enum sr_row_normalize {
+    SR_NORMALIZE_NONE = 0,   /* the sampled scores as they are */
+    SR_NORMALIZE_SOFTMAX = 1 /* each row's sampled scores x become exp(x - max) / sum: attention */
+} sr_row_normalize;
+
+/* The fused SDDMM→SpMM: O = N(α·(S ⊙ A·Bᵀ))·V, plus_times, float32 or float64, where N is the
+ * row normalization; V is n x p and O m x p (dense, either layout, anywhere). The sampled matrix is
+ * never stored: each row's scores are used as they are computed (the softmax online, with a
+ * running maximum). A row of S with no entries gives a zero row of O. Descriptor: accumulate
+ * (O += ...) and sample_pattern. */
+sr_status sr_sddmm_spmm(sr_context ctx, const sr_dense *O, double alpha, sr_matrix S, const sr_dense *A,
+                        const sr_dense *B, const sr_dense *V, sr_row_normalize normalize, const sr_descriptor *desc);
 
 /* ------------------------------------------------------------------ distances and k-NN */
 

@@ -6,6 +6,7 @@
 #include "../core/distance.h"
 #include "../core/keep_rule.h"
 #include "../core/matrix.h"
+#include "../core/sddmm.h"
 #include "../semiring/semiring.h"
 
 #ifdef __cplusplus
@@ -91,6 +92,15 @@ sr_status sr_cpu_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t
  * `largest`), best first, ties to the smaller column; idx has ld_idx per row, dist is strided. */
 sr_status sr_cpu_select_rows(const void *block, sr_type type, int64_t rows, int64_t n, int64_t ld, int64_t k,
                              bool largest, int64_t *idx, int64_t ld_idx, const sr_strided_out *dist, int threads);
+
+/* A packed row-major copy (out: B->nrows x B->ncols) of a column-major host view. */
+void sr_cpu_dense_row_major(const sr_dense *B, void *out, int threads);
+
+/* The sampled product (src/core/sddmm.h): S->nnz values of a->out_type into `out`. */
+sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out);
+/* The fused SDDMM→SpMM into O (m x p, strided): V is n x p, row-major, packed. */
+sr_status sr_cpu_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,
+                            sr_row_normalize normalize, bool accumulate);
 
 /* Position of element (i, j) in a dense view's data, in elements. */
 static inline size_t sr_dense_offset(const sr_dense *d, int64_t i, int64_t j)

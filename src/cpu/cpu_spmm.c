@@ -159,7 +159,7 @@ SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SPMV)
 
 /* B's elements in row-major order (out is B->nrows x B->ncols, packed): a column-major B goes
  * through this copy so that each row's elements are contiguous for the register chunks. */
-static void copy_to_row_major(const sr_dense *B, void *out, int threads)
+void sr_cpu_dense_row_major(const sr_dense *B, void *out, int threads)
 {
     const int64_t m = B->nrows, n = B->ncols, ld = B->ld;
     const size_t es = sr_type_size(B->type);
@@ -218,7 +218,7 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
     }
     sr_dense b_view;
     if (copy_b) {
-        copy_to_row_major(B_in, b_rows, threads);
+        sr_cpu_dense_row_major(B_in, b_rows, threads);
         b_view = sr_dense_view(b_rows, B_in->nrows, B_in->ncols, B_in->type, SR_ROW_MAJOR, SR_HOST);
         B = &b_view;
     }

@@ -7,11 +7,20 @@
 #include "../core/distance.h"
 #include "../core/keep_rule.h"
 #include "../core/matrix.h"
+#include "../core/sddmm.h"
 #include "../semiring/semiring.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A packed row-major copy (out: d->nrows x d->ncols, device) of a column-major device view. */
+sr_status sr_cuda_dense_row_major(struct sr_context_s *ctx, const sr_dense *d, void *out);
+/* The sampled product (src/core/sddmm.h): S->nnz values of a->out_type into `out` (device). */
+sr_status sr_cuda_sddmm(const sr_sddmm_args *a, void *out);
+/* The fused SDDMM→SpMM into O (m x p, strided, device): V is n x p, row-major, packed. */
+sr_status sr_cuda_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,
+                             sr_row_normalize normalize, bool accumulate);
 
 /* Validates a device CSR; the message names the first bad row, as the host check would. */
 sr_status sr_cuda_check_csr(struct sr_context_s *ctx, const int64_t *rowptr, const int32_t *colind, int64_t nrows,

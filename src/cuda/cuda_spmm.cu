@@ -487,3 +487,17 @@ extern "C" sr_status sr_cuda_spmm(const sr_matrix_s *A, const sr_dense *B, const
     device_guard guard(A->ctx->device);
     return dispatch_semiring<spmm_launcher>(s, C->type, A, B, C, mask, complement, accumulate);
 }
+
+extern "C" sr_status sr_cuda_dense_row_major(sr_context_s *ctx, const sr_dense *d, void *out) {
+    device_guard guard(ctx->device);
+    cudaStream_t stream = stream_of(ctx);
+    // a column-major view is its transpose stored row-major: ncols rows of nrows, ld apart
+    if (sr_type_size(d->type) == 8)
+        SR_TRY(transpose_dense<uint64_t>(static_cast<const uint64_t *>(d->data), d->ncols, d->nrows, d->ld,
+                                         static_cast<uint64_t *>(out), d->ncols, stream));
+    else
+        SR_TRY(transpose_dense<uint32_t>(static_cast<const uint32_t *>(d->data), d->ncols, d->nrows, d->ld,
+                                         static_cast<uint32_t *>(out), d->ncols, stream));
+    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    return SR_SUCCESS;
+}

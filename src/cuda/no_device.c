@@ -159,3 +159,19 @@ sr_status sr_cuda_reduce_rows(struct sr_context_s *ctx, const struct sr_matrix_s
     (void)ctx; (void)A; (void)s; (void)v;
     return no_cuda();
 }
+sr_status sr_cuda_dense_row_major(struct sr_context_s *ctx, const sr_dense *d, void *out)
+{
+    (void)ctx; (void)d; (void)out;
+    return no_cuda();
+}
+sr_status sr_cuda_sddmm(const sr_sddmm_args *a, void *out)
+{
+    (void)a; (void)out;
+    return no_cuda();
+}
+sr_status sr_cuda_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,
+                             sr_row_normalize normalize, bool accumulate)
+{
+    (void)a; (void)V; (void)p; (void)O; (void)normalize; (void)accumulate;
+    return no_cuda();
+}

@@ -2,6 +2,8 @@
 
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
+#include "../core/memory.h"
+#include "../core/types.h"
 
 const char *sr_ops_place(sr_location where) { return where == SR_DEVICE ? "device" : "host"; }
 
@@ -80,13 +82,42 @@ sr_status sr_ops_check_mask(const char *fn, const struct sr_context_s *ctx, cons
 
 sr_descriptor sr_ops_descriptor(const sr_descriptor *desc)
 {
-    sr_descriptor d = {false, false, false, false};
-    return desc ? *desc : d;
+    const sr_descriptor none = {0};
+    return desc ? *desc : none;
 }
 
 sr_status sr_ops_plain_descriptor(const char *fn, const sr_descriptor *desc, sr_descriptor *d)
 {
     *d = sr_ops_descriptor(desc);
     SR_CHECK_ARG(!d->replace, "%s: the descriptor's replace applies to sr_mxm_bits only", fn);
+    SR_CHECK_ARG(!d->sample_pattern, "%s: the descriptor's sample_pattern applies to the SDDMM calls only", fn);
     return SR_SUCCESS;
 }
+
+/* A dense view in `where`: the caller's own if it is there already, else a packed copy (copied in
+ * when `copy_in`). *owned is what to free afterwards (NULL for the caller's own). */
+sr_status sr_ops_stage_dense(struct sr_context_s *ctx, const sr_dense *v, sr_location where, bool copy_in,
+                             sr_dense *staged, void **owned, size_t *owned_bytes)
+{
+    *staged = *v;
+    *owned = NULL;
+    *owned_bytes = 0;
+    if (v->location == where)
+        return SR_SUCCESS;
+    *staged = sr_dense_view(NULL, v->nrows, v->ncols, v->type, v->layout, where);
+    size_t es = sr_type_size(v->type);
+    int64_t outer = v->layout == SR_ROW_MAJOR ? v->nrows : v->ncols, inner = v->layout == SR_ROW_MAJOR ? v->ncols : v->nrows;
+    *owned_bytes = (size_t)outer * (size_t)staged->ld * es;
+    SR_TRY(sr_mem_alloc(ctx, where, *owned_bytes, owned));
+    staged->data = *owned;
+    if (!copy_in)
+        return SR_SUCCESS;
+    sr_status s = sr_mem_copy2d(ctx, staged->data, (size_t)staged->ld * es, where, v->data, (size_t)v->ld * es,
+                                v->location, (size_t)inner * es, (size_t)outer);
+    if (s != SR_SUCCESS) {
+        sr_mem_free(ctx, where, *owned, *owned_bytes);
+        *owned = NULL;
+    }
+    return s;
+}
+

@@ -42,4 +42,9 @@ sr_status sr_ops_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
                        const struct sr_matrix_s *mask, bool complement, sr_merge merge, sr_semiring s,
                        struct sr_matrix_s **C);
 
+/* A dense view in `where`: the caller's own if it is there already, else a packed copy (copied in
+ * when `copy_in`). *owned is what to free afterwards (NULL for the caller's own). */
+sr_status sr_ops_stage_dense(struct sr_context_s *ctx, const sr_dense *v, sr_location where, bool copy_in,
+                             sr_dense *staged, void **owned, size_t *owned_bytes);
+
 #endif

@@ -13,33 +13,6 @@ sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location locatio
     return sr_dense_view(data, n, 1, type, SR_COL_MAJOR, location);
 }
 
-/* A dense view in `where`: the caller's own if it is there already, else a packed copy (copied in
- * when `copy_in`). *owned is what to free afterwards (NULL for the caller's own). */
-static sr_status stage_dense(struct sr_context_s *ctx, const sr_dense *v, sr_location where, bool copy_in,
-                             sr_dense *staged, void **owned, size_t *owned_bytes)
-{
-    *staged = *v;
-    *owned = NULL;
-    *owned_bytes = 0;
-    if (v->location == where)
-        return SR_SUCCESS;
-    *staged = sr_dense_view(NULL, v->nrows, v->ncols, v->type, v->layout, where);
-    size_t es = sr_type_size(v->type);
-    int64_t outer = v->layout == SR_ROW_MAJOR ? v->nrows : v->ncols, inner = v->layout == SR_ROW_MAJOR ? v->ncols : v->nrows;
-    *owned_bytes = (size_t)outer * (size_t)staged->ld * es;
-    SR_TRY(sr_mem_alloc(ctx, where, *owned_bytes, owned));
-    staged->data = *owned;
-    if (!copy_in)
-        return SR_SUCCESS;
-    sr_status s = sr_mem_copy2d(ctx, staged->data, (size_t)staged->ld * es, where, v->data, (size_t)v->ld * es,
-                                v->location, (size_t)inner * es, (size_t)outer);
-    if (s != SR_SUCCESS) {
-        sr_mem_free(ctx, where, *owned, *owned_bytes);
-        *owned = NULL;
-    }
-    return s;
-}
-
 sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring s, sr_matrix A, const sr_dense *B,
                   const sr_descriptor *desc)
 {
@@ -64,9 +37,9 @@ sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring
     sr_dense b, c;
     void *b_owned, *c_owned;
     size_t b_bytes, c_bytes;
-    SR_TRY(stage_dense(ctx, B, A->location, true, &b, &b_owned, &b_bytes));
+    SR_TRY(sr_ops_stage_dense(ctx, B, A->location, true, &b, &b_owned, &b_bytes));
     /* C is read too when accumulating or when a mask keeps old values */
-    sr_status st = stage_dense(ctx, C, A->location, d.accumulate || mask != NULL, &c, &c_owned, &c_bytes);
+    sr_status st = sr_ops_stage_dense(ctx, C, A->location, d.accumulate || mask != NULL, &c, &c_owned, &c_bytes);
     if (st == SR_SUCCESS) {
         st = A->location == SR_DEVICE ? sr_cuda_spmm(A, &b, &c, mask, s, d.mask_complement, d.accumulate)
                                       : sr_cpu_spmm(A, &b, &c, mask, s, d.mask_complement, d.accumulate);

@@ -1,0 +1,172 @@
+/* Sampled products on the host: SDDMM over any semiring, and the fused SDDMM→SpMM (with the
+ * online row softmax). Both split S's entries (not its rows) among threads, so one long row of a
+ * power-law S does not leave the other threads idle. */
+#include <math.h>
+#include <stdlib.h>
+
+#include <omp.h>
+
+#include "../core/error.h"
+#include "cpu.h"
+
+/* Entries a task takes: a few thousand dot products amortize the row search and scheduling. */
+#define SDDMM_TASK 2048
+/* Partial sums per dot product: eight independent chains the compiler turns into one vector. */
+#define SDDMM_LANES 8
+
+/* The row holding entry e: the last i with rowptr[i] <= e (rows before may be empty). */
+static int64_t row_of_entry(const int64_t *rowptr, int64_t nrows, int64_t e)
+{
+    int64_t lo = 0, hi = nrows; /* rowptr[lo] <= e < rowptr[hi] */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (rowptr[mid] <= e)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* S(i, j) as the β term reads it: 1 for bool S. */
+static double s_value(const struct sr_matrix_s *S, int64_t e)
+{
+    switch (S->type) {
+    case SR_TYPE_FLOAT32: return ((const float *)S->values)[e];
+    case SR_TYPE_FLOAT64: return ((const double *)S->values)[e];
+    case SR_TYPE_INT32: return ((const int32_t *)S->values)[e];
+    default: return 1.0;
+    }
+}
+
+#define SR_DEFINE_SDDMM(SEMI, ADD, MUL, T, OUT)                                                          \
+    static inline T dot_##ADD##_##MUL##_##T(const T *restrict x, const T *restrict y, int64_t K)       \
+    {                                                                                                    \
+        (void)x; /* the pair semirings read neither */                                                   \
+        (void)y;                                                                                         \
+        T part[SDDMM_LANES];                                                                             \
+        for (int q = 0; q < SDDMM_LANES; q++)                                                            \
+            part[q] = SR_ID_##ADD##_##T;                                                                 \
+        int64_t k = 0;                                                                                   \
+        for (; k + SDDMM_LANES <= K; k += SDDMM_LANES)                                                   \
+            for (int q = 0; q < SDDMM_LANES; q++)                                                        \
+                part[q] = SR_ADD_##ADD(part[q], (T)SR_MUL_##MUL(x[k + q], y[k + q]));                    \
+        for (int q = 0; k + q < K; q++)                                                                  \
+            part[q] = SR_ADD_##ADD(part[q], (T)SR_MUL_##MUL(x[k + q], y[k + q]));                        \
+        T d = part[0];                                                                                   \
+        for (int q = 1; q < SDDMM_LANES; q++)                                                            \
+            d = SR_ADD_##ADD(d, part[q]);                                                                \
+        return d;                                                                                        \
+    }                                                                                                    \
+    static void sddmm_##ADD##_##MUL##_##T(const sr_sddmm_args *a, T *out, int threads)                  \
+    {                                                                                                    \
+        const struct sr_matrix_s *S = a->S;                                                              \
+        const T *A = (const T *)a->A, *B = (const T *)a->B;                                              \
+        const T *sv = a->pattern ? NULL : (const T *)S->values;                                          \
+        const int64_t K = a->K, tasks = (S->nnz + SDDMM_TASK - 1) / SDDMM_TASK;                          \
+        _Pragma("omp parallel for num_threads(threads) schedule(dynamic, 1)")                            \
+        for (int64_t t = 0; t < tasks; t++) {                                                            \
+            const int64_t e1 = (t + 1) * SDDMM_TASK < S->nnz ? (t + 1) * SDDMM_TASK : S->nnz;            \
+            int64_t i = row_of_entry(S->rowptr, S->nrows, t * SDDMM_TASK);                               \
+            for (int64_t e = t * SDDMM_TASK; e < e1; e++) {                                              \
+                while (S->rowptr[i + 1] <= e)                                                            \
+                    i++;                                                                                 \
+                T d = dot_##ADD##_##MUL##_##T(A + (size_t)i * (size_t)K, B + (size_t)S->colind[e] * (size_t)K, K); \
+                if (sv)                                                                                  \
+                    d = (T)SR_MUL_##MUL(sv[e], d);                                                       \
+                double r = a->alpha * (double)d;                                                         \
+                if (a->beta != 0.0)                                                                      \
+                    r += a->beta * s_value(S, e);                                                        \
+                out[e] = (T)r;                                                                           \
+            }                                                                                            \
+        }                                                                                                \
+    }
+SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SDDMM)
+#undef SR_DEFINE_SDDMM
+
+sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out)
+{
+    const int threads = sr_context_threads(a->S->ctx);
+#define SR_DISPATCH_SDDMM(SEMI, ADD, MUL, T, OUT)                                                        \
+    if (a->semiring == SEMI && a->out_type == OUT && a->in_type == OUT) {                                \
+        sddmm_##ADD##_##MUL##_##T(a, (T *)out, threads);                                                 \
+        return SR_SUCCESS;                                                                               \
+    }
+    SR_FOR_EACH_SEMIRING_KERNEL(SR_DISPATCH_SDDMM)
+#undef SR_DISPATCH_SDDMM
+    return sr_error(SR_ERROR_UNSUPPORTED, "sr_sddmm: no CPU kernel for %s on %s", sr_semiring_name(a->semiring),
+                    sr_type_name(a->in_type));
+}
+
+/* One row of the fused product: acc = Σ_e w_e·V(col_e) with w the scaled sampled scores, softmax-
+ * normalized online (a running maximum rescales what was summed when a larger score comes). */
+#define SR_DEFINE_FUSED(T, EXP)                                                                          \
+    static void fused_row_##T(const sr_sddmm_args *a, const T *V, int64_t p, int64_t i, bool softmax,    \
+                              T *restrict acc)                                                           \
+    {                                                                                                    \
+        const struct sr_matrix_s *S = a->S;                                                              \
+        const T *sv = a->pattern ? NULL : (const T *)S->values;                                          \
+        const T *x = (const T *)a->A + (size_t)i * (size_t)a->K;                                         \
+        T top = -INFINITY, sum = 0;                                                                      \
+        for (int64_t c = 0; c < p; c++)                                                                  \
+            acc[c] = 0;                                                                                  \
+        for (int64_t e = S->rowptr[i]; e < S->rowptr[i + 1]; e++) {                                      \
+            const int64_t j = S->colind[e];                                                              \
+            T w = dot_PLUS_TIMES_##T(x, (const T *)a->B + (size_t)j * (size_t)a->K, a->K);               \
+            w = (T)a->alpha * (sv ? sv[e] * w : w);                                                      \
+            if (softmax) {                                                                               \
+                if (w > top) {                                                                           \
+                    const T rescale = EXP(top - w); /* 0 for the first entry */                          \
+                    for (int64_t c = 0; c < p; c++)                                                      \
+                        acc[c] *= rescale;                                                               \
+                    sum *= rescale;                                                                      \
+                    top = w;                                                                             \
+                }                                                                                        \
+                w = EXP(w - top);                                                                        \
+                sum += w;                                                                                \
+            }                                                                                            \
+            const T *restrict v = V + (size_t)j * (size_t)p;                                             \
+            for (int64_t c = 0; c < p; c++)                                                              \
+                acc[c] += w * v[c];                                                                      \
+        }                                                                                                \
+        if (softmax && sum > 0)                                                                          \
+            for (int64_t c = 0; c < p; c++)                                                              \
+                acc[c] /= sum;                                                                         \
+    }                                                                                                    \
+    static void fused_##T(const sr_sddmm_args *a, const T *V, int64_t p, const sr_sddmm_out *O, bool softmax, \
+                          bool accumulate, T *scratch, int threads)                                     \
+    {                                                                                                    \
+        _Pragma("omp parallel num_threads(threads)")                                                     \
+        {                                                                                                \
+            T *acc = scratch + (size_t)omp_get_thread_num() * (size_t)p;                                 \
+            _Pragma("omp for schedule(dynamic, 16)")                                                     \
+            for (int64_t i = 0; i < a->S->nrows; i++) {                                                  \
+                fused_row_##T(a, V, p, i, softmax, acc);                                                 \
+                T *o = (T *)O->data + (size_t)i * (size_t)O->row_stride;                                 \
+                for (int64_t c = 0; c < p; c++) {                                                        \
+                    T *cell = o + (size_t)c * (size_t)O->col_stride;                                     \
+                    *cell = accumulate ? *cell + acc[c] : acc[c];                                        \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
+    }
+SR_DEFINE_FUSED(float, expf)
+SR_DEFINE_FUSED(double, exp)
+#undef SR_DEFINE_FUSED
+
+sr_status sr_cpu_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,
+                            sr_row_normalize normalize, bool accumulate)
+{
+    const int threads = sr_context_threads(a->S->ctx);
+    void *scratch = malloc((size_t)threads * (size_t)(p > 0 ? p : 1) * sizeof(double));
+    if (!scratch)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_sddmm_spmm: out of host memory for %d rows of %lld accumulators",
+                        threads, (long long)p);
+    const bool softmax = normalize == SR_NORMALIZE_SOFTMAX;
+    if (a->out_type == SR_TYPE_FLOAT32)
+        fused_float(a, (const float *)V, p, O, softmax, accumulate, (float *)scratch, threads);
+    else
+        fused_double(a, (const double *)V, p, O, softmax, accumulate, (double *)scratch, threads);
+    free(scratch);
+    return SR_SUCCESS;
+}

@@ -1,0 +1,644 @@
+// Sampled products on the device (the cuSDDMM paper, ../shared/papers/sddmm.txt).
+//
+// SDDMM: a group of L lanes computes one entry's dot product, K/L elements a lane read as vectors
+// (VEC elements: 16 bytes) and summed by shuffles within the group (the paper's virtual warps).
+// The groups of a warp take consecutive entries of a chunk of S's entries (so the writes
+// coalesce and power-law rows split evenly: the paper's COO balance, without storing rows), and
+// each group keeps its row's A fragment in registers while its entries stay in that row (the
+// paper keeps A's rows in shared memory for the same reuse). B's rows come through L2: when B is
+// larger than a share of L2 and rows are long, the entries are visited column tile by column tile
+// (column_tile_order) so that a tile of B stays resident, as the paper's SM-L2 scheme does. sddmm_launch documents the
+// choices.
+//
+// Fused SDDMM→SpMM: a group per row computes each entry's score as above and adds score·V(j) to
+// accumulators in registers (an online softmax rescales them when a larger score comes); rows
+// longer than kLongRow go to a block each, whose groups split the row and merge in shared memory.
+#include "cuda_common.cuh"
+#include "cuda_semiring.cuh"
+
+#include <algorithm>
+#include <cub/cub.cuh>
+
+extern "C" {
+#include "cuda.h"
+}
+
+namespace {
+
+using namespace sr_cuda;
+
+constexpr int kThreads = 256;
+
+template <typename T, int VEC> struct alignas(sizeof(T) * VEC) frag {
+    T v[VEC];
+};
+
+template <typename T, int VEC> __device__ __forceinline__ frag<T, VEC> load_frag(const T *p) {
+    return *reinterpret_cast<const frag<T, VEC> *>(p);
+}
+
+// The lanes of this thread's group of L (for shuffles among diverged groups).
+template <int L> __device__ __forceinline__ unsigned group_mask() {
+    return L == 32 ? 0xffffffffu : (((1u << L) - 1u) << (threadIdx.x % 32 / L * L));
+}
+
+template <class Ops, int L> __device__ __forceinline__ typename Ops::value group_reduce(typename Ops::value x) {
+    const unsigned mask = group_mask<L>();
+#pragma unroll
+    for (int o = L / 2; o > 0; o /= 2)
+        x = Ops::add(x, __shfl_xor_sync(mask, x, o, L));
+    return x;
+}
+
+template <typename T> struct sddmm_params {
+    const int64_t *rowptr;
+    const int32_t *colind;
+    const T *svals;     // S's values in the product; nullptr samples the pattern
+    const T *beta_vals; // S's values for the β term; nullptr counts 1 (bool S)
+    const T *A, *B;
+    int64_t K, nrows, nnz;
+    double alpha, beta;
+    T *out;
+    const int64_t *order; // entries in visiting order (column tiles), or nullptr for CSR order
+};
+
+template <class Ops> __device__ __forceinline__ typename Ops::value finish(const sddmm_params<typename Ops::value> &p,
+                                                                          typename Ops::value d, int64_t e) {
+    using T = typename Ops::value;
+    if (p.svals)
+        d = Ops::mul(p.svals[e], d);
+    double r = p.alpha * (double)d;
+    if (p.beta != 0.0)
+        r += p.beta * (p.beta_vals ? (double)p.beta_vals[e] : 1.0);
+    return (T)r;
+}
+
+// The row of entry e, stepping forward from `row` (the previous entry's, or -1) when it is near:
+// a group's entries rise within a tile.
+__device__ __forceinline__ int64_t find_row(const int64_t *rowptr, int64_t nrows, int64_t row, int64_t e) {
+    if (row >= 0 && rowptr[row] <= e)
+        for (int step = 0; step < 8; step++, row++)
+            if (rowptr[row + 1] > e)
+                return row;
+    return row_of_entry(rowptr, nrows, e);
+}
+
+// One warp-chunk of `chunk` entries at a time; group g of the warp takes entries g, g + G, ...
+// of the chunk. With CACHE, row i's A fragment (R vectors a lane, K <= R·L·VEC) is loaded once
+// per run of entries in row i; without it, A is read per entry (it is in L1 then) for any K.
+template <class Ops, int VEC, int L, int R, bool CACHE>
+__global__ void __launch_bounds__(kThreads) sddmm_entries(sddmm_params<typename Ops::value> p, int64_t chunk) {
+    using T = typename Ops::value;
+    constexpr int G = 32 / L;
+    const int lane = threadIdx.x % L, group = threadIdx.x % 32 / L;
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+    const int64_t nvec = p.K / VEC;
+    for (int64_t c0 = warp * chunk; c0 < p.nnz; c0 += warps * chunk) {
+        const int64_t c1 = min(c0 + chunk, p.nnz);
+        if (c0 + group >= c1)
+            continue;
+        int64_t row = -1, cached = -1;
+        frag<T, VEC> a[CACHE ? R : 1];
+        for (int64_t at = c0 + group; at < c1; at += G) {
+            const int64_t e = p.order ? p.order[at] : at;
+            row = find_row(p.rowptr, p.nrows, row, e);
+            const T *arow = p.A + (size_t)row * (size_t)p.K;
+            const T *brow = p.B + (size_t)p.colind[e] * (size_t)p.K;
+            T sum = Ops::identity();
+            if (CACHE) {
+                if (row != cached) {
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        if ((r * L + lane) < nvec)
+                            a[r] = load_frag<T, VEC>(arow + (size_t)(r * L + lane) * VEC);
+                    cached = row;
+                }
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    if ((r * L + lane) < nvec) {
+                        const frag<T, VEC> b = load_frag<T, VEC>(brow + (size_t)(r * L + lane) * VEC);
+#pragma unroll
+                        for (int v = 0; v < VEC; v++)
+                            sum = Ops::add(sum, Ops::mul(a[CACHE ? r : 0].v[v], b.v[v]));
+                    }
+            } else {
+#pragma unroll 4
+                for (int64_t q = lane; q < nvec; q += L) {
+                    const frag<T, VEC> x = load_frag<T, VEC>(arow + q * VEC), b = load_frag<T, VEC>(brow + q * VEC);
+#pragma unroll
+                    for (int v = 0; v < VEC; v++)
+                        sum = Ops::add(sum, Ops::mul(x.v[v], b.v[v]));
+                }
+            }
+            sum = group_reduce<Ops, L>(sum);
+            if (lane == 0)
+                p.out[e] = finish<Ops>(p, sum, e);
+        }
+    }
+}
+
+template <class Ops> struct sddmm_launcher;
+
+// The column tiles of the paper's SM-L2 scheme: the entries in order of (column tile, row), so
+// that all the work on one tile of B's rows runs while that tile is in L2. Built per call.
+sr_status column_tile_order(sr_context_s *ctx, const sr_matrix_s *S, int64_t tile_cols, buffer<int64_t> &order);
+
+template <typename T> bool aligned_for(const void *p, int vec) {
+    return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * vec) == 0;
+}
+
+// The launch choices (documented in README, "SDDMM"):
+// - lanes per entry L: the fewest of 4, 8, 16, 32 that read a row of K in one round of 16-byte
+//   vectors (K/VEC <= L), else 32; A's fragment is kept in registers up to K = 8·32·VEC (1,024
+//   floats), beyond that it is re-read from L1 per entry;
+// - vectors: 16-byte loads when K is a multiple of VEC and the rows are aligned, else scalars;
+// - chunk: 16 entries a group, fewer when S is too small to give every SM 32 warps;
+// - column tiles (the paper's Tj = sqrt(L2 / (c·ρ)), bounded so a tile of B takes at most half
+//   of L2): only when B is larger than half of L2 and rows are long enough for the tiles to pay,
+//   i.e. the A rows re-read per tile (at most min(row length, tiles) per row) cost less than the
+//   B rows they keep from DRAM (sddmm_tiles_pay).
+template <typename T, int VEC, int L, int R, bool CACHE, class Ops>
+sr_status launch_entries(const sddmm_params<T> &p, cudaStream_t stream) {
+    constexpr int G = 32 / L;
+    const int64_t warps_wanted = (int64_t)sm_count() * 32;
+    int64_t chunk = 16 * G;
+    if ((p.nnz + chunk - 1) / chunk < warps_wanted)
+        chunk = std::max<int64_t>(G, (p.nnz + warps_wanted - 1) / warps_wanted);
+    const int64_t warps = (p.nnz + chunk - 1) / chunk;
+    const int64_t blocks = std::min<int64_t>((warps * 32 + kThreads - 1) / kThreads, (int64_t)sm_count() * 64);
+    sddmm_entries<Ops, VEC, L, R, CACHE><<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, 0, stream>>>(p, chunk);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+template <typename T, int VEC, class Ops> sr_status launch_fast(const sddmm_params<T> &p, cudaStream_t stream) {
+    const int64_t nvec = p.K / VEC;
+    if (nvec <= 4)
+        return launch_entries<T, VEC, 4, 1, true, Ops>(p, stream);
+    if (nvec <= 8)
+        return launch_entries<T, VEC, 8, 1, true, Ops>(p, stream);
+    if (nvec <= 16)
+        return launch_entries<T, VEC, 16, 1, true, Ops>(p, stream);
+    if (nvec <= 32)
+        return launch_entries<T, VEC, 32, 1, true, Ops>(p, stream);
+    if (nvec <= 64)
+        return launch_entries<T, VEC, 32, 2, true, Ops>(p, stream);
+    if (nvec <= 128)
+        return launch_entries<T, VEC, 32, 4, true, Ops>(p, stream);
+    if (nvec <= 256)
+        return launch_entries<T, VEC, 32, 8, true, Ops>(p, stream);
+    return launch_entries<T, VEC, 32, 1, false, Ops>(p, stream);
+}
+
+template <class Ops> struct is_plus_times : std::false_type {};
+template <> struct is_plus_times<ops_PLUS_TIMES_float> : std::true_type {};
+template <> struct is_plus_times<ops_PLUS_TIMES_double> : std::true_type {};
+
+// The bytes of L2 a tile of B may take.
+size_t l2_share() {
+    static size_t bytes = 0;
+    if (bytes == 0) {
+        int device = 0, l2 = 0;
+        cudaGetDevice(&device);
+        if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess || l2 <= 0)
+            l2 = 40 << 20;
+        bytes = (size_t)l2 / 2;
+    }
+    return bytes;
+}
+
+// Column tiles when B overflows L2 and the mean row is long enough that a tile of it holds a few
+// entries: each tile re-reads the rows of A it touches, so tiles pay when rows are longer than
+// the tile count (NYTimes-like bags of words), not on sparse graphs (degree ~10).
+int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
+    const size_t b_bytes = (size_t)S->ncols * (size_t)K * es;
+    if (b_bytes <= l2_share() || S->nrows == 0)
+        return 0;
+    const int64_t tiles = (int64_t)((b_bytes + l2_share() - 1) / l2_share());
+    const double mean_row = (double)S->nnz / (double)S->nrows;
+    if (mean_row < 4.0 * (double)tiles)
+        return 0;
+    return (S->ncols + tiles - 1) / tiles;
+}
+
+template <class Ops> struct sddmm_launcher {
+    using T = typename Ops::value;
+    static sr_status run(const sr_sddmm_args *a, void *out) {
+        const sr_matrix_s *S = a->S;
+        sr_context_s *ctx = S->ctx;
+        cudaStream_t stream = stream_of(ctx);
+        sddmm_params<T> p{};
+        p.rowptr = S->rowptr;
+        p.colind = S->colind;
+        p.svals = a->pattern ? nullptr : static_cast<const T *>(S->values);
+        p.beta_vals = S->type == SR_TYPE_BOOL ? nullptr : static_cast<const T *>(S->values);
+        p.A = static_cast<const T *>(a->A);
+        p.B = static_cast<const T *>(a->B);
+        p.K = a->K;
+        p.nrows = S->nrows;
+        p.nnz = S->nnz;
+        p.alpha = a->alpha;
+        p.beta = a->beta;
+        p.out = static_cast<T *>(out);
+        buffer<int64_t> order(ctx);
+        if (is_plus_times<Ops>::value) {
+            const int64_t tile_cols = sddmm_tile_cols(S, a->K, sizeof(T));
+            if (tile_cols > 0) {
+                SR_TRY(column_tile_order(ctx, S, tile_cols, order));
+                p.order = order.get();
+            }
+            constexpr int VEC = 16 / sizeof(T);
+            if (p.K % VEC == 0 && aligned_for<T>(p.A, VEC) && aligned_for<T>(p.B, VEC))
+                SR_TRY((launch_fast<T, VEC, Ops>(p, stream)));
+            else
+                SR_TRY((launch_fast<T, 1, Ops>(p, stream)));
+        } else {
+            SR_TRY((launch_entries<T, 1, 32, 1, false, Ops>(p, stream)));
+        }
+        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        return SR_SUCCESS;
+    }
+};
+
+// ------------------------------------------------------------------ column tiles
+
+__global__ void tile_keys(const int32_t *colind, int64_t nnz, int64_t tile_cols, int32_t *keys, int64_t *entries) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz; e += (int64_t)gridDim.x * blockDim.x) {
+        keys[e] = (int32_t)(colind[e] / tile_cols);
+        entries[e] = e;
+    }
+}
+
+// The entries sorted by column tile, stably: rows stay in order within a tile, so a group's
+// consecutive entries share a row and its cached A fragment.
+sr_status column_tile_order(sr_context_s *ctx, const sr_matrix_s *S, int64_t tile_cols, buffer<int64_t> &order) {
+    cudaStream_t stream = stream_of(ctx);
+    const int64_t nnz = S->nnz, tiles = (S->ncols + tile_cols - 1) / tile_cols;
+    buffer<int32_t> keys(ctx), keys_out(ctx);
+    buffer<int64_t> entries(ctx);
+    SR_TRY(keys.allocate((size_t)nnz));
+    SR_TRY(keys_out.allocate((size_t)nnz));
+    SR_TRY(entries.allocate((size_t)nnz));
+    SR_TRY(order.allocate((size_t)nnz));
+    tile_keys<<<grid_for(nnz), 256, 0, stream>>>(S->colind, nnz, tile_cols, keys.get(), entries.get());
+    SR_CUDA_LAUNCHED();
+    int bits = 1;
+    while (((int64_t)1 << bits) < tiles)
+        bits++;
+    size_t temp_bytes = 0;
+    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys.get(), keys_out.get(), entries.get(),
+                                                order.get(), nnz, 0, bits, stream));
+    buffer<unsigned char> temp(ctx);
+    SR_TRY(temp.allocate(temp_bytes));
+    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, keys.get(), keys_out.get(), entries.get(),
+                                                order.get(), nnz, 0, bits, stream));
+    return SR_SUCCESS;
+}
+
+// ------------------------------------------------------------------ fused SDDMM→SpMM
+
+// Rows longer than this go to a block each (its groups split the row).
+constexpr int64_t kLongRow = 512;
+
+template <typename T> struct fused_params {
+    const int64_t *rowptr;
+    const int32_t *colind;
+    const T *svals;
+    const T *A, *B, *V;
+    int64_t K, p, nrows;
+    T alpha;
+    bool softmax, accumulate;
+    T *O;
+    int64_t o_row, o_col;
+    int32_t *long_rows;             // rows the group kernel left to the block kernel
+    unsigned long long *long_count;
+};
+
+__device__ __forceinline__ float fast_exp(float x) { return __expf(x); }
+__device__ __forceinline__ double fast_exp(double x) { return exp(x); }
+
+// A running softmax state: what has been summed is scaled as if by exp(score - top).
+template <typename T, int VEC, int R> struct row_state {
+    frag<T, VEC> acc[R];
+    T top, sum;
+    __device__ void clear() {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                acc[r].v[v] = 0;
+        top = -INFINITY;
+        sum = 0;
+    }
+    // The weight to add a score with, rescaling the sums when the score is a new maximum.
+    __device__ T weigh(T w, bool softmax) {
+        if (!softmax)
+            return w;
+        if (w > top) {
+            const T scale = fast_exp(top - w);
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int v = 0; v < VEC; v++)
+                    acc[r].v[v] *= scale;
+            sum *= scale;
+            top = w;
+        }
+        w = fast_exp(w - top);
+        sum += w;
+        return w;
+    }
+};
+
+// The score of entry e of row `row` for this group (all its lanes get it).
+template <typename T, int VEC, int L, int R>
+__device__ __forceinline__ T entry_score(const fused_params<T> &p, const frag<T, VEC> (&a)[R], int lane, int64_t e) {
+    const int64_t nvec = p.K / VEC;
+    const T *brow = p.B + (size_t)p.colind[e] * (size_t)p.K;
+    T dot = 0;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        if (r * L + lane < nvec) {
+            const frag<T, VEC> b = load_frag<T, VEC>(brow + (size_t)(r * L + lane) * VEC);
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                dot += a[r].v[v] * b.v[v];
+        }
+    using Ops = typename std::conditional<sizeof(T) == 4, ops_PLUS_TIMES_float, ops_PLUS_TIMES_double>::type;
+    dot = group_reduce<Ops, L>(dot);
+    return p.alpha * (p.svals ? p.svals[e] * dot : dot);
+}
+
+template <typename T, int VEC, int L, int R>
+__device__ __forceinline__ void add_row_of_v(const fused_params<T> &p, row_state<T, VEC, R> &s, int lane, int64_t j,
+                                             T w) {
+    const int64_t pvec = p.p / VEC;
+    const T *vrow = p.V + (size_t)j * (size_t)p.p;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        if (r * L + lane < pvec) {
+            const frag<T, VEC> v = load_frag<T, VEC>(vrow + (size_t)(r * L + lane) * VEC);
+#pragma unroll
+            for (int q = 0; q < VEC; q++)
+                s.acc[r].v[q] += w * v.v[q];
+        }
+}
+
+template <typename T, int VEC, int L, int R>
+__device__ __forceinline__ void load_a(const fused_params<T> &p, frag<T, VEC> (&a)[R], int lane, int64_t row) {
+    const int64_t nvec = p.K / VEC;
+    const T *arow = p.A + (size_t)row * (size_t)p.K;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        if (r * L + lane < nvec)
+            a[r] = load_frag<T, VEC>(arow + (size_t)(r * L + lane) * VEC);
+}
+
+template <typename T, int VEC, int L, int R>
+__device__ __forceinline__ void store_row(const fused_params<T> &p, const row_state<T, VEC, R> &s, int lane, int64_t row,
+                                          T divide) {
+    const int64_t pvec = p.p / VEC;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        if (r * L + lane < pvec)
+#pragma unroll
+            for (int q = 0; q < VEC; q++) {
+                const int64_t c = (r * L + lane) * VEC + q;
+                T *cell = p.O + row * p.o_row + c * p.o_col;
+                const T x = divide > 0 ? s.acc[r].v[q] / divide : s.acc[r].v[q];
+                *cell = p.accumulate ? *cell + x : x;
+            }
+}
+
+template <typename T, int VEC, int L, int R>
+__global__ void __launch_bounds__(kThreads) fused_rows(fused_params<T> p) {
+    constexpr int G = 32 / L;
+    const int lane = threadIdx.x % L;
+    const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / L;
+    const int64_t groups = (int64_t)gridDim.x * blockDim.x / L;
+    (void)G;
+    for (int64_t row = group; row < p.nrows; row += groups) {
+        const int64_t e0 = p.rowptr[row], e1 = p.rowptr[row + 1];
+        if (e1 - e0 > kLongRow) {
+            if (lane == 0)
+                p.long_rows[atomicAdd(p.long_count, 1ull)] = (int32_t)row;
+            continue;
+        }
+        frag<T, VEC> a[R];
+        load_a<T, VEC, L, R>(p, a, lane, row);
+        row_state<T, VEC, R> s;
+        s.clear();
+        for (int64_t e = e0; e < e1; e++) {
+            const T w = s.weigh(entry_score<T, VEC, L, R>(p, a, lane, e), p.softmax);
+            add_row_of_v<T, VEC, L, R>(p, s, lane, p.colind[e], w);
+        }
+        store_row<T, VEC, L, R>(p, s, lane, row, p.softmax ? s.sum : T(0));
+    }
+}
+
+// A block per long row: its kThreads / L groups take the row's entries in turn, then merge their
+// states in shared memory: the block's maximum score first, then each group's sums rescaled to it.
+template <typename T, int VEC, int L, int R>
+__global__ void __launch_bounds__(kThreads) fused_long_rows(fused_params<T> p) {
+    constexpr int groups = kThreads / L;
+    extern __shared__ unsigned char smem_raw[];
+    T *merged = reinterpret_cast<T *>(smem_raw); // p.p accumulators, then the sum
+    __shared__ T tops[groups];
+    __shared__ T block_top;
+    const int lane = threadIdx.x % L, g = threadIdx.x / L;
+    const unsigned long long count = *p.long_count;
+    for (unsigned long long k = blockIdx.x; k < count; k += gridDim.x) {
+        const int64_t row = p.long_rows[k], e0 = p.rowptr[row], e1 = p.rowptr[row + 1];
+        frag<T, VEC> a[R];
+        load_a<T, VEC, L, R>(p, a, lane, row);
+        row_state<T, VEC, R> s;
+        s.clear();
+        for (int64_t e = e0 + g; e < e1; e += groups) {
+            const T w = s.weigh(entry_score<T, VEC, L, R>(p, a, lane, e), p.softmax);
+            add_row_of_v<T, VEC, L, R>(p, s, lane, p.colind[e], w);
+        }
+        for (int64_t c = threadIdx.x; c <= p.p; c += blockDim.x)
+            merged[c] = 0;
+        if (lane == 0)
+            tops[g] = s.top;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            T top = -INFINITY;
+            for (int q = 0; q < groups; q++)
+                top = max(top, tops[q]);
+            block_top = top;
+        }
+        __syncthreads();
+        const T scale = p.softmax ? (s.top == -INFINITY ? T(0) : fast_exp(s.top - block_top)) : T(1);
+        const int64_t pvec = p.p / VEC;
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (r * L + lane < pvec)
+#pragma unroll
+                for (int q = 0; q < VEC; q++)
+                    atomicAdd(&merged[(r * L + lane) * VEC + q], s.acc[r].v[q] * scale);
+        if (lane == 0)
+            atomicAdd(&merged[p.p], s.sum * scale);
+        __syncthreads();
+        for (int64_t c = threadIdx.x; c < p.p; c += blockDim.x) {
+            T *cell = p.O + row * p.o_row + c * p.o_col;
+            const T x = p.softmax && merged[p.p] > 0 ? merged[c] / merged[p.p] : merged[c];
+            *cell = p.accumulate ? *cell + x : x;
+        }
+        __syncthreads();
+    }
+}
+
+// Any K and p (past the register fragments): a warp per row, A and V read per entry, the row's
+// sums kept in O itself (each lane owns its columns), rescaled there for the softmax. O must be
+// the call's own (not accumulating).
+template <typename T> __global__ void __launch_bounds__(kThreads) fused_rows_wide(fused_params<T> p) {
+    const int lane = threadIdx.x % 32;
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+    using Ops = typename std::conditional<sizeof(T) == 4, ops_PLUS_TIMES_float, ops_PLUS_TIMES_double>::type;
+    for (int64_t row = warp; row < p.nrows; row += warps) {
+        T *o = p.O + row * p.o_row;
+        for (int64_t c = lane; c < p.p; c += 32)
+            o[c * p.o_col] = 0;
+        T top = -INFINITY, sum = 0;
+        const T *arow = p.A + (size_t)row * (size_t)p.K;
+        for (int64_t e = p.rowptr[row]; e < p.rowptr[row + 1]; e++) {
+            const T *brow = p.B + (size_t)p.colind[e] * (size_t)p.K;
+            T dot = 0;
+            for (int64_t k = lane; k < p.K; k += 32)
+                dot += arow[k] * brow[k];
+            dot = group_reduce<Ops, 32>(dot);
+            T w = p.alpha * (p.svals ? p.svals[e] * dot : dot);
+            if (p.softmax) {
+                if (w > top) {
+                    const T scale = fast_exp(top - w);
+                    for (int64_t c = lane; c < p.p; c += 32)
+                        o[c * p.o_col] *= scale;
+                    sum *= scale;
+                    top = w;
+                }
+                w = fast_exp(w - top);
+                sum += w;
+            }
+            const T *vrow = p.V + (size_t)p.colind[e] * (size_t)p.p;
+            for (int64_t c = lane; c < p.p; c += 32)
+                o[c * p.o_col] += w * vrow[c];
+        }
+        if (p.softmax && sum > 0)
+            for (int64_t c = lane; c < p.p; c += 32)
+                o[c * p.o_col] /= sum;
+    }
+}
+
+// O (strided) += T (m x p, row-major).
+template <typename T> __global__ void add_rows(T *O, int64_t o_row, int64_t o_col, const T *t, int64_t m, int64_t p) {
+    for (int64_t x = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; x < m * p; x += (int64_t)gridDim.x * blockDim.x)
+        O[(x / p) * o_row + (x % p) * o_col] += t[x];
+}
+
+template <typename T, int VEC, int L, int R>
+sr_status launch_fused(const fused_params<T> &p, cudaStream_t stream) {
+    const int64_t groups_per_block = kThreads / L;
+    const int64_t blocks = std::min<int64_t>((p.nrows + groups_per_block - 1) / groups_per_block,
+                                             (int64_t)sm_count() * 32);
+    fused_rows<T, VEC, L, R><<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, 0, stream>>>(p);
+    SR_CUDA_LAUNCHED();
+    const size_t smem = (size_t)(p.p + 1) * sizeof(T);
+    fused_long_rows<T, VEC, L, R><<<(unsigned)(sm_count() * 2), kThreads, smem, stream>>>(p);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+template <typename T, int VEC> sr_status launch_fused_vec(const fused_params<T> &p, cudaStream_t stream) {
+    const int64_t n = std::max(p.K, p.p) / VEC;
+    if (n <= 8)
+        return launch_fused<T, VEC, 8, 1>(p, stream);
+    if (n <= 32)
+        return launch_fused<T, VEC, 32, 1>(p, stream);
+    if (n <= 64)
+        return launch_fused<T, VEC, 32, 2>(p, stream);
+    if (n <= 128)
+        return launch_fused<T, VEC, 32, 4>(p, stream);
+    return launch_fused<T, VEC, 32, 8>(p, stream);
+}
+
+template <typename T>
+sr_status run_fused(const sr_sddmm_args *a, const void *V, int64_t pcols, const sr_sddmm_out *O,
+                    sr_row_normalize normalize, bool accumulate) {
+    const sr_matrix_s *S = a->S;
+    sr_context_s *ctx = S->ctx;
+    cudaStream_t stream = stream_of(ctx);
+    fused_params<T> p{};
+    p.rowptr = S->rowptr;
+    p.colind = S->colind;
+    p.svals = a->pattern ? nullptr : static_cast<const T *>(S->values);
+    p.A = static_cast<const T *>(a->A);
+    p.B = static_cast<const T *>(a->B);
+    p.V = static_cast<const T *>(V);
+    p.K = a->K;
+    p.p = pcols;
+    p.nrows = S->nrows;
+    p.alpha = (T)a->alpha;
+    p.softmax = normalize == SR_NORMALIZE_SOFTMAX;
+    p.accumulate = accumulate;
+    p.O = static_cast<T *>(O->data);
+    p.o_row = O->row_stride;
+    p.o_col = O->col_stride;
+    if (S->nrows == 0 || pcols == 0)
+        return SR_SUCCESS;
+    constexpr int VEC = 16 / sizeof(T);
+    const int64_t widest = std::max(p.K, p.p);
+    const bool vec = p.K % VEC == 0 && p.p % VEC == 0 && aligned_for<T>(p.A, VEC) && aligned_for<T>(p.B, VEC) &&
+                     aligned_for<T>(p.V, VEC);
+    if (widest > (vec ? 256 * VEC : 256)) {
+        // past the register fragments: the general kernel, which sums in its output, so an
+        // accumulating call runs it into scratch and adds that
+        buffer<T> sums(ctx);
+        fused_params<T> q = p;
+        if (accumulate) {
+            SR_TRY(sums.allocate((size_t)S->nrows * (size_t)pcols));
+            q.O = sums.get();
+            q.o_row = pcols;
+            q.o_col = 1;
+        }
+        fused_rows_wide<T><<<grid_for(S->nrows * 32, kThreads), kThreads, 0, stream>>>(q);
+        SR_CUDA_LAUNCHED();
+        if (accumulate) {
+            add_rows<T><<<grid_for(S->nrows * pcols), 256, 0, stream>>>(p.O, p.o_row, p.o_col, sums.get(), S->nrows,
+                                                                        pcols);
+            SR_CUDA_LAUNCHED();
+        }
+        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        return SR_SUCCESS;
+    }
+    buffer<int32_t> long_rows(ctx);
+    buffer<unsigned long long> long_count(ctx);
+    SR_TRY(long_rows.allocate((size_t)std::max<int64_t>(1, std::min<int64_t>(S->nrows, S->nnz / kLongRow + 1))));
+    SR_TRY(long_count.allocate(1));
+    SR_CUDA_TRY(cudaMemsetAsync(long_count.get(), 0, sizeof(unsigned long long), stream));
+    p.long_rows = long_rows.get();
+    p.long_count = long_count.get();
+    if (vec)
+        SR_TRY((launch_fused_vec<T, VEC>(p, stream)));
+    else
+        SR_TRY((launch_fused_vec<T, 1>(p, stream)));
+    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    return SR_SUCCESS;
+}
+
+} // namespace
+
+extern "C" sr_status sr_cuda_sddmm(const sr_sddmm_args *a, void *out) {
+    device_guard guard(a->S->ctx->device);
+    return dispatch_semiring<sddmm_launcher>(a->semiring, a->out_type, a, out);
+}
+
+extern "C" sr_status sr_cuda_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,
+                                        sr_row_normalize normalize, bool accumulate) {
+    device_guard guard(a->S->ctx->device);
+    if (a->out_type == SR_TYPE_FLOAT32)
+        return run_fused<float>(a, V, p, O, normalize, accumulate);
+    return run_fused<double>(a, V, p, O, normalize, accumulate);
+}
