@@ -22,7 +22,8 @@ class Dense(C.Structure):
 
 
 class Descriptor(C.Structure):
-    _fields_ = [("accumulate", C.c_bool), ("mask_complement", C.c_bool), ("transpose_b", C.c_bool)]
+    _fields_ = [("accumulate", C.c_bool), ("mask_complement", C.c_bool), ("transpose_b", C.c_bool),
+                ("replace", C.c_bool), ("sample_pattern", C.c_bool)]
 
 
 class Info(C.Structure):
@@ -74,6 +75,23 @@ class Library:
         self.check(self.lib.sr_mxm(ctx, C.byref(out), None, semiring, A, B,
                                    C.byref(Descriptor(False, False, transpose_b))))
         return out
+
+    def sddmm_values(self, ctx, values, semiring, alpha, S, Ad, Bd, beta, pattern=False):
+        d = Descriptor(False, False, False, False, pattern)
+        self.check(self.lib.sr_sddmm_values(ctx, C.byref(values), semiring, C.c_double(alpha), S, C.byref(Ad),
+                                            C.byref(Bd), C.c_double(beta), C.byref(d)))
+
+    def sddmm(self, ctx, semiring, alpha, S, Ad, Bd, beta, pattern=False):
+        out = C.c_void_p()
+        d = Descriptor(False, False, False, False, pattern)
+        self.check(self.lib.sr_sddmm(ctx, C.byref(out), semiring, C.c_double(alpha), S, C.byref(Ad), C.byref(Bd),
+                                     C.c_double(beta), C.byref(d)))
+        return out
+
+    def sddmm_spmm(self, ctx, Od, alpha, S, Ad, Bd, Vd, softmax=False, pattern=False):
+        d = Descriptor(False, False, False, False, pattern)
+        self.check(self.lib.sr_sddmm_spmm(ctx, C.byref(Od), C.c_double(alpha), S, C.byref(Ad), C.byref(Bd),
+                                          C.byref(Vd), 1 if softmax else 0, C.byref(d)))
 
     def copy_to(self, ctx, A, where):
         out = C.c_void_p()

@@ -1,0 +1,170 @@
+"""SDDMM benchmark, in one process on the GPU: sparsering's sr_sddmm_values against cuSPARSE's SDDMM
+(torch.sparse.sampled_addmm) and a gather-multiply-sum in torch, for K = 32, 128, 512 in float32;
+then the fused SDDMM→SpMM (plain and row-softmax) against the unfused pair (sr_sddmm, then sr_spmm;
+and torch's sampled_addmm → [softmax] → sparse mm).
+
+usage: python3 bench/bench_sddmm.py BUILD_DIR [--data ../shared/data] [--json OUT.json] [--quick]
+
+Matrices: the PyPI summaries bag of words (248,814 x 115,570, 2.2M entries) and PyPI names
+3-grams (886,323 x 38,227, 11.7M) from ../shared/data/text (bench/knn_data.py makes them), and
+the anchors' power-law matrix (500K x 500K, avg 20: 10M entries, ../shared/PERFORMANCE.md) plus a
+larger one (2M x 2M, avg 16: 33M). The floor: S read once (8 bytes an entry and the row pointers),
+the output written once (4 bytes an entry), and each distinct row of A and of B that S needs read
+once (K·4 bytes each), at the device-to-device copy bandwidth measured in the same run."""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import sr_ctypes as src  # noqa: E402
+from knn_data import bag_of_words, ngrams  # noqa: E402
+from powerlaw import powerlaw  # noqa: E402
+from timing import median_time  # noqa: E402
+
+
+def copy_bandwidth(cp):
+    x = cp.empty(1 << 28, dtype=cp.float32)  # 1 GiB
+    y = cp.empty_like(x)
+    t = median_time(lambda: y.__setitem__(slice(None), x), reps=10, sync=cp.cuda.Device().synchronize)
+    return 2 * x.nbytes / t
+
+
+def matrices(data, quick):
+    out = []
+    if os.path.exists(os.path.join(data, "text/pypi-summaries.tsv.xz")):
+        out.append(("pypi-summaries (bag of words)", bag_of_words(data)))
+        if not quick:
+            out.append(("pypi-names (3-grams)", ngrams(data)))
+    out.append(("power-law 500K avg 20", powerlaw(500_000, 500_000, 20, seed=2)))
+    if not quick:
+        out.append(("power-law 2M avg 16", powerlaw(2_000_000, 2_000_000, 16, seed=4)))
+    return out
+
+
+def floor_bytes(S, K):
+    rows_used = int(np.count_nonzero(np.diff(S.indptr)))
+    cols_used = int(np.unique(S.indices).size)
+    return S.nnz * (4 + 4 + 4) + (S.shape[0] + 1) * 8 + (rows_used + cols_used) * K * 4
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "../../shared/data"))
+    ap.add_argument("--json")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=10)
+    args = ap.parse_args()
+    import cupy as cp
+    import torch
+    lib = src.load(args.build)
+    ctx = lib.context(2)  # SR_BACKEND_CUDA
+    sync = cp.cuda.Device().synchronize
+    bw = copy_bandwidth(cp)
+    print(f"device-to-device copy bandwidth: {bw / 1e9:.0f} GB/s", flush=True)
+    rows = []
+    head = (f"{'matrix':32} {'nnz':>6} {'K':>4} | {'sparsering':>10} {'GFLOP/s':>7} {'floor':>7} {'x floor':>7} | "
+            f"{'cuSPARSE':>9} {'speedup':>7} | {'gather':>8} {'speedup':>7}")
+    print(head)
+    print("-" * len(head))
+    for name, S in matrices(args.data, args.quick):
+        S = S.tocsr().astype(np.float32)
+        S.sort_indices()
+        m, n = S.shape
+        Sd = lib.from_scipy(ctx, S, src.DEVICE)
+        St = torch.sparse_csr_tensor(torch.from_numpy(S.indptr.astype(np.int64)).cuda(),
+                                     torch.from_numpy(S.indices.astype(np.int64)).cuda(),
+                                     torch.from_numpy(S.data).cuda(), size=S.shape)
+        r = torch.repeat_interleave(torch.arange(m, device="cuda"), torch.from_numpy(np.diff(S.indptr)).cuda())
+        c = St.col_indices()
+        for K in (32, 128, 512):
+            A = torch.rand(m, K, device="cuda") - 0.5
+            B = torch.rand(n, K, device="cuda") - 0.5
+            Bt = B.t().contiguous()  # cuSPARSE's own layout for the right factor (K x n, row-major)
+            out = torch.empty(S.nnz, device="cuda")
+            Ad = src.dense(A.data_ptr(), m, K, src.FLOAT32, src.ROW_MAJOR)
+            Bd = src.dense(B.data_ptr(), n, K, src.FLOAT32, src.ROW_MAJOR)
+            vd = src.dense(out.data_ptr(), S.nnz, 1, src.FLOAT32, src.COL_MAJOR)
+
+            def ours():
+                lib.sddmm_values(ctx, vd, 0, 1.0, Sd, Ad, Bd, 0.0, pattern=True)
+            t_sr = median_time(ours, reps=args.reps, sync=sync)
+            ref = torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0)
+            err = float((ref.values() - out).abs().max() / (ref.values().abs().max() + 1e-30))
+            t_cs = median_time(lambda: torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0), reps=args.reps,
+                               sync=sync)
+            chunk = max(1, (1 << 28) // K)  # 1 GiB of gathered rows at a time
+
+            def gather():
+                for e0 in range(0, S.nnz, chunk):
+                    (A[r[e0:e0 + chunk]] * B[c[e0:e0 + chunk]]).sum(1)
+            t_g = median_time(gather, reps=max(3, args.reps // 3), sync=sync)
+            floor = floor_bytes(S, K) / bw
+            gf = 2 * S.nnz * K / t_sr / 1e9
+            row = dict(op="sddmm", matrix=name, nnz=S.nnz, K=K, sparsering_ms=t_sr * 1e3, gflops=gf,
+                       floor_ms=floor * 1e3, cusparse_ms=t_cs * 1e3, gather_ms=t_g * 1e3, max_rel_diff=err)
+            rows.append(row)
+            print(f"{name:32} {S.nnz / 1e6:5.1f}M {K:4} | {t_sr * 1e3:8.2f}ms {gf:7.0f} {floor * 1e3:5.2f}ms "
+                  f"{t_sr / floor:7.2f} | {t_cs * 1e3:7.2f}ms {t_cs / t_sr:7.2f} | {t_g * 1e3:6.2f}ms {t_g / t_sr:7.2f}"
+                  f"   (max rel diff {err:.1e})", flush=True)
+            del Bt, out
+            if K in (32, 128):
+                rows += fused_rows(lib, ctx, name, S, Sd, St, A, B, K, args.reps, sync, torch)
+            del A, B
+        lib.free(Sd)
+        del St, r, c
+        torch.cuda.empty_cache()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(bandwidth_GBs=bw / 1e9, rows=rows), f, indent=1)
+
+
+def fused_rows(lib, ctx, name, S, Sd, St, A, B, K, reps, sync, torch):
+    """O = N(S ⊙ A·Bᵀ)·V with V n x K: fused against the unfused pair (ours, and torch's)."""
+    m, n = S.shape
+    V = torch.rand(n, K, device="cuda") - 0.5
+    O = torch.empty(m, K, device="cuda")
+    Ad = src.dense(A.data_ptr(), m, K, src.FLOAT32, src.ROW_MAJOR)
+    Bd = src.dense(B.data_ptr(), n, K, src.FLOAT32, src.ROW_MAJOR)
+    Vd = src.dense(V.data_ptr(), n, K, src.FLOAT32, src.ROW_MAJOR)
+    Od = src.dense(O.data_ptr(), m, K, src.FLOAT32, src.ROW_MAJOR)
+    out = []
+    Bt = B.t().contiguous()
+    for softmax in (False, True):
+        alpha = 1.0 / np.sqrt(K)
+        t_f = median_time(lambda: lib.sddmm_spmm(ctx, Od, alpha, Sd, Ad, Bd, Vd, softmax=softmax, pattern=True),
+                          reps=reps, sync=sync)
+        fused_out = O.clone()
+
+        def unfused():
+            C = lib.sddmm(ctx, 0, alpha, Sd, Ad, Bd, 0.0, pattern=True)
+            if softmax:  # the library has no sparse softmax: only the plain pair is timed for ours
+                pass
+            lib.spmm(ctx, Od, 0, C, Vd)
+            lib.free(C)
+        t_u = median_time(unfused, reps=reps, sync=sync) if not softmax else float("nan")
+
+        def torch_pair():
+            P = torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=alpha)
+            if softmax:
+                P = torch.sparse.softmax(P.to_sparse_coo(), 1)
+            return torch.sparse.mm(P, V)
+        ref = torch_pair()
+        ref = ref.to_dense() if ref.is_sparse else ref
+        err = float((ref - fused_out).abs().max() / (ref.abs().max() + 1e-30))
+        t_t = median_time(torch_pair, reps=max(3, reps // 2), sync=sync)
+        kind = "fused softmax" if softmax else "fused"
+        out.append(dict(op=kind, matrix=name, nnz=S.nnz, K=K, fused_ms=t_f * 1e3, unfused_ms=t_u * 1e3,
+                        torch_ms=t_t * 1e3, max_rel_diff=err))
+        print(f"  {kind:14} K={K:4}: fused {t_f * 1e3:8.2f} ms | our sddmm+spmm {t_u * 1e3:8.2f} ms "
+              f"({t_u / t_f:5.2f}x) | torch {'sampled_addmm+softmax+mm' if softmax else 'sampled_addmm+mm'} "
+              f"{t_t * 1e3:8.2f} ms ({t_t / t_f:5.2f}x)   (max rel diff {err:.1e})", flush=True)
+    del V, O, Bt
+    return out
+
+
+if __name__ == "__main__":
+    main()
