@@ -523,6 +523,42 @@ sr_status sr_labeled_graph_read(sr_context ctx, const char *path, sr_location wh
                                 int64_t *nlabels, char ***labels, sr_matrix **graphs);
 void sr_labels_free(int64_t nlabels, char **labels, sr_matrix *graphs);
 
+/* ------------------------------------------------------------------ matrix factorization */
+
+/* Ratings R (users x items, float32 or float64, one entry per known rating) ≈ μ + W·Hᵀ by
+ * alternating least squares with weighted-λ regularization (ALS-WR): a half sweep solves, for all
+ * users at once, (Σ_{j rated by i} h_j h_jᵀ + λ·n_i·I) w_i = Σ_j (r_ij − μ) h_j by conjugate
+ * gradient started from the last w_i, each CG product being one fused SDDMM→SpMM on R's pattern
+ * (sr_sddmm_spmm), then does the same for the items. μ is the mean training rating (0 without
+ * `center`). Built on the public calls only (src/algorithms): R on the device runs on the GPU. */
+typedef struct sr_factorize_step {
+    int iteration;                /* 1, 2, ... */
+    double train_rmse, test_rmse; /* test_rmse is NaN without held-out ratings */
+    double seconds;               /* since the call began */
+} sr_factorize_step;
+/* Called after each sweep; nonzero stops the call with SR_ERROR_CANCELLED (W, H keep that sweep). */
+typedef int (*sr_factorize_fn)(const sr_factorize_step *step, void *user);
+
+typedef struct sr_factorize_options {
+    int64_t rank;        /* K, default 32 */
+    double lambda;       /* default 0.05 */
+    int iterations;      /* sweeps, default 10 */
+    int cg_steps;        /* CG steps a half sweep, default 3 (rank steps solve each system exactly) */
+    uint64_t seed;       /* the starting item factors, uniform in ±0.5/sqrt(rank); default 42 */
+    bool center;         /* subtract the mean rating; default true */
+    bool use_initial;    /* start from the caller's H instead of the seed's draw */
+    sr_factorize_fn report;
+    void *report_user;
+} sr_factorize_options;
+sr_factorize_options sr_factorize_options_default(void);
+
+/* W (users x rank) and H (items x rank) are host views of R's type, row-major and packed; they
+ * receive the factors (H is read first with use_initial). R_test (may be NULL) holds held-out
+ * ratings of R's shape, type and location. *mean (may be NULL) receives μ, *last (may be NULL)
+ * the last sweep's figures. options may be NULL for the defaults. */
+sr_status sr_factorize(sr_context ctx, sr_matrix R, sr_matrix R_test, const sr_factorize_options *options,
+                       const sr_dense *W, const sr_dense *H, double *mean, sr_factorize_step *last);
+
 /* ------------------------------------------------------------------ Matrix Market */
 
 typedef enum sr_mm_symmetry {

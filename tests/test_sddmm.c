@@ -279,6 +279,128 @@ static void check_errors(void)
     test_csr_free(&sc);
 }
 
+/* x = M⁻¹ b for a K x K symmetric positive definite M (Cholesky, in place). */
+static void spd_solve(double *M, double *b, int64_t K)
+{
+    for (int64_t j = 0; j < K; j++) {
+        for (int64_t k = 0; k < j; k++)
+            M[j * K + j] -= M[j * K + k] * M[j * K + k];
+        M[j * K + j] = sqrt(M[j * K + j]);
+        for (int64_t i = j + 1; i < K; i++) {
+            for (int64_t k = 0; k < j; k++)
+                M[i * K + j] -= M[i * K + k] * M[j * K + k];
+            M[i * K + j] /= M[j * K + j];
+        }
+    }
+    for (int64_t i = 0; i < K; i++) { /* L y = b, then Lᵀ x = y */
+        for (int64_t k = 0; k < i; k++)
+            b[i] -= M[i * K + k] * b[k];
+        b[i] /= M[i * K + i];
+    }
+    for (int64_t i = K - 1; i >= 0; i--) {
+        for (int64_t k = i + 1; k < K; k++)
+            b[i] -= M[k * K + i] * b[k];
+        b[i] /= M[i * K + i];
+    }
+}
+
+/* One exact ALS-WR half sweep: X(rows) from Y given ratings (rows x cols CSR, centered by mu). */
+static void exact_half(const int64_t *rp, const int32_t *ci, const double *v, int64_t rows, double mu, const double *Y,
+                       double *X, int64_t K, double lambda)
+{
+    double *M = malloc((size_t)(K * K) * sizeof(double)), *b = malloc((size_t)K * sizeof(double));
+    for (int64_t i = 0; i < rows; i++) {
+        const int64_t n = rp[i + 1] - rp[i];
+        memset(M, 0, (size_t)(K * K) * sizeof(double));
+        memset(b, 0, (size_t)K * sizeof(double));
+        for (int64_t e = rp[i]; e < rp[i + 1]; e++)
+            for (int64_t k = 0; k < K; k++) {
+                b[k] += (v[e] - mu) * Y[ci[e] * K + k];
+                for (int64_t l = 0; l < K; l++)
+                    M[k * K + l] += Y[ci[e] * K + k] * Y[ci[e] * K + l];
+            }
+        for (int64_t k = 0; k < K; k++)
+            M[k * K + k] += lambda * (double)n;
+        if (n > 0)
+            spd_solve(M, b, K);
+        for (int64_t k = 0; k < K; k++)
+            X[i * K + k] = n > 0 ? b[k] : 0.0;
+    }
+    free(M);
+    free(b);
+}
+
+/* sr_factorize with as many CG steps as the rank solves each system exactly: its factors match
+ * an exact ALS-WR (Cholesky per row) from the same start, sweep after sweep; and the RMSE falls. */
+static void check_factorize(void)
+{
+    const int64_t users = 60, items = 45, K = 4;
+    test_csr sc = test_random_csr(users, items, 9, SR_TYPE_FLOAT64);
+    for (int64_t e = 0; e < sc.nnz; e++) /* ratings 1..5 */
+        ((double *)sc.values)[e] = 1 + (double)test_below(5);
+    sr_matrix R = test_make_matrix_at(ctx, &sc, where);
+    double *W = calloc((size_t)(users * K), sizeof(double)), *H = calloc((size_t)(items * K), sizeof(double));
+    double *Wr = calloc((size_t)(users * K), sizeof(double)), *Hr = calloc((size_t)(items * K), sizeof(double));
+    for (int64_t e = 0; e < items * K; e++)
+        H[e] = Hr[e] = test_uniform() - 0.5;
+    sr_dense Wv = sr_dense_view(W, users, K, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    sr_dense Hv = sr_dense_view(H, items, K, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    sr_factorize_options o = sr_factorize_options_default();
+    o.rank = K;
+    o.iterations = 3;
+    o.cg_steps = (int)K + 2;
+    o.lambda = 0.1;
+    o.use_initial = true;
+    double mu = 0;
+    sr_factorize_step last;
+    CHECK_OK(sr_factorize(ctx, R, NULL, &o, &Wv, &Hv, &mu, &last));
+    /* the reference: the transpose of the ratings by counting */
+    double mean = 0;
+    for (int64_t e = 0; e < sc.nnz; e++)
+        mean += ((double *)sc.values)[e];
+    mean /= (double)(sc.nnz ? sc.nnz : 1);
+    int64_t *tp = calloc((size_t)items + 1, sizeof(int64_t));
+    int32_t *tc = malloc((size_t)(sc.nnz + 1) * sizeof(int32_t));
+    double *tv = malloc((size_t)(sc.nnz + 1) * sizeof(double));
+    for (int64_t e = 0; e < sc.nnz; e++)
+        tp[sc.colind[e] + 1]++;
+    for (int64_t j = 0; j < items; j++)
+        tp[j + 1] += tp[j];
+    int64_t *fill = malloc((size_t)items * sizeof(int64_t));
+    memcpy(fill, tp, (size_t)items * sizeof(int64_t));
+    for (int64_t i = 0; i < users; i++)
+        for (int64_t e = sc.rowptr[i]; e < sc.rowptr[i + 1]; e++) {
+            tc[fill[sc.colind[e]]] = (int32_t)i;
+            tv[fill[sc.colind[e]]++] = ((double *)sc.values)[e];
+        }
+    for (int it = 0; it < 3; it++) {
+        exact_half(sc.rowptr, sc.colind, sc.values, users, mean, Hr, Wr, K, 0.1);
+        exact_half(tp, tc, tv, items, mean, Wr, Hr, K, 0.1);
+    }
+    double worst = 0, sq = 0;
+    for (int64_t e = 0; e < users * K; e++)
+        worst = fmax(worst, fabs(W[e] - Wr[e]));
+    for (int64_t e = 0; e < items * K; e++)
+        worst = fmax(worst, fabs(H[e] - Hr[e]));
+    for (int64_t i = 0; i < users; i++)
+        for (int64_t e = sc.rowptr[i]; e < sc.rowptr[i + 1]; e++) {
+            double pred = mean;
+            for (int64_t k = 0; k < K; k++)
+                pred += Wr[i * K + k] * Hr[sc.colind[e] * K + k];
+            sq += (((double *)sc.values)[e] - pred) * (((double *)sc.values)[e] - pred);
+        }
+    const double ref_rmse = sqrt(sq / (double)(sc.nnz ? sc.nnz : 1));
+    CHECK(fabs(mu - mean) < 1e-12, "factorize: mean %.17g, expected %.17g", mu, mean);
+    CHECK(worst < 1e-6, "factorize: factors differ from exact ALS by %.3g", worst);
+    CHECK(fabs(last.train_rmse - ref_rmse) < 1e-8 && last.iteration == 3,
+          "factorize: train RMSE %.12g after sweep %d, exact ALS gives %.12g", last.train_rmse, last.iteration, ref_rmse);
+    o.lambda = -1;
+    CHECK_FAILS(sr_factorize(ctx, R, NULL, &o, &Wv, &Hv, NULL, NULL), SR_ERROR_INVALID_ARGUMENT, "lambda");
+    sr_matrix_free(R);
+    free(W), free(H), free(Wr), free(Hr), free(tp), free(tc), free(tv), free(fill);
+    test_csr_free(&sc);
+}
+
 static void run_all(void)
 {
     const sr_layout R = SR_ROW_MAJOR, Cm = SR_COL_MAJOR;
@@ -306,6 +428,7 @@ static void run_all(void)
     check_fused_long_row(f, true);
     check_fused_long_row(d, false);
     check_errors();
+    check_factorize();
 }
 
 int main(void)

@@ -10,9 +10,9 @@
 // (column_tile_order) so that a tile of B stays resident, as the paper's SM-L2 scheme does. sddmm_launch documents the
 // choices.
 //
-// Fused SDDMM→SpMM: a group per row computes each entry's score as above and adds score·V(j) to
-// accumulators in registers (an online softmax rescales them when a larger score comes); rows
-// longer than kLongRow go to a block each, whose groups split the row and merge in shared memory.
+// Fused SDDMM→SpMM: a group per chunk of entries computes each entry's score as above and adds
+// score·V(j) to accumulators in registers (an online softmax rescales them when a larger score
+// comes); rows cut by a chunk's ends leave partial states that a second kernel merges.
 #include "cuda_common.cuh"
 #include "cuda_semiring.cuh"
 
@@ -84,9 +84,11 @@ __device__ __forceinline__ int64_t find_row(const int64_t *rowptr, int64_t nrows
 }
 
 // One warp-chunk of `chunk` entries at a time; group g of the warp takes entries g, g + G, ...
-// of the chunk. With CACHE, row i's A fragment (R vectors a lane, K <= R·L·VEC) is loaded once
-// per run of entries in row i; without it, A is read per entry (it is in L1 then) for any K.
-template <class Ops, int VEC, int L, int R, bool CACHE>
+// of the chunk, U of them a step (U rows of B in flight). With CACHE, the A fragment of the
+// group's current row (R vectors a lane, K <= R·L·VEC) stays in registers while its entries stay
+// in that row, and an entry of another row reads its A fragment from L1; without CACHE, A is read
+// per entry (any K).
+template <class Ops, int VEC, int L, int R, bool CACHE, int U>
 __global__ void __launch_bounds__(kThreads) sddmm_entries(sddmm_params<typename Ops::value> p, int64_t chunk) {
     using T = typename Ops::value;
     constexpr int G = 32 / L;
@@ -100,40 +102,62 @@ __global__ void __launch_bounds__(kThreads) sddmm_entries(sddmm_params<typename 
             continue;
         int64_t row = -1, cached = -1;
         frag<T, VEC> a[CACHE ? R : 1];
-        for (int64_t at = c0 + group; at < c1; at += G) {
-            const int64_t e = p.order ? p.order[at] : at;
-            row = find_row(p.rowptr, p.nrows, row, e);
-            const T *arow = p.A + (size_t)row * (size_t)p.K;
-            const T *brow = p.B + (size_t)p.colind[e] * (size_t)p.K;
-            T sum = Ops::identity();
-            if (CACHE) {
-                if (row != cached) {
+        for (int64_t at0 = c0 + group; at0 < c1; at0 += G * U) {
+            int64_t e[U], rows[U];
 #pragma unroll
-                    for (int r = 0; r < R; r++)
-                        if ((r * L + lane) < nvec)
-                            a[r] = load_frag<T, VEC>(arow + (size_t)(r * L + lane) * VEC);
-                    cached = row;
-                }
+            for (int u = 0; u < U; u++) {
+                const int64_t at = at0 + (int64_t)u * G;
+                e[u] = at < c1 ? (p.order ? p.order[at] : at) : -1;
+                if (e[u] >= 0)
+                    row = find_row(p.rowptr, p.nrows, row, e[u]);
+                rows[u] = row;
+            }
+            if (CACHE && rows[0] != cached) {
+                const T *arow = p.A + (size_t)rows[0] * (size_t)p.K;
 #pragma unroll
                 for (int r = 0; r < R; r++)
-                    if ((r * L + lane) < nvec) {
-                        const frag<T, VEC> b = load_frag<T, VEC>(brow + (size_t)(r * L + lane) * VEC);
+                    if ((r * L + lane) < nvec)
+                        a[r] = load_frag<T, VEC>(arow + (size_t)(r * L + lane) * VEC);
+                cached = rows[0];
+            }
+            T sum[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                sum[u] = Ops::identity();
+                if (e[u] < 0)
+                    continue;
+                const T *arow = p.A + (size_t)rows[u] * (size_t)p.K;
+                const T *brow = p.B + (size_t)p.colind[e[u]] * (size_t)p.K;
+                if (CACHE) {
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        if ((r * L + lane) < nvec) {
+                            const frag<T, VEC> b = load_frag<T, VEC>(brow + (size_t)(r * L + lane) * VEC);
+                            const frag<T, VEC> x = rows[u] == cached
+                                                       ? a[CACHE ? r : 0]
+                                                       : load_frag<T, VEC>(arow + (size_t)(r * L + lane) * VEC);
+#pragma unroll
+                            for (int v = 0; v < VEC; v++)
+                                sum[u] = Ops::add(sum[u], Ops::mul(x.v[v], b.v[v]));
+                        }
+                } else {
+#pragma unroll 4
+                    for (int64_t q = lane; q < nvec; q += L) {
+                        const frag<T, VEC> x = load_frag<T, VEC>(arow + q * VEC), b = load_frag<T, VEC>(brow + q * VEC);
 #pragma unroll
                         for (int v = 0; v < VEC; v++)
-                            sum = Ops::add(sum, Ops::mul(a[CACHE ? r : 0].v[v], b.v[v]));
+                            sum[u] = Ops::add(sum[u], Ops::mul(x.v[v], b.v[v]));
                     }
-            } else {
-#pragma unroll 4
-                for (int64_t q = lane; q < nvec; q += L) {
-                    const frag<T, VEC> x = load_frag<T, VEC>(arow + q * VEC), b = load_frag<T, VEC>(brow + q * VEC);
-#pragma unroll
-                    for (int v = 0; v < VEC; v++)
-                        sum = Ops::add(sum, Ops::mul(x.v[v], b.v[v]));
                 }
             }
-            sum = group_reduce<Ops, L>(sum);
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                sum[u] = group_reduce<Ops, L>(sum[u]);
             if (lane == 0)
-                p.out[e] = finish<Ops>(p, sum, e);
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (e[u] >= 0)
+                        p.out[e[u]] = finish<Ops>(p, sum[u], e[u]);
         }
     }
 }
@@ -153,21 +177,21 @@ template <typename T> bool aligned_for(const void *p, int vec) {
 //   vectors (K/VEC <= L), else 32; A's fragment is kept in registers up to K = 8·32·VEC (1,024
 //   floats), beyond that it is re-read from L1 per entry;
 // - vectors: 16-byte loads when K is a multiple of VEC and the rows are aligned, else scalars;
-// - chunk: 16 entries a group, fewer when S is too small to give every SM 32 warps;
+// - chunk: 32 entries a group (4 a step when A's fragment is one vector), fewer when S is too small to give every SM 32 warps;
 // - column tiles (the paper's Tj = sqrt(L2 / (c·ρ)), bounded so a tile of B takes at most half
 //   of L2): only when B is larger than half of L2 and rows are long enough for the tiles to pay,
 //   i.e. the A rows re-read per tile (at most min(row length, tiles) per row) cost less than the
 //   B rows they keep from DRAM (sddmm_tiles_pay).
 template <typename T, int VEC, int L, int R, bool CACHE, class Ops>
 sr_status launch_entries(const sddmm_params<T> &p, cudaStream_t stream) {
-    constexpr int G = 32 / L;
+    constexpr int G = 32 / L, U = !CACHE ? 1 : R == 1 ? 4 : R == 2 ? 2 : 1;
     const int64_t warps_wanted = (int64_t)sm_count() * 32;
-    int64_t chunk = 16 * G;
+    int64_t chunk = 32 * G;
     if ((p.nnz + chunk - 1) / chunk < warps_wanted)
         chunk = std::max<int64_t>(G, (p.nnz + warps_wanted - 1) / warps_wanted);
     const int64_t warps = (p.nnz + chunk - 1) / chunk;
     const int64_t blocks = std::min<int64_t>((warps * 32 + kThreads - 1) / kThreads, (int64_t)sm_count() * 64);
-    sddmm_entries<Ops, VEC, L, R, CACHE><<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, 0, stream>>>(p, chunk);
+    sddmm_entries<Ops, VEC, L, R, CACHE, U><<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, 0, stream>>>(p, chunk);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }
@@ -298,9 +322,6 @@ sr_status column_tile_order(sr_context_s *ctx, const sr_matrix_s *S, int64_t til
 
 // ------------------------------------------------------------------ fused SDDMM→SpMM
 
-// Rows longer than this go to a block each (its groups split the row).
-constexpr int64_t kLongRow = 512;
-
 template <typename T> struct fused_params {
     const int64_t *rowptr;
     const int32_t *colind;
@@ -311,8 +332,12 @@ template <typename T> struct fused_params {
     bool softmax, accumulate;
     T *O;
     int64_t o_row, o_col;
-    int32_t *long_rows;             // rows the group kernel left to the block kernel
-    unsigned long long *long_count;
+    int64_t nnz, chunk, nchunks; // a group takes `chunk` consecutive entries of S
+    // Each chunk's two partial slots: 2c for a row begun before the chunk, 2c + 1 for a row begun
+    // in it that goes on past it. A slot holds top, sum and p sums (partials + slot·(p + 2)); its
+    // row is in partial_row (-1: unused).
+    T *partials;
+    int64_t *partial_row;
 };
 
 __device__ __forceinline__ float fast_exp(float x) { return __expf(x); }
@@ -412,81 +437,107 @@ __device__ __forceinline__ void store_row(const fused_params<T> &p, const row_st
 }
 
 template <typename T, int VEC, int L, int R>
-__global__ void __launch_bounds__(kThreads) fused_rows(fused_params<T> p) {
-    constexpr int G = 32 / L;
+__device__ __forceinline__ void store_partial(const fused_params<T> &p, const row_state<T, VEC, R> &s, int lane,
+                                              int64_t slot, int64_t row) {
+    T *out = p.partials + slot * (p.p + 2);
+    if (lane == 0) {
+        out[0] = s.top;
+        out[1] = s.sum;
+        p.partial_row[slot] = row;
+    }
+    const int64_t pvec = p.p / VEC;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        if (r * L + lane < pvec)
+#pragma unroll
+            for (int q = 0; q < VEC; q++)
+                out[2 + (r * L + lane) * VEC + q] = s.acc[r].v[q];
+}
+
+// A group per chunk of `chunk` consecutive entries (the SDDMM kernel's balance: a power-law row
+// is shared by many groups). The chunk is walked a row segment at a time, U entries a step so
+// that U rows of B and of V are in flight at once; a row wholly inside the chunk is written to O,
+// a row cut by the chunk's ends leaves a partial state for merge_partials.
+template <typename T, int VEC, int L, int R, int U>
+__global__ void __launch_bounds__(kThreads) fused_chunks(fused_params<T> p) {
     const int lane = threadIdx.x % L;
     const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / L;
     const int64_t groups = (int64_t)gridDim.x * blockDim.x / L;
-    (void)G;
-    for (int64_t row = group; row < p.nrows; row += groups) {
-        const int64_t e0 = p.rowptr[row], e1 = p.rowptr[row + 1];
-        if (e1 - e0 > kLongRow) {
-            if (lane == 0)
-                p.long_rows[atomicAdd(p.long_count, 1ull)] = (int32_t)row;
-            continue;
+    for (int64_t c = group; c < p.nchunks; c += groups) {
+        const int64_t e0 = c * p.chunk, e1 = min(e0 + p.chunk, p.nnz);
+        int64_t row = row_of_entry(p.rowptr, p.nrows, e0);
+        for (int64_t s0 = e0; s0 < e1;) {
+            while (p.rowptr[row + 1] <= s0)
+                row++;
+            const int64_t s1 = min(e1, p.rowptr[row + 1]);
+            frag<T, VEC> a[R];
+            load_a<T, VEC, L, R>(p, a, lane, row);
+            row_state<T, VEC, R> s;
+            s.clear();
+            for (int64_t e = s0; e < s1; e += U) {
+                T score[U];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (e + u < s1)
+                        score[u] = entry_score<T, VEC, L, R>(p, a, lane, e + u);
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (e + u < s1)
+                        add_row_of_v<T, VEC, L, R>(p, s, lane, p.colind[e + u], s.weigh(score[u], p.softmax));
+            }
+            const bool begun_here = p.rowptr[row] >= e0, ends_here = p.rowptr[row + 1] <= e1;
+            if (begun_here && ends_here)
+                store_row<T, VEC, L, R>(p, s, lane, row, p.softmax ? s.sum : T(0));
+            else
+                store_partial<T, VEC, L, R>(p, s, lane, begun_here ? 2 * c + 1 : 2 * c, row);
+            s0 = s1;
         }
-        frag<T, VEC> a[R];
-        load_a<T, VEC, L, R>(p, a, lane, row);
-        row_state<T, VEC, R> s;
-        s.clear();
-        for (int64_t e = e0; e < e1; e++) {
-            const T w = s.weigh(entry_score<T, VEC, L, R>(p, a, lane, e), p.softmax);
-            add_row_of_v<T, VEC, L, R>(p, s, lane, p.colind[e], w);
-        }
-        store_row<T, VEC, L, R>(p, s, lane, row, p.softmax ? s.sum : T(0));
     }
 }
 
-// A block per long row: its kThreads / L groups take the row's entries in turn, then merge their
-// states in shared memory: the block's maximum score first, then each group's sums rescaled to it.
-template <typename T, int VEC, int L, int R>
-__global__ void __launch_bounds__(kThreads) fused_long_rows(fused_params<T> p) {
-    constexpr int groups = kThreads / L;
-    extern __shared__ unsigned char smem_raw[];
-    T *merged = reinterpret_cast<T *>(smem_raw); // p.p accumulators, then the sum
-    __shared__ T tops[groups];
-    __shared__ T block_top;
-    const int lane = threadIdx.x % L, g = threadIdx.x / L;
-    const unsigned long long count = *p.long_count;
-    for (unsigned long long k = blockIdx.x; k < count; k += gridDim.x) {
-        const int64_t row = p.long_rows[k], e0 = p.rowptr[row], e1 = p.rowptr[row + 1];
-        frag<T, VEC> a[R];
-        load_a<T, VEC, L, R>(p, a, lane, row);
-        row_state<T, VEC, R> s;
-        s.clear();
-        for (int64_t e = e0 + g; e < e1; e += groups) {
-            const T w = s.weigh(entry_score<T, VEC, L, R>(p, a, lane, e), p.softmax);
-            add_row_of_v<T, VEC, L, R>(p, s, lane, p.colind[e], w);
+// A warp per chunk whose last row goes on past it: that row's partial states (its slot 2c + 1,
+// then slot 2c' of the chunks c' after that carry it) rescaled to their common maximum, summed
+// and written.
+template <typename T> __global__ void merge_partials(fused_params<T> p) {
+    const int lane = threadIdx.x % 32;
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+    for (int64_t c = warp; c < p.nchunks; c += warps) {
+        const int64_t row = p.partial_row[2 * c + 1];
+        if (row < 0)
+            continue;
+        int64_t last = c + 1;
+        T top = p.partials[(2 * c + 1) * (p.p + 2)];
+        while (last < p.nchunks && p.partial_row[2 * last] == row) {
+            top = max(top, p.partials[2 * last * (p.p + 2)]);
+            last++;
         }
-        for (int64_t c = threadIdx.x; c <= p.p; c += blockDim.x)
-            merged[c] = 0;
-        if (lane == 0)
-            tops[g] = s.top;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            T top = -INFINITY;
-            for (int q = 0; q < groups; q++)
-                top = max(top, tops[q]);
-            block_top = top;
+        T sum = 0;
+        for (int64_t k = c; k < last; k++) {
+            const T *part = p.partials + (k == c ? 2 * c + 1 : 2 * k) * (p.p + 2);
+            sum += p.softmax ? part[1] * fast_exp(part[0] - top) : T(0);
         }
-        __syncthreads();
-        const T scale = p.softmax ? (s.top == -INFINITY ? T(0) : fast_exp(s.top - block_top)) : T(1);
-        const int64_t pvec = p.p / VEC;
-#pragma unroll
-        for (int r = 0; r < R; r++)
-            if (r * L + lane < pvec)
-#pragma unroll
-                for (int q = 0; q < VEC; q++)
-                    atomicAdd(&merged[(r * L + lane) * VEC + q], s.acc[r].v[q] * scale);
-        if (lane == 0)
-            atomicAdd(&merged[p.p], s.sum * scale);
-        __syncthreads();
-        for (int64_t c = threadIdx.x; c < p.p; c += blockDim.x) {
-            T *cell = p.O + row * p.o_row + c * p.o_col;
-            const T x = p.softmax && merged[p.p] > 0 ? merged[c] / merged[p.p] : merged[c];
+        for (int64_t col = lane; col < p.p; col += 32) {
+            T x = 0;
+            for (int64_t k = c; k < last; k++) {
+                const T *part = p.partials + (k == c ? 2 * c + 1 : 2 * k) * (p.p + 2);
+                x += p.softmax ? part[2 + col] * fast_exp(part[0] - top) : part[2 + col];
+            }
+            if (p.softmax && sum > 0)
+                x /= sum;
+            T *cell = p.O + row * p.o_row + col * p.o_col;
             *cell = p.accumulate ? *cell + x : x;
         }
-        __syncthreads();
+    }
+}
+
+// Rows with no entries get zeros (no chunk visits them).
+template <typename T> __global__ void zero_empty_rows(fused_params<T> p) {
+    for (int64_t x = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; x < p.nrows * p.p;
+         x += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t row = x / p.p;
+        if (p.rowptr[row] == p.rowptr[row + 1])
+            p.O[row * p.o_row + (x % p.p) * p.o_col] = 0;
     }
 }
 
@@ -539,29 +590,44 @@ template <typename T> __global__ void add_rows(T *O, int64_t o_row, int64_t o_co
 }
 
 template <typename T, int VEC, int L, int R>
-sr_status launch_fused(const fused_params<T> &p, cudaStream_t stream) {
-    const int64_t groups_per_block = kThreads / L;
-    const int64_t blocks = std::min<int64_t>((p.nrows + groups_per_block - 1) / groups_per_block,
-                                             (int64_t)sm_count() * 32);
-    fused_rows<T, VEC, L, R><<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, 0, stream>>>(p);
+sr_status launch_fused(fused_params<T> p, sr_context_s *ctx, cudaStream_t stream) {
+    constexpr int U = R == 1 ? 4 : R == 2 ? 2 : 1; // rows of B in flight per group: U·R
+    // about four chunks for each group the chip holds at once, 32 to 1024 entries each
+    const int64_t resident = (int64_t)sm_count() * (2048 / L);
+    p.chunk = std::min<int64_t>(1024, std::max<int64_t>(32, p.nnz / (4 * resident) + 1));
+    p.nchunks = (p.nnz + p.chunk - 1) / p.chunk;
+    buffer<T> partials(ctx);
+    buffer<int64_t> partial_row(ctx);
+    SR_TRY(partials.allocate((size_t)(2 * p.nchunks) * (size_t)(p.p + 2)));
+    SR_TRY(partial_row.allocate((size_t)(2 * p.nchunks)));
+    SR_CUDA_TRY(cudaMemsetAsync(partial_row.get(), 0xff, (size_t)(2 * p.nchunks) * sizeof(int64_t), stream));
+    p.partials = partials.get();
+    p.partial_row = partial_row.get();
+    if (!p.accumulate) {
+        zero_empty_rows<T><<<grid_for(p.nrows * p.p), 256, 0, stream>>>(p);
+        SR_CUDA_LAUNCHED();
+    }
+    const int64_t blocks = std::min<int64_t>((p.nchunks * L + kThreads - 1) / kThreads, (int64_t)sm_count() * 32);
+    fused_chunks<T, VEC, L, R, U><<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, 0, stream>>>(p);
     SR_CUDA_LAUNCHED();
-    const size_t smem = (size_t)(p.p + 1) * sizeof(T);
-    fused_long_rows<T, VEC, L, R><<<(unsigned)(sm_count() * 2), kThreads, smem, stream>>>(p);
+    merge_partials<T><<<grid_for(p.nchunks * 32), 256, 0, stream>>>(p);
     SR_CUDA_LAUNCHED();
+    SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the scratch goes
     return SR_SUCCESS;
 }
 
-template <typename T, int VEC> sr_status launch_fused_vec(const fused_params<T> &p, cudaStream_t stream) {
+template <typename T, int VEC>
+sr_status launch_fused_vec(const fused_params<T> &p, sr_context_s *ctx, cudaStream_t stream) {
     const int64_t n = std::max(p.K, p.p) / VEC;
     if (n <= 8)
-        return launch_fused<T, VEC, 8, 1>(p, stream);
+        return launch_fused<T, VEC, 8, 1>(p, ctx, stream);
     if (n <= 32)
-        return launch_fused<T, VEC, 32, 1>(p, stream);
+        return launch_fused<T, VEC, 32, 1>(p, ctx, stream);
     if (n <= 64)
-        return launch_fused<T, VEC, 32, 2>(p, stream);
+        return launch_fused<T, VEC, 32, 2>(p, ctx, stream);
     if (n <= 128)
-        return launch_fused<T, VEC, 32, 4>(p, stream);
-    return launch_fused<T, VEC, 32, 8>(p, stream);
+        return launch_fused<T, VEC, 32, 4>(p, ctx, stream);
+    return launch_fused<T, VEC, 32, 8>(p, ctx, stream);
 }
 
 template <typename T>
@@ -613,19 +679,18 @@ sr_status run_fused(const sr_sddmm_args *a, const void *V, int64_t pcols, const 
         SR_CUDA_TRY(cudaStreamSynchronize(stream));
         return SR_SUCCESS;
     }
-    buffer<int32_t> long_rows(ctx);
-    buffer<unsigned long long> long_count(ctx);
-    SR_TRY(long_rows.allocate((size_t)std::max<int64_t>(1, std::min<int64_t>(S->nrows, S->nnz / kLongRow + 1))));
-    SR_TRY(long_count.allocate(1));
-    SR_CUDA_TRY(cudaMemsetAsync(long_count.get(), 0, sizeof(unsigned long long), stream));
-    p.long_rows = long_rows.get();
-    p.long_count = long_count.get();
+    p.nnz = S->nnz;
+    if (p.nnz == 0) {
+        if (!accumulate) {
+            zero_empty_rows<T><<<grid_for(p.nrows * p.p), 256, 0, stream>>>(p);
+            SR_CUDA_LAUNCHED();
+        }
+        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        return SR_SUCCESS;
+    }
     if (vec)
-        SR_TRY((launch_fused_vec<T, VEC>(p, stream)));
-    else
-        SR_TRY((launch_fused_vec<T, 1>(p, stream)));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
-    return SR_SUCCESS;
+        return launch_fused_vec<T, VEC>(p, ctx, stream);
+    return launch_fused_vec<T, 1>(p, ctx, stream);
 }
 
 } // namespace
