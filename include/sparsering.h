@@ -541,7 +541,7 @@ typedef int (*sr_factorize_fn)(const sr_factorize_step *step, void *user);
 
 typedef struct sr_factorize_options {
     int64_t rank;        /* K, default 32 */
-    double lambda;       /* default 0.05 */
+    double lambda;       /* default 0.1 */
     int iterations;      /* sweeps, default 10 */
     int cg_steps;        /* CG steps a half sweep, default 3 (rank steps solve each system exactly) */
     uint64_t seed;       /* the starting item factors, uniform in ±0.5/sqrt(rank); default 42 */

@@ -98,6 +98,26 @@ grep -q "cfpq: 2 pairs" "$tmp/out" || { echo "FAIL: cfpq: $(cat "$tmp/out")"; fa
 printf 'S -> a\nbroken line\n' > "$tmp/bad.txt"
 expect 3 "$cli" cfpq "$tmp/bad.txt" --graph "$tmp/edges.txt"
 grep -q "line 2" "$tmp/err" || { echo "FAIL: cfpq error lacks the line"; failures=$((failures + 1)); }
+# Sampled products: S (2 x 3), A (2 x 2), B (3 x 2), V (3 x 1); S .* (A B^T) = {(0,0): 1, (0,2): 6, (1,1): 4}
+printf '%%%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 1\n1 3 2\n2 2 1\n' > "$tmp/s.mtx"
+printf '%%%%MatrixMarket matrix array real general\n2 2\n1\n3\n2\n4\n' > "$tmp/a.mtx"
+printf '%%%%MatrixMarket matrix array real general\n3 2\n1\n0\n1\n0\n1\n1\n' > "$tmp/b.mtx"
+printf '%%%%MatrixMarket matrix array real general\n3 1\n1\n2\n3\n' > "$tmp/v.mtx"
+expect 0 "$cli" sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --out "$tmp/c.mtx"
+grep -q "^1 3 6" "$tmp/c.mtx" && grep -q "^2 2 4" "$tmp/c.mtx" || { echo "FAIL: sddmm values: $(cat "$tmp/c.mtx")"; failures=$((failures + 1)); }
+expect 0 "$cli" sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --spmm "$tmp/v.mtx" --out "$tmp/o.mtx"
+[ "$(grep -v '^%' "$tmp/o.mtx" | tr -s ' \n' ' ')" = "2 1 19 8 " ] || { echo "FAIL: fused sddmm: $(cat "$tmp/o.mtx")"; failures=$((failures + 1)); }
+expect 2 "$cli" sddmm "$tmp/s.mtx" "$tmp/b.mtx" "$tmp/a.mtx"
+expect 2 "$cli" sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --softmax
+expect 2 "$cli" sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --semiring nosuch
+# Factorization of a small ratings file (a header line, then user,item,rating)
+{ echo "userId,movieId,rating"; for u in 1 2 3 4 5 6 7 8; do for i in 10 20 30 40 50; do echo "$u,$i,$(( (u * i / 10) % 5 + 1 ))"; done; done; } > "$tmp/r.csv"
+expect 0 "$cli" factorize "$tmp/r.csv" --rank 2 --iterations 3 --test-fraction 0.2 --factors "$tmp/f"
+grep -q "8 users x 5 items" "$tmp/out" && [ -f "$tmp/f.items.mtx" ] || { echo "FAIL: factorize: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+printf 'userId,movieId,rating\n1,2,3\n1;2;3\n' > "$tmp/bad.csv"
+expect 3 "$cli" factorize "$tmp/bad.csv"
+grep -q "bad.csv:3" "$tmp/err" || { echo "FAIL: factorize error lacks the line: $(cat "$tmp/err")"; failures=$((failures + 1)); }
+expect 2 "$cli" factorize "$tmp/r.csv" --test-fraction 1.5
 rm -rf "$tmp"
 if [ "$failures" -ne 0 ]; then echo "test_cli: $failures FAILED"; exit 1; fi
 echo "test_cli: all checks passed"

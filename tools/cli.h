@@ -36,6 +36,8 @@ int cmd_bool(const cli_globals *g, int argc, char **argv);
 int cmd_closure(const cli_globals *g, int argc, char **argv);
 int cmd_reach(const cli_globals *g, int argc, char **argv);
 int cmd_cfpq(const cli_globals *g, int argc, char **argv);
+int cmd_sddmm(const cli_globals *g, int argc, char **argv);
+int cmd_factorize(const cli_globals *g, int argc, char **argv);
 /* Shared by the k-NN commands (cmd_knn.c): a progress line on stderr at most once a second
  * (user: a double holding the last report's time), and moving a matrix to the device when the
  * context is CUDA. */

@@ -35,6 +35,13 @@ static void usage(FILE *out)
             "  cfpq GRAMMAR.txt (--graph EDGES.txt | --label NAME=GRAPH.mtx ...) [--reverse] [--symbol S]\n"
             "       [--out PAIRS.mtx]          context-free path query: the pairs joined by a path whose labels\n"
             "                                  spell a word of the grammar (README: grammar and edge formats)\n"
+            "  sddmm S.mtx A.mtx B.mtx [--alpha X] [--beta Y] [--semiring NAME] [--pattern]\n"
+            "        [--spmm V.mtx [--softmax]] [--float64] [--out OUT.mtx]\n"
+            "                                  sampled product alpha*(S.*(A*B^T)) + beta*S at S's entries; with\n"
+            "                                  --spmm, the fused (S.*(A*B^T))*V (--softmax: row softmax first)\n"
+            "  factorize RATINGS.csv[.gz]|.mtx [--rank K] [--lambda L] [--iterations N] [--cg-steps S]\n"
+            "            [--test-fraction F] [--seed S] [--factors PREFIX]\n"
+            "                                  ALS matrix factorization, train and held-out RMSE per sweep\n"
             "  demo [--rows N --cols N --degree D --queries N -k K --metric NAME --seed S]\n"
             "                                  k-NN on a generated bag-of-words set, timed on CPU and GPU\n"
             "  version                         print the library version\n"
@@ -132,6 +139,10 @@ int main(int argc, char **argv)
         return cmd_demo(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "bool") == 0)
         return cmd_bool(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "sddmm") == 0)
+        return cmd_sddmm(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "factorize") == 0)
+        return cmd_factorize(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "closure") == 0)
         return cmd_closure(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "reach") == 0)

@@ -16,7 +16,7 @@ sr_factorize_options sr_factorize_options_default(void)
     sr_factorize_options o;
     memset(&o, 0, sizeof o);
     o.rank = 32;
-    o.lambda = 0.05;
+    o.lambda = 0.1;
     o.iterations = 10;
     o.cg_steps = 3;
     o.seed = 42;
