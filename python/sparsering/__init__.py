@@ -11,6 +11,7 @@ library (this package is a binding of it, not a second implementation).
     >>> y = sr.spmv(X, [1.0] * 500, "max_times")            # any semiring of sr.SEMIRINGS
     >>> G = X[:, :500] != 0                                   # a Boolean graph
     >>> C = sr.transitive_closure(G)                          # also reachability, cfpq, ewise_add, ...
+X
 
 Backends: a Context picks "cpu", "cuda" or "auto" (the default: CUDA when a GPU is usable);
 set_default_context("cpu") changes what calls use when they name none.
@@ -25,6 +26,7 @@ from ._boolean import (QueryStats, bits_count, bits_from_matrix, bits_or, cfpq, 
 from ._matrix import BooleanMatrix, Context, Matrix, as_matrix, default_context, set_default_context
 from ._ops import (METRICS, SEMIRINGS, kneighbors, kneighbors_graph, mxm, pairwise_distances, radius_neighbors,
                    radius_neighbors_graph, spmm, spmv)
+from ._sddmm import Factorization, factorize, sddmm, sddmm_spmm
 from .neighbors import NearestNeighbors
 
 __version__ = "0.1.0"
@@ -40,7 +42,7 @@ def read_mm(path, dtype=None, context=None):
     return Matrix.read_mm(path, dtype=dtype, context=context)
 
 
-__all__ = ["QueryStats", "bits_count", "bits_from_matrix", "bits_or", "matrix_from_bits", "cfpq", "ewise_add", "ewise_mult", "extract", "kronecker", "mxm_bits", "pack_bits",
+__all__ = ["Factorization", "factorize", "sddmm", "sddmm_spmm", "QueryStats", "bits_count", "bits_from_matrix", "bits_or", "matrix_from_bits", "cfpq", "ewise_add", "ewise_mult", "extract", "kronecker", "mxm_bits", "pack_bits",
            "reachability", "read_labeled_graph", "reduce_rows", "transitive_closure", "unpack_bits", "BooleanMatrix", "CancelledError", "Context", "DeviceError", "DeviceOutOfMemoryError", "FileError",
            "InternalError", "InvalidArgumentError", "InvalidMatrixError", "METRICS", "Matrix", "NearestNeighbors",
            "NoDeviceError", "OutOfMemoryError", "ParseError", "SEMIRINGS", "SizeOverflowError", "SparseringError",

@@ -590,6 +590,161 @@ static PyObject *spmm(PyObject *mod, PyObject *args)
     return spmv_or_spmm(args, 1);
 }
 
+/* sddmm(ctx, S, A, B, semiring, alpha, beta, pattern) -> Matrix of S's pattern */
+static PyObject *sddmm(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *s_obj, *at, *bt;
+    int semiring, pattern;
+    double alpha, beta;
+    if (!PyArg_ParseTuple(args, "OOO!O!iddp", &context, &s_obj, &PyTuple_Type, &at, &PyTuple_Type, &bt, &semiring,
+                          &alpha, &beta, &pattern))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix S, C = NULL;
+    if (!ctx || matrix_arg(s_obj, &S, 0, "S"))
+        return NULL;
+    dense_arg a, b;
+    if (dense_parse(at, &a, 0, "A"))
+        return NULL;
+    if (dense_parse(bt, &b, 0, "B")) {
+        dense_release(&a);
+        return NULL;
+    }
+    sr_descriptor d = {.sample_pattern = pattern != 0};
+    sr_status st;
+    Py_BEGIN_ALLOW_THREADS st = sr_sddmm(ctx, &C, (sr_semiring)semiring, alpha, S, &a.view, &b.view, beta, &d);
+    Py_END_ALLOW_THREADS dense_release(&a);
+    dense_release(&b);
+    if (st != SR_SUCCESS)
+        return raise_status(st);
+    return wrap_matrix(context, C);
+}
+
+/* sddmm_spmm(ctx, O, S, A, B, V, alpha, softmax, pattern, accumulate) */
+static PyObject *sddmm_spmm(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *s_obj, *ot, *at, *bt, *vt;
+    int softmax, pattern, accumulate;
+    double alpha;
+    if (!PyArg_ParseTuple(args, "OO!OO!O!O!dppp", &context, &PyTuple_Type, &ot, &s_obj, &PyTuple_Type, &at,
+                          &PyTuple_Type, &bt, &PyTuple_Type, &vt, &alpha, &softmax, &pattern, &accumulate))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix S;
+    if (!ctx || matrix_arg(s_obj, &S, 0, "S"))
+        return NULL;
+    dense_arg o, a, b, v;
+    if (dense_parse(ot, &o, 1, "the output"))
+        return NULL;
+    if (dense_parse(at, &a, 0, "A")) {
+        dense_release(&o);
+        return NULL;
+    }
+    if (dense_parse(bt, &b, 0, "B")) {
+        dense_release(&o), dense_release(&a);
+        return NULL;
+    }
+    if (dense_parse(vt, &v, 0, "V")) {
+        dense_release(&o), dense_release(&a), dense_release(&b);
+        return NULL;
+    }
+    sr_descriptor d = {.accumulate = accumulate != 0, .sample_pattern = pattern != 0};
+    sr_status st;
+    Py_BEGIN_ALLOW_THREADS st = sr_sddmm_spmm(ctx, &o.view, alpha, S, &a.view, &b.view, &v.view,
+                                              softmax ? SR_NORMALIZE_SOFTMAX : SR_NORMALIZE_NONE, &d);
+    Py_END_ALLOW_THREADS dense_release(&o);
+    dense_release(&a), dense_release(&b), dense_release(&v);
+    if (st != SR_SUCCESS)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+/* What sr_factorize reports to Python: each step appended to `steps`, then `callback(step)` when
+ * given (a true result stops the call). */
+typedef struct {
+    PyObject *steps, *callback;
+    int failed; /* a Python error is pending */
+} factorize_report;
+
+static int factorize_step(const sr_factorize_step *step, void *user)
+{
+    factorize_report *r = user;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = 0;
+    PyObject *t = Py_BuildValue("(iddd)", step->iteration, step->train_rmse, step->test_rmse, step->seconds);
+    if (!t || PyList_Append(r->steps, t) != 0) {
+        r->failed = 1, stop = 1;
+    } else if (r->callback != Py_None) {
+        PyObject *res = PyObject_CallOneArg(r->callback, t);
+        if (!res)
+            r->failed = 1, stop = 1;
+        else
+            stop = PyObject_IsTrue(res) == 1;
+        Py_XDECREF(res);
+    }
+    Py_XDECREF(t);
+    PyGILState_Release(g);
+    return stop;
+}
+
+/* factorize(ctx, R, R_test_or_None, W, H, rank, lambda, iterations, cg_steps, seed, center, use_initial,
+ * callback_or_None) -> (mean, [(iteration, train_rmse, test_rmse, seconds)]) */
+static PyObject *factorize(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *r_obj, *t_obj, *wt, *ht, *callback;
+    long long rank;
+    double lambda;
+    int iterations, cg_steps, center, use_initial;
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "OOOO!O!LdiiKppO", &context, &r_obj, &t_obj, &PyTuple_Type, &wt, &PyTuple_Type, &ht,
+                          &rank, &lambda, &iterations, &cg_steps, &seed, &center, &use_initial, &callback))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix R, T;
+    if (!ctx || matrix_arg(r_obj, &R, 0, "R") || matrix_arg(t_obj, &T, 1, "R_test"))
+        return NULL;
+    dense_arg w, h;
+    if (dense_parse(wt, &w, 1, "W"))
+        return NULL;
+    if (dense_parse(ht, &h, 1, "H")) {
+        dense_release(&w);
+        return NULL;
+    }
+    factorize_report rep = {PyList_New(0), callback, 0};
+    if (!rep.steps) {
+        dense_release(&w), dense_release(&h);
+        return NULL;
+    }
+    sr_factorize_options o = sr_factorize_options_default();
+    o.rank = rank;
+    o.lambda = lambda;
+    o.iterations = iterations;
+    o.cg_steps = cg_steps;
+    o.seed = seed;
+    o.center = center != 0;
+    o.use_initial = use_initial != 0;
+    o.report = factorize_step;
+    o.report_user = &rep;
+    double mean = 0;
+    sr_status st;
+    Py_BEGIN_ALLOW_THREADS st = sr_factorize(ctx, R, T, &o, &w.view, &h.view, &mean, NULL);
+    Py_END_ALLOW_THREADS dense_release(&w);
+    dense_release(&h);
+    if (rep.failed) {
+        Py_DECREF(rep.steps);
+        return NULL;
+    }
+    if (st != SR_SUCCESS && !(st == SR_ERROR_CANCELLED && callback != Py_None)) {
+        Py_DECREF(rep.steps);
+        return raise_status(st);
+    }
+    PyObject *out = Py_BuildValue("(dN)", mean, rep.steps);
+    return out;
+}
+
 /* binary(ctx, op, A, B, semiring, mask, C_or_None (accumulate into it), complement, transpose_b) -> Matrix;
  * op 0 mxm, 1 ewise_add, 2 ewise_mult, 3 kronecker. */
 static PyObject *binary(PyObject *mod, PyObject *args)
@@ -1147,6 +1302,10 @@ static PyMethodDef module_methods[] = {
     {"spmm", spmm, METH_VARARGS, "spmm(ctx, C, A, B, semiring, mask, accumulate, complement)"},
     {"binary", binary, METH_VARARGS, "binary(ctx, op, A, B, semiring, mask, C, complement, transpose_b); op 0 mxm, "
                                      "1 ewise_add, 2 ewise_mult, 3 kronecker"},
+    {"sddmm", sddmm, METH_VARARGS, "sddmm(ctx, S, A, B, semiring, alpha, beta, pattern) -> Matrix"},
+    {"sddmm_spmm", sddmm_spmm, METH_VARARGS, "sddmm_spmm(ctx, O, S, A, B, V, alpha, softmax, pattern, accumulate)"},
+    {"factorize", factorize, METH_VARARGS,
+     "factorize(ctx, R, R_test, W, H, rank, lambda, iterations, cg_steps, seed, center, use_initial, callback)"},
     {"extract", extract, METH_VARARGS, "extract(ctx, A, row0, col0, nrows, ncols)"},
     {"reduce_rows", reduce_rows, METH_VARARGS, "reduce_rows(ctx, A, semiring)"},
     {"mxm_bits", mxm_bits, METH_VARARGS, "mxm_bits(ctx, Y, mask, A, X, ncols, complement, replace, accumulate)"},

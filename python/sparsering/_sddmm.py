@@ -1,0 +1,94 @@
+"""Sampled products (SDDMM), the fused SDDMM→SpMM and matrix factorization on numpy /
+scipy.sparse / Matrix inputs."""
+from collections import namedtuple
+
+import numpy as np
+
+from . import _core
+from ._matrix import Matrix, as_matrix, numpy_dtype, sr_type_of
+from ._ops import _ctx_for, _dense, _operand, semiring_id
+
+
+def _factor_type(A, B, S):
+    """The value type of the dense operands: theirs when they agree on a float, else S's float
+    type (float32 for bool or int S)."""
+    kinds = {np.asarray(A).dtype, np.asarray(B).dtype}
+    if kinds <= {np.dtype(np.float64)}:
+        return sr_type_of(np.float64)
+    if kinds <= {np.dtype(np.float32)}:
+        return sr_type_of(np.float32)
+    s = getattr(S, "dtype", np.float32)
+    return sr_type_of(np.float64 if s == np.float64 else np.float32)
+
+
+def sddmm(S, A, B, *, alpha=1.0, beta=0.0, semiring="plus_times", pattern=False, context=None):
+    """C = alpha·(S ⊙ (A ⊕.⊗ Bᵀ)) + beta·S at the entries of S, and nowhere else (the sampled
+    dense-dense product). A is m x K and B is n x K (numpy, either order; float32 or float64);
+    S is m x n (scipy.sparse or Matrix; bool samples at its pattern). pattern=True ignores S's
+    values in the product (cuSPARSE's form). S's pattern, explicit zeros included, is kept.
+    Returns a scipy csr_matrix, or a Matrix (where it was computed) when S is a Matrix."""
+    ctx = _ctx_for(S, context)
+    keep = isinstance(S, Matrix)
+    t = _factor_type(A, B, S)
+    S = as_matrix(S, ctx, None if getattr(S, "dtype", None) == np.bool_ else numpy_dtype(t))
+    A, B = _operand(A, t), _operand(B, t)
+    if A.ndim != 2 or B.ndim != 2:
+        raise ValueError("sddmm: A and B must be 2-D (m x K and n x K)")
+    h = _core.sddmm(ctx._ctx, S._h, _dense(A, "A"), _dense(B, "B"), semiring_id(semiring), float(alpha),
+                    float(beta), bool(pattern))
+    C = Matrix._wrap(h, ctx)
+    return C if keep else C.to_scipy()
+
+
+def sddmm_spmm(S, A, B, V, *, alpha=1.0, softmax=False, pattern=False, out=None, accumulate=False, context=None):
+    """O = N(alpha·(S ⊙ A·Bᵀ))·V without storing the sampled matrix: N is a row softmax of the
+    sampled scores when softmax=True (graph attention: softmax(QKᵀ/√d at the edges)·V), else
+    nothing. A m x K, B n x K, V n x p (numpy); returns O, m x p (`out` when given; accumulate
+    adds to it). A row of S with no entries gives zeros."""
+    ctx = _ctx_for(S, context)
+    t = _factor_type(A, B, S)
+    S = as_matrix(S, ctx, None if getattr(S, "dtype", None) == np.bool_ else numpy_dtype(t))
+    A, B, V = _operand(A, t), _operand(B, t), _operand(V, t)
+    if A.ndim != 2 or B.ndim != 2 or V.ndim != 2:
+        raise ValueError("sddmm_spmm: A, B and V must be 2-D")
+    shape = (S.shape[0], V.shape[1])
+    if out is None:
+        if accumulate:
+            raise ValueError("sddmm_spmm: accumulate adds to out: pass out=")
+        out = np.empty(shape, dtype=numpy_dtype(t))
+    elif not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != numpy_dtype(t) or not (
+            out.flags.c_contiguous or out.flags.f_contiguous):
+        raise ValueError(f"sddmm_spmm: out must be a contiguous numpy array of shape {shape}, {numpy_dtype(t)}")
+    _core.sddmm_spmm(ctx._ctx, _dense(out, "out", True), S._h, _dense(A, "A"), _dense(B, "B"), _dense(V, "V"),
+                     float(alpha), bool(softmax), bool(pattern), bool(accumulate))
+    return out
+
+
+Factorization = namedtuple("Factorization", "W H mean history")
+Factorization.__doc__ = """Result of factorize: ratings ≈ mean + W @ H.T. history is a list of
+(iteration, train_rmse, test_rmse, seconds) after each sweep."""
+
+
+def factorize(R, rank=32, *, test=None, lam=0.1, iterations=10, cg_steps=3, seed=42, center=True, H0=None,
+              dtype=np.float32, callback=None, context=None):
+    """Matrix factorization by ALS-WR (weighted-λ regularization), each least-squares system solved
+    by conjugate gradient whose every product is one fused SDDMM→SpMM (sr_factorize). R: users x
+    items ratings (scipy.sparse or Matrix; an entry per known rating). test: held-out ratings of
+    R's shape, scored after every sweep. H0: the starting item factors (items x rank), else a
+    seeded draw. callback(step) is called after each sweep with (iteration, train_rmse,
+    test_rmse, seconds); a true result stops early. Returns Factorization(W, H, mean, history)."""
+    ctx = _ctx_for(R, context)
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError("factorize: dtype must be float32 or float64")
+    Rm = as_matrix(R, ctx, dtype)
+    Tm = None if test is None else as_matrix(test, ctx, dtype, Rm.location)
+    users, items = Rm.shape
+    W = np.zeros((users, rank), dtype=dtype)
+    H = np.zeros((items, rank), dtype=dtype) if H0 is None else np.array(H0, dtype=dtype, order="C")
+    if H.shape != (items, rank):
+        raise ValueError(f"factorize: H0 must be {items} x {rank}, not {H.shape}")
+    mean, history = _core.factorize(ctx._ctx, Rm._h, None if Tm is None else Tm._h, _dense(W, "W", True),
+                                    _dense(H, "H", True), int(rank), float(lam), int(iterations), int(cg_steps),
+                                    int(seed), bool(center), H0 is not None, callback)
+    return Factorization(W, H, mean, history)
