@@ -177,16 +177,16 @@ template <typename T> bool aligned_for(const void *p, int vec) {
 //   vectors (K/VEC <= L), else 32; A's fragment is kept in registers up to K = 8·32·VEC (1,024
 //   floats), beyond that it is re-read from L1 per entry;
 // - vectors: 16-byte loads when K is a multiple of VEC and the rows are aligned, else scalars;
-// - chunk: 32 entries a group (4 a step when A's fragment is one vector), fewer when S is too small to give every SM 32 warps;
+// - chunk: 16 entries a group, fewer when S is too small to give every SM 32 warps;
 // - column tiles (the paper's Tj = sqrt(L2 / (c·ρ)), bounded so a tile of B takes at most half
 //   of L2): only when B is larger than half of L2 and rows are long enough for the tiles to pay,
 //   i.e. the A rows re-read per tile (at most min(row length, tiles) per row) cost less than the
 //   B rows they keep from DRAM (sddmm_tiles_pay).
 template <typename T, int VEC, int L, int R, bool CACHE, class Ops>
 sr_status launch_entries(const sddmm_params<T> &p, cudaStream_t stream) {
-    constexpr int G = 32 / L, U = !CACHE ? 1 : R == 1 ? 4 : R == 2 ? 2 : 1;
+    constexpr int G = 32 / L, U = 1; // 2-4 entries a step measured slower on the H100 (more registers)
     const int64_t warps_wanted = (int64_t)sm_count() * 32;
-    int64_t chunk = 32 * G;
+    int64_t chunk = 16 * G;
     if ((p.nnz + chunk - 1) / chunk < warps_wanted)
         chunk = std::max<int64_t>(G, (p.nnz + warps_wanted - 1) / warps_wanted);
     const int64_t warps = (p.nnz + chunk - 1) / chunk;
@@ -376,34 +376,38 @@ template <typename T, int VEC, int R> struct row_state {
     }
 };
 
-// The score of entry e of row `row` for this group (all its lanes get it).
+// The score of entry e for this group (all its lanes get it); the B fragments read stay in `b`
+// (the V row when V is B).
 template <typename T, int VEC, int L, int R>
-__device__ __forceinline__ T entry_score(const fused_params<T> &p, const frag<T, VEC> (&a)[R], int lane, int64_t e) {
+__device__ __forceinline__ T entry_score(const fused_params<T> &p, const frag<T, VEC> (&a)[R], frag<T, VEC> (&b)[R],
+                                         int lane, int64_t e) {
     const int64_t nvec = p.K / VEC;
     const T *brow = p.B + (size_t)p.colind[e] * (size_t)p.K;
     T dot = 0;
 #pragma unroll
     for (int r = 0; r < R; r++)
         if (r * L + lane < nvec) {
-            const frag<T, VEC> b = load_frag<T, VEC>(brow + (size_t)(r * L + lane) * VEC);
+            b[r] = load_frag<T, VEC>(brow + (size_t)(r * L + lane) * VEC);
 #pragma unroll
             for (int v = 0; v < VEC; v++)
-                dot += a[r].v[v] * b.v[v];
+                dot += a[r].v[v] * b[r].v[v];
         }
     using Ops = typename std::conditional<sizeof(T) == 4, ops_PLUS_TIMES_float, ops_PLUS_TIMES_double>::type;
     dot = group_reduce<Ops, L>(dot);
     return p.alpha * (p.svals ? p.svals[e] * dot : dot);
 }
 
-template <typename T, int VEC, int L, int R>
-__device__ __forceinline__ void add_row_of_v(const fused_params<T> &p, row_state<T, VEC, R> &s, int lane, int64_t j,
-                                             T w) {
+// s.acc += w·V(j); when V is B (SAME: ALS's product, self-attention), its row is the fragments
+// the score already read.
+template <typename T, int VEC, int L, int R, bool SAME>
+__device__ __forceinline__ void add_row(const fused_params<T> &p, row_state<T, VEC, R> &s, int lane, int64_t j, T w,
+                                        const frag<T, VEC> (&b)[R]) {
     const int64_t pvec = p.p / VEC;
     const T *vrow = p.V + (size_t)j * (size_t)p.p;
 #pragma unroll
     for (int r = 0; r < R; r++)
         if (r * L + lane < pvec) {
-            const frag<T, VEC> v = load_frag<T, VEC>(vrow + (size_t)(r * L + lane) * VEC);
+            const frag<T, VEC> v = SAME ? b[r] : load_frag<T, VEC>(vrow + (size_t)(r * L + lane) * VEC);
 #pragma unroll
             for (int q = 0; q < VEC; q++)
                 s.acc[r].v[q] += w * v.v[q];
@@ -454,50 +458,51 @@ __device__ __forceinline__ void store_partial(const fused_params<T> &p, const ro
                 out[2 + (r * L + lane) * VEC + q] = s.acc[r].v[q];
 }
 
-// A group per chunk of `chunk` consecutive entries (the SDDMM kernel's balance: a power-law row
-// is shared by many groups). The chunk is walked a row segment at a time, U entries a step so
-// that U rows of B and of V are in flight at once; a row wholly inside the chunk is written to O,
-// a row cut by the chunk's ends leaves a partial state for merge_partials.
-template <typename T, int VEC, int L, int R, int U>
+// A group per chunk of `chunk` consecutive entries: the rows that begin in the chunk are its own,
+// whole, when they are short (at most `chunk` entries), so short-row matrices need no merging;
+// long rows (power-law hubs) are cut at chunk ends and shared by the chunks they cross, each
+// leaving a partial state for merge_partials. A row is walked U entries a step so that U rows of
+// B (and of V) are in flight at once.
+template <typename T, int VEC, int L, int R, int U, bool SAME>
 __global__ void __launch_bounds__(kThreads) fused_chunks(fused_params<T> p) {
     const int lane = threadIdx.x % L;
     const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / L;
     const int64_t groups = (int64_t)gridDim.x * blockDim.x / L;
     for (int64_t c = group; c < p.nchunks; c += groups) {
         const int64_t e0 = c * p.chunk, e1 = min(e0 + p.chunk, p.nnz);
-        int64_t row = row_of_entry(p.rowptr, p.nrows, e0);
-        for (int64_t s0 = e0; s0 < e1;) {
-            while (p.rowptr[row + 1] <= s0)
-                row++;
-            const int64_t s1 = min(e1, p.rowptr[row + 1]);
+        for (int64_t row = row_of_entry(p.rowptr, p.nrows, e0); row < p.nrows && p.rowptr[row] < e1; row++) {
+            const int64_t r0 = p.rowptr[row], r1 = p.rowptr[row + 1];
+            const bool is_long = r1 - r0 > p.chunk;
+            if (r1 == r0 || (r0 < e0 && !is_long)) // empty, or a short row begun in an earlier chunk
+                continue;
+            const int64_t s0 = is_long ? max(r0, e0) : r0, s1 = is_long ? min(r1, e1) : r1;
             frag<T, VEC> a[R];
             load_a<T, VEC, L, R>(p, a, lane, row);
             row_state<T, VEC, R> s;
             s.clear();
             for (int64_t e = s0; e < s1; e += U) {
                 T score[U];
+                frag<T, VEC> b[U][R];
 #pragma unroll
                 for (int u = 0; u < U; u++)
                     if (e + u < s1)
-                        score[u] = entry_score<T, VEC, L, R>(p, a, lane, e + u);
+                        score[u] = entry_score<T, VEC, L, R>(p, a, b[u], lane, e + u);
 #pragma unroll
                 for (int u = 0; u < U; u++)
                     if (e + u < s1)
-                        add_row_of_v<T, VEC, L, R>(p, s, lane, p.colind[e + u], s.weigh(score[u], p.softmax));
+                        add_row<T, VEC, L, R, SAME>(p, s, lane, p.colind[e + u], s.weigh(score[u], p.softmax), b[u]);
             }
-            const bool begun_here = p.rowptr[row] >= e0, ends_here = p.rowptr[row + 1] <= e1;
-            if (begun_here && ends_here)
+            if (s0 == r0 && s1 == r1)
                 store_row<T, VEC, L, R>(p, s, lane, row, p.softmax ? s.sum : T(0));
             else
-                store_partial<T, VEC, L, R>(p, s, lane, begun_here ? 2 * c + 1 : 2 * c, row);
-            s0 = s1;
+                store_partial<T, VEC, L, R>(p, s, lane, s0 == r0 ? 2 * c + 1 : 2 * c, row);
         }
     }
 }
 
-// A warp per chunk whose last row goes on past it: that row's partial states (its slot 2c + 1,
-// then slot 2c' of the chunks c' after that carry it) rescaled to their common maximum, summed
-// and written.
+// A warp per chunk whose last (long) row goes on past it: that row's partial states (its slot
+// 2c + 1, then slot 2c' of the chunks c' after that carry it) rescaled to their common maximum,
+// summed and written.
 template <typename T> __global__ void merge_partials(fused_params<T> p) {
     const int lane = threadIdx.x % 32;
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
@@ -608,7 +613,11 @@ sr_status launch_fused(fused_params<T> p, sr_context_s *ctx, cudaStream_t stream
         SR_CUDA_LAUNCHED();
     }
     const int64_t blocks = std::min<int64_t>((p.nchunks * L + kThreads - 1) / kThreads, (int64_t)sm_count() * 32);
-    fused_chunks<T, VEC, L, R, U><<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, 0, stream>>>(p);
+    const unsigned grid = (unsigned)std::max<int64_t>(blocks, 1);
+    if (p.V == p.B && p.p == p.K)
+        fused_chunks<T, VEC, L, R, U, true><<<grid, kThreads, 0, stream>>>(p);
+    else
+        fused_chunks<T, VEC, L, R, U, false><<<grid, kThreads, 0, stream>>>(p);
     SR_CUDA_LAUNCHED();
     merge_partials<T><<<grid_for(p.nchunks * 32), 256, 0, stream>>>(p);
     SR_CUDA_LAUNCHED();
