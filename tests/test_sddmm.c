@@ -415,6 +415,7 @@ static void run_all(void)
     check_sddmm(120, 90, 512, 6, f, f, SR_PLUS_TIMES, 0.25, 0, false, R, R);
     check_sddmm(50, 70, 1100, 5, f, f, SR_PLUS_TIMES, 1, 2, false, R, Cm); /* past the register fragment */
     check_sddmm(80, 60, 96, 5, f, f, SR_PLUS_TIMES, 0, 1, false, R, R);    /* α = 0: β·S alone */
+    check_sddmm(1500, 200000, 64, 24, f, f, SR_PLUS_TIMES, 1, 0, false, R, R); /* B past L2: column tiles on a GPU */
     check_sddmm(80, 60, 20, 5, d, d, SR_MIN_PLUS, 1, 0, false, R, R);
     check_sddmm(80, 60, 20, 5, f, f, SR_MAX_TIMES, 1, 0, true, Cm, R);
     check_sddmm(80, 60, 24, 5, SR_TYPE_INT32, SR_TYPE_INT32, SR_PLUS_TIMES, 1, 0, false, R, R);

@@ -22,6 +22,10 @@ struct sr_matrix_s {
      * only, which no call changes once the matrix is built. */
     void *row_plans;
     void (*free_row_plans)(struct sr_matrix_s *A);
+    /* The same for the sampled products: S's entries in column-tile order (src/cuda/cuda_sddmm.cu),
+     * built on first use for a tile width and kept while the matrix lives. */
+    void *tile_orders;
+    void (*free_tile_orders)(struct sr_matrix_s *A);
 };
 
 /* A matrix with allocated, unset arrays for `capacity` entries; nnz is set to capacity. */

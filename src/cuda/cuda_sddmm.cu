@@ -17,6 +17,10 @@
 #include "cuda_semiring.cuh"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
 #include <cub/cub.cuh>
 
 extern "C" {
@@ -165,8 +169,9 @@ __global__ void __launch_bounds__(kThreads) sddmm_entries(sddmm_params<typename 
 template <class Ops> struct sddmm_launcher;
 
 // The column tiles of the paper's SM-L2 scheme: the entries in order of (column tile, row), so
-// that all the work on one tile of B's rows runs while that tile is in L2. Built per call.
-sr_status column_tile_order(sr_context_s *ctx, const sr_matrix_s *S, int64_t tile_cols, buffer<int64_t> &order);
+// that all the work on one tile of B's rows runs while that tile is in L2. Built on first use and
+// kept with S.
+sr_status column_tile_order(const sr_matrix_s *S, int64_t tile_cols, const int64_t **order);
 
 template <typename T> bool aligned_for(const void *p, int vec) {
     return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * vec) == 0;
@@ -235,8 +240,16 @@ size_t l2_share() {
 // Column tiles when B overflows L2 and the mean row is long enough that a tile of it holds a few
 // entries: each tile re-reads the rows of A it touches, so tiles pay when rows are longer than
 // the tile count (NYTimes-like bags of words), not on sparse graphs (degree ~10).
+// SPARSERING_SDDMM_TILES=0 turns the tiles off (for comparison).
 int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
+    static int allowed = -1;
+    if (allowed < 0) {
+        const char *env = getenv("SPARSERING_SDDMM_TILES");
+        allowed = !(env && strcmp(env, "0") == 0);
+    }
     const size_t b_bytes = (size_t)S->ncols * (size_t)K * es;
+    if (!allowed)
+        return 0;
     if (b_bytes <= l2_share() || S->nrows == 0)
         return 0;
     const int64_t tiles = (int64_t)((b_bytes + l2_share() - 1) / l2_share());
@@ -265,13 +278,10 @@ template <class Ops> struct sddmm_launcher {
         p.alpha = a->alpha;
         p.beta = a->beta;
         p.out = static_cast<T *>(out);
-        buffer<int64_t> order(ctx);
         if (is_plus_times<Ops>::value) {
             const int64_t tile_cols = sddmm_tile_cols(S, a->K, sizeof(T));
-            if (tile_cols > 0) {
-                SR_TRY(column_tile_order(ctx, S, tile_cols, order));
-                p.order = order.get();
-            }
+            if (tile_cols > 0)
+                SR_TRY(column_tile_order(S, tile_cols, &p.order));
             constexpr int VEC = 16 / sizeof(T);
             if (p.K % VEC == 0 && aligned_for<T>(p.A, VEC) && aligned_for<T>(p.B, VEC))
                 SR_TRY((launch_fast<T, VEC, Ops>(p, stream)));
@@ -296,7 +306,7 @@ __global__ void tile_keys(const int32_t *colind, int64_t nnz, int64_t tile_cols,
 
 // The entries sorted by column tile, stably: rows stay in order within a tile, so a group's
 // consecutive entries share a row and its cached A fragment.
-sr_status column_tile_order(sr_context_s *ctx, const sr_matrix_s *S, int64_t tile_cols, buffer<int64_t> &order) {
+sr_status build_tile_order(sr_context_s *ctx, const sr_matrix_s *S, int64_t tile_cols, int64_t *order) {
     cudaStream_t stream = stream_of(ctx);
     const int64_t nnz = S->nnz, tiles = (S->ncols + tile_cols - 1) / tile_cols;
     buffer<int32_t> keys(ctx), keys_out(ctx);
@@ -304,19 +314,61 @@ sr_status column_tile_order(sr_context_s *ctx, const sr_matrix_s *S, int64_t til
     SR_TRY(keys.allocate((size_t)nnz));
     SR_TRY(keys_out.allocate((size_t)nnz));
     SR_TRY(entries.allocate((size_t)nnz));
-    SR_TRY(order.allocate((size_t)nnz));
     tile_keys<<<grid_for(nnz), 256, 0, stream>>>(S->colind, nnz, tile_cols, keys.get(), entries.get());
     SR_CUDA_LAUNCHED();
     int bits = 1;
     while (((int64_t)1 << bits) < tiles)
         bits++;
     size_t temp_bytes = 0;
-    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys.get(), keys_out.get(), entries.get(),
-                                                order.get(), nnz, 0, bits, stream));
+    SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys.get(), keys_out.get(), entries.get(), order,
+                                                nnz, 0, bits, stream));
     buffer<unsigned char> temp(ctx);
     SR_TRY(temp.allocate(temp_bytes));
     SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, keys.get(), keys_out.get(), entries.get(),
-                                                order.get(), nnz, 0, bits, stream));
+                                                order, nnz, 0, bits, stream));
+    SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the scratch goes
+    return SR_SUCCESS;
+}
+
+// The tile order of a matrix, built once per tile width and kept with it (S is fixed across the
+// calls of an iterative method: ALS, LDA): the sort's cost is paid on the first call only.
+struct tile_order {
+    int64_t tile_cols;
+    int64_t *order;
+    size_t bytes;
+};
+std::mutex tile_mutex;
+
+void free_tile_orders(sr_matrix_s *A) {
+    auto *t = static_cast<tile_order *>(A->tile_orders);
+    if (t) {
+        sr_mem_free(A->ctx, SR_DEVICE, t->order, t->bytes);
+        delete t;
+    }
+    A->tile_orders = nullptr;
+}
+
+sr_status column_tile_order(const sr_matrix_s *S, int64_t tile_cols, const int64_t **order) {
+    std::lock_guard<std::mutex> lock(tile_mutex);
+    auto *matrix = const_cast<sr_matrix_s *>(S); // the cache is not part of the matrix's value
+    auto *t = static_cast<tile_order *>(matrix->tile_orders);
+    if (t && t->tile_cols == tile_cols) {
+        *order = t->order;
+        return SR_SUCCESS;
+    }
+    free_tile_orders(matrix); // another width: K changed
+    void *memory = nullptr;
+    const size_t bytes = (size_t)S->nnz * sizeof(int64_t);
+    SR_TRY(sr_mem_alloc(S->ctx, SR_DEVICE, bytes, &memory));
+    sr_status st = build_tile_order(S->ctx, S, tile_cols, static_cast<int64_t *>(memory));
+    t = st == SR_SUCCESS ? new (std::nothrow) tile_order{tile_cols, static_cast<int64_t *>(memory), bytes} : nullptr;
+    if (!t) {
+        sr_mem_free(S->ctx, SR_DEVICE, memory, bytes);
+        return st != SR_SUCCESS ? st : sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a tile order");
+    }
+    matrix->tile_orders = t;
+    matrix->free_tile_orders = free_tile_orders;
+    *order = t->order;
     return SR_SUCCESS;
 }
 
