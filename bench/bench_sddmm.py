@@ -77,7 +77,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--only", help="run the matrices whose name holds this text")
+    ap.add_argument("--only", help="run the matrices whose name holds one of these (comma-separated) texts")
     args = ap.parse_args()
     import cupy as cp
     import torch
@@ -92,7 +92,7 @@ def main():
     print(head)
     print("-" * len(head))
     for name, S in matrices(args.data, args.quick):
-        if args.only and args.only not in name:
+        if args.only and not any(part in name for part in args.only.split(",")):
             continue
         S = S.tocsr().astype(np.float32)
         S.sort_indices()
