@@ -53,6 +53,21 @@ def test_sddmm_keeps_explicit_zeros_and_bool_pattern(ctx, rng):
     np.testing.assert_allclose(P.data, sampled(T, A, B, pattern=True), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("name", ["graphs/pushpull.mtx.gz", "sparse-dnn/n1024-l1.mtx.gz"])
+def test_sddmm_on_real_matrices(ctx, rng, name):
+    path = os.path.join(DATA, name)
+    if not DATA or not os.path.exists(path):
+        pytest.skip(f"{name} is not present (SPARSERING_TEST_DATA)")
+    S = sr.read_mm(path, dtype=np.float64, context=sr.Context("cpu")).to_scipy()
+    A, B = rng.standard_normal((S.shape[0], 48)), rng.standard_normal((S.shape[1], 48))
+    C = sr.sddmm(S, A, B, alpha=0.5, beta=2.0, context=ctx)
+    np.testing.assert_allclose(C.data, sampled(S, A, B, 0.5, 2.0), rtol=1e-10, atol=1e-10)
+    V = rng.standard_normal((S.shape[1], 20))
+    O = sr.sddmm_spmm(S, A, B, V, alpha=0.5, pattern=True, context=ctx)
+    P = sp.csr_matrix((sampled(S, A, B, 0.5, pattern=True), S.indices, S.indptr), shape=S.shape)
+    np.testing.assert_allclose(O, P @ V, rtol=1e-9, atol=1e-9)
+
+
 def test_sddmm_semirings(ctx, rng):
     S = rand_csr(rng, 30, 20, 0.2)
     A, B = rng.standard_normal((30, 5)), rng.standard_normal((20, 5))
