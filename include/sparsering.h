@@ -343,6 +343,33 @@ typedef enum sr_row_normalize {
 sr_status sr_sddmm_spmm(sr_context ctx, const sr_dense *O, double alpha, sr_matrix S, const sr_dense *A,
                         const sr_dense *B, const sr_dense *V, sr_row_normalize normalize, const sr_descriptor *desc);
 
+/* ------------------------------------------------------------------ the fused Xᵀ(v ⊙ X·y) pattern */
+
+/* The generic pattern of the kernel-fusion paper and its instantiations, X read once:
+ *   SR_FORM_XTVXY: w = α·Xᵀ·(v ⊙ (X·y)) + β·z   y, w, z: n x 1; v: m x 1
+ *   SR_FORM_XTY:   w = α·Xᵀ·(v ⊙ y) + β·z       y, v: m x 1; w, z: n x 1
+ *   SR_FORM_XY:    w = α·v ⊙ (X·y) + β·z        y: n x 1; v, w, z: m x 1
+ * for X m x n. v NULL means all ones (Xᵀ·(X·y), Xᵀ·y, X·y); z NULL drops the β term (so does
+ * β = 0). The vectors are dense views (sr_vector_view) of one type, float32 or float64, which is
+ * the computation's; they may live anywhere (the work runs where X lives); w may be z but shares
+ * no memory with y or v. Sums over rows run in parallel, so results may differ from a serial loop
+ * in the last bits. Normal equations (Xᵀ·X + λ·I)·p are XTVXY with z = p, β = λ. */
+typedef enum sr_pattern_form {
+    SR_FORM_XTVXY = 0,
+    SR_FORM_XTY = 1,
+    SR_FORM_XY = 2
+} sr_pattern_form;
+
+/* X sparse: float32, float64 (the vectors' type) or bool (entries count 1). */
+sr_status sr_fused_pattern(sr_context ctx, sr_pattern_form form, const sr_dense *w, double alpha, sr_matrix X,
+                           const sr_dense *v, const sr_dense *y, double beta, const sr_dense *z);
+/* X dense (either layout, anywhere), of the vectors' type. The work runs on the context's
+ * backend; X is read in place when it is row-major and there already, else copied there for the
+ * call (keep it there, row-major, when calling repeatedly). */
+sr_status sr_fused_pattern_dense(sr_context ctx, sr_pattern_form form, const sr_dense *w, double alpha,
+                                 const sr_dense *X, const sr_dense *v, const sr_dense *y, double beta,
+                                 const sr_dense *z);
+
 /* ------------------------------------------------------------------ distances and k-NN */
 
 /* Distances between sparse rows. q is a row of the first argument (the query), x a row of the

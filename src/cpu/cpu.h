@@ -6,6 +6,7 @@
 #include "../core/distance.h"
 #include "../core/keep_rule.h"
 #include "../core/matrix.h"
+#include "../core/fused.h"
 #include "../core/sddmm.h"
 #include "../semiring/semiring.h"
 
@@ -101,6 +102,9 @@ sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out);
 /* The fused SDDMM→SpMM into O (m x p, strided): V is n x p, row-major, packed. */
 sr_status sr_cpu_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,
                             sr_row_normalize normalize, bool accumulate);
+
+/* The fused pattern w = α·Xᵀ·(v ⊙ (X·y)) + β·z and its forms (src/core/fused.h). */
+sr_status sr_cpu_fused(const sr_fused_args *a, int threads);
 
 /* Position of element (i, j) in a dense view's data, in elements. */
 static inline size_t sr_dense_offset(const sr_dense *d, int64_t i, int64_t j)

@@ -7,6 +7,7 @@
 #include "../core/distance.h"
 #include "../core/keep_rule.h"
 #include "../core/matrix.h"
+#include "../core/fused.h"
 #include "../core/sddmm.h"
 #include "../semiring/semiring.h"
 
@@ -21,6 +22,9 @@ sr_status sr_cuda_sddmm(const sr_sddmm_args *a, void *out);
 /* The fused SDDMM→SpMM into O (m x p, strided, device): V is n x p, row-major, packed. */
 sr_status sr_cuda_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,
                              sr_row_normalize normalize, bool accumulate);
+
+/* The fused pattern w = α·Xᵀ·(v ⊙ (X·y)) + β·z and its forms, X and the vectors on the device. */
+sr_status sr_cuda_fused(struct sr_context_s *ctx, const sr_fused_args *a);
 
 /* Validates a device CSR; the message names the first bad row, as the host check would. */
 sr_status sr_cuda_check_csr(struct sr_context_s *ctx, const int64_t *rowptr, const int32_t *colind, int64_t nrows,

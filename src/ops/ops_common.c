@@ -121,3 +121,52 @@ sr_status sr_ops_stage_dense(struct sr_context_s *ctx, const sr_dense *v, sr_loc
     return s;
 }
 
+void sr_ops_release_rows(struct sr_context_s *ctx, sr_staged_rows *r)
+{
+    sr_mem_free(ctx, r->where, r->owned, r->bytes);
+    r->owned = NULL;
+}
+
+sr_status sr_ops_stage_rows(struct sr_context_s *ctx, const sr_dense *v, sr_location where, sr_staged_rows *r)
+{
+    r->where = where;
+    r->owned = NULL;
+    r->bytes = 0;
+    r->data = v->data;
+    if (v->nrows == 0 || v->ncols == 0) /* nothing to read (K = 0 or no rows) */
+        return SR_SUCCESS;
+    const bool packed_rows = v->layout == SR_ROW_MAJOR && (v->ld == v->ncols || v->nrows <= 1);
+    if (v->location == where && packed_rows)
+        return SR_SUCCESS;
+    sr_dense here;
+    void *owned;
+    size_t bytes;
+    SR_TRY(sr_ops_stage_dense(ctx, v, where, true, &here, &owned, &bytes));
+    if (here.layout == SR_ROW_MAJOR && (here.ld == here.ncols || here.nrows <= 1)) {
+        r->data = here.data;
+        r->owned = owned;
+        r->bytes = bytes;
+        return SR_SUCCESS;
+    }
+    /* column-major (or padded rows): one copy into a packed row-major array */
+    size_t rows_bytes = (size_t)v->nrows * (size_t)v->ncols * sr_type_size(v->type);
+    void *rows = NULL;
+    sr_status st = sr_mem_alloc(ctx, where, rows_bytes ? rows_bytes : 1, &rows);
+    const size_t es = sr_type_size(v->type);
+    if (st == SR_SUCCESS && here.layout == SR_ROW_MAJOR) /* padded rows: packed by a strided copy */
+        st = sr_mem_copy2d(ctx, rows, (size_t)v->ncols * es, where, here.data, (size_t)here.ld * es, where,
+                           (size_t)v->ncols * es, (size_t)v->nrows);
+    else if (st == SR_SUCCESS && where == SR_DEVICE)
+        st = sr_cuda_dense_row_major(ctx, &here, rows);
+    else if (st == SR_SUCCESS)
+        sr_cpu_dense_row_major(&here, rows, sr_context_threads(ctx));
+    sr_mem_free(ctx, where, owned, bytes);
+    if (st != SR_SUCCESS) {
+        sr_mem_free(ctx, where, rows, rows_bytes ? rows_bytes : 1);
+        return st;
+    }
+    r->data = rows;
+    r->owned = rows;
+    r->bytes = rows_bytes ? rows_bytes : 1;
+    return SR_SUCCESS;
+}

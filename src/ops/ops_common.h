@@ -47,4 +47,15 @@ sr_status sr_ops_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
 sr_status sr_ops_stage_dense(struct sr_context_s *ctx, const sr_dense *v, sr_location where, bool copy_in,
                              sr_dense *staged, void **owned, size_t *owned_bytes);
 
+/* A dense operand as the kernels read it: packed row-major in `where` (the caller's own array
+ * when it is already so, else a copy: moved, transposed or unpadded). Release it after use. */
+typedef struct sr_staged_rows {
+    const void *data;
+    void *owned;
+    size_t bytes;
+    sr_location where;
+} sr_staged_rows;
+sr_status sr_ops_stage_rows(struct sr_context_s *ctx, const sr_dense *v, sr_location where, sr_staged_rows *r);
+void sr_ops_release_rows(struct sr_context_s *ctx, sr_staged_rows *r);
+
 #endif

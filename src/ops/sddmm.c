@@ -10,64 +10,6 @@
 #include "../cuda/cuda.h"
 #include "ops_common.h"
 
-/* A dense operand as the kernels read it: packed row-major in `where`. */
-typedef struct staged_rows {
-    const void *data;
-    void *owned;
-    size_t bytes;
-    sr_location where;
-} staged_rows;
-
-static void release_rows(struct sr_context_s *ctx, staged_rows *r)
-{
-    sr_mem_free(ctx, r->where, r->owned, r->bytes);
-    r->owned = NULL;
-}
-
-static sr_status stage_rows(struct sr_context_s *ctx, const sr_dense *v, sr_location where, staged_rows *r)
-{
-    r->where = where;
-    r->owned = NULL;
-    r->bytes = 0;
-    r->data = v->data;
-    if (v->nrows == 0 || v->ncols == 0) /* nothing to read (K = 0 or no rows) */
-        return SR_SUCCESS;
-    const bool packed_rows = v->layout == SR_ROW_MAJOR && (v->ld == v->ncols || v->nrows <= 1);
-    if (v->location == where && packed_rows)
-        return SR_SUCCESS;
-    sr_dense here;
-    void *owned;
-    size_t bytes;
-    SR_TRY(sr_ops_stage_dense(ctx, v, where, true, &here, &owned, &bytes));
-    if (here.layout == SR_ROW_MAJOR && (here.ld == here.ncols || here.nrows <= 1)) {
-        r->data = here.data;
-        r->owned = owned;
-        r->bytes = bytes;
-        return SR_SUCCESS;
-    }
-    /* column-major (or padded rows): one copy into a packed row-major array */
-    size_t rows_bytes = (size_t)v->nrows * (size_t)v->ncols * sr_type_size(v->type);
-    void *rows = NULL;
-    sr_status st = sr_mem_alloc(ctx, where, rows_bytes ? rows_bytes : 1, &rows);
-    const size_t es = sr_type_size(v->type);
-    if (st == SR_SUCCESS && here.layout == SR_ROW_MAJOR) /* padded rows: packed by a strided copy */
-        st = sr_mem_copy2d(ctx, rows, (size_t)v->ncols * es, where, here.data, (size_t)here.ld * es, where,
-                           (size_t)v->ncols * es, (size_t)v->nrows);
-    else if (st == SR_SUCCESS && where == SR_DEVICE)
-        st = sr_cuda_dense_row_major(ctx, &here, rows);
-    else if (st == SR_SUCCESS)
-        sr_cpu_dense_row_major(&here, rows, sr_context_threads(ctx));
-    sr_mem_free(ctx, where, owned, bytes);
-    if (st != SR_SUCCESS) {
-        sr_mem_free(ctx, where, rows, rows_bytes ? rows_bytes : 1);
-        return st;
-    }
-    r->data = rows;
-    r->owned = rows;
-    r->bytes = rows_bytes ? rows_bytes : 1;
-    return SR_SUCCESS;
-}
-
 /* The checks every sampled product makes; fills everything of *a but the data pointers. */
 static sr_status check_operands(const char *fn, struct sr_context_s *ctx, sr_semiring s, double alpha, double beta,
                                 const struct sr_matrix_s *S, const sr_dense *A, const sr_dense *B, bool fused,
@@ -115,16 +57,16 @@ static sr_status run_sddmm(struct sr_context_s *ctx, sr_sddmm_args *a, const sr_
     if (a->S->nnz == 0)
         return SR_SUCCESS;
     const sr_location where = a->S->location;
-    staged_rows ra, rb;
-    SR_TRY(stage_rows(ctx, A, where, &ra));
-    sr_status st = stage_rows(ctx, B, where, &rb);
+    sr_staged_rows ra, rb;
+    SR_TRY(sr_ops_stage_rows(ctx, A, where, &ra));
+    sr_status st = sr_ops_stage_rows(ctx, B, where, &rb);
     if (st == SR_SUCCESS) {
         a->A = ra.data;
         a->B = rb.data;
         st = where == SR_DEVICE ? sr_cuda_sddmm(a, out) : sr_cpu_sddmm(a, out);
-        release_rows(ctx, &rb);
+        sr_ops_release_rows(ctx, &rb);
     }
-    release_rows(ctx, &ra);
+    sr_ops_release_rows(ctx, &ra);
     return st;
 }
 
@@ -196,12 +138,12 @@ sr_status sr_sddmm_spmm(sr_context ctx, const sr_dense *O, double alpha, sr_matr
     void *o_owned;
     size_t o_bytes;
     SR_TRY(sr_ops_stage_dense(ctx, O, where, accumulate, &here, &o_owned, &o_bytes));
-    staged_rows ra = {0}, rb = {0}, rv = {0};
-    sr_status st = stage_rows(ctx, A, where, &ra);
+    sr_staged_rows ra = {0}, rb = {0}, rv = {0};
+    sr_status st = sr_ops_stage_rows(ctx, A, where, &ra);
     if (st == SR_SUCCESS)
-        st = stage_rows(ctx, B, where, &rb);
+        st = sr_ops_stage_rows(ctx, B, where, &rb);
     if (st == SR_SUCCESS)
-        st = stage_rows(ctx, V, where, &rv);
+        st = sr_ops_stage_rows(ctx, V, where, &rv);
     if (st == SR_SUCCESS) {
         a.A = ra.data;
         a.B = rb.data;
@@ -217,9 +159,9 @@ sr_status sr_sddmm_spmm(sr_context ctx, const sr_dense *O, double alpha, sr_matr
         st = sr_mem_copy2d(ctx, O->data, (size_t)O->ld * es, O->location, here.data, (size_t)here.ld * es, where,
                            (size_t)inner * es, (size_t)outer);
     }
-    release_rows(ctx, &rv);
-    release_rows(ctx, &rb);
-    release_rows(ctx, &ra);
+    sr_ops_release_rows(ctx, &rv);
+    sr_ops_release_rows(ctx, &rb);
+    sr_ops_release_rows(ctx, &ra);
     sr_mem_free(ctx, where, o_owned, o_bytes);
     return st;
 }

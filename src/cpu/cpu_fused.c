@@ -1,0 +1,119 @@
+/* The fused pattern on the host: each row of X is read once; its dot with y (X·y), scaled by v,
+ * is spread back over the row's columns (Xᵀ·) while the row is still in L1. Threads sum into
+ * their own copies of w (added at the end) when those take at most kPrivateElements in all, and
+ * into w itself by atomic adds when X is too wide for that (the paper's global aggregation). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "../core/error.h"
+#include "cpu.h"
+
+#define PRIVATE_ELEMENTS ((int64_t)1 << 25) /* 256 MiB of doubles across the threads' copies of w */
+
+/* One row: d = X(i,:)·y for XTVXY and XY, the scale p = v(i)·d (XTY: v(i)·y(i)). */
+#define SR_DEFINE_FUSED_PATTERN(T)                                                                        \
+    static inline T row_dot_##T(const sr_fused_args *a, int64_t i)                                        \
+    {                                                                                                     \
+        const T *y = a->y;                                                                                \
+        T d = 0;                                                                                          \
+        if (a->X) {                                                                                       \
+            const T *xv = a->X->type == SR_TYPE_BOOL ? NULL : (const T *)a->X->values;                    \
+            for (int64_t k = a->X->rowptr[i]; k < a->X->rowptr[i + 1]; k++)                               \
+                d += (xv ? xv[k] : (T)1) * y[a->X->colind[k]];                                            \
+        } else {                                                                                          \
+            const T *restrict x = (const T *)a->Xd + (size_t)i * (size_t)a->ld;                           \
+            T part[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                         \
+            int64_t k = 0;                                                                                \
+            for (; k + 8 <= a->n; k += 8)                                                                 \
+                for (int q = 0; q < 8; q++)                                                               \
+                    part[q] += x[k + q] * y[k + q];                                                       \
+            for (; k < a->n; k++)                                                                         \
+                part[0] += x[k] * y[k];                                                                   \
+            for (int q = 0; q < 8; q++)                                                                   \
+                d += part[q];                                                                             \
+        }                                                                                                 \
+        return d;                                                                                         \
+    }                                                                                                     \
+    /* acc[j] += p·X(i, j) over row i (atomically when `shared`). */                                      \
+    static inline void row_spread_##T(const sr_fused_args *a, int64_t i, T p, T *restrict acc, bool shared) \
+    {                                                                                                     \
+        if (a->X) {                                                                                       \
+            const T *xv = a->X->type == SR_TYPE_BOOL ? NULL : (const T *)a->X->values;                    \
+            for (int64_t k = a->X->rowptr[i]; k < a->X->rowptr[i + 1]; k++) {                             \
+                const T add = (xv ? xv[k] : (T)1) * p;                                                    \
+                T *cell = acc + a->X->colind[k];                                                          \
+                if (shared) {                                                                             \
+                    _Pragma("omp atomic") *cell += add;                                                   \
+                } else {                                                                                  \
+                    *cell += add;                                                                         \
+                }                                                                                         \
+            }                                                                                             \
+        } else {                                                                                          \
+            const T *restrict x = (const T *)a->Xd + (size_t)i * (size_t)a->ld;                           \
+            if (shared) {                                                                                 \
+                for (int64_t j = 0; j < a->n; j++) {                                                      \
+                    _Pragma("omp atomic") acc[j] += p * x[j];                                             \
+                }                                                                                         \
+            } else {                                                                                      \
+                for (int64_t j = 0; j < a->n; j++)                                                        \
+                    acc[j] += p * x[j];                                                                   \
+            }                                                                                             \
+        }                                                                                                 \
+    }                                                                                                     \
+    static sr_status fused_##T(const sr_fused_args *a, int threads)                                       \
+    {                                                                                                     \
+        const T *v = a->v, *y = a->y, *z = a->z;                                                          \
+        T *w = a->w;                                                                                      \
+        const T alpha = (T)a->alpha, beta = (T)a->beta;                                                   \
+        if (a->form == SR_FORM_XY) {                                                                      \
+            _Pragma("omp parallel for num_threads(threads) schedule(dynamic, 256)")                       \
+            for (int64_t i = 0; i < a->m; i++) {                                                          \
+                const T d = row_dot_##T(a, i) * (v ? v[i] : (T)1);                                        \
+                w[i] = alpha * d + (z ? beta * z[i] : (T)0);                                              \
+            }                                                                                             \
+            return SR_SUCCESS;                                                                            \
+        }                                                                                                 \
+        const bool private_sums = (int64_t)threads * a->n <= PRIVATE_ELEMENTS;                            \
+        T *sums = private_sums ? calloc((size_t)threads * (size_t)(a->n > 0 ? a->n : 1), sizeof(T)) : NULL; \
+        if (private_sums && !sums)                                                                        \
+            return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d partial sums of %lld",     \
+                            threads, (long long)a->n);                                                    \
+        T *shared = NULL;                                                                                 \
+        if (!private_sums && !(shared = calloc((size_t)a->n, sizeof(T))))                                 \
+            return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld sums", (long long)a->n); \
+        _Pragma("omp parallel num_threads(threads)")                                                      \
+        {                                                                                                 \
+            T *acc = private_sums ? sums + (size_t)omp_get_thread_num() * (size_t)a->n : shared;          \
+            _Pragma("omp for schedule(dynamic, 256)")                                                     \
+            for (int64_t i = 0; i < a->m; i++) {                                                          \
+                const T scale = v ? v[i] : (T)1;                                                          \
+                const T p = a->form == SR_FORM_XTY ? scale * y[i] : scale * row_dot_##T(a, i);            \
+                if (p != 0)                                                                               \
+                    row_spread_##T(a, i, p, acc, !private_sums);                                          \
+            }                                                                                             \
+            /* w = α·Σ sums + β·z, a column range a thread (z may be w: read before written) */           \
+            _Pragma("omp for schedule(static)")                                                           \
+            for (int64_t j = 0; j < a->n; j++) {                                                          \
+                T s = 0;                                                                                  \
+                if (private_sums)                                                                         \
+                    for (int t = 0; t < threads; t++)                                                     \
+                        s += sums[(size_t)t * (size_t)a->n + (size_t)j];                                  \
+                else                                                                                      \
+                    s = shared[j];                                                                        \
+                w[j] = alpha * s + (z ? beta * z[j] : (T)0);                                              \
+            }                                                                                             \
+        }                                                                                                 \
+        free(sums);                                                                                       \
+        free(shared);                                                                                     \
+        return SR_SUCCESS;                                                                                \
+    }
+SR_DEFINE_FUSED_PATTERN(float)
+SR_DEFINE_FUSED_PATTERN(double)
+#undef SR_DEFINE_FUSED_PATTERN
+
+sr_status sr_cpu_fused(const sr_fused_args *a, int threads)
+{
+    return a->type == SR_TYPE_FLOAT32 ? fused_float(a, threads) : fused_double(a, threads);
+}

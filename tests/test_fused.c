@@ -1,0 +1,171 @@
+/* The fused pattern w = α·Xᵀ·(v ⊙ (X·y)) + β·z and its forms (Xᵀ·y, X·y), sparse and dense X,
+ * against a float64 loop on tall, wide, empty-row, single-column and dense inputs, on the CPU
+ * backend and (when present) CUDA. */
+#include "test_util.h"
+
+static sr_context ctx;
+static sr_location where;
+
+static double *random_vector(int64_t n)
+{
+    double *x = malloc((size_t)(n + 1) * sizeof(double));
+    for (int64_t i = 0; i < n; i++)
+        x[i] = test_uniform() * 2 - 1;
+    return x;
+}
+
+/* A vector view of the values in `type` (a new host array). */
+static sr_dense typed(const double *x, int64_t n, sr_type type)
+{
+    void *data = malloc((size_t)(n + 1) * 8);
+    for (int64_t i = 0; i < n; i++)
+        if (type == SR_TYPE_FLOAT32)
+            ((float *)data)[i] = (float)x[i];
+        else
+            ((double *)data)[i] = x[i];
+    return sr_vector_view(data, n, type, SR_HOST);
+}
+
+static double at(const sr_dense *d, int64_t i)
+{
+    return d->type == SR_TYPE_FLOAT32 ? ((float *)d->data)[i] : ((double *)d->data)[i];
+}
+
+/* The reference in double; x(i, j) read from the test CSR. */
+static void reference(sr_pattern_form form, const test_csr *X, double alpha, const double *v, const double *y,
+                      double beta, const double *z, double *w, double *scale)
+{
+    const int64_t m = X->nrows, n = X->ncols, nw = form == SR_FORM_XY ? m : n;
+    for (int64_t j = 0; j < nw; j++)
+        w[j] = 0, scale[j] = 0;
+    for (int64_t i = 0; i < m; i++) {
+        double d = 0, mag = 0;
+        for (int64_t k = X->rowptr[i]; k < X->rowptr[i + 1]; k++) {
+            const double x = test_csr_at(X, i, X->colind[k]);
+            if (form != SR_FORM_XTY)
+                d += x * y[X->colind[k]], mag += fabs(x * y[X->colind[k]]);
+        }
+        const double vi = v ? v[i] : 1.0;
+        if (form == SR_FORM_XY) {
+            w[i] = d * vi;
+            scale[i] = mag * fabs(vi);
+            continue;
+        }
+        const double p = form == SR_FORM_XTY ? vi * y[i] : vi * d, pm = form == SR_FORM_XTY ? fabs(p) : fabs(vi) * mag;
+        for (int64_t k = X->rowptr[i]; k < X->rowptr[i + 1]; k++) {
+            const double x = test_csr_at(X, i, X->colind[k]);
+            w[X->colind[k]] += x * p;
+            scale[X->colind[k]] += fabs(x) * pm;
+        }
+    }
+    for (int64_t j = 0; j < nw; j++) {
+        w[j] = alpha * w[j] + (z ? beta * z[j] : 0.0);
+        scale[j] = fabs(alpha) * scale[j] + (z ? fabs(beta * z[j]) : 0.0);
+    }
+}
+
+/* X as a dense view (row-major or column-major) of its values. */
+static sr_dense dense_of(const test_csr *X, sr_type type, sr_layout layout)
+{
+    const int64_t m = X->nrows, n = X->ncols;
+    void *data = calloc((size_t)(m * n + 1), 8);
+    sr_dense d = sr_dense_view(data, m, n, type, layout, SR_HOST);
+    if (d.ld < 1)
+        d.ld = 1;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t k = X->rowptr[i]; k < X->rowptr[i + 1]; k++) {
+            const size_t o = layout == SR_ROW_MAJOR ? (size_t)(i * d.ld + X->colind[k]) : (size_t)(X->colind[k] * d.ld + i);
+            if (type == SR_TYPE_FLOAT32)
+                ((float *)data)[o] = (float)test_csr_at(X, i, X->colind[k]);
+            else
+                ((double *)data)[o] = test_csr_at(X, i, X->colind[k]);
+        }
+    return d;
+}
+
+static void check_case(int64_t m, int64_t n, double degree, sr_type type, sr_type xtype, bool dense, sr_layout layout)
+{
+    test_csr X = test_random_csr(m, n, degree, xtype);
+    sr_matrix Xs = dense ? NULL : test_make_matrix_at(ctx, &X, where);
+    sr_dense Xd = dense ? dense_of(&X, type, layout) : (sr_dense){0};
+    sr_dense Xd_here = Xd;
+    const sr_pattern_form forms[] = {SR_FORM_XTVXY, SR_FORM_XTY, SR_FORM_XY};
+    for (int f = 0; f < 3; f++)
+        for (int variant = 0; variant < 4; variant++) {
+            const sr_pattern_form form = forms[f];
+            const int64_t ny = form == SR_FORM_XTY ? m : n, nw = form == SR_FORM_XY ? m : n;
+            const bool with_v = variant & 1, with_z = variant & 2, w_is_z = variant == 3;
+            const double alpha = variant == 0 ? 1.0 : -0.75, beta = with_z ? 1.5 : 0.0;
+            double *y = random_vector(ny), *v = random_vector(m), *z = random_vector(nw);
+            double *want = malloc((size_t)(nw + 1) * sizeof(double)), *scale = malloc((size_t)(nw + 1) * sizeof(double));
+            reference(form, &X, alpha, with_v ? v : NULL, y, beta, with_z ? z : NULL, want, scale);
+            sr_dense yv = typed(y, ny, type), vv = typed(v, m, type), zv = typed(z, nw, type);
+            sr_dense wv = w_is_z ? zv : typed(z, nw, type); /* poisoned with z's values when not z */
+            if (!w_is_z)
+                for (int64_t j = 0; j < nw; j++)
+                    type == SR_TYPE_FLOAT32 ? (void)(((float *)wv.data)[j] = NAN) : (void)(((double *)wv.data)[j] = NAN);
+            sr_status s = dense ? sr_fused_pattern_dense(ctx, form, &wv, alpha, &Xd_here, with_v ? &vv : NULL, &yv, beta,
+                                                         with_z ? &zv : NULL)
+                                : sr_fused_pattern(ctx, form, &wv, alpha, Xs, with_v ? &vv : NULL, &yv, beta,
+                                                   with_z ? &zv : NULL);
+            CHECK(s == SR_SUCCESS, "fused form %d on %lld x %lld: %s", (int)form, (long long)m, (long long)n,
+                  sr_last_error());
+            const double tol = type == SR_TYPE_FLOAT32 ? 1e-5 : 1e-13;
+            int64_t bad = 0;
+            for (int64_t j = 0; j < nw && s == SR_SUCCESS; j++)
+                if (!(fabs(at(&wv, j) - want[j]) <= tol * (scale[j] + 1e-3) * 4) && bad++ < 3)
+                    fprintf(stderr, "  form %d (%s%s%s) w[%lld] = %.12g, want %.12g\n", (int)form, dense ? "dense" : "sparse",
+                            with_v ? ", v" : "", with_z ? (w_is_z ? ", z = w" : ", z") : "", (long long)j, at(&wv, j),
+                            want[j]);
+            CHECK(bad == 0, "fused form %d, %s X %lld x %lld (%s), variant %d: %lld wrong", (int)form,
+                  dense ? "dense" : "sparse", (long long)m, (long long)n, sr_type_name(type), variant, (long long)bad);
+            if (!w_is_z)
+                free(wv.data);
+            free(yv.data), free(vv.data), free(zv.data);
+            free(y), free(v), free(z), free(want), free(scale);
+        }
+    sr_matrix_free(Xs);
+    free(Xd.data);
+    test_csr_free(&X);
+}
+
+static void check_errors(void)
+{
+    test_csr X = test_random_csr(6, 4, 2, SR_TYPE_FLOAT64);
+    sr_matrix Xs = test_make_matrix_at(ctx, &X, where);
+    double y[6] = {1, 2, 3, 4, 5, 6}, w[6] = {0}, v[6] = {1, 1, 1, 1, 1, 1};
+    float yf[4] = {0};
+    sr_dense y4 = sr_vector_view(y, 4, SR_TYPE_FLOAT64, SR_HOST), y6 = sr_vector_view(y, 6, SR_TYPE_FLOAT64, SR_HOST);
+    sr_dense w4 = sr_vector_view(w, 4, SR_TYPE_FLOAT64, SR_HOST), v6 = sr_vector_view(v, 6, SR_TYPE_FLOAT64, SR_HOST);
+    sr_dense yf4 = sr_vector_view(yf, 4, SR_TYPE_FLOAT32, SR_HOST);
+    CHECK_FAILS(sr_fused_pattern(ctx, SR_FORM_XTVXY, &w4, 1, Xs, NULL, &y6, 0, NULL), SR_ERROR_INVALID_ARGUMENT, "4 x 1");
+    CHECK_FAILS(sr_fused_pattern(ctx, SR_FORM_XTY, &w4, 1, Xs, NULL, &y4, 0, NULL), SR_ERROR_INVALID_ARGUMENT, "6 x 1");
+    CHECK_FAILS(sr_fused_pattern(ctx, SR_FORM_XTVXY, &w4, 1, Xs, NULL, &yf4, 0, NULL), SR_ERROR_INVALID_ARGUMENT, "type");
+    CHECK_FAILS(sr_fused_pattern(ctx, SR_FORM_XTVXY, &y4, 1, Xs, NULL, &y4, 0, NULL), SR_ERROR_INVALID_ARGUMENT, "shares");
+    CHECK_FAILS(sr_fused_pattern(ctx, (sr_pattern_form)9, &w4, 1, Xs, &v6, &y4, 0, NULL), SR_ERROR_INVALID_ARGUMENT, "form");
+    CHECK_FAILS(sr_fused_pattern(ctx, SR_FORM_XTVXY, &w4, NAN, Xs, &v6, &y4, 0, NULL), SR_ERROR_INVALID_ARGUMENT, "NaN");
+    sr_matrix_free(Xs);
+    test_csr_free(&X);
+}
+
+static void run_all(void)
+{
+    const sr_type f = SR_TYPE_FLOAT32, d = SR_TYPE_FLOAT64;
+    check_case(0, 0, 1, d, d, false, SR_ROW_MAJOR);
+    check_case(2000, 30, 6, d, d, false, SR_ROW_MAJOR);   /* tall */
+    check_case(2000, 30, 6, f, f, false, SR_ROW_MAJOR);
+    check_case(20, 50000, 300, d, d, false, SR_ROW_MAJOR); /* wide: w past shared memory on a GPU */
+    check_case(500, 1, 1, d, d, false, SR_ROW_MAJOR);     /* a single column */
+    check_case(300, 200, 40, f, SR_TYPE_BOOL, false, SR_ROW_MAJOR); /* bool X: entries count 1 */
+    check_case(400, 40, 40, d, d, true, SR_ROW_MAJOR);    /* dense, register tiles */
+    check_case(150, 33, 33, f, f, true, SR_COL_MAJOR);    /* dense, column-major */
+    check_case(60, 1500, 1500, d, d, true, SR_ROW_MAJOR); /* dense, wider than the register tiles */
+    check_errors();
+}
+
+int main(void)
+{
+    test_seed("test_fused");
+    test_on_each_backend(&ctx, &where, run_all);
+    return test_finish("test_fused");
+}
