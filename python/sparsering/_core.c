@@ -745,6 +745,133 @@ static PyObject *factorize(PyObject *mod, PyObject *args)
     return out;
 }
 
+/* An optional dense argument: None, or a (buffer, nrows, ncols, type, layout) tuple. */
+static int optional_dense(PyObject *obj, dense_arg *d, int writable, const char *what, const sr_dense **view)
+{
+    d->buf.obj = NULL;
+    *view = NULL;
+    if (obj == Py_None)
+        return 0;
+    if (!PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a dense tuple or None", what);
+        return -1;
+    }
+    if (dense_parse(obj, d, writable, what))
+        return -1;
+    *view = &d->view;
+    return 0;
+}
+
+/* fused_pattern(ctx, form, w, alpha, X_matrix_or_None, X_dense_or_None, v_or_None, y, beta, z_or_None) */
+static PyObject *fused_pattern(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *wt, *x_obj, *xd_obj, *v_obj, *yt, *z_obj;
+    int form;
+    double alpha, beta;
+    if (!PyArg_ParseTuple(args, "OiO!dOOOO!dO", &context, &form, &PyTuple_Type, &wt, &alpha, &x_obj, &xd_obj, &v_obj,
+                          &PyTuple_Type, &yt, &beta, &z_obj))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix X = NULL;
+    if (!ctx || (x_obj != Py_None && matrix_arg(x_obj, &X, 0, "X")))
+        return NULL;
+    dense_arg w, xd, v, y, z;
+    memset(&xd, 0, sizeof xd), memset(&v, 0, sizeof v), memset(&y, 0, sizeof y), memset(&z, 0, sizeof z);
+    const sr_dense *xdv = NULL, *vv = NULL, *zv = NULL;
+    if (dense_parse(wt, &w, 1, "w"))
+        return NULL;
+    if (optional_dense(xd_obj, &xd, 0, "X", &xdv) || optional_dense(v_obj, &v, 0, "v", &vv) ||
+        dense_parse(yt, &y, 0, "y") || optional_dense(z_obj, &z, 0, "z", &zv)) {
+        dense_release(&w), dense_release(&xd), dense_release(&v), dense_release(&y), dense_release(&z);
+        return NULL;
+    }
+    sr_status st;
+    Py_BEGIN_ALLOW_THREADS st = X ? sr_fused_pattern(ctx, (sr_pattern_form)form, &w.view, alpha, X, vv, &y.view, beta, zv)
+                                  : sr_fused_pattern_dense(ctx, (sr_pattern_form)form, &w.view, alpha, xdv, vv,
+                                                           &y.view, beta, zv);
+    Py_END_ALLOW_THREADS dense_release(&w);
+    dense_release(&xd), dense_release(&v), dense_release(&y), dense_release(&z);
+    if (st != SR_SUCCESS)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+/* Solver steps to Python: appended to a list, then callback(step) when given (true stops). */
+typedef struct {
+    PyObject *steps, *callback;
+    int failed;
+} solver_report;
+
+static int solver_step(const sr_solver_step *step, void *user)
+{
+    solver_report *r = user;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = 0;
+    PyObject *t = Py_BuildValue("(iiddd)", step->iteration, step->inner, step->loss, step->gradient_norm,
+                                step->seconds);
+    if (!t || PyList_Append(r->steps, t) != 0) {
+        r->failed = 1, stop = 1;
+    } else if (r->callback != Py_None) {
+        PyObject *res = PyObject_CallOneArg(r->callback, t);
+        if (!res)
+            r->failed = 1, stop = 1;
+        else
+            stop = PyObject_IsTrue(res) == 1;
+        Py_XDECREF(res);
+    }
+    Py_XDECREF(t);
+    PyGILState_Release(g);
+    return stop;
+}
+
+/* solve(ctx, kind (0 ridge, 1 logistic), X, y, w, lambda_or_C, tolerance, max_iterations, callback) -> steps */
+static PyObject *solve(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *x_obj, *yt, *wt, *callback;
+    int kind, max_iterations;
+    double param, tolerance;
+    if (!PyArg_ParseTuple(args, "OiOO!O!ddiO", &context, &kind, &x_obj, &PyTuple_Type, &yt, &PyTuple_Type, &wt, &param,
+                          &tolerance, &max_iterations, &callback))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix X;
+    if (!ctx || matrix_arg(x_obj, &X, 0, "X"))
+        return NULL;
+    dense_arg y, w;
+    if (dense_parse(yt, &y, 0, "y"))
+        return NULL;
+    if (dense_parse(wt, &w, 1, "w")) {
+        dense_release(&y);
+        return NULL;
+    }
+    solver_report rep = {PyList_New(0), callback, 0};
+    if (!rep.steps) {
+        dense_release(&y), dense_release(&w);
+        return NULL;
+    }
+    sr_solver_options o = sr_solver_options_default();
+    o.tolerance = tolerance;
+    o.max_iterations = max_iterations;
+    o.report = solver_step;
+    o.report_user = &rep;
+    sr_status st;
+    Py_BEGIN_ALLOW_THREADS st = kind == 0 ? sr_ridge(ctx, X, &y.view, param, &o, &w.view, NULL)
+                                          : sr_logistic(ctx, X, &y.view, param, &o, &w.view, NULL);
+    Py_END_ALLOW_THREADS dense_release(&y);
+    dense_release(&w);
+    if (rep.failed) {
+        Py_DECREF(rep.steps);
+        return NULL;
+    }
+    if (st != SR_SUCCESS && !(st == SR_ERROR_CANCELLED && callback != Py_None)) {
+        Py_DECREF(rep.steps);
+        return raise_status(st);
+    }
+    return rep.steps;
+}
+
 /* binary(ctx, op, A, B, semiring, mask, C_or_None (accumulate into it), complement, transpose_b) -> Matrix;
  * op 0 mxm, 1 ewise_add, 2 ewise_mult, 3 kronecker. */
 static PyObject *binary(PyObject *mod, PyObject *args)
@@ -1306,6 +1433,9 @@ static PyMethodDef module_methods[] = {
     {"sddmm_spmm", sddmm_spmm, METH_VARARGS, "sddmm_spmm(ctx, O, S, A, B, V, alpha, softmax, pattern, accumulate)"},
     {"factorize", factorize, METH_VARARGS,
      "factorize(ctx, R, R_test, W, H, rank, lambda, iterations, cg_steps, seed, center, use_initial, callback)"},
+    {"fused_pattern", fused_pattern, METH_VARARGS,
+     "fused_pattern(ctx, form, w, alpha, X_or_None, X_dense_or_None, v_or_None, y, beta, z_or_None)"},
+    {"solve", solve, METH_VARARGS, "solve(ctx, kind, X, y, w, lambda_or_C, tolerance, max_iterations, callback)"},
     {"extract", extract, METH_VARARGS, "extract(ctx, A, row0, col0, nrows, ncols)"},
     {"reduce_rows", reduce_rows, METH_VARARGS, "reduce_rows(ctx, A, semiring)"},
     {"mxm_bits", mxm_bits, METH_VARARGS, "mxm_bits(ctx, Y, mask, A, X, ncols, complement, replace, accumulate)"},

@@ -1,0 +1,308 @@
+/* Ridge and logistic regression on the fused pattern (sr_ridge, sr_logistic in sparsering.h):
+ * every product with X and Xᵀ is one sr_fused_pattern call, which reads X once; the vector
+ * arithmetic of CG and of the trust region runs on the host in float64. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo_util.h"
+
+sr_solver_options sr_solver_options_default(void)
+{
+    sr_solver_options o;
+    memset(&o, 0, sizeof o);
+    o.tolerance = 1e-10;
+    o.max_iterations = 0; /* the solver's own default */
+    return o;
+}
+
+static double dot(const double *a, const double *b, int64_t n)
+{
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+static sr_dense vec(double *x, int64_t n) { return sr_vector_view(x, n, SR_TYPE_FLOAT64, SR_HOST); }
+
+/* The problem both solvers share: X (float64 or bool) where it lives, and its shape. */
+typedef struct {
+    sr_context ctx;
+    sr_matrix X;     /* the caller's, or a float64 copy */
+    sr_matrix owned; /* that copy, to free */
+    int64_t m, n;
+} problem;
+
+static sr_status start(const char *fn, sr_context ctx, sr_matrix X, const sr_dense *y, const sr_dense *w, problem *p)
+{
+    memset(p, 0, sizeof *p);
+    SR_CHECK_ARG(ctx != NULL && X != NULL, "%s: the context or X is NULL", fn);
+    sr_matrix_info info;
+    SR_TRY(sr_matrix_get_info(X, &info));
+    SR_CHECK_ARG(info.type != SR_TYPE_INT32, "%s: X must be float32, float64 or bool (cast int32 first)", fn);
+    SR_CHECK_ARG(y && y->location == SR_HOST && y->type == SR_TYPE_FLOAT64 && y->nrows == info.nrows &&
+                     y->ncols == 1 && (y->layout == SR_COL_MAJOR || y->ld == 1) && (y->data || info.nrows == 0),
+                 "%s: y must be a host float64 vector of %lld (sr_vector_view)", fn, (long long)info.nrows);
+    SR_CHECK_ARG(w && w->location == SR_HOST && w->type == SR_TYPE_FLOAT64 && w->nrows == info.ncols &&
+                     w->ncols == 1 && (w->layout == SR_COL_MAJOR || w->ld == 1) && (w->data || info.ncols == 0),
+                 "%s: w must be a host float64 vector of %lld (sr_vector_view)", fn, (long long)info.ncols);
+    p->ctx = ctx;
+    p->X = X;
+    p->m = info.nrows;
+    p->n = info.ncols;
+    if (info.type == SR_TYPE_FLOAT32) {
+        SR_TRY(sr_matrix_cast(ctx, X, SR_TYPE_FLOAT64, &p->owned));
+        p->X = p->owned;
+    }
+    return SR_SUCCESS;
+}
+
+static sr_status report(const sr_solver_options *o, const sr_solver_step *step, const char *fn)
+{
+    if (o->report && o->report(step, o->report_user) != 0)
+        return sr_error(SR_ERROR_CANCELLED, "%s: stopped by the report callback after iteration %d", fn,
+                        step->iteration);
+    return SR_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ ridge */
+
+/* q = (XᵀX + λI)·p: one pass over X. */
+static sr_status normal_product(const problem *pr, double lambda, double *p, double *q)
+{
+    sr_dense pv = vec(p, pr->n), qv = vec(q, pr->n);
+    return sr_fused_pattern(pr->ctx, SR_FORM_XTVXY, &qv, 1.0, pr->X, NULL, &pv, lambda, &pv);
+}
+
+sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda, const sr_solver_options *options,
+                   const sr_dense *w, sr_solver_step *last)
+{
+    const char *fn = "sr_ridge";
+    const double t0 = sr_algo_now();
+    const sr_solver_options o = options ? *options : sr_solver_options_default();
+    SR_CHECK_ARG(isfinite(lambda) && lambda >= 0, "%s: lambda (%g) must be finite and >= 0", fn, lambda);
+    SR_CHECK_ARG(o.tolerance >= 0 && o.max_iterations >= 0, "%s: negative tolerance or max_iterations", fn);
+    problem pr;
+    SR_TRY(start(fn, ctx, X, y, w, &pr));
+    const int64_t n = pr.n;
+    const int max_it = o.max_iterations ? o.max_iterations : 1000;
+    double *x = w->data, *b = calloc((size_t)n + 1, sizeof(double)), *r = calloc((size_t)n + 1, sizeof(double));
+    double *p = calloc((size_t)n + 1, sizeof(double)), *q = calloc((size_t)n + 1, sizeof(double));
+    sr_status st = b && r && p && q ? SR_SUCCESS : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    sr_dense yv = *y, bv = vec(b, n);
+    if (st == SR_SUCCESS) /* b = Xᵀ·y */
+        st = sr_fused_pattern(ctx, SR_FORM_XTY, &bv, 1.0, pr.X, NULL, &yv, 0.0, NULL);
+    const double yy = st == SR_SUCCESS ? dot(y->data, y->data, pr.m) : 0;
+    memset(x, 0, (size_t)n * sizeof(double));
+    if (st == SR_SUCCESS) {
+        memcpy(r, b, (size_t)n * sizeof(double));
+        memcpy(p, b, (size_t)n * sizeof(double));
+    }
+    double rr = dot(r, r, n);
+    const double target = o.tolerance * sqrt(rr);
+    sr_solver_step step = {0, 0, yy, 2 * sqrt(rr), sr_algo_now() - t0};
+    for (int it = 1; st == SR_SUCCESS && it <= max_it && sqrt(rr) > target && rr > 0; it++) {
+        st = normal_product(&pr, lambda, p, q);
+        if (st != SR_SUCCESS)
+            break;
+        const double pq = dot(p, q, n);
+        if (!(pq > 0))
+            break; /* (XᵀX + λI) is singular along p: λ = 0 and X rank-deficient */
+        const double a = rr / pq;
+        for (int64_t j = 0; j < n; j++) {
+            x[j] += a * p[j];
+            r[j] -= a * q[j];
+        }
+        const double next = dot(r, r, n);
+        for (int64_t j = 0; j < n; j++)
+            p[j] = r[j] + next / rr * p[j];
+        rr = next;
+        /* ‖Xw − y‖² + λ‖w‖² = yᵀy − bᵀw − rᵀw, since (XᵀX + λI)w = b − r */
+        step = (sr_solver_step){it, it, yy - dot(b, x, n) - dot(r, x, n), 2 * sqrt(rr), sr_algo_now() - t0};
+        st = report(&o, &step, fn);
+    }
+    if (last)
+        *last = step;
+    free(b), free(r), free(p), free(q);
+    sr_matrix_free(pr.owned);
+    return st;
+}
+
+/* ------------------------------------------------------------------ logistic (trust-region Newton) */
+
+typedef struct {
+    problem pr;
+    double C;
+    const double *label; /* ±1 */
+    double *z, *d, *t;   /* X·w, the Hessian's diagonal weights C·σ(1 − σ), scratch (m each) */
+} logistic;
+
+/* log(1 + exp(−u)) without overflow. */
+static double log1pexp_neg(double u) { return u >= 0 ? log1p(exp(-u)) : -u + log1p(exp(u)); }
+
+/* f(w) = ½‖w‖² + C·Σ log(1 + exp(−y_i z_i)), z = X·w (kept in lg->z). */
+static sr_status objective(logistic *lg, double *w, double *f)
+{
+    sr_dense wv = vec(w, lg->pr.n), zv = vec(lg->z, lg->pr.m);
+    SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XY, &zv, 1.0, lg->pr.X, NULL, &wv, 0.0, NULL));
+    double loss = 0;
+#pragma omp parallel for reduction(+ : loss) schedule(static)
+    for (int64_t i = 0; i < lg->pr.m; i++)
+        loss += log1pexp_neg(lg->label[i] * lg->z[i]);
+    *f = 0.5 * dot(w, w, lg->pr.n) + lg->C * loss;
+    return SR_SUCCESS;
+}
+
+/* g = w + C·Xᵀ((σ(y·z) − 1)·y), and the Hessian's weights, at the w objective() saw last. */
+static sr_status gradient(logistic *lg, double *w, double *g)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < lg->pr.m; i++) {
+        const double s = 1.0 / (1.0 + exp(-lg->label[i] * lg->z[i]));
+        lg->t[i] = (s - 1.0) * lg->label[i];
+        lg->d[i] = lg->C * s * (1.0 - s);
+    }
+    sr_dense tv = vec(lg->t, lg->pr.m), gv = vec(g, lg->pr.n), wv = vec(w, lg->pr.n);
+    return sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &gv, lg->C, lg->pr.X, NULL, &tv, 1.0, &wv);
+}
+
+/* Hs = s + Xᵀ(d ⊙ X·s): one pass over X. */
+static sr_status hessian_product(logistic *lg, double *s, double *hs)
+{
+    sr_dense sv = vec(s, lg->pr.n), hv = vec(hs, lg->pr.n), dv = vec(lg->d, lg->pr.m);
+    return sr_fused_pattern(lg->pr.ctx, SR_FORM_XTVXY, &hv, 1.0, lg->pr.X, &dv, &sv, 1.0, &sv);
+}
+
+/* Steihaug's truncated CG for H·s = −g inside ‖s‖ <= delta; r receives −g − H·s. */
+static sr_status trust_cg(logistic *lg, double delta, const double *g, double *s, double *r, double *dir, double *hd,
+                          int *steps)
+{
+    const int64_t n = lg->pr.n;
+    for (int64_t j = 0; j < n; j++) {
+        s[j] = 0;
+        r[j] = -g[j];
+        dir[j] = r[j];
+    }
+    double rr = dot(r, r, n);
+    const double tol = 0.1 * sqrt(dot(g, g, n));
+    while (sqrt(rr) > tol) {
+        SR_TRY(hessian_product(lg, dir, hd));
+        (*steps)++;
+        const double a = rr / dot(dir, hd, n);
+        for (int64_t j = 0; j < n; j++)
+            s[j] += a * dir[j];
+        if (sqrt(dot(s, s, n)) > delta) { /* back to the boundary along dir */
+            for (int64_t j = 0; j < n; j++)
+                s[j] -= a * dir[j];
+            const double std = dot(s, dir, n), sts = dot(s, s, n), dd = dot(dir, dir, n), room = delta * delta - sts;
+            const double root = sqrt(std * std + dd * room);
+            const double tau = std >= 0 ? room / (std + root) : (root - std) / dd;
+            for (int64_t j = 0; j < n; j++) {
+                s[j] += tau * dir[j];
+                r[j] -= tau * hd[j];
+            }
+            return SR_SUCCESS;
+        }
+        for (int64_t j = 0; j < n; j++)
+            r[j] -= a * hd[j];
+        const double next = dot(r, r, n);
+        for (int64_t j = 0; j < n; j++)
+            dir[j] = r[j] + next / rr * dir[j];
+        rr = next;
+    }
+    return SR_SUCCESS;
+}
+
+sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, const sr_solver_options *options,
+                      const sr_dense *w_out, sr_solver_step *last)
+{
+    const char *fn = "sr_logistic";
+    const double t0 = sr_algo_now();
+    const sr_solver_options o = options ? *options : sr_solver_options_default();
+    SR_CHECK_ARG(isfinite(C) && C > 0, "%s: C (%g) must be finite and > 0", fn, C);
+    SR_CHECK_ARG(o.tolerance >= 0 && o.max_iterations >= 0, "%s: negative tolerance or max_iterations", fn);
+    logistic lg;
+    memset(&lg, 0, sizeof lg);
+    SR_TRY(start(fn, ctx, X, y, w_out, &lg.pr));
+    const int64_t m = lg.pr.m, n = lg.pr.n;
+    const int max_it = o.max_iterations ? o.max_iterations : 100;
+    lg.C = C;
+    double *label = malloc((size_t)(m + 1) * sizeof(double));
+    lg.z = malloc((size_t)(m + 1) * sizeof(double));
+    lg.d = malloc((size_t)(m + 1) * sizeof(double));
+    lg.t = malloc((size_t)(m + 1) * sizeof(double));
+    double *w = w_out->data, *g = calloc((size_t)n + 1, sizeof(double)), *s = calloc((size_t)n + 1, sizeof(double));
+    double *r = calloc((size_t)n + 1, sizeof(double)), *dir = calloc((size_t)n + 1, sizeof(double));
+    double *hd = calloc((size_t)n + 1, sizeof(double)), *trial = calloc((size_t)n + 1, sizeof(double));
+    sr_status st = label && lg.z && lg.d && lg.t && g && s && r && dir && hd && trial
+                       ? SR_SUCCESS
+                       : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    for (int64_t i = 0; i < m && st == SR_SUCCESS; i++) {
+        const double v = ((const double *)y->data)[i];
+        if (v != 1.0 && v != -1.0 && v != 0.0)
+            st = sr_error(SR_ERROR_INVALID_ARGUMENT, "%s: label %lld is %g; labels are +1 and -1 (or 1 and 0)", fn,
+                          (long long)i, v);
+        label[i] = v > 0 ? 1.0 : -1.0;
+    }
+    lg.label = label;
+    memset(w, 0, (size_t)n * sizeof(double));
+    double f = 0, gnorm = 0, gnorm0 = 0, delta = 0;
+    if (st == SR_SUCCESS)
+        st = objective(&lg, w, &f);
+    if (st == SR_SUCCESS)
+        st = gradient(&lg, w, g);
+    gnorm0 = gnorm = delta = sqrt(dot(g, g, n));
+    sr_solver_step step = {0, 0, f, gnorm, sr_algo_now() - t0};
+    /* the trust region's constants (Lin, Weng and Keerthi 2008, Algorithm 2) */
+    const double eta0 = 1e-4, eta1 = 0.25, eta2 = 0.75, sigma1 = 0.25, sigma2 = 0.5, sigma3 = 4.0;
+    int it = 1, inner = 0;
+    while (st == SR_SUCCESS && it <= max_it && gnorm > o.tolerance * gnorm0 && gnorm > 0) {
+        st = trust_cg(&lg, delta, g, s, r, dir, hd, &inner);
+        if (st != SR_SUCCESS)
+            break;
+        for (int64_t j = 0; j < n; j++)
+            trial[j] = w[j] + s[j];
+        const double gs = dot(g, s, n), predicted = -0.5 * (gs - dot(s, r, n)), snorm = sqrt(dot(s, s, n));
+        double fnew;
+        st = objective(&lg, trial, &fnew);
+        if (st != SR_SUCCESS)
+            break;
+        /* below the objective's rounding (a few ulps of f summed over m terms), f's change is noise:
+         * the Newton step is trusted as predicted, so the gradient can reach a tight tolerance */
+        const bool in_noise = fabs(predicted) <= 1e-13 * fabs(f);
+        const double actual = in_noise ? predicted : f - fnew;
+        if (it == 1)
+            delta = fmin(delta, snorm);
+        const double a = fnew - f - gs <= 0 ? sigma3 : fmax(sigma1, -0.5 * (gs / (fnew - f - gs)));
+        if (actual < eta0 * predicted)
+            delta = fmin(fmax(a, sigma1) * snorm, sigma2 * delta);
+        else if (actual < eta1 * predicted)
+            delta = fmax(sigma1 * delta, fmin(a * snorm, sigma2 * delta));
+        else if (actual < eta2 * predicted)
+            delta = fmax(sigma1 * delta, fmin(a * snorm, sigma3 * delta));
+        else
+            delta = fmax(delta, fmin(a * snorm, sigma3 * delta));
+        if (actual > eta0 * predicted) { /* accept: z is X·trial now */
+            memcpy(w, trial, (size_t)n * sizeof(double));
+            f = fnew;
+            const double before = gnorm;
+            st = gradient(&lg, w, g);
+            gnorm = sqrt(dot(g, g, n));
+            if (in_noise && !(gnorm < before)) /* at the precision's limit: no step helps any more */
+                it = max_it;
+            step = (sr_solver_step){it, inner, f, gnorm, sr_algo_now() - t0};
+            if (st == SR_SUCCESS)
+                st = report(&o, &step, fn);
+            it++;
+        } /* rejected: w, f, g and the Hessian's weights stay; only z holds the trial's X·s */
+        if (st == SR_SUCCESS && actual <= 0 && predicted <= 0)
+            break; /* no descent left */
+    }
+    if (last)
+        *last = step;
+    free(label), free(lg.z), free(lg.d), free(lg.t);
+    free(g), free(s), free(r), free(dir), free(hd), free(trial);
+    sr_matrix_free(lg.pr.owned);
+    return st;
+}
