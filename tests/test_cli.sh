@@ -118,6 +118,25 @@ printf 'userId,movieId,rating\n1,2,3\n1;2;3\n' > "$tmp/bad.csv"
 expect 3 "$cli" factorize "$tmp/bad.csv"
 grep -q "bad.csv:3" "$tmp/err" || { echo "FAIL: factorize error lacks the line: $(cat "$tmp/err")"; failures=$((failures + 1)); }
 expect 2 "$cli" factorize "$tmp/r.csv" --test-fraction 1.5
+# The fused pattern and the solvers: X = [1 2; 0 3; 4 0]; X^T (X [1 1]) = [19 15], X^T [1 2 3] = [13 8]
+printf '%%%%MatrixMarket matrix coordinate real general\n3 2 4\n1 1 1\n1 2 2\n2 2 3\n3 1 4\n' > "$tmp/x.mtx"
+printf '1\n1\n' > "$tmp/y2.txt"
+printf '# three\n1\n2\n3\n' > "$tmp/y3.txt"
+expect 0 "$cli" fused "$tmp/x.mtx" "$tmp/y2.txt"
+[ "$(tr '\n' ' ' < "$tmp/out")" = "19 15 " ] || { echo "FAIL: fused: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+expect 0 "$cli" fused "$tmp/x.mtx" "$tmp/y3.txt" --form xty
+[ "$(tr '\n' ' ' < "$tmp/out")" = "13 8 " ] || { echo "FAIL: fused xty: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+expect 2 "$cli" fused "$tmp/x.mtx" "$tmp/y3.txt"
+grep -q "needs 2" "$tmp/err" || { echo "FAIL: fused length error: $(cat "$tmp/err")"; failures=$((failures + 1)); }
+printf '1\nx\n' > "$tmp/ybad.txt"
+expect 3 "$cli" fused "$tmp/x.mtx" "$tmp/ybad.txt"
+grep -q "ybad.txt:2" "$tmp/err" || { echo "FAIL: fused parse error lacks the line"; failures=$((failures + 1)); }
+expect 0 "$cli" ridge "$tmp/x.mtx" "$tmp/y3.txt" --lambda 0.5 --out "$tmp/w.txt"
+[ "$(wc -l < "$tmp/w.txt")" -eq 2 ] || { echo "FAIL: ridge wrote $(cat "$tmp/w.txt")"; failures=$((failures + 1)); }
+printf '1\n-1\n1\n' > "$tmp/labels.txt"
+expect 0 "$cli" logistic "$tmp/x.mtx" "$tmp/labels.txt" --C 2
+expect 2 "$cli" logistic "$tmp/x.mtx" "$tmp/y3.txt"
+grep -q "label 1 is 2" "$tmp/err" || { echo "FAIL: logistic label error: $(cat "$tmp/err")"; failures=$((failures + 1)); }
 rm -rf "$tmp"
 if [ "$failures" -ne 0 ]; then echo "test_cli: $failures FAILED"; exit 1; fi
 echo "test_cli: all checks passed"

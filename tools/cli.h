@@ -38,6 +38,9 @@ int cmd_reach(const cli_globals *g, int argc, char **argv);
 int cmd_cfpq(const cli_globals *g, int argc, char **argv);
 int cmd_sddmm(const cli_globals *g, int argc, char **argv);
 int cmd_factorize(const cli_globals *g, int argc, char **argv);
+int cmd_fused(const cli_globals *g, int argc, char **argv);
+int cmd_ridge(const cli_globals *g, int argc, char **argv);
+int cmd_logistic(const cli_globals *g, int argc, char **argv);
 /* Shared by the k-NN commands (cmd_knn.c): a progress line on stderr at most once a second
  * (user: a double holding the last report's time), and moving a matrix to the device when the
  * context is CUDA. */

@@ -42,6 +42,11 @@ static void usage(FILE *out)
             "  factorize RATINGS.csv[.gz]|.mtx [--rank K] [--lambda L] [--iterations N] [--cg-steps S]\n"
             "            [--test-fraction F] [--seed S] [--factors PREFIX]\n"
             "                                  ALS matrix factorization, train and held-out RMSE per sweep\n"
+            "  fused X.mtx Y [--form xtvxy|xty|xy] [--v V] [--z Z] [--alpha A] [--beta B] [--out W.txt]\n"
+            "                                  w = alpha*X^T(v.*(X y)) + beta*z and its forms, X read once\n"
+            "  ridge X.mtx LABELS [--lambda L] [--tol T] [--max-iter N] [--out W.txt]\n"
+            "  logistic X.mtx LABELS [--C C] [--tol T] [--max-iter N] [--out W.txt]\n"
+            "                                  ridge (CG) and L2 logistic regression (trust-region Newton)\n"
             "  demo [--rows N --cols N --degree D --queries N -k K --metric NAME --seed S]\n"
             "                                  k-NN on a generated bag-of-words set, timed on CPU and GPU\n"
             "  version                         print the library version\n"
@@ -143,6 +148,12 @@ int main(int argc, char **argv)
         return cmd_sddmm(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "factorize") == 0)
         return cmd_factorize(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "fused") == 0)
+        return cmd_fused(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "ridge") == 0)
+        return cmd_ridge(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "logistic") == 0)
+        return cmd_logistic(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "closure") == 0)
         return cmd_closure(&g, sub_argc, sub_argv);
     if (strcmp(cmd, "reach") == 0)
