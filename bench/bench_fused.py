@@ -1,0 +1,163 @@
+"""The fused pattern w = α·Xᵀ(v ⊙ X·y) + β·z and the solvers on it, in one process.
+
+GPU (float32, X and vectors on the device): sr_fused_pattern against the unfused cupy/cuSPARSE
+sequence (X @ y, * v, X.T @ t, + β·z) and the floor (the time to read X once at the measured copy
+bandwidth). CPU (this host's cores): against scipy's same sequence (one thread). Solvers
+(float64): sr.ridge and sr.logistic_regression end to end against scikit-learn's Ridge
+(sparse_cg) and LogisticRegression (liblinear), with the objectives reached.
+
+usage: python3 bench/bench_fused.py [BUILD_DIR] [--data ../shared/data] [--json OUT] [--quick] [--no-gpu]
+
+Data: PyPI summaries bag of words (248,814 x 115,570) and PyPI names 3-grams (886,323 x 38,227)
+from ../shared/data/text, labelled +1 when the package's name contains "py" (the label is part of
+the name, not of the summary; for the 3-grams it is in the features, an easy problem); generated
+tall-skinny (10^7 x 100, 10 entries a row), ultra-wide (10^4 x 10^7, 1,000 a row) and dense
+(2·10^6 x 100) sets as in the paper's evaluation (--quick: a tenth of each)."""
+import argparse
+import json
+import lzma
+import os
+import re
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, os.path.dirname(__file__))
+from timing import median_time  # noqa: E402
+
+
+def text_sets(data):
+    out = []
+    path = os.path.join(data, "text/pypi-summaries.tsv.xz")
+    if os.path.exists(path):
+        from knn_data import bag_of_words, ngrams
+        with lzma.open(path, "rt", encoding="utf-8") as f:
+            names = [line.split("\t", 1)[0].lower() for line in f]
+        X = bag_of_words(data)
+        out.append(("PyPI summaries BoW", X, np.where([("py" in s) for s in names], 1.0, -1.0)))
+        with lzma.open(os.path.join(data, "text/pypi-names.txt.xz"), "rt", encoding="utf-8") as f:
+            names = [line.strip().lower() for line in f]
+        X = ngrams(data)
+        out.append(("PyPI names 3-grams", X, np.where([("py" in s) for s in names], 1.0, -1.0)))
+    return out
+
+
+def generated(quick, seed=3):
+    rng = np.random.default_rng(seed)
+    scale = 10 if quick else 1
+    out = []
+    for name, m, n, per_row in (("tall-skinny", 10_000_000 // scale, 100, 10),
+                                ("ultra-wide", 10_000, 10_000_000 // scale, 1000 // scale)):
+        cols = rng.integers(0, n, m * per_row)
+        indptr = np.arange(0, m * per_row + 1, per_row)
+        X = sp.csr_matrix((rng.standard_normal(m * per_row).astype(np.float32), cols, indptr), shape=(m, n))
+        X.sum_duplicates()
+        out.append((f"{name} {m}x{n}", X, None))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build", nargs="?", default=None)
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "../../shared/data"))
+    ap.add_argument("--json")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-gpu", action="store_true")
+    ap.add_argument("--reps", type=int, default=10)
+    args = ap.parse_args()
+    import sparsering as sr
+    rows = []
+    sets = text_sets(args.data) + generated(args.quick)
+    gpu = None
+    if not args.no_gpu and args.build:
+        import cupy as cp
+        import cupyx.scipy.sparse as cps
+        import sr_ctypes as src
+        lib = src.load(args.build)
+        gpu = (cp, cps, src, lib, lib.context(2))
+        x = cp.empty(1 << 28, dtype=cp.float32)
+        bw = 2 * x.nbytes / median_time(lambda: x.copy(), sync=cp.cuda.Device().synchronize)
+        del x
+        print(f"device copy bandwidth {bw / 1e9:.0f} GB/s")
+    cpu = sr.Context("cpu")
+    print(f"{'set':34} {'nnz':>7} | {'CPU ours':>9} {'scipy':>9} {'ratio':>6} | {'GPU ours':>9} {'unfused':>9} "
+          f"{'ratio':>6} {'floor':>8} {'x floor':>7}")
+    for name, X, labels in sets:
+        X = X.astype(np.float32).tocsr()
+        m, n = X.shape
+        rng = np.random.default_rng(1)
+        y, v, z = (rng.standard_normal(k).astype(np.float32) for k in (n, m, n))
+        M = sr.Matrix(X, context=cpu)  # converted once, as a solver would
+        t_cpu = median_time(lambda: sr.fused_pattern(M, y, v=v, z=z, beta=0.5, context=cpu), reps=args.reps)
+        t_scipy = median_time(lambda: X.T @ (v * (X @ y)) + 0.5 * z, reps=max(3, args.reps // 3))
+        row = dict(set=name, m=m, n=n, nnz=X.nnz, cpu_ms=t_cpu * 1e3, scipy_ms=t_scipy * 1e3)
+        line = f"{name:34} {X.nnz / 1e6:6.1f}M | {t_cpu * 1e3:7.2f}ms {t_scipy * 1e3:7.2f}ms {t_scipy / t_cpu:6.1f} |"
+        if gpu:
+            cp, cps, src, lib, ctx = gpu
+            Xd = lib.from_scipy(ctx, X, src.DEVICE)
+            Xc = cps.csr_matrix(X)
+            yd, vd, zd = cp.asarray(y), cp.asarray(v), cp.asarray(z)
+            wd = cp.empty(n, dtype=cp.float32)
+            dv = lambda a: src.dense(a.data.ptr, a.size, 1, src.FLOAT32, src.COL_MAJOR)  # noqa: E731
+            W, Y, V, Z = dv(wd), dv(yd), dv(vd), dv(zd)
+            sync = cp.cuda.Device().synchronize
+            t_ours = median_time(lambda: lib.lib.sr_fused_pattern(ctx, 0, src.C.byref(W), src.C.c_double(1.0), Xd,
+                                                                   src.C.byref(V), src.C.byref(Y), src.C.c_double(0.5),
+                                                                   src.C.byref(Z)), reps=args.reps, sync=sync)
+            XcT = Xc.T
+            t_unf = median_time(lambda: XcT @ (vd * (Xc @ yd)) + 0.5 * zd, reps=args.reps, sync=sync)
+            ref = XcT @ (vd * (Xc @ yd)) + 0.5 * zd
+            err = float(cp.abs(ref - wd).max() / (cp.abs(ref).max() + 1e-30))
+            floor = (X.nnz * 8 + (m + 1) * 8) / bw
+            row.update(gpu_ms=t_ours * 1e3, unfused_ms=t_unf * 1e3, floor_ms=floor * 1e3, max_rel_diff=err)
+            line += (f" {t_ours * 1e3:7.3f}ms {t_unf * 1e3:7.3f}ms {t_unf / t_ours:6.1f} {floor * 1e3:6.3f}ms "
+                     f"{t_ours / floor:7.2f}  (max rel diff {err:.1e})")
+            lib.free(Xd)
+            del Xc, XcT, yd, vd, zd, wd
+        print(line, flush=True)
+        rows.append(row)
+        if labels is not None:
+            rows += solvers(sr, name, X.astype(np.float64), labels, gpu is not None)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+def solvers(sr, name, X, labels, with_gpu):
+    """Ridge (λ = 1) and logistic (C = 1) end to end, ours against scikit-learn on all cores."""
+    from sklearn.linear_model import LogisticRegression, Ridge
+    out = []
+    contexts = [("cpu", sr.Context("cpu"))] + ([("cuda", sr.Context("cuda"))] if with_gpu else [])
+    t0 = time.perf_counter()
+    sk = Ridge(alpha=1.0, fit_intercept=False, solver="sparse_cg", tol=1e-10, max_iter=10_000).fit(X, labels).coef_
+    t_sk = time.perf_counter() - t0
+    for backend, ctx in contexts:
+        t0 = time.perf_counter()
+        r = sr.ridge(X, labels, 1.0, tol=1e-10, context=ctx)
+        t = time.perf_counter() - t0
+        diff = float(np.abs(r.coef - sk).max() / np.abs(sk).max())
+        out.append(dict(set=name, solver="ridge", backend=backend, seconds=t, sklearn_seconds=t_sk,
+                        iterations=r.history[-1][0], max_rel_diff=diff))
+        print(f"  ridge    {backend:4}: {t:7.2f} s, {r.history[-1][0]} CG steps | scikit-learn sparse_cg {t_sk:7.2f} s "
+              f"({t_sk / t:5.1f}x) | max rel coef diff {diff:.1e}", flush=True)
+    t0 = time.perf_counter()
+    lr = LogisticRegression(C=1.0, fit_intercept=False, solver="liblinear", tol=1e-6).fit(X, labels).coef_.ravel()
+    t_sk = time.perf_counter() - t0
+    objective = lambda w: 0.5 * w @ w + np.logaddexp(0, -labels * (X @ w)).sum()  # noqa: E731
+    for backend, ctx in contexts:
+        t0 = time.perf_counter()
+        r = sr.logistic_regression(X, labels, 1.0, tol=1e-6, context=ctx)
+        t = time.perf_counter() - t0
+        out.append(dict(set=name, solver="logistic", backend=backend, seconds=t, sklearn_seconds=t_sk,
+                        newton=r.history[-1][0], cg=r.history[-1][1], objective=objective(r.coef),
+                        sklearn_objective=objective(lr)))
+        print(f"  logistic {backend:4}: {t:7.2f} s, {r.history[-1][0]} Newton / {r.history[-1][1]} CG steps, "
+              f"objective {objective(r.coef):.6f} | scikit-learn liblinear {t_sk:7.2f} s ({t_sk / t:5.1f}x), "
+              f"objective {objective(lr):.6f}", flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    main()
