@@ -55,6 +55,8 @@ def generated(quick, seed=3):
         X = sp.csr_matrix((rng.standard_normal(m * per_row).astype(np.float32), cols, indptr), shape=(m, n))
         X.sum_duplicates()
         out.append((f"{name} {m}x{n}", X, None))
+    m = 2_000_000 // scale
+    out.append((f"dense {m}x100", rng.standard_normal((m, 100)).astype(np.float32), None))
     return out
 
 
@@ -85,36 +87,47 @@ def main():
     print(f"{'set':34} {'nnz':>7} | {'CPU ours':>9} {'scipy':>9} {'ratio':>6} | {'GPU ours':>9} {'unfused':>9} "
           f"{'ratio':>6} {'floor':>8} {'x floor':>7}")
     for name, X, labels in sets:
-        X = X.astype(np.float32).tocsr()
+        dense = isinstance(X, np.ndarray)
+        X = X.astype(np.float32) if dense else X.astype(np.float32).tocsr()
         m, n = X.shape
+        nnz = m * n if dense else X.nnz
         rng = np.random.default_rng(1)
         y, v, z = (rng.standard_normal(k).astype(np.float32) for k in (n, m, n))
-        M = sr.Matrix(X, context=cpu)  # converted once, as a solver would
+        M = X if dense else sr.Matrix(X, context=cpu)  # converted once, as a solver would
         t_cpu = median_time(lambda: sr.fused_pattern(M, y, v=v, z=z, beta=0.5, context=cpu), reps=args.reps)
         t_scipy = median_time(lambda: X.T @ (v * (X @ y)) + 0.5 * z, reps=max(3, args.reps // 3))
-        row = dict(set=name, m=m, n=n, nnz=X.nnz, cpu_ms=t_cpu * 1e3, scipy_ms=t_scipy * 1e3)
-        line = f"{name:34} {X.nnz / 1e6:6.1f}M | {t_cpu * 1e3:7.2f}ms {t_scipy * 1e3:7.2f}ms {t_scipy / t_cpu:6.1f} |"
+        row = dict(set=name, m=m, n=n, nnz=nnz, cpu_ms=t_cpu * 1e3, scipy_ms=t_scipy * 1e3)
+        line = f"{name:34} {nnz / 1e6:6.1f}M | {t_cpu * 1e3:7.2f}ms {t_scipy * 1e3:7.2f}ms {t_scipy / t_cpu:6.1f} |"
         if gpu:
             cp, cps, src, lib, ctx = gpu
-            Xd = lib.from_scipy(ctx, X, src.DEVICE)
-            Xc = cps.csr_matrix(X)
             yd, vd, zd = cp.asarray(y), cp.asarray(v), cp.asarray(z)
             wd = cp.empty(n, dtype=cp.float32)
             dv = lambda a: src.dense(a.data.ptr, a.size, 1, src.FLOAT32, src.COL_MAJOR)  # noqa: E731
             W, Y, V, Z = dv(wd), dv(yd), dv(vd), dv(zd)
             sync = cp.cuda.Device().synchronize
-            t_ours = median_time(lambda: lib.lib.sr_fused_pattern(ctx, 0, src.C.byref(W), src.C.c_double(1.0), Xd,
-                                                                   src.C.byref(V), src.C.byref(Y), src.C.c_double(0.5),
-                                                                   src.C.byref(Z)), reps=args.reps, sync=sync)
+            one, half = src.C.c_double(1.0), src.C.c_double(0.5)
+            if dense:  # cuBLAS gemv twice is the unfused sequence
+                Xc = cp.asarray(X)
+                XD = src.dense(Xc.data.ptr, m, n, src.FLOAT32, src.ROW_MAJOR)
+                call = lambda: lib.lib.sr_fused_pattern_dense(ctx, 0, src.C.byref(W), one, src.C.byref(XD),  # noqa
+                                                              src.C.byref(V), src.C.byref(Y), half, src.C.byref(Z))
+                Xd = None
+            else:
+                Xd = lib.from_scipy(ctx, X, src.DEVICE)
+                Xc = cps.csr_matrix(X)
+                call = lambda: lib.lib.sr_fused_pattern(ctx, 0, src.C.byref(W), one, Xd, src.C.byref(V),  # noqa
+                                                        src.C.byref(Y), half, src.C.byref(Z))
+            t_ours = median_time(call, reps=args.reps, sync=sync)
             XcT = Xc.T
             t_unf = median_time(lambda: XcT @ (vd * (Xc @ yd)) + 0.5 * zd, reps=args.reps, sync=sync)
             ref = XcT @ (vd * (Xc @ yd)) + 0.5 * zd
             err = float(cp.abs(ref - wd).max() / (cp.abs(ref).max() + 1e-30))
-            floor = (X.nnz * 8 + (m + 1) * 8) / bw
+            floor = (nnz * 4 if dense else X.nnz * 8 + (m + 1) * 8) / bw
             row.update(gpu_ms=t_ours * 1e3, unfused_ms=t_unf * 1e3, floor_ms=floor * 1e3, max_rel_diff=err)
             line += (f" {t_ours * 1e3:7.3f}ms {t_unf * 1e3:7.3f}ms {t_unf / t_ours:6.1f} {floor * 1e3:6.3f}ms "
                      f"{t_ours / floor:7.2f}  (max rel diff {err:.1e})")
-            lib.free(Xd)
+            if Xd is not None:
+                lib.free(Xd)
             del Xc, XcT, yd, vd, zd, wd
         print(line, flush=True)
         rows.append(row)

@@ -148,6 +148,63 @@ static void check_errors(void)
     test_csr_free(&X);
 }
 
+/* sr_ridge against the normal equations solved exactly; sr_logistic to a zero gradient. */
+static void check_solvers(void)
+{
+    const int64_t m = 300, n = 12;
+    test_csr X = test_random_csr(m, n, 5, SR_TYPE_FLOAT64);
+    sr_matrix Xs = test_make_matrix_at(ctx, &X, where);
+    double *y = random_vector(m), *w = calloc((size_t)n, sizeof(double)), *G = calloc((size_t)(n * n), sizeof(double));
+    double *b = calloc((size_t)n, sizeof(double)), *label = malloc((size_t)m * sizeof(double));
+    const double lambda = 0.3, C = 2.0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t k = X.rowptr[i]; k < X.rowptr[i + 1]; k++) {
+            const double xk = ((double *)X.values)[k];
+            b[X.colind[k]] += xk * y[i];
+            for (int64_t l = X.rowptr[i]; l < X.rowptr[i + 1]; l++)
+                G[X.colind[k] * n + X.colind[l]] += xk * ((double *)X.values)[l];
+        }
+    for (int64_t j = 0; j < n; j++)
+        G[j * n + j] += lambda;
+    test_spd_solve(G, b, n);
+    sr_dense yv = sr_vector_view(y, m, SR_TYPE_FLOAT64, SR_HOST), wv = sr_vector_view(w, n, SR_TYPE_FLOAT64, SR_HOST);
+    sr_solver_step last;
+    CHECK_OK(sr_ridge(ctx, Xs, &yv, lambda, NULL, &wv, &last));
+    double worst = 0;
+    for (int64_t j = 0; j < n; j++)
+        worst = fmax(worst, fabs(w[j] - b[j]) / (fabs(b[j]) + 1e-3));
+    CHECK(worst < 1e-8, "ridge: coefficients differ from the exact solve by %.3g (after %d CG steps)", worst,
+          last.iteration);
+    for (int64_t i = 0; i < m; i++)
+        label[i] = y[i] > 0 ? 1.0 : -1.0;
+    sr_dense lv = sr_vector_view(label, m, SR_TYPE_FLOAT64, SR_HOST);
+    CHECK_OK(sr_logistic(ctx, Xs, &lv, C, NULL, &wv, &last));
+    double *g = calloc((size_t)n, sizeof(double)), g0 = 0, gn = 0;
+    for (int64_t j = 0; j < n; j++)
+        g[j] = w[j];
+    for (int64_t i = 0; i < m; i++) {
+        double z = 0;
+        for (int64_t k = X.rowptr[i]; k < X.rowptr[i + 1]; k++)
+            z += ((double *)X.values)[k] * w[X.colind[k]];
+        const double s = 1.0 / (1.0 + exp(-label[i] * z));
+        for (int64_t k = X.rowptr[i]; k < X.rowptr[i + 1]; k++)
+            g[X.colind[k]] += C * (s - 1) * label[i] * ((double *)X.values)[k];
+    }
+    memset(b, 0, (size_t)n * sizeof(double));
+    for (int64_t i = 0; i < m; i++) /* the gradient at w = 0: C·Xᵀ(−y/2) */
+        for (int64_t k = X.rowptr[i]; k < X.rowptr[i + 1]; k++)
+            b[X.colind[k]] += C * -0.5 * label[i] * ((double *)X.values)[k];
+    for (int64_t j = 0; j < n; j++)
+        gn += g[j] * g[j], g0 += b[j] * b[j];
+    CHECK(sqrt(gn) <= 1e-8 * sqrt(g0) && fabs(last.gradient_norm - sqrt(gn)) <= 1e-6 * sqrt(g0),
+          "logistic: |gradient| %.3g of %.3g at the start (reported %.3g)", sqrt(gn), sqrt(g0), last.gradient_norm);
+    label[0] = 0.5;
+    CHECK_FAILS(sr_logistic(ctx, Xs, &lv, C, NULL, &wv, NULL), SR_ERROR_INVALID_ARGUMENT, "label 0");
+    sr_matrix_free(Xs);
+    free(y), free(w), free(G), free(b), free(label), free(g);
+    test_csr_free(&X);
+}
+
 static void run_all(void)
 {
     const sr_type f = SR_TYPE_FLOAT32, d = SR_TYPE_FLOAT64;
@@ -161,6 +218,7 @@ static void run_all(void)
     check_case(150, 33, 33, f, f, true, SR_COL_MAJOR);    /* dense, column-major */
     check_case(60, 1500, 1500, d, d, true, SR_ROW_MAJOR); /* dense, wider than the register tiles */
     check_errors();
+    check_solvers();
 }
 
 int main(void)

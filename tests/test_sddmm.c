@@ -279,31 +279,6 @@ static void check_errors(void)
     test_csr_free(&sc);
 }
 
-/* x = M⁻¹ b for a K x K symmetric positive definite M (Cholesky, in place). */
-static void spd_solve(double *M, double *b, int64_t K)
-{
-    for (int64_t j = 0; j < K; j++) {
-        for (int64_t k = 0; k < j; k++)
-            M[j * K + j] -= M[j * K + k] * M[j * K + k];
-        M[j * K + j] = sqrt(M[j * K + j]);
-        for (int64_t i = j + 1; i < K; i++) {
-            for (int64_t k = 0; k < j; k++)
-                M[i * K + j] -= M[i * K + k] * M[j * K + k];
-            M[i * K + j] /= M[j * K + j];
-        }
-    }
-    for (int64_t i = 0; i < K; i++) { /* L y = b, then Lᵀ x = y */
-        for (int64_t k = 0; k < i; k++)
-            b[i] -= M[i * K + k] * b[k];
-        b[i] /= M[i * K + i];
-    }
-    for (int64_t i = K - 1; i >= 0; i--) {
-        for (int64_t k = i + 1; k < K; k++)
-            b[i] -= M[k * K + i] * b[k];
-        b[i] /= M[i * K + i];
-    }
-}
-
 /* One exact ALS-WR half sweep: X(rows) from Y given ratings (rows x cols CSR, centered by mu). */
 static void exact_half(const int64_t *rp, const int32_t *ci, const double *v, int64_t rows, double mu, const double *Y,
                        double *X, int64_t K, double lambda)
@@ -322,7 +297,7 @@ static void exact_half(const int64_t *rp, const int32_t *ci, const double *v, in
         for (int64_t k = 0; k < K; k++)
             M[k * K + k] += lambda * (double)n;
         if (n > 0)
-            spd_solve(M, b, K);
+            test_spd_solve(M, b, K);
         for (int64_t k = 0; k < K; k++)
             X[i * K + k] = n > 0 ? b[k] : 0.0;
     }

@@ -243,4 +243,30 @@ static const test_shape test_shapes[] = {
     {0, 0, 0}, {0, 7, 0}, {7, 0, 0}, {1, 1, 1}, {1, 40, 30}, {40, 1, 1}, {33, 17, 3}, {300, 200, 6}, {2000, 900, 12},
 };
 
+/* x = M⁻¹ b for a K x K symmetric positive definite M (Cholesky, in place). */
+static inline void test_spd_solve(double *M, double *b, int64_t K)
+{
+    for (int64_t j = 0; j < K; j++) {
+        for (int64_t k = 0; k < j; k++)
+            M[j * K + j] -= M[j * K + k] * M[j * K + k];
+        M[j * K + j] = sqrt(M[j * K + j]);
+        for (int64_t i = j + 1; i < K; i++) {
+            for (int64_t k = 0; k < j; k++)
+                M[i * K + j] -= M[i * K + k] * M[j * K + k];
+            M[i * K + j] /= M[j * K + j];
+        }
+    }
+    for (int64_t i = 0; i < K; i++) { /* L y = b, then Lᵀ x = y */
+        for (int64_t k = 0; k < i; k++)
+            b[i] -= M[i * K + k] * b[k];
+        b[i] /= M[i * K + i];
+    }
+    for (int64_t i = K - 1; i >= 0; i--) {
+        for (int64_t k = i + 1; k < K; k++)
+            b[i] -= M[k * K + i] * b[k];
+        b[i] /= M[i * K + i];
+    }
+}
+
+
 #endif
