@@ -19,9 +19,15 @@
         const T *y = a->y;                                                                                \
         T d = 0;                                                                                          \
         if (a->X) {                                                                                       \
-            const T *xv = a->X->type == SR_TYPE_BOOL ? NULL : (const T *)a->X->values;                    \
-            for (int64_t k = a->X->rowptr[i]; k < a->X->rowptr[i + 1]; k++)                               \
-                d += (xv ? xv[k] : (T)1) * y[a->X->colind[k]];                                            \
+            const T *restrict xv = a->X->type == SR_TYPE_BOOL ? NULL : (const T *)a->X->values;           \
+            const int32_t *restrict col = a->X->colind;                                                   \
+            const int64_t k0 = a->X->rowptr[i], k1 = a->X->rowptr[i + 1];                                 \
+            if (xv)                                                                                       \
+                for (int64_t k = k0; k < k1; k++)                                                         \
+                    d += xv[k] * y[col[k]];                                                               \
+            else                                                                                          \
+                for (int64_t k = k0; k < k1; k++)                                                         \
+                    d += y[col[k]];                                                                       \
         } else {                                                                                          \
             const T *restrict x = (const T *)a->Xd + (size_t)i * (size_t)a->ld;                           \
             T part[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                         \
@@ -40,15 +46,19 @@
     static inline void row_spread_##T(const sr_fused_args *a, int64_t i, T p, T *restrict acc, bool shared) \
     {                                                                                                     \
         if (a->X) {                                                                                       \
-            const T *xv = a->X->type == SR_TYPE_BOOL ? NULL : (const T *)a->X->values;                    \
-            for (int64_t k = a->X->rowptr[i]; k < a->X->rowptr[i + 1]; k++) {                             \
-                const T add = (xv ? xv[k] : (T)1) * p;                                                    \
-                T *cell = acc + a->X->colind[k];                                                          \
-                if (shared) {                                                                             \
-                    _Pragma("omp atomic") *cell += add;                                                   \
-                } else {                                                                                  \
-                    *cell += add;                                                                         \
+            const T *restrict xv = a->X->type == SR_TYPE_BOOL ? NULL : (const T *)a->X->values;           \
+            const int32_t *restrict col = a->X->colind;                                                   \
+            const int64_t k0 = a->X->rowptr[i], k1 = a->X->rowptr[i + 1];                                 \
+            if (shared) {                                                                                 \
+                for (int64_t k = k0; k < k1; k++) {                                                       \
+                    _Pragma("omp atomic") acc[col[k]] += (xv ? xv[k] : (T)1) * p;                         \
                 }                                                                                         \
+            } else if (xv) {                                                                              \
+                for (int64_t k = k0; k < k1; k++)                                                         \
+                    acc[col[k]] += xv[k] * p;                                                             \
+            } else {                                                                                      \
+                for (int64_t k = k0; k < k1; k++)                                                         \
+                    acc[col[k]] += p;                                                                     \
             }                                                                                             \
         } else {                                                                                          \
             const T *restrict x = (const T *)a->Xd + (size_t)i * (size_t)a->ld;                           \
