@@ -13,7 +13,7 @@ SEMIRINGS = ["plus_times", "min_plus", "max_plus", "max_times", "min_times", "ma
 
 class Options(C.Structure):
     _fields_ = [("backend", C.c_int), ("device", C.c_int), ("stream", C.c_void_p), ("threads", C.c_int),
-                ("workspace_limit", C.c_size_t)]
+                ("workspace_limit", C.c_size_t), ("host_memory_limit", C.c_size_t)]
 
 
 class Dense(C.Structure):
@@ -47,7 +47,7 @@ class Library:
 
     def context(self, backend=2):
         ctx = C.c_void_p()
-        self.check(self.lib.sr_context_create(C.byref(ctx), C.byref(Options(backend, 0, None, 0, 0))))
+        self.check(self.lib.sr_context_create(C.byref(ctx), C.byref(Options(backend, 0, None, 0, 0, 0))))
         return ctx
 
     def matrix_from_csr(self, ctx, nrows, ncols, type_, rowptr, colind, values, where):
@@ -100,7 +100,7 @@ class Library:
 
     def context_or_none(self, backend):
         ctx = C.c_void_p()
-        status = self.lib.sr_context_create(C.byref(ctx), C.byref(Options(backend, 0, None, 0, 0)))
+        status = self.lib.sr_context_create(C.byref(ctx), C.byref(Options(backend, 0, None, 0, 0, 0)))
         return ctx if status == 0 else None
 
     def metric(self, name):

@@ -102,6 +102,12 @@ typedef struct sr_context_options {
     int threads;              /* CPU threads; 0: OpenMP's default */
     size_t workspace_limit;   /* bytes of temporary memory a call may use; 0: automatic
                                  (half the free device memory, 1 GiB on the host) */
+    size_t host_memory_limit; /* the most bytes one host allocation may take; 0: no fixed limit.
+                                 Either way a matrix built from triplets (a file, sr_matrix_from_coo)
+                                 may not need more than the larger of 1 GiB and 16 times what its
+                                 entries take unless this limit allows it: a file that declares
+                                 3,000,000,000 rows and one entry is refused, naming the memory
+                                 it would need, instead of exhausting the host */
 } sr_context_options;
 
 /* The defaults above. */
@@ -117,6 +123,7 @@ sr_status sr_context_get_backend(sr_context ctx, sr_backend *backend);
 sr_status sr_context_get_options(sr_context ctx, sr_context_options *options);
 sr_status sr_context_set_threads(sr_context ctx, int threads);
 sr_status sr_context_set_workspace_limit(sr_context ctx, size_t bytes);
+sr_status sr_context_set_host_memory_limit(sr_context ctx, size_t bytes);
 /* Waits for the context's device work to finish (no-op on the CPU backend). */
 sr_status sr_context_synchronize(sr_context ctx);
 

@@ -137,6 +137,11 @@ printf '1\n-1\n1\n' > "$tmp/labels.txt"
 expect 0 "$cli" logistic "$tmp/x.mtx" "$tmp/labels.txt" --C 2
 expect 2 "$cli" logistic "$tmp/x.mtx" "$tmp/y3.txt"
 grep -q "label 1 is 2" "$tmp/err" || { echo "FAIL: logistic label error: $(cat "$tmp/err")"; failures=$((failures + 1)); }
+# A size line of 3,000,000,000 rows and one entry: refused with the memory it needs, not killed
+printf '%%%%MatrixMarket matrix coordinate real general\n3000000000 5 1\n1 1 1.5\n' > "$tmp/huge.mtx"
+expect 1 "$cli" info "$tmp/huge.mtx"
+grep -q "host memory limit of at least" "$tmp/err" || { echo "FAIL: huge info: $(cat "$tmp/err")"; failures=$((failures + 1)); }
+expect 2 "$cli" --host-memory 5X info "$tmp/huge.mtx"
 rm -rf "$tmp"
 if [ "$failures" -ne 0 ]; then echo "test_cli: $failures FAILED"; exit 1; fi
 echo "test_cli: all checks passed"

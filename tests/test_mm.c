@@ -253,6 +253,37 @@ static void test_real_files(const char *data)
     }
 }
 
+/* A file whose size line dwarfs its entries is refused before anything large is allocated, with
+ * the memory it would need; a host memory limit that allows it is honoured either way. */
+static void test_declared_sizes(void)
+{
+    write_text(tmp_path("bad.mtx"), "%%MatrixMarket matrix coordinate real general\n3000000000 5 1\n1 1 1.5\n");
+    sr_matrix A = NULL;
+    CHECK_FAILS(sr_matrix_read_mm(ctx, tmp_path("bad.mtx"), -1, &A, NULL), SR_ERROR_OUT_OF_MEMORY, "3000000000 rows");
+    CHECK(A == NULL, "a refused read wrote its output");
+    CHECK(strstr(sr_last_error(), "host memory limit of at least") != NULL, "the message lacks the way out: %s",
+          sr_last_error());
+    int64_t r = 2999999999;
+    int32_t c = 0;
+    double v = 1;
+    CHECK_FAILS(sr_matrix_from_coo(ctx, &A, 3000000000LL, 5, SR_TYPE_FLOAT64, 1, &r, &c, &v, SR_DUPLICATES_ERROR,
+                                   SR_HOST),
+                SR_ERROR_OUT_OF_MEMORY, "3000000000 rows");
+    /* a million empty rows is within 1 GiB: read */
+    write_text(tmp_path("bad.mtx"), "%%MatrixMarket matrix coordinate real general\n1000000 5 1\n1000000 5 2.5\n");
+    CHECK_OK(sr_matrix_read_mm(ctx, tmp_path("bad.mtx"), -1, &A, NULL));
+    sr_matrix_free(A);
+    A = NULL;
+    /* a limit below that refuses it, and caps single allocations */
+    CHECK_OK(sr_context_set_host_memory_limit(ctx, 1 << 20));
+    CHECK_FAILS(sr_matrix_read_mm(ctx, tmp_path("bad.mtx"), -1, &A, NULL), SR_ERROR_OUT_OF_MEMORY,
+                "the context's host memory limit");
+    sr_context_options o;
+    CHECK_OK(sr_context_get_options(ctx, &o));
+    CHECK(o.host_memory_limit == 1 << 20, "the limit reads back as %zu", o.host_memory_limit);
+    CHECK_OK(sr_context_set_host_memory_limit(ctx, 0));
+}
+
 int main(void)
 {
     test_seed("test_mm");
@@ -269,6 +300,7 @@ int main(void)
     test_round_trips();
     test_tolerated_input();
     test_malformed_text();
+    test_declared_sizes();
     const char *data = getenv("SPARSERING_TEST_DATA");
     if (data && access(data, R_OK) == 0) {
         test_malformed_directory(data);

@@ -16,6 +16,7 @@ enum {
 typedef struct {
     sr_backend backend;
     int threads;
+    size_t host_memory; /* --host-memory: sr_context_options.host_memory_limit */
 } cli_globals;
 
 /* Prints "sparsering: <what>: <library message>" and returns the exit code for status. */

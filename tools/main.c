@@ -9,7 +9,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: sparsering [--backend auto|cpu|cuda] [--threads N] COMMAND [ARGS]\n"
+            "usage: sparsering [--backend auto|cpu|cuda] [--threads N] [--host-memory SIZE] COMMAND [ARGS]\n"
             "\n"
             "commands:\n"
             "  info FILE.mtx[.gz]              shape, entries, type, degrees and memory of a Matrix Market file\n"
@@ -53,7 +53,8 @@ static void usage(FILE *out)
             "\n"
             "exit codes: 0 success, 1 the operation failed, 2 bad command line, 3 unreadable or malformed\n"
             "input file, 4 the CUDA backend was asked for but no GPU is usable.\n"
-            "SPARSERING_BACKEND=cpu|cuda sets the default backend.\n");
+            "SPARSERING_BACKEND=cpu|cuda sets the default backend. --host-memory (e.g. 64G) caps one host\n"
+            "allocation and lets a file whose row pointers dwarf its entries be read.\n");
 }
 
 double cli_seconds(void)
@@ -87,13 +88,14 @@ int cli_context(const cli_globals *g, sr_context *ctx)
     sr_context_options o = sr_context_options_default();
     o.backend = g->backend;
     o.threads = g->threads;
+    o.host_memory_limit = g->host_memory;
     sr_status s = sr_context_create(ctx, &o);
     return s == SR_SUCCESS ? CLI_OK : cli_fail(s, "cannot start");
 }
 
 int main(int argc, char **argv)
 {
-    cli_globals g = {SR_BACKEND_AUTO, 0};
+    cli_globals g = {SR_BACKEND_AUTO, 0, 0};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -111,6 +113,18 @@ int main(int argc, char **argv)
                 fprintf(stderr, "sparsering: unknown backend '%s' (auto, cpu or cuda)\n", b);
                 return CLI_USAGE;
             }
+        } else if (strcmp(argv[i], "--host-memory") == 0 && i + 1 < argc) {
+            char *end;
+            const double v = strtod(argv[++i], &end);
+            const double unit = *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0
+                                : *end == 'G' || *end == 'g' ? 1073741824.0 : *end == 'T' || *end == 't' ? 1099511627776.0
+                                : 1.0;
+            if (!(v >= 0) || (unit == 1.0 && *end != '\0') || (unit != 1.0 && end[1] != '\0' && strcmp(end + 1, "B") != 0 &&
+                                                                strcmp(end + 1, "iB") != 0)) {
+                fprintf(stderr, "sparsering: --host-memory takes a size such as 64G or 500M, not '%s'\n", argv[i]);
+                return CLI_USAGE;
+            }
+            g.host_memory = (size_t)(v * unit);
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             g.threads = atoi(argv[++i]);
             if (g.threads < 0) {

@@ -72,14 +72,15 @@ static PyTypeObject ContextType;
 
 static int context_init(ContextObject *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"backend", "device", "threads", "workspace_limit", NULL};
+    static char *names[] = {"backend", "device", "threads", "workspace_limit", "host_memory_limit", NULL};
     sr_context_options o = sr_context_options_default();
     int backend = (int)o.backend;
-    unsigned long long workspace = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|iiiK", names, &backend, &o.device, &o.threads, &workspace))
+    unsigned long long workspace = 0, host = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|iiiKK", names, &backend, &o.device, &o.threads, &workspace, &host))
         return -1;
     o.backend = (sr_backend)backend;
     o.workspace_limit = (size_t)workspace;
+    o.host_memory_limit = (size_t)host;
     if (self->ctx) {
         sr_context_destroy(self->ctx);
         self->ctx = NULL;
@@ -122,8 +123,9 @@ static PyObject *context_options(ContextObject *self, PyObject *unused)
     (void)unused;
     sr_context_options o;
     TRY(sr_context_get_options(self->ctx, &o));
-    return Py_BuildValue("{s:i,s:i,s:i,s:K}", "backend", (int)o.backend, "device", o.device, "threads", o.threads,
-                         "workspace_limit", (unsigned long long)o.workspace_limit);
+    return Py_BuildValue("{s:i,s:i,s:i,s:K,s:K}", "backend", (int)o.backend, "device", o.device, "threads", o.threads,
+                         "workspace_limit", (unsigned long long)o.workspace_limit, "host_memory_limit",
+                         (unsigned long long)o.host_memory_limit);
 }
 
 static PyObject *context_synchronize(ContextObject *self, PyObject *unused)
@@ -180,7 +182,7 @@ static PyTypeObject ContextType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sparsering._core.Context",
     .tp_basicsize = sizeof(ContextObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Context(backend=0, device=0, threads=0, workspace_limit=0): a sparsering context.",
+    .tp_doc = "Context(backend=0, device=0, threads=0, workspace_limit=0, host_memory_limit=0): a sparsering context.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)context_init,
     .tp_dealloc = (destructor)context_dealloc,

@@ -50,12 +50,15 @@ class Context:
     backend: "auto" (CUDA when a GPU is usable, else the CPU; the SPARSERING_BACKEND environment
     variable overrides), "cpu" or "cuda". threads: CPU threads (0: OpenMP's default).
     workspace_limit: bytes of temporary memory one call may take (0: automatic, half the free
-    device memory or 1 GiB on the host); k-NN works in batches under it."""
+    device memory or 1 GiB on the host); k-NN works in batches under it. host_memory_limit: the
+    most bytes one host allocation may take (0: no fixed limit); a matrix read from a file or built
+    from triplets may in any case need at most the larger of 1 GiB and 16 times its entries unless
+    this limit allows more (a file declaring billions of empty rows is refused, not read)."""
 
-    def __init__(self, backend="auto", device=0, threads=0, workspace_limit=0):
+    def __init__(self, backend="auto", device=0, threads=0, workspace_limit=0, host_memory_limit=0):
         if backend not in _BACKENDS:
             raise ValueError(f"backend must be one of {sorted(_BACKENDS)}, not {backend!r}")
-        self._ctx = _core.Context(_BACKENDS[backend], device, threads, workspace_limit)
+        self._ctx = _core.Context(_BACKENDS[backend], device, threads, workspace_limit, host_memory_limit)
 
     @property
     def backend(self):

@@ -92,3 +92,17 @@ def test_backend_names():
     if "cuda" not in sr.library_version():
         with pytest.raises(sr.NoDeviceError):
             sr.Context("cuda")
+
+
+def test_declared_sizes_past_the_entries_are_refused(tmp_path):
+    path = tmp_path / "huge.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate real general\n3000000000 5 1\n1 1 1.5\n")
+    with pytest.raises(sr.OutOfMemoryError, match="3000000000 rows"):
+        sr.read_mm(str(path), context=sr.Context("cpu"))
+    small = tmp_path / "small.mtx"
+    small.write_text("%%MatrixMarket matrix coordinate real general\n1000000 5 1\n1 1 1.5\n")
+    assert sr.read_mm(str(small), context=sr.Context("cpu")).shape == (1000000, 5)
+    tight = sr.Context("cpu", host_memory_limit=1 << 20)
+    assert tight.options()["host_memory_limit"] == 1 << 20
+    with pytest.raises(sr.OutOfMemoryError, match="host memory limit"):
+        sr.read_mm(str(small), context=tight)

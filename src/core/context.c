@@ -68,6 +68,7 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
     ctx->device = o.device;
     ctx->threads = o.threads;
     ctx->workspace_limit = o.workspace_limit;
+    ctx->host_limit = o.host_memory_limit;
     ctx->stream = o.stream;
     /* Only a CUDA context makes a stream: creating one initializes the device, which a CPU
      * context must not pay for. A CPU context that meets device data uses the legacy default
@@ -120,6 +121,7 @@ sr_status sr_context_get_options(sr_context ctx, sr_context_options *options)
     options->stream = ctx->stream;
     options->threads = ctx->threads;
     options->workspace_limit = ctx->workspace_limit;
+    options->host_memory_limit = ctx->host_limit;
     return SR_SUCCESS;
 }
 
@@ -128,6 +130,13 @@ sr_status sr_context_set_threads(sr_context ctx, int threads)
     SR_CHECK_ARG(ctx != NULL, "sr_context_set_threads: the context is NULL");
     SR_CHECK_ARG(threads >= 0, "sr_context_set_threads: thread count %d is negative", threads);
     ctx->threads = threads;
+    return SR_SUCCESS;
+}
+
+sr_status sr_context_set_host_memory_limit(sr_context ctx, size_t bytes)
+{
+    SR_CHECK_ARG(ctx != NULL, "sr_context_set_host_memory_limit: the context is NULL");
+    ctx->host_limit = bytes;
     return SR_SUCCESS;
 }
 

@@ -18,6 +18,7 @@ struct sr_context_s {
     bool owns_stream;
     int threads;
     size_t workspace_limit;
+    size_t host_limit;         /* sr_context_options.host_memory_limit */
     size_t device_bytes;       /* updated with __atomic builtins: matrices may be freed on any thread */
     size_t device_peak;
 };

@@ -22,6 +22,10 @@ sr_status sr_mem_alloc(struct sr_context_s *ctx, sr_location where, size_t bytes
     if (bytes == 0)
         return SR_SUCCESS;
     if (where == SR_HOST) {
+        if (ctx && ctx->host_limit && bytes > ctx->host_limit)
+            return sr_error(SR_ERROR_OUT_OF_MEMORY,
+                            "allocating %zu bytes (%.2f GiB) would pass the context's host memory limit of %zu bytes",
+                            bytes, (double)bytes / 1073741824.0, ctx->host_limit);
         *ptr = malloc(bytes);
         if (*ptr == NULL)
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory allocating %zu bytes", bytes);
@@ -31,6 +35,22 @@ sr_status sr_mem_alloc(struct sr_context_s *ctx, sr_location where, size_t bytes
     SR_TRY(sr_device_malloc(ctx->device, ctx->stream, bytes, ptr));
     account_device_bytes(ctx, bytes);
     return SR_SUCCESS;
+}
+
+sr_status sr_mem_check_proportion(const struct sr_context_s *ctx, double index_bytes, double entry_bytes,
+                                  const char *what)
+{
+    const double floor = 1073741824.0, allowed = ctx && ctx->host_limit ? (double)ctx->host_limit
+                                                  : (16 * entry_bytes > floor ? 16 * entry_bytes : floor);
+    if (index_bytes + entry_bytes <= allowed)
+        return SR_SUCCESS;
+    return sr_error(SR_ERROR_OUT_OF_MEMORY,
+                    "%s would need %.0f bytes (%.2f GiB) for %.0f bytes of entries: more than %s; a host memory "
+                    "limit of at least %.0f bytes (sr_context_options.host_memory_limit, the CLI's --host-memory) "
+                    "allows it",
+                    what, index_bytes + entry_bytes, (index_bytes + entry_bytes) / 1073741824.0, entry_bytes,
+                    ctx && ctx->host_limit ? "the context's host memory limit" : "1 GiB and 16 times the entries",
+                    index_bytes + entry_bytes);
 }
 
 sr_status sr_mem_alloc_array(struct sr_context_s *ctx, sr_location where, size_t n, size_t size, void **ptr)

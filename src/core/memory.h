@@ -10,6 +10,11 @@ extern "C" {
 
 /* bytes == 0 gives *ptr = NULL and succeeds. */
 sr_status sr_mem_alloc(struct sr_context_s *ctx, sr_location where, size_t bytes, void **ptr);
+/* A structure of `index_bytes` (row pointers and the like) for entries taking `entry_bytes`
+ * (`what` says what, for the message) fits the context's rule: at most the host memory limit
+ * when one is set, else at most the larger of 1 GiB and 16 times the entries. */
+sr_status sr_mem_check_proportion(const struct sr_context_s *ctx, double index_bytes, double entry_bytes,
+                                  const char *what);
 /* Like sr_mem_alloc for n elements of `size` bytes, failing with SR_ERROR_OVERFLOW on overflow. */
 sr_status sr_mem_alloc_array(struct sr_context_s *ctx, sr_location where, size_t n, size_t size, void **ptr);
 void sr_mem_free(struct sr_context_s *ctx, sr_location where, void *ptr, size_t bytes);
