@@ -72,7 +72,8 @@ sr_status sr_cpu_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t nco
     int threads = sr_context_threads(ctx);
     SR_TRY(check_triplet_ranges(nrows, ncols, nnz, rows, cols, threads));
     char what[96]; /* the row pointers and the fill cursors, against the triplets' own bytes */
-    snprintf(what, sizeof what, "a matrix of %lld rows and %lld entries", (long long)nrows, (long long)nnz);
+    snprintf(what, sizeof what, "a matrix of %lld rows and %lld entr%s", (long long)nrows, (long long)nnz,
+             nnz == 1 ? "y" : "ies");
     SR_TRY(sr_mem_check_proportion(ctx, 2.0 * 8.0 * ((double)nrows + 1), (double)nnz * (16.0 + (double)sr_value_size(type)),
                                    what));
 
