@@ -598,14 +598,17 @@ sr_status sr_factorize(sr_context ctx, sr_matrix R, sr_matrix R_test, const sr_f
 /* Built on the fused pattern (every Gram- or Hessian-vector product is one sr_fused_pattern
  * call, X read once) and the public calls only (src/algorithms), so they run where X lives.
  * X is m x n (samples x features), float64, float32 (cast once to float64) or bool; y and the
- * coefficients w are host float64 vectors (sr_vector_view); no intercept is fitted (center the
- * data, or add a column of ones, for one). */
+ * coefficients w are host float64 vectors (sr_vector_view). With fit_intercept an unpenalized
+ * intercept b is fitted too (scikit-learn's default): ridge centers X and y implicitly (X is
+ * never densified: the centered Gram product is the fused pass minus a rank-one term), logistic
+ * regression adds b to every margin. */
 typedef struct sr_solver_step {
     int iteration;          /* outer iterations: CG steps for ridge, Newton steps for logistic */
     int inner;              /* CG steps in all (logistic) */
     double loss;            /* the objective */
     double gradient_norm;   /* ‖∇‖ */
     double seconds;         /* since the call began */
+    double intercept;       /* b (0 without fit_intercept) */
 } sr_solver_step;
 /* Called after each iteration; nonzero stops the call with SR_ERROR_CANCELLED (w keeps it). */
 typedef int (*sr_solver_fn)(const sr_solver_step *step, void *user);
@@ -613,17 +616,18 @@ typedef int (*sr_solver_fn)(const sr_solver_step *step, void *user);
 typedef struct sr_solver_options {
     double tolerance;       /* stop when ‖∇‖ <= tolerance·‖∇ at w = 0‖; default 1e-10 */
     int max_iterations;     /* default 1000 (ridge), 100 (logistic) */
+    bool fit_intercept;     /* default false; the intercept comes back in sr_solver_step.intercept */
     sr_solver_fn report;
     void *report_user;
 } sr_solver_options;
 sr_solver_options sr_solver_options_default(void);
 
-/* Ridge regression: w = argmin ‖X·w − y‖² + λ·‖w‖² (scikit-learn's Ridge(alpha=λ,
- * fit_intercept=False)) by conjugate gradient on (XᵀX + λI)·w = Xᵀy, from w = 0. y: m x 1, w: n x 1. */
+/* Ridge regression: w = argmin ‖X·w + b − y‖² + λ·‖w‖² (scikit-learn's Ridge(alpha=λ); b = 0
+ * without fit_intercept) by conjugate gradient on the normal equations from w = 0. y: m x 1, w: n x 1. */
 sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda, const sr_solver_options *options,
                    const sr_dense *w, sr_solver_step *last);
-/* L2-regularized logistic regression: w = argmin ½‖w‖² + C·Σ log(1 + exp(−y_i·x_i·w)) (scikit-
- * learn's LogisticRegression(C=C, fit_intercept=False), LIBLINEAR's primal) by a trust-region
+/* L2-regularized logistic regression: w = argmin ½‖w‖² + C·Σ log(1 + exp(−y_i·(x_i·w + b)))
+ * (scikit-learn's LogisticRegression(C=C); b = 0 without fit_intercept) by a trust-region
  * Newton method with conjugate-gradient inner steps (Lin, Weng and Keerthi 2008, as LIBLINEAR's
  * TRON). Labels y: m x 1 of ±1 (or 0/1, 0 read as −1). */
 sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, const sr_solver_options *options,

@@ -135,6 +135,8 @@ expect 0 "$cli" ridge "$tmp/x.mtx" "$tmp/y3.txt" --lambda 0.5 --out "$tmp/w.txt"
 [ "$(wc -l < "$tmp/w.txt")" -eq 2 ] || { echo "FAIL: ridge wrote $(cat "$tmp/w.txt")"; failures=$((failures + 1)); }
 printf '1\n-1\n1\n' > "$tmp/labels.txt"
 expect 0 "$cli" logistic "$tmp/x.mtx" "$tmp/labels.txt" --C 2
+expect 0 "$cli" ridge "$tmp/x.mtx" "$tmp/y3.txt" --fit-intercept
+grep -q "^intercept " "$tmp/out" || { echo "FAIL: ridge --fit-intercept: $(cat "$tmp/out")"; failures=$((failures + 1)); }
 expect 2 "$cli" logistic "$tmp/x.mtx" "$tmp/y3.txt"
 grep -q "label 1 is 2" "$tmp/err" || { echo "FAIL: logistic label error: $(cat "$tmp/err")"; failures=$((failures + 1)); }
 # A size line of 3,000,000,000 rows and one entry: refused with the memory it needs, not killed

@@ -200,6 +200,8 @@ static int solver_command(const cli_globals *g, int argc, char **argv, bool logi
             o.tolerance = atof(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--max-iter") == 0)
             o.max_iterations = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--fit-intercept") == 0)
+            o.fit_intercept = true;
         else if (i + 1 < argc && strcmp(argv[i], "--out") == 0)
             out = argv[++i];
         else if (argv[i][0] != '-' && !x_path)
@@ -211,11 +213,11 @@ static int solver_command(const cli_globals *g, int argc, char **argv, bool logi
     }
     if (bad || !y_path) {
         fprintf(stderr,
-                "usage: sparsering %s X.mtx LABELS [%s] [--tol T] [--max-iter N] [--out W.txt]\n"
+                "usage: sparsering %s X.mtx LABELS [%s] [--fit-intercept] [--tol T] [--max-iter N] [--out W.txt]\n"
                 "  %s; LABELS: one number a line (or an n x 1 .mtx)%s\n",
                 logistic ? "logistic" : "ridge", logistic ? "--C C" : "--lambda L",
-                logistic ? "L2 logistic regression by trust-region Newton (LIBLINEAR's objective, no intercept)"
-                         : "ridge regression by CG on the normal equations (no intercept)",
+                logistic ? "L2 logistic regression by trust-region Newton (LIBLINEAR's objective)"
+                         : "ridge regression by CG on the normal equations",
                 logistic ? ", +1/-1 or 1/0" : "");
         return CLI_USAGE;
     }
@@ -247,11 +249,16 @@ static int solver_command(const cli_globals *g, int argc, char **argv, bool logi
             printf("%9s %8s %20s %14s %10s\n", "iteration", "CG steps", "objective", "|gradient|", "seconds");
             o.report = print_step;
             sr_dense yv = sr_vector_view(y, ny, SR_TYPE_FLOAT64, SR_HOST), wv = sr_vector_view(w, info.ncols, SR_TYPE_FLOAT64, SR_HOST);
-            s = logistic ? sr_logistic(ctx, X, &yv, param, &o, &wv, NULL) : sr_ridge(ctx, X, &yv, param, &o, &wv, NULL);
-            if (s != SR_SUCCESS)
+            sr_solver_step last;
+            s = logistic ? sr_logistic(ctx, X, &yv, param, &o, &wv, &last) : sr_ridge(ctx, X, &yv, param, &o, &wv, &last);
+            if (s != SR_SUCCESS) {
                 rc = cli_fail(s, logistic ? "logistic regression" : "ridge regression");
-            else if (out)
-                rc = write_vector(out, w, info.ncols);
+            } else {
+                if (o.fit_intercept)
+                    printf("intercept %.17g\n", last.intercept);
+                if (out)
+                    rc = write_vector(out, w, info.ncols);
+            }
         }
     }
     free(y), free(w);

@@ -810,8 +810,8 @@ static int solver_step(const sr_solver_step *step, void *user)
     solver_report *r = user;
     PyGILState_STATE g = PyGILState_Ensure();
     int stop = 0;
-    PyObject *t = Py_BuildValue("(iiddd)", step->iteration, step->inner, step->loss, step->gradient_norm,
-                                step->seconds);
+    PyObject *t = Py_BuildValue("(iidddd)", step->iteration, step->inner, step->loss, step->gradient_norm,
+                                step->seconds, step->intercept);
     if (!t || PyList_Append(r->steps, t) != 0) {
         r->failed = 1, stop = 1;
     } else if (r->callback != Py_None) {
@@ -827,15 +827,16 @@ static int solver_step(const sr_solver_step *step, void *user)
     return stop;
 }
 
-/* solve(ctx, kind (0 ridge, 1 logistic), X, y, w, lambda_or_C, tolerance, max_iterations, callback) -> steps */
+/* solve(ctx, kind (0 ridge, 1 logistic), X, y, w, lambda_or_C, tolerance, max_iterations, fit_intercept,
+ * callback) -> (intercept, steps) */
 static PyObject *solve(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *context, *x_obj, *yt, *wt, *callback;
-    int kind, max_iterations;
+    int kind, max_iterations, fit_intercept;
     double param, tolerance;
-    if (!PyArg_ParseTuple(args, "OiOO!O!ddiO", &context, &kind, &x_obj, &PyTuple_Type, &yt, &PyTuple_Type, &wt, &param,
-                          &tolerance, &max_iterations, &callback))
+    if (!PyArg_ParseTuple(args, "OiOO!O!ddipO", &context, &kind, &x_obj, &PyTuple_Type, &yt, &PyTuple_Type, &wt, &param,
+                          &tolerance, &max_iterations, &fit_intercept, &callback))
         return NULL;
     sr_context ctx = ctx_of(context);
     sr_matrix X;
@@ -856,11 +857,13 @@ static PyObject *solve(PyObject *mod, PyObject *args)
     sr_solver_options o = sr_solver_options_default();
     o.tolerance = tolerance;
     o.max_iterations = max_iterations;
+    o.fit_intercept = fit_intercept != 0;
     o.report = solver_step;
     o.report_user = &rep;
+    sr_solver_step last = {0, 0, 0, 0, 0, 0};
     sr_status st;
-    Py_BEGIN_ALLOW_THREADS st = kind == 0 ? sr_ridge(ctx, X, &y.view, param, &o, &w.view, NULL)
-                                          : sr_logistic(ctx, X, &y.view, param, &o, &w.view, NULL);
+    Py_BEGIN_ALLOW_THREADS st = kind == 0 ? sr_ridge(ctx, X, &y.view, param, &o, &w.view, &last)
+                                          : sr_logistic(ctx, X, &y.view, param, &o, &w.view, &last);
     Py_END_ALLOW_THREADS dense_release(&y);
     dense_release(&w);
     if (rep.failed) {
@@ -871,7 +874,7 @@ static PyObject *solve(PyObject *mod, PyObject *args)
         Py_DECREF(rep.steps);
         return raise_status(st);
     }
-    return rep.steps;
+    return Py_BuildValue("(dN)", last.intercept, rep.steps);
 }
 
 /* binary(ctx, op, A, B, semiring, mask, C_or_None (accumulate into it), complement, transpose_b) -> Matrix;
@@ -1437,7 +1440,8 @@ static PyMethodDef module_methods[] = {
      "factorize(ctx, R, R_test, W, H, rank, lambda, iterations, cg_steps, seed, center, use_initial, callback)"},
     {"fused_pattern", fused_pattern, METH_VARARGS,
      "fused_pattern(ctx, form, w, alpha, X_or_None, X_dense_or_None, v_or_None, y, beta, z_or_None)"},
-    {"solve", solve, METH_VARARGS, "solve(ctx, kind, X, y, w, lambda_or_C, tolerance, max_iterations, callback)"},
+    {"solve", solve, METH_VARARGS,
+     "solve(ctx, kind, X, y, w, lambda_or_C, tolerance, max_iterations, fit_intercept, callback) -> (b, steps)"},
     {"extract", extract, METH_VARARGS, "extract(ctx, A, row0, col0, nrows, ncols)"},
     {"reduce_rows", reduce_rows, METH_VARARGS, "reduce_rows(ctx, A, semiring)"},
     {"mxm_bits", mxm_bits, METH_VARARGS, "mxm_bits(ctx, Y, mask, A, X, ncols, complement, replace, accumulate)"},

@@ -41,30 +41,34 @@ def fused_pattern(X, y, *, v=None, z=None, alpha=1.0, beta=0.0, form="xtvxy", ou
     return out
 
 
-SolverResult = namedtuple("SolverResult", "coef history")
-SolverResult.__doc__ = """coef: the coefficients (float64); history: (iteration, inner CG steps,
-objective, gradient norm, seconds) after each iteration."""
+SolverResult = namedtuple("SolverResult", "coef intercept history")
+SolverResult.__doc__ = """coef: the coefficients (float64); intercept: b (0.0 without fit_intercept);
+history: (iteration, inner CG steps, objective, gradient norm, seconds, intercept) after each
+iteration."""
 
 
-def _solve(kind, X, y, param, tol, max_iter, callback, context):
+def _solve(kind, X, y, param, tol, max_iter, fit_intercept, callback, context):
     ctx = _ctx_for(X, context)
     Xm = as_matrix(X, ctx, None if getattr(X, "dtype", None) in (np.bool_, np.float32) else np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64).ravel()
     w = np.zeros(Xm.shape[1])
-    history = _core.solve(ctx._ctx, kind, Xm._h, _dense(y, "y"), _dense(w, "w", True), float(param), float(tol),
-                          int(max_iter or 0), callback)
-    return SolverResult(w, history)
+    b, history = _core.solve(ctx._ctx, kind, Xm._h, _dense(y, "y"), _dense(w, "w", True), float(param), float(tol),
+                             int(max_iter or 0), bool(fit_intercept), callback)
+    return SolverResult(w, b, history)
 
 
-def ridge(X, y, lam=1.0, *, tol=1e-10, max_iter=None, callback=None, context=None):
-    """argmin ‖X·w − y‖² + lam·‖w‖² (scikit-learn Ridge(alpha=lam, fit_intercept=False)) by conjugate
-    gradient on the normal equations; each product (XᵀX + lam·I)·p reads X once (fused_pattern).
-    Stops when the residual falls below tol times its start. Returns SolverResult(coef, history)."""
-    return _solve(0, X, y, lam, tol, max_iter, callback, context)
+def ridge(X, y, lam=1.0, *, fit_intercept=False, tol=1e-10, max_iter=None, callback=None, context=None):
+    """argmin ‖X·w + b − y‖² + lam·‖w‖² (scikit-learn Ridge(alpha=lam, fit_intercept=...)) by
+    conjugate gradient on the normal equations; each product (XᵀX + lam·I)·p reads X once
+    (fused_pattern); with fit_intercept X and y are centered implicitly (X stays sparse). Stops
+    when the residual falls below tol times its start. Returns SolverResult(coef, intercept, history)."""
+    return _solve(0, X, y, lam, tol, max_iter, fit_intercept, callback, context)
 
 
-def logistic_regression(X, y, C=1.0, *, tol=1e-10, max_iter=None, callback=None, context=None):
-    """argmin ½‖w‖² + C·Σ log(1 + exp(−y_i x_i·w)) (scikit-learn LogisticRegression(C=C,
-    fit_intercept=False); labels ±1 or 1/0) by trust-region Newton with CG inner steps (LIBLINEAR's
-    TRON); each Hessian-vector product reads X once. Stops when ‖∇‖ <= tol·‖∇ at 0‖."""
-    return _solve(1, X, y, C, tol, max_iter, callback, context)
+def logistic_regression(X, y, C=1.0, *, fit_intercept=False, tol=1e-10, max_iter=None, callback=None,
+                        context=None):
+    """argmin ½‖w‖² + C·Σ log(1 + exp(−y_i (x_i·w + b))) (scikit-learn LogisticRegression(C=C,
+    fit_intercept=...), the intercept unpenalized; labels ±1 or 1/0) by trust-region Newton with CG
+    inner steps (LIBLINEAR's TRON); each Hessian-vector product reads X once. Stops when
+    ‖∇‖ <= tol·‖∇ at 0‖. Returns SolverResult(coef, intercept, history)."""
+    return _solve(1, X, y, C, tol, max_iter, fit_intercept, callback, context)

@@ -66,6 +66,21 @@ def test_logistic_matches_sklearn(ctx, rng):
     np.testing.assert_allclose(got01.coef, sr.logistic_regression(X, y, 1.0, context=ctx).coef)
 
 
+def test_intercepts_match_sklearn(ctx, rng):
+    X = rand_X(rng, 500, 30, 0.2)
+    y = X @ rng.standard_normal(30) + 3.0 + 0.1 * rng.standard_normal(500)
+    got = sr.ridge(X, y, 2.0, fit_intercept=True, context=ctx)
+    want = Ridge(alpha=2.0, fit_intercept=True, solver="sparse_cg", tol=1e-14, max_iter=10_000).fit(X, y)
+    np.testing.assert_allclose(got.coef, want.coef_, rtol=1e-6, atol=1e-9)
+    assert abs(got.intercept - want.intercept_) < 1e-8 * max(1, abs(want.intercept_))
+    labels = np.where(y > 3.2, 1.0, -1.0)
+    got = sr.logistic_regression(X, labels, 1.5, fit_intercept=True, context=ctx)
+    want = LogisticRegression(C=1.5, solver="newton-cholesky", tol=1e-15, max_iter=1000).fit(X, labels)
+    np.testing.assert_allclose(got.coef, want.coef_.ravel(), rtol=1e-6, atol=1e-9)
+    assert abs(got.intercept - want.intercept_[0]) < 1e-7
+    assert got.history[-1][5] == got.intercept
+
+
 def test_solver_errors(ctx, rng):
     X = rand_X(rng, 20, 5, 0.5)
     with pytest.raises(sr.InvalidArgumentError, match="labels"):

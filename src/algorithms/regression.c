@@ -68,11 +68,27 @@ static sr_status report(const sr_solver_options *o, const sr_solver_step *step, 
 
 /* ------------------------------------------------------------------ ridge */
 
-/* q = (XᵀX + λI)·p: one pass over X. */
-static sr_status normal_product(const problem *pr, double lambda, double *p, double *q)
+/* q = (XcᵀXc + λI)·p: one pass over X. With centering (mean row xbar), Xc = X − 1·xbarᵀ gives
+ * XcᵀXc·p = XᵀX·p − m·(xbar·p)·xbar, so X is never densified. */
+static sr_status normal_product(const problem *pr, double lambda, const double *xbar, double *p, double *q)
 {
     sr_dense pv = vec(p, pr->n), qv = vec(q, pr->n);
-    return sr_fused_pattern(pr->ctx, SR_FORM_XTVXY, &qv, 1.0, pr->X, NULL, &pv, lambda, &pv);
+    SR_TRY(sr_fused_pattern(pr->ctx, SR_FORM_XTVXY, &qv, 1.0, pr->X, NULL, &pv, lambda, &pv));
+    if (xbar) {
+        const double c = (double)pr->m * dot(xbar, p, pr->n);
+        for (int64_t j = 0; j < pr->n; j++)
+            q[j] -= c * xbar[j];
+    }
+    return SR_SUCCESS;
+}
+
+/* xbar = Xᵀ·1 / m (the mean row), one pass. */
+static sr_status mean_row(const problem *pr, double *ones, double *xbar)
+{
+    for (int64_t i = 0; i < pr->m; i++)
+        ones[i] = 1.0;
+    sr_dense ov = vec(ones, pr->m), xv = vec(xbar, pr->n);
+    return sr_fused_pattern(pr->ctx, SR_FORM_XTY, &xv, pr->m ? 1.0 / (double)pr->m : 0.0, pr->X, NULL, &ov, 0.0, NULL);
 }
 
 sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda, const sr_solver_options *options,
@@ -85,15 +101,28 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
     SR_CHECK_ARG(o.tolerance >= 0 && o.max_iterations >= 0, "%s: negative tolerance or max_iterations", fn);
     problem pr;
     SR_TRY(start(fn, ctx, X, y, w, &pr));
-    const int64_t n = pr.n;
+    const int64_t n = pr.n, m = pr.m;
     const int max_it = o.max_iterations ? o.max_iterations : 1000;
     double *x = w->data, *b = calloc((size_t)n + 1, sizeof(double)), *r = calloc((size_t)n + 1, sizeof(double));
     double *p = calloc((size_t)n + 1, sizeof(double)), *q = calloc((size_t)n + 1, sizeof(double));
-    sr_status st = b && r && p && q ? SR_SUCCESS : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    double *xbar = o.fit_intercept ? calloc((size_t)n + 1, sizeof(double)) : NULL;
+    double *ones = o.fit_intercept ? calloc((size_t)m + 1, sizeof(double)) : NULL;
+    sr_status st = b && r && p && q && (!o.fit_intercept || (xbar && ones))
+                       ? SR_SUCCESS
+                       : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    const double *yd = y->data;
+    double ybar = 0, yy = 0;
+    for (int64_t i = 0; i < m && o.fit_intercept; i++)
+        ybar += yd[i] / (double)m;
+    for (int64_t i = 0; i < m; i++)
+        yy += (yd[i] - ybar) * (yd[i] - ybar);
     sr_dense yv = *y, bv = vec(b, n);
-    if (st == SR_SUCCESS) /* b = Xᵀ·y */
+    if (st == SR_SUCCESS) /* b = Xᵀ·y (centered: − m·ybar·xbar, as 1ᵀ(y − ybar) = 0) */
         st = sr_fused_pattern(ctx, SR_FORM_XTY, &bv, 1.0, pr.X, NULL, &yv, 0.0, NULL);
-    const double yy = st == SR_SUCCESS ? dot(y->data, y->data, pr.m) : 0;
+    if (st == SR_SUCCESS && o.fit_intercept)
+        st = mean_row(&pr, ones, xbar);
+    for (int64_t j = 0; j < n && st == SR_SUCCESS && o.fit_intercept; j++)
+        b[j] -= (double)m * ybar * xbar[j];
     memset(x, 0, (size_t)n * sizeof(double));
     if (st == SR_SUCCESS) {
         memcpy(r, b, (size_t)n * sizeof(double));
@@ -101,14 +130,14 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
     }
     double rr = dot(r, r, n);
     const double target = o.tolerance * sqrt(rr);
-    sr_solver_step step = {0, 0, yy, 2 * sqrt(rr), sr_algo_now() - t0};
+    sr_solver_step step = {0, 0, yy, 2 * sqrt(rr), sr_algo_now() - t0, ybar};
     for (int it = 1; st == SR_SUCCESS && it <= max_it && sqrt(rr) > target && rr > 0; it++) {
-        st = normal_product(&pr, lambda, p, q);
+        st = normal_product(&pr, lambda, xbar, p, q);
         if (st != SR_SUCCESS)
             break;
         const double pq = dot(p, q, n);
         if (!(pq > 0))
-            break; /* (XᵀX + λI) is singular along p: λ = 0 and X rank-deficient */
+            break; /* the system is singular along p: λ = 0 and X rank-deficient */
         const double a = rr / pq;
         for (int64_t j = 0; j < n; j++) {
             x[j] += a * p[j];
@@ -118,13 +147,16 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
         for (int64_t j = 0; j < n; j++)
             p[j] = r[j] + next / rr * p[j];
         rr = next;
-        /* ‖Xw − y‖² + λ‖w‖² = yᵀy − bᵀw − rᵀw, since (XᵀX + λI)w = b − r */
-        step = (sr_solver_step){it, it, yy - dot(b, x, n) - dot(r, x, n), 2 * sqrt(rr), sr_algo_now() - t0};
+        /* ‖Xc·w − yc‖² + λ‖w‖² = ycᵀyc − bᵀw − rᵀw, since (XcᵀXc + λI)w = b − r */
+        step = (sr_solver_step){it, it, yy - dot(b, x, n) - dot(r, x, n), 2 * sqrt(rr), sr_algo_now() - t0,
+                                o.fit_intercept ? ybar - dot(xbar, x, n) : 0.0};
         st = report(&o, &step, fn);
     }
+    if (o.fit_intercept) /* b = ybar − xbar·w */
+        step.intercept = ybar - dot(xbar, x, n);
     if (last)
         *last = step;
-    free(b), free(r), free(p), free(q);
+    free(b), free(r), free(p), free(q), free(xbar), free(ones);
     sr_matrix_free(pr.owned);
     return st;
 }
@@ -134,51 +166,75 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
 typedef struct {
     problem pr;
     double C;
+    bool intercept;      /* the variables are (w, b): N = n + 1 */
+    int64_t N;
     const double *label; /* ±1 */
-    double *z, *d, *t;   /* X·w, the Hessian's diagonal weights C·σ(1 − σ), scratch (m each) */
+    double *z, *d, *t;   /* X·w + b, the Hessian's weights C·σ(1 − σ), scratch (m each) */
+    double *q;           /* Xᵀ·d (n), and sum_d = Σ d: the intercept's rows of the Hessian */
+    double sum_d;
 } logistic;
 
 /* log(1 + exp(−u)) without overflow. */
 static double log1pexp_neg(double u) { return u >= 0 ? log1p(exp(-u)) : -u + log1p(exp(u)); }
 
-/* f(w) = ½‖w‖² + C·Σ log(1 + exp(−y_i z_i)), z = X·w (kept in lg->z). */
+/* f(w, b) = ½‖w‖² + C·Σ log(1 + exp(−y_i z_i)), z = X·w + b (kept in lg->z). */
 static sr_status objective(logistic *lg, double *w, double *f)
 {
     sr_dense wv = vec(w, lg->pr.n), zv = vec(lg->z, lg->pr.m);
     SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XY, &zv, 1.0, lg->pr.X, NULL, &wv, 0.0, NULL));
+    const double b = lg->intercept ? w[lg->pr.n] : 0.0;
     double loss = 0;
 #pragma omp parallel for reduction(+ : loss) schedule(static)
-    for (int64_t i = 0; i < lg->pr.m; i++)
+    for (int64_t i = 0; i < lg->pr.m; i++) {
+        lg->z[i] += b;
         loss += log1pexp_neg(lg->label[i] * lg->z[i]);
+    }
     *f = 0.5 * dot(w, w, lg->pr.n) + lg->C * loss;
     return SR_SUCCESS;
 }
 
-/* g = w + C·Xᵀ((σ(y·z) − 1)·y), and the Hessian's weights, at the w objective() saw last. */
+/* g = (w + C·Xᵀt, C·Σt), t = (σ(y·z) − 1)·y, and the Hessian's weights, at the w objective() saw
+ * last; with an intercept also q = Xᵀd and Σd. */
 static sr_status gradient(logistic *lg, double *w, double *g)
 {
-#pragma omp parallel for schedule(static)
+    double sum_t = 0, sum_d = 0;
+#pragma omp parallel for reduction(+ : sum_t, sum_d) schedule(static)
     for (int64_t i = 0; i < lg->pr.m; i++) {
         const double s = 1.0 / (1.0 + exp(-lg->label[i] * lg->z[i]));
         lg->t[i] = (s - 1.0) * lg->label[i];
         lg->d[i] = lg->C * s * (1.0 - s);
+        sum_t += lg->t[i];
+        sum_d += lg->d[i];
     }
     sr_dense tv = vec(lg->t, lg->pr.m), gv = vec(g, lg->pr.n), wv = vec(w, lg->pr.n);
-    return sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &gv, lg->C, lg->pr.X, NULL, &tv, 1.0, &wv);
+    SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &gv, lg->C, lg->pr.X, NULL, &tv, 1.0, &wv));
+    if (!lg->intercept)
+        return SR_SUCCESS;
+    g[lg->pr.n] = lg->C * sum_t;
+    lg->sum_d = sum_d;
+    sr_dense dv = vec(lg->d, lg->pr.m), qv = vec(lg->q, lg->pr.n);
+    return sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &qv, 1.0, lg->pr.X, NULL, &dv, 0.0, NULL);
 }
 
-/* Hs = s + Xᵀ(d ⊙ X·s): one pass over X. */
+/* H·(s, sb) = (s + Xᵀ(d ⊙ X·s) + sb·q, q·s + sb·Σd): one pass over X. */
 static sr_status hessian_product(logistic *lg, double *s, double *hs)
 {
     sr_dense sv = vec(s, lg->pr.n), hv = vec(hs, lg->pr.n), dv = vec(lg->d, lg->pr.m);
-    return sr_fused_pattern(lg->pr.ctx, SR_FORM_XTVXY, &hv, 1.0, lg->pr.X, &dv, &sv, 1.0, &sv);
+    SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XTVXY, &hv, 1.0, lg->pr.X, &dv, &sv, 1.0, &sv));
+    if (lg->intercept) {
+        const int64_t n = lg->pr.n;
+        for (int64_t j = 0; j < n; j++)
+            hs[j] += s[n] * lg->q[j];
+        hs[n] = dot(lg->q, s, n) + s[n] * lg->sum_d;
+    }
+    return SR_SUCCESS;
 }
 
 /* Steihaug's truncated CG for H·s = −g inside ‖s‖ <= delta; r receives −g − H·s. */
 static sr_status trust_cg(logistic *lg, double delta, const double *g, double *s, double *r, double *dir, double *hd,
                           int *steps)
 {
-    const int64_t n = lg->pr.n;
+    const int64_t n = lg->N;
     for (int64_t j = 0; j < n; j++) {
         s[j] = 0;
         r[j] = -g[j];
@@ -225,17 +281,21 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
     logistic lg;
     memset(&lg, 0, sizeof lg);
     SR_TRY(start(fn, ctx, X, y, w_out, &lg.pr));
-    const int64_t m = lg.pr.m, n = lg.pr.n;
+    const int64_t m = lg.pr.m, n = lg.pr.n, N = n + (o.fit_intercept ? 1 : 0);
     const int max_it = o.max_iterations ? o.max_iterations : 100;
     lg.C = C;
+    lg.intercept = o.fit_intercept;
+    lg.N = N;
     double *label = malloc((size_t)(m + 1) * sizeof(double));
     lg.z = malloc((size_t)(m + 1) * sizeof(double));
     lg.d = malloc((size_t)(m + 1) * sizeof(double));
     lg.t = malloc((size_t)(m + 1) * sizeof(double));
-    double *w = w_out->data, *g = calloc((size_t)n + 1, sizeof(double)), *s = calloc((size_t)n + 1, sizeof(double));
-    double *r = calloc((size_t)n + 1, sizeof(double)), *dir = calloc((size_t)n + 1, sizeof(double));
-    double *hd = calloc((size_t)n + 1, sizeof(double)), *trial = calloc((size_t)n + 1, sizeof(double));
-    sr_status st = label && lg.z && lg.d && lg.t && g && s && r && dir && hd && trial
+    lg.q = calloc((size_t)n + 1, sizeof(double));
+    double *w = calloc((size_t)N + 1, sizeof(double)), *g = calloc((size_t)N + 1, sizeof(double));
+    double *s = calloc((size_t)N + 1, sizeof(double)), *r = calloc((size_t)N + 1, sizeof(double));
+    double *dir = calloc((size_t)N + 1, sizeof(double)), *hd = calloc((size_t)N + 1, sizeof(double));
+    double *trial = calloc((size_t)N + 1, sizeof(double));
+    sr_status st = label && lg.z && lg.d && lg.t && lg.q && w && g && s && r && dir && hd && trial
                        ? SR_SUCCESS
                        : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     for (int64_t i = 0; i < m && st == SR_SUCCESS; i++) {
@@ -246,14 +306,13 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
         label[i] = v > 0 ? 1.0 : -1.0;
     }
     lg.label = label;
-    memset(w, 0, (size_t)n * sizeof(double));
     double f = 0, gnorm = 0, gnorm0 = 0, delta = 0;
     if (st == SR_SUCCESS)
         st = objective(&lg, w, &f);
     if (st == SR_SUCCESS)
         st = gradient(&lg, w, g);
-    gnorm0 = gnorm = delta = sqrt(dot(g, g, n));
-    sr_solver_step step = {0, 0, f, gnorm, sr_algo_now() - t0};
+    gnorm0 = gnorm = delta = sqrt(dot(g, g, N));
+    sr_solver_step step = {0, 0, f, gnorm, sr_algo_now() - t0, 0.0};
     /* the trust region's constants (Lin, Weng and Keerthi 2008, Algorithm 2) */
     const double eta0 = 1e-4, eta1 = 0.25, eta2 = 0.75, sigma1 = 0.25, sigma2 = 0.5, sigma3 = 4.0;
     int it = 1, inner = 0;
@@ -261,9 +320,9 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
         st = trust_cg(&lg, delta, g, s, r, dir, hd, &inner);
         if (st != SR_SUCCESS)
             break;
-        for (int64_t j = 0; j < n; j++)
+        for (int64_t j = 0; j < N; j++)
             trial[j] = w[j] + s[j];
-        const double gs = dot(g, s, n), predicted = -0.5 * (gs - dot(s, r, n)), snorm = sqrt(dot(s, s, n));
+        const double gs = dot(g, s, N), predicted = -0.5 * (gs - dot(s, r, N)), snorm = sqrt(dot(s, s, N));
         double fnew;
         st = objective(&lg, trial, &fnew);
         if (st != SR_SUCCESS)
@@ -284,25 +343,28 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
         else
             delta = fmax(delta, fmin(a * snorm, sigma3 * delta));
         if (actual > eta0 * predicted) { /* accept: z is X·trial now */
-            memcpy(w, trial, (size_t)n * sizeof(double));
+            memcpy(w, trial, (size_t)N * sizeof(double));
             f = fnew;
             const double before = gnorm;
             st = gradient(&lg, w, g);
-            gnorm = sqrt(dot(g, g, n));
-            if (in_noise && !(gnorm < before)) /* at the precision's limit: no step helps any more */
-                it = max_it;
-            step = (sr_solver_step){it, inner, f, gnorm, sr_algo_now() - t0};
+            gnorm = sqrt(dot(g, g, N));
+            step = (sr_solver_step){it, inner, f, gnorm, sr_algo_now() - t0, o.fit_intercept ? w[n] : 0.0};
+            memcpy(w_out->data, w, (size_t)n * sizeof(double));
             if (st == SR_SUCCESS)
                 st = report(&o, &step, fn);
             it++;
+            if (in_noise && !(gnorm < before)) /* at the precision's limit: no step helps any more */
+                break;
         } /* rejected: w, f, g and the Hessian's weights stay; only z holds the trial's X·s */
         if (st == SR_SUCCESS && actual <= 0 && predicted <= 0)
             break; /* no descent left */
     }
+    memcpy(w_out->data, w, (size_t)n * sizeof(double));
+    step.intercept = o.fit_intercept ? w[n] : 0.0;
     if (last)
         *last = step;
-    free(label), free(lg.z), free(lg.d), free(lg.t);
-    free(g), free(s), free(r), free(dir), free(hd), free(trial);
+    free(label), free(lg.z), free(lg.d), free(lg.t), free(lg.q);
+    free(w), free(g), free(s), free(r), free(dir), free(hd), free(trial);
     sr_matrix_free(lg.pr.owned);
     return st;
 }
