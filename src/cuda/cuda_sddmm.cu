@@ -7,12 +7,13 @@
 // each group keeps its row's A fragment in registers while its entries stay in that row (the
 // paper keeps A's rows in shared memory for the same reuse). B's rows come through L2: when B is
 // larger than a share of L2 and rows are long, the entries are visited column tile by column tile
-// (column_tile_order) so that a tile of B stays resident, as the paper's SM-L2 scheme does. sddmm_launch documents the
-// choices.
+// (column_tile_order) so that a tile of B stays resident, as the paper's SM-L2 scheme does. The
+// comment above launch_entries documents the choices.
 //
 // Fused SDDMM→SpMM: a group per chunk of entries computes each entry's score as above and adds
 // score·V(j) to accumulators in registers (an online softmax rescales them when a larger score
-// comes); rows cut by a chunk's ends leave partial states that a second kernel merges.
+// comes); short rows belong whole to the chunk they begin in, long rows cut by a chunk's ends
+// leave partial states that a second kernel merges.
 #include "cuda_common.cuh"
 #include "cuda_semiring.cuh"
 
