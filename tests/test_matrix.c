@@ -259,6 +259,28 @@ static void test_large_transpose(void)
     test_csr_free(&m);
 }
 
+/* What the fuzzers found (fuzz/fuzz_csr.c), kept: no triplets at all, and int32 duplicates whose
+ * sum passes the type (an error naming the row, not a wrapped value). */
+static void test_fuzz_regressions(void)
+{
+    sr_matrix A = NULL;
+    int64_t r[3] = {1, 1, 0};
+    int32_t c[3] = {2, 2, 0};
+    int32_t v[3] = {2000000000, 2000000000, 5};
+    CHECK_OK(sr_matrix_from_coo(ctx, &A, 4, 3, SR_TYPE_FLOAT64, 0, r, c, NULL, SR_DUPLICATES_SUM, SR_HOST));
+    sr_matrix_info info;
+    CHECK_OK(sr_matrix_get_info(A, &info));
+    CHECK(info.nnz == 0 && info.nrows == 4, "no triplets gave %lld entries", (long long)info.nnz);
+    sr_matrix_free(A);
+    A = NULL;
+    CHECK_FAILS(sr_matrix_from_coo(ctx, &A, 4, 3, SR_TYPE_INT32, 3, r, c, v, SR_DUPLICATES_SUM, SR_HOST),
+                SR_ERROR_OVERFLOW, "row 1 pass the int32 range");
+    CHECK(A == NULL, "a failed constructor wrote its output");
+    v[1] = -2000000000;
+    CHECK_OK(sr_matrix_from_coo(ctx, &A, 4, 3, SR_TYPE_INT32, 3, r, c, v, SR_DUPLICATES_SUM, SR_HOST));
+    sr_matrix_free(A);
+}
+
 int main(void)
 {
     test_seed("test_matrix");
@@ -271,6 +293,7 @@ int main(void)
     test_validation_messages();
     test_coo();
     test_cast_errors();
+    test_fuzz_regressions();
     for (size_t s = 0; s < sizeof test_shapes / sizeof test_shapes[0]; s++)
         for (int t = 0; t < 4; t++) {
             test_csr m = test_random_csr(test_shapes[s].nrows, test_shapes[s].ncols, test_shapes[s].degree,

@@ -54,15 +54,19 @@ static sr_status check_triplet_ranges(int64_t nrows, int64_t ncols, int64_t nnz,
                     (int)cols[k], (long long)k, (long long)ncols);
 }
 
-/* out[at] += in[from] (bool stores no values: nothing to do). */
-static void add_value(void *out, int64_t at, const void *in, int64_t from, sr_type type)
+/* out[at] += in[from] (bool stores no values: nothing to do); false when an int32 sum overflows. */
+static bool add_value(void *out, int64_t at, const void *in, int64_t from, sr_type type)
 {
     switch (type) {
     case SR_TYPE_BOOL: break;
-    case SR_TYPE_INT32: ((int32_t *)out)[at] += ((const int32_t *)in)[from]; break;
+    case SR_TYPE_INT32: {
+        int32_t *cell = &((int32_t *)out)[at];
+        return !__builtin_add_overflow(*cell, ((const int32_t *)in)[from], cell);
+    }
     case SR_TYPE_FLOAT32: ((float *)out)[at] += ((const float *)in)[from]; break;
     case SR_TYPE_FLOAT64: ((double *)out)[at] += ((const double *)in)[from]; break;
     }
+    return true;
 }
 
 sr_status sr_cpu_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t ncols, sr_type type, int64_t nnz,
@@ -102,7 +106,7 @@ sr_status sr_cpu_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t nco
     int64_t first_duplicate_row = nrows;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 256) reduction(min : first_duplicate_row)
     for (int64_t i = 0; i < nrows; i++) {
-        col_source *row = order + A->rowptr[i];
+        col_source *row = order ? order + A->rowptr[i] : NULL; /* no triplets: no array, every row empty */
         int64_t n = A->rowptr[i + 1] - A->rowptr[i];
         bool sorted = true;
         for (int64_t k = 1; k < n && sorted; k++)
@@ -134,14 +138,16 @@ sr_status sr_cpu_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t nco
 
     /* Write the distinct entries; repeats add into the first of their run. */
     size_t vsize = sr_value_size(type);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
+    int64_t overflow_row = nrows; /* the first row whose summed duplicates pass int32 */
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 256) reduction(min : overflow_row)
     for (int64_t i = 0; i < nrows; i++) {
-        const col_source *row = order + A->rowptr[i];
+        const col_source *row = order ? order + A->rowptr[i] : NULL;
         int64_t n = A->rowptr[i + 1] - A->rowptr[i];
         int64_t at = unique[i] - 1;
         for (int64_t k = 0; k < n; k++) {
             if (k > 0 && row[k].col == row[k - 1].col) {
-                add_value(A->values, at, vals, row[k].source, type);
+                if (!add_value(A->values, at, vals, row[k].source, type) && i < overflow_row)
+                    overflow_row = i;
                 continue;
             }
             at++;
@@ -149,6 +155,10 @@ sr_status sr_cpu_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t nco
             if (vsize)
                 memcpy((char *)A->values + at * vsize, (const char *)vals + row[k].source * vsize, vsize);
         }
+    }
+    if (overflow_row < nrows) {
+        s = sr_error(SR_ERROR_OVERFLOW, "the duplicates summed in row %lld pass the int32 range", (long long)overflow_row);
+        goto fail;
     }
     memcpy(A->rowptr, unique, sr_matrix_rowptr_bytes(A));
     A->nnz = unique[nrows];
