@@ -144,6 +144,22 @@ printf '%%%%MatrixMarket matrix coordinate real general\n3000000000 5 1\n1 1 1.5
 expect 1 "$cli" info "$tmp/huge.mtx"
 grep -q "host memory limit of at least" "$tmp/err" || { echo "FAIL: huge info: $(cat "$tmp/err")"; failures=$((failures + 1)); }
 expect 2 "$cli" --host-memory 5X info "$tmp/huge.mtx"
+# Ctrl-C: a long k-NN stops at its next batch, exits 130 and says so (skipped if it ends first)
+awk 'BEGIN { srand(7); n = 30000; print "%%MatrixMarket matrix coordinate real general"; print n, 3000, n * 40;
+             for (i = 1; i <= n; i++) for (k = 0; k < 40; k++) print i, k * 75 + int(rand() * 75) + 1, rand() + 0.1 }' \
+    > "$tmp/long.mtx"
+"$cli" --backend cpu knn "$tmp/long.mtx" -k 5 --out "$tmp/long.out" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+sleep 1
+kill -INT "$pid" 2>/dev/null
+wait "$pid"; code=$?
+if [ "$code" -eq 130 ]; then
+    grep -q "interrupted" "$tmp/err" || { echo "FAIL: Ctrl-C: $(cat "$tmp/err")"; failures=$((failures + 1)); }
+elif [ "$code" -ne 0 ]; then
+    echo "FAIL: Ctrl-C'd knn exited $code: $(cat "$tmp/err")"; failures=$((failures + 1))
+else
+    echo "skip: the k-NN ended before Ctrl-C"
+fi
 rm -rf "$tmp"
 if [ "$failures" -ne 0 ]; then echo "test_cli: $failures FAILED"; exit 1; fi
 echo "test_cli: all checks passed"

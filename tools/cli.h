@@ -2,6 +2,8 @@
 #ifndef SR_CLI_H
 #define SR_CLI_H
 
+#include <signal.h>
+
 #include "sparsering.h"
 
 /* Exit codes (documented in --help and README). */
@@ -10,8 +12,12 @@ enum {
     CLI_FAILED = 1,      /* the operation failed */
     CLI_USAGE = 2,       /* bad command line */
     CLI_BAD_INPUT = 3,   /* an input file could not be read or is malformed */
-    CLI_NO_DEVICE = 4    /* --backend cuda, but no usable GPU */
+    CLI_NO_DEVICE = 4,   /* --backend cuda, but no usable GPU */
+    CLI_INTERRUPTED = 130 /* Ctrl-C (the shell's 128 + SIGINT) */
 };
+
+/* Set by the first Ctrl-C; progress callbacks return it, so the running call stops cleanly. */
+extern volatile sig_atomic_t cli_interrupted;
 
 typedef struct {
     sr_backend backend;

@@ -146,7 +146,7 @@ static int print_step(const sr_factorize_step *step, void *user)
     (void)user;
     printf("%9d %12.5f %12.5f %10.3f\n", step->iteration, step->train_rmse, step->test_rmse, step->seconds);
     fflush(stdout);
-    return 0;
+    return cli_interrupted; /* Ctrl-C: stop after this sweep */
 }
 
 static sr_status write_factor(sr_context ctx, const sr_dense *F, const char *prefix, const char *side)

@@ -9,12 +9,12 @@
 int cli_knn_progress(int64_t done, int64_t total, void *user)
 {
     double *last = user, now = cli_seconds();
-    if (now - *last >= 1.0 || done == total) { /* at most once a second */
+    if (isatty(2) && (now - *last >= 1.0 || done == total)) { /* at most once a second, on a terminal */
         fprintf(stderr, "\r%lld / %lld queries (%.0f%%)%s", (long long)done, (long long)total,
                 100.0 * (double)done / (double)total, done == total ? "\n" : "");
         *last = now;
     }
-    return 0;
+    return cli_interrupted; /* Ctrl-C: stop between batches */
 }
 
 sr_status cli_to_backend(sr_context ctx, sr_matrix *M)
@@ -145,7 +145,7 @@ int cmd_knn(const cli_globals *g, int argc, char **argv)
     }
     sr_dense D = sr_dense_view(dist, qi.nrows, k, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
     double last = cli_seconds();
-    sr_knn_options opts = {isatty(2) ? cli_knn_progress : NULL, &last};
+    sr_knn_options opts = {cli_knn_progress, &last};
     t0 = cli_seconds();
     s = sr_knn(ctx, X, Q ? Q : X, k, metric, p, idx, &D, &opts);
     double t_knn = cli_seconds() - t0;

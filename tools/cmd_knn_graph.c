@@ -44,7 +44,7 @@ int cmd_knn_graph(const cli_globals *g, int argc, char **argv)
     double t0 = cli_seconds(), last = t0;
     sr_status s = cli_read_inputs(ctx, data, NULL, &X, NULL);
     double t_read = cli_seconds() - t0;
-    o.progress = isatty(2) ? cli_knn_progress : NULL;
+    o.progress = cli_knn_progress;
     o.progress_user = &last;
     t0 = cli_seconds();
     if (s == SR_SUCCESS)

@@ -9,20 +9,22 @@
 /* A progress line on stderr after each round (user: the query's name). */
 static int round_progress(int64_t round, int64_t entries, void *user)
 {
-    fprintf(stderr, "\r%s: round %lld, %lld pairs", (const char *)user, (long long)round, (long long)entries);
-    fflush(stderr);
-    return 0;
+    if (isatty(2)) {
+        fprintf(stderr, "\r%s: round %lld, %lld pairs", (const char *)user, (long long)round, (long long)entries);
+        fflush(stderr);
+    }
+    return cli_interrupted; /* Ctrl-C: stop after this round */
 }
 
 static sr_query_options progress_for(const char *name)
 {
-    sr_query_options o = {isatty(2) ? round_progress : NULL, (void *)name};
+    sr_query_options o = {round_progress, (void *)name};
     return o;
 }
 
 static void end_progress(const sr_query_options *o)
 {
-    if (o->progress)
+    if (o->progress && isatty(2))
         fputc('\n', stderr);
 }
 

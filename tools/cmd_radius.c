@@ -55,7 +55,7 @@ int cmd_radius(const cli_globals *g, int argc, char **argv)
     double t0 = cli_seconds(), last = t0;
     sr_status s = cli_read_inputs(ctx, data, queries, &X, &Q);
     double t_read = cli_seconds() - t0;
-    o.progress = isatty(2) ? cli_knn_progress : NULL;
+    o.progress = cli_knn_progress;
     o.progress_user = &last;
     t0 = cli_seconds();
     if (s == SR_SUCCESS)

@@ -183,7 +183,7 @@ static int print_step(const sr_solver_step *step, void *user)
     printf("%9d %8d %20.12g %14.6g %10.3f\n", step->iteration, step->inner, step->loss, step->gradient_norm,
            step->seconds);
     fflush(stdout);
-    return 0;
+    return cli_interrupted; /* Ctrl-C: stop after this iteration */
 }
 
 /* ridge and logistic: X.mtx LABELS [--lambda L | --C C] [--tol T] [--max-iter N] [--out W.txt] */

@@ -1,4 +1,5 @@
 /* sparsering: the command-line program. Subcommands live in cmd_*.c. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,19 @@ static void usage(FILE *out)
             "  version                         print the library version\n"
             "\n"
             "exit codes: 0 success, 1 the operation failed, 2 bad command line, 3 unreadable or malformed\n"
-            "input file, 4 the CUDA backend was asked for but no GPU is usable.\n"
+            "input file, 4 the CUDA backend was asked for but no GPU is usable, 130 interrupted (Ctrl-C).\n"
             "SPARSERING_BACKEND=cpu|cuda sets the default backend. --host-memory (e.g. 64G) caps one host\n"
             "allocation and lets a file whose row pointers dwarf its entries be read.\n");
+}
+
+volatile sig_atomic_t cli_interrupted = 0;
+
+/* The first Ctrl-C asks the running call to stop at its next progress report (it then fails with
+ * SR_ERROR_CANCELLED, freeing what it holds); a second one ends the process at once. */
+static void on_interrupt(int sig)
+{
+    cli_interrupted = 1;
+    signal(sig, SIG_DFL);
 }
 
 double cli_seconds(void)
@@ -66,6 +77,10 @@ double cli_seconds(void)
 
 int cli_fail(sr_status status, const char *what)
 {
+    if (status == SR_ERROR_CANCELLED && cli_interrupted) {
+        fprintf(stderr, "\nsparsering: %s: interrupted\n", what);
+        return CLI_INTERRUPTED;
+    }
     fprintf(stderr, "sparsering: %s: %s\n", what, sr_last_error());
     switch (status) {
     case SR_ERROR_IO:
@@ -96,6 +111,7 @@ int cli_context(const cli_globals *g, sr_context *ctx)
 int main(int argc, char **argv)
 {
     cli_globals g = {SR_BACKEND_AUTO, 0, 0};
+    signal(SIGINT, on_interrupt);
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
