@@ -102,3 +102,11 @@ sr_status sr_algo_deliver(sr_status st, sr_matrix result, sr_matrix *out, sr_que
     *out = result;
     return SR_SUCCESS;
 }
+
+double sr_algo_dot(const double *x, const double *y, int64_t n)
+{
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += x[i] * y[i];
+    return s;
+}

@@ -7,6 +7,8 @@
 #include "../core/error.h"
 #include "sparsering.h"
 
+/* Σ x[i]·y[i] over n doubles (the algorithms' host vector arithmetic). */
+double sr_algo_dot(const double *x, const double *y, int64_t n);
 /* Seconds on a monotonic clock. */
 double sr_algo_now(void);
 /* The location a matrix lives in. */

@@ -79,14 +79,6 @@ static sr_status gram_product(als *a, const side *sd, const void *y, const doubl
     return SR_SUCCESS;
 }
 
-static double row_dot(const double *x, const double *y, int64_t K)
-{
-    double s = 0;
-    for (int64_t k = 0; k < K; k++)
-        s += x[k] * y[k];
-    return s;
-}
-
 /* X (rows x K, double) ← the ALS-WR solution for this side given the other side's factors y (in
  * the value type), by cg_steps of conjugate gradient from X. */
 static sr_status solve_side(als *a, const side *sd, double *X, const void *y)
@@ -109,7 +101,7 @@ static sr_status solve_side(als *a, const side *sd, double *X, const void *y)
             a->r[i * K + k] = r;
             a->p[i * K + k] = r;
         }
-        rs[i] = row_dot(a->r + i * K, a->r + i * K, K);
+        rs[i] = sr_algo_dot(a->r + i * K, a->r + i * K, K);
     }
     sr_status st = SR_SUCCESS;
     for (int step = 0; step < a->cg_steps && st == SR_SUCCESS; step++) {
@@ -120,7 +112,7 @@ static sr_status solve_side(als *a, const side *sd, double *X, const void *y)
         for (int64_t i = 0; i < rows; i++) {
             double *x = X + i * K, *r = a->r + i * K, *p = a->p + i * K;
             const double *q = a->q + i * K;
-            const double pq = row_dot(p, q, K);
+            const double pq = sr_algo_dot(p, q, K);
             if (!(pq > 0) || !(rs[i] > 0)) /* converged (or an empty row) */
                 continue;
             const double alpha = rs[i] / pq;
@@ -128,7 +120,7 @@ static sr_status solve_side(als *a, const side *sd, double *X, const void *y)
                 x[k] += alpha * p[k];
                 r[k] -= alpha * q[k];
             }
-            const double next = row_dot(r, r, K), beta = next / rs[i];
+            const double next = sr_algo_dot(r, r, K), beta = next / rs[i];
             for (int64_t k = 0; k < K; k++)
                 p[k] = r[k] + beta * p[k];
             rs[i] = next;

@@ -16,14 +16,6 @@ sr_solver_options sr_solver_options_default(void)
     return o;
 }
 
-static double dot(const double *a, const double *b, int64_t n)
-{
-    double s = 0;
-    for (int64_t i = 0; i < n; i++)
-        s += a[i] * b[i];
-    return s;
-}
-
 static sr_dense vec(double *x, int64_t n) { return sr_vector_view(x, n, SR_TYPE_FLOAT64, SR_HOST); }
 
 /* The problem both solvers share: X (float64 or bool) where it lives, and its shape. */
@@ -75,7 +67,7 @@ static sr_status normal_product(const problem *pr, double lambda, const double *
     sr_dense pv = vec(p, pr->n), qv = vec(q, pr->n);
     SR_TRY(sr_fused_pattern(pr->ctx, SR_FORM_XTVXY, &qv, 1.0, pr->X, NULL, &pv, lambda, &pv));
     if (xbar) {
-        const double c = (double)pr->m * dot(xbar, p, pr->n);
+        const double c = (double)pr->m * sr_algo_dot(xbar, p, pr->n);
         for (int64_t j = 0; j < pr->n; j++)
             q[j] -= c * xbar[j];
     }
@@ -128,14 +120,14 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
         memcpy(r, b, (size_t)n * sizeof(double));
         memcpy(p, b, (size_t)n * sizeof(double));
     }
-    double rr = dot(r, r, n);
+    double rr = sr_algo_dot(r, r, n);
     const double target = o.tolerance * sqrt(rr);
     sr_solver_step step = {0, 0, yy, 2 * sqrt(rr), sr_algo_now() - t0, ybar};
     for (int it = 1; st == SR_SUCCESS && it <= max_it && sqrt(rr) > target && rr > 0; it++) {
         st = normal_product(&pr, lambda, xbar, p, q);
         if (st != SR_SUCCESS)
             break;
-        const double pq = dot(p, q, n);
+        const double pq = sr_algo_dot(p, q, n);
         if (!(pq > 0))
             break; /* the system is singular along p: λ = 0 and X rank-deficient */
         const double a = rr / pq;
@@ -143,17 +135,17 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
             x[j] += a * p[j];
             r[j] -= a * q[j];
         }
-        const double next = dot(r, r, n);
+        const double next = sr_algo_dot(r, r, n);
         for (int64_t j = 0; j < n; j++)
             p[j] = r[j] + next / rr * p[j];
         rr = next;
         /* ‖Xc·w − yc‖² + λ‖w‖² = ycᵀyc − bᵀw − rᵀw, since (XcᵀXc + λI)w = b − r */
-        step = (sr_solver_step){it, it, yy - dot(b, x, n) - dot(r, x, n), 2 * sqrt(rr), sr_algo_now() - t0,
-                                o.fit_intercept ? ybar - dot(xbar, x, n) : 0.0};
+        step = (sr_solver_step){it, it, yy - sr_algo_dot(b, x, n) - sr_algo_dot(r, x, n), 2 * sqrt(rr), sr_algo_now() - t0,
+                                o.fit_intercept ? ybar - sr_algo_dot(xbar, x, n) : 0.0};
         st = report(&o, &step, fn);
     }
     if (o.fit_intercept) /* b = ybar − xbar·w */
-        step.intercept = ybar - dot(xbar, x, n);
+        step.intercept = ybar - sr_algo_dot(xbar, x, n);
     if (last)
         *last = step;
     free(b), free(r), free(p), free(q), free(xbar), free(ones);
@@ -189,7 +181,7 @@ static sr_status objective(logistic *lg, double *w, double *f)
         lg->z[i] += b;
         loss += log1pexp_neg(lg->label[i] * lg->z[i]);
     }
-    *f = 0.5 * dot(w, w, lg->pr.n) + lg->C * loss;
+    *f = 0.5 * sr_algo_dot(w, w, lg->pr.n) + lg->C * loss;
     return SR_SUCCESS;
 }
 
@@ -225,7 +217,7 @@ static sr_status hessian_product(logistic *lg, double *s, double *hs)
         const int64_t n = lg->pr.n;
         for (int64_t j = 0; j < n; j++)
             hs[j] += s[n] * lg->q[j];
-        hs[n] = dot(lg->q, s, n) + s[n] * lg->sum_d;
+        hs[n] = sr_algo_dot(lg->q, s, n) + s[n] * lg->sum_d;
     }
     return SR_SUCCESS;
 }
@@ -240,18 +232,18 @@ static sr_status trust_cg(logistic *lg, double delta, const double *g, double *s
         r[j] = -g[j];
         dir[j] = r[j];
     }
-    double rr = dot(r, r, n);
-    const double tol = 0.1 * sqrt(dot(g, g, n));
+    double rr = sr_algo_dot(r, r, n);
+    const double tol = 0.1 * sqrt(sr_algo_dot(g, g, n));
     while (sqrt(rr) > tol) {
         SR_TRY(hessian_product(lg, dir, hd));
         (*steps)++;
-        const double a = rr / dot(dir, hd, n);
+        const double a = rr / sr_algo_dot(dir, hd, n);
         for (int64_t j = 0; j < n; j++)
             s[j] += a * dir[j];
-        if (sqrt(dot(s, s, n)) > delta) { /* back to the boundary along dir */
+        if (sqrt(sr_algo_dot(s, s, n)) > delta) { /* back to the boundary along dir */
             for (int64_t j = 0; j < n; j++)
                 s[j] -= a * dir[j];
-            const double std = dot(s, dir, n), sts = dot(s, s, n), dd = dot(dir, dir, n), room = delta * delta - sts;
+            const double std = sr_algo_dot(s, dir, n), sts = sr_algo_dot(s, s, n), dd = sr_algo_dot(dir, dir, n), room = delta * delta - sts;
             const double root = sqrt(std * std + dd * room);
             const double tau = std >= 0 ? room / (std + root) : (root - std) / dd;
             for (int64_t j = 0; j < n; j++) {
@@ -262,7 +254,7 @@ static sr_status trust_cg(logistic *lg, double delta, const double *g, double *s
         }
         for (int64_t j = 0; j < n; j++)
             r[j] -= a * hd[j];
-        const double next = dot(r, r, n);
+        const double next = sr_algo_dot(r, r, n);
         for (int64_t j = 0; j < n; j++)
             dir[j] = r[j] + next / rr * dir[j];
         rr = next;
@@ -311,7 +303,7 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
         st = objective(&lg, w, &f);
     if (st == SR_SUCCESS)
         st = gradient(&lg, w, g);
-    gnorm0 = gnorm = delta = sqrt(dot(g, g, N));
+    gnorm0 = gnorm = delta = sqrt(sr_algo_dot(g, g, N));
     sr_solver_step step = {0, 0, f, gnorm, sr_algo_now() - t0, 0.0};
     /* the trust region's constants (Lin, Weng and Keerthi 2008, Algorithm 2) */
     const double eta0 = 1e-4, eta1 = 0.25, eta2 = 0.75, sigma1 = 0.25, sigma2 = 0.5, sigma3 = 4.0;
@@ -322,7 +314,7 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
             break;
         for (int64_t j = 0; j < N; j++)
             trial[j] = w[j] + s[j];
-        const double gs = dot(g, s, N), predicted = -0.5 * (gs - dot(s, r, N)), snorm = sqrt(dot(s, s, N));
+        const double gs = sr_algo_dot(g, s, N), predicted = -0.5 * (gs - sr_algo_dot(s, r, N)), snorm = sqrt(sr_algo_dot(s, s, N));
         double fnew;
         st = objective(&lg, trial, &fnew);
         if (st != SR_SUCCESS)
@@ -347,7 +339,7 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
             f = fnew;
             const double before = gnorm;
             st = gradient(&lg, w, g);
-            gnorm = sqrt(dot(g, g, N));
+            gnorm = sqrt(sr_algo_dot(g, g, N));
             step = (sr_solver_step){it, inner, f, gnorm, sr_algo_now() - t0, o.fit_intercept ? w[n] : 0.0};
             memcpy(w_out->data, w, (size_t)n * sizeof(double));
             if (st == SR_SUCCESS)
