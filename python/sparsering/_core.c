@@ -663,19 +663,19 @@ static PyObject *sddmm_spmm(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* What sr_factorize reports to Python: each step appended to `steps`, then `callback(step)` when
- * given (a true result stops the call). */
+/* What an iterative call reports to Python: each step's tuple appended to `steps`, then
+ * `callback(step)` when given (a true result stops the call). */
 typedef struct {
     PyObject *steps, *callback;
     int failed; /* a Python error is pending */
-} factorize_report;
+} step_report;
 
-static int factorize_step(const sr_factorize_step *step, void *user)
+/* Hands one step (built by `build`, under the GIL) to Python; nonzero asks the call to stop. */
+static int report_step(step_report *r, PyObject *(*build)(const void *), const void *step)
 {
-    factorize_report *r = user;
     PyGILState_STATE g = PyGILState_Ensure();
     int stop = 0;
-    PyObject *t = Py_BuildValue("(iddd)", step->iteration, step->train_rmse, step->test_rmse, step->seconds);
+    PyObject *t = build(step);
     if (!t || PyList_Append(r->steps, t) != 0) {
         r->failed = 1, stop = 1;
     } else if (r->callback != Py_None) {
@@ -689,6 +689,28 @@ static int factorize_step(const sr_factorize_step *step, void *user)
     Py_XDECREF(t);
     PyGILState_Release(g);
     return stop;
+}
+
+/* After the call: NULL with the Python error or the library's, else a new reference to steps
+ * (a stop the callback asked for is not an error). */
+static PyObject *finish_report(step_report *r, sr_status st)
+{
+    if (r->failed || (st != SR_SUCCESS && !(st == SR_ERROR_CANCELLED && r->callback != Py_None))) {
+        Py_DECREF(r->steps);
+        return r->failed ? NULL : raise_status(st);
+    }
+    return r->steps;
+}
+
+static PyObject *factorize_tuple(const void *p)
+{
+    const sr_factorize_step *step = p;
+    return Py_BuildValue("(iddd)", step->iteration, step->train_rmse, step->test_rmse, step->seconds);
+}
+
+static int factorize_step(const sr_factorize_step *step, void *user)
+{
+    return report_step(user, factorize_tuple, step);
 }
 
 /* factorize(ctx, R, R_test_or_None, W, H, rank, lambda, iterations, cg_steps, seed, center, use_initial,
@@ -715,7 +737,7 @@ static PyObject *factorize(PyObject *mod, PyObject *args)
         dense_release(&w);
         return NULL;
     }
-    factorize_report rep = {PyList_New(0), callback, 0};
+    step_report rep = {PyList_New(0), callback, 0};
     if (!rep.steps) {
         dense_release(&w), dense_release(&h);
         return NULL;
@@ -735,16 +757,8 @@ static PyObject *factorize(PyObject *mod, PyObject *args)
     Py_BEGIN_ALLOW_THREADS st = sr_factorize(ctx, R, T, &o, &w.view, &h.view, &mean, NULL);
     Py_END_ALLOW_THREADS dense_release(&w);
     dense_release(&h);
-    if (rep.failed) {
-        Py_DECREF(rep.steps);
-        return NULL;
-    }
-    if (st != SR_SUCCESS && !(st == SR_ERROR_CANCELLED && callback != Py_None)) {
-        Py_DECREF(rep.steps);
-        return raise_status(st);
-    }
-    PyObject *out = Py_BuildValue("(dN)", mean, rep.steps);
-    return out;
+    PyObject *steps = finish_report(&rep, st);
+    return steps ? Py_BuildValue("(dN)", mean, steps) : NULL;
 }
 
 /* An optional dense argument: None, or a (buffer, nrows, ncols, type, layout) tuple. */
@@ -799,32 +813,16 @@ static PyObject *fused_pattern(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* Solver steps to Python: appended to a list, then callback(step) when given (true stops). */
-typedef struct {
-    PyObject *steps, *callback;
-    int failed;
-} solver_report;
+static PyObject *solver_tuple(const void *p)
+{
+    const sr_solver_step *step = p;
+    return Py_BuildValue("(iidddd)", step->iteration, step->inner, step->loss, step->gradient_norm, step->seconds,
+                         step->intercept);
+}
 
 static int solver_step(const sr_solver_step *step, void *user)
 {
-    solver_report *r = user;
-    PyGILState_STATE g = PyGILState_Ensure();
-    int stop = 0;
-    PyObject *t = Py_BuildValue("(iidddd)", step->iteration, step->inner, step->loss, step->gradient_norm,
-                                step->seconds, step->intercept);
-    if (!t || PyList_Append(r->steps, t) != 0) {
-        r->failed = 1, stop = 1;
-    } else if (r->callback != Py_None) {
-        PyObject *res = PyObject_CallOneArg(r->callback, t);
-        if (!res)
-            r->failed = 1, stop = 1;
-        else
-            stop = PyObject_IsTrue(res) == 1;
-        Py_XDECREF(res);
-    }
-    Py_XDECREF(t);
-    PyGILState_Release(g);
-    return stop;
+    return report_step(user, solver_tuple, step);
 }
 
 /* solve(ctx, kind (0 ridge, 1 logistic), X, y, w, lambda_or_C, tolerance, max_iterations, fit_intercept,
@@ -849,7 +847,7 @@ static PyObject *solve(PyObject *mod, PyObject *args)
         dense_release(&y);
         return NULL;
     }
-    solver_report rep = {PyList_New(0), callback, 0};
+    step_report rep = {PyList_New(0), callback, 0};
     if (!rep.steps) {
         dense_release(&y), dense_release(&w);
         return NULL;
@@ -866,15 +864,8 @@ static PyObject *solve(PyObject *mod, PyObject *args)
                                           : sr_logistic(ctx, X, &y.view, param, &o, &w.view, &last);
     Py_END_ALLOW_THREADS dense_release(&y);
     dense_release(&w);
-    if (rep.failed) {
-        Py_DECREF(rep.steps);
-        return NULL;
-    }
-    if (st != SR_SUCCESS && !(st == SR_ERROR_CANCELLED && callback != Py_None)) {
-        Py_DECREF(rep.steps);
-        return raise_status(st);
-    }
-    return Py_BuildValue("(dN)", last.intercept, rep.steps);
+    PyObject *steps = finish_report(&rep, st);
+    return steps ? Py_BuildValue("(dN)", last.intercept, steps) : NULL;
 }
 
 /* binary(ctx, op, A, B, semiring, mask, C_or_None (accumulate into it), complement, transpose_b) -> Matrix;

@@ -243,7 +243,8 @@ static sr_status trust_cg(logistic *lg, double delta, const double *g, double *s
         if (sqrt(sr_algo_dot(s, s, n)) > delta) { /* back to the boundary along dir */
             for (int64_t j = 0; j < n; j++)
                 s[j] -= a * dir[j];
-            const double std = sr_algo_dot(s, dir, n), sts = sr_algo_dot(s, s, n), dd = sr_algo_dot(dir, dir, n), room = delta * delta - sts;
+            const double std = sr_algo_dot(s, dir, n), sts = sr_algo_dot(s, s, n);
+            const double dd = sr_algo_dot(dir, dir, n), room = delta * delta - sts;
             const double root = sqrt(std * std + dd * room);
             const double tau = std >= 0 ? room / (std + root) : (root - std) / dd;
             for (int64_t j = 0; j < n; j++) {
