@@ -27,7 +27,7 @@ from ._matrix import BooleanMatrix, Context, Matrix, as_matrix, default_context,
 from ._ops import (METRICS, SEMIRINGS, kneighbors, kneighbors_graph, mxm, pairwise_distances, radius_neighbors,
                    radius_neighbors_graph, spmm, spmv)
 from ._regression import SolverResult, fused_pattern, logistic_regression, ridge
-from ._sddmm import Factorization, factorize, sddmm, sddmm_spmm
+from ._sddmm import Factorization, factorize, sddmm, sddmm_spmm, sddmm_values
 from .neighbors import NearestNeighbors
 
 __version__ = "0.1.0"
@@ -43,7 +43,7 @@ def read_mm(path, dtype=None, context=None):
     return Matrix.read_mm(path, dtype=dtype, context=context)
 
 
-__all__ = ["SolverResult", "fused_pattern", "logistic_regression", "ridge", "Factorization", "factorize", "sddmm", "sddmm_spmm", "QueryStats", "bits_count", "bits_from_matrix", "bits_or", "matrix_from_bits", "cfpq", "ewise_add", "ewise_mult", "extract", "kronecker", "mxm_bits", "pack_bits",
+__all__ = ["SolverResult", "fused_pattern", "logistic_regression", "ridge", "Factorization", "factorize", "sddmm", "sddmm_spmm", "sddmm_values", "QueryStats", "bits_count", "bits_from_matrix", "bits_or", "matrix_from_bits", "cfpq", "ewise_add", "ewise_mult", "extract", "kronecker", "mxm_bits", "pack_bits",
            "reachability", "read_labeled_graph", "reduce_rows", "transitive_closure", "unpack_bits", "BooleanMatrix", "CancelledError", "Context", "DeviceError", "DeviceOutOfMemoryError", "FileError",
            "InternalError", "InvalidArgumentError", "InvalidMatrixError", "METRICS", "Matrix", "NearestNeighbors",
            "NoDeviceError", "OutOfMemoryError", "ParseError", "SEMIRINGS", "SizeOverflowError", "SparseringError",

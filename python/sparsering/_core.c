@@ -168,6 +168,15 @@ static PyObject *context_set_workspace_limit(ContextObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *context_set_host_memory_limit(ContextObject *self, PyObject *arg)
+{
+    unsigned long long bytes = PyLong_AsUnsignedLongLong(arg);
+    if (bytes == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    TRY(sr_context_set_host_memory_limit(self->ctx, (size_t)bytes));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef context_methods[] = {
     {"backend", (PyCFunction)context_backend, METH_NOARGS, "The resolved backend: 1 cpu, 2 cuda."},
     {"options", (PyCFunction)context_options, METH_NOARGS, "The context's options as a dict."},
@@ -176,6 +185,8 @@ static PyMethodDef context_methods[] = {
     {"reset_peak_memory", (PyCFunction)context_reset_peak_memory, METH_NOARGS, "Resets the peak."},
     {"set_threads", (PyCFunction)context_set_threads, METH_O, "CPU threads (0: OpenMP's default)."},
     {"set_workspace_limit", (PyCFunction)context_set_workspace_limit, METH_O, "Workspace bytes (0: automatic)."},
+    {"set_host_memory_limit", (PyCFunction)context_set_host_memory_limit, METH_O,
+     "Bytes one host allocation may take (0: no fixed limit)."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ContextType = {
@@ -592,34 +603,61 @@ static PyObject *spmm(PyObject *mod, PyObject *args)
     return spmv_or_spmm(args, 1);
 }
 
-/* sddmm(ctx, S, A, B, semiring, alpha, beta, pattern) -> Matrix of S's pattern */
+/* An optional dense argument: None, or a (buffer, nrows, ncols, type, layout) tuple. */
+static int optional_dense(PyObject *obj, dense_arg *d, int writable, const char *what, const sr_dense **view)
+{
+    d->buf.obj = NULL;
+    *view = NULL;
+    if (obj == Py_None)
+        return 0;
+    if (!PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a dense tuple or None", what);
+        return -1;
+    }
+    if (dense_parse(obj, d, writable, what))
+        return -1;
+    *view = &d->view;
+    return 0;
+}
+
+/* sddmm(ctx, S, A, B, semiring, alpha, beta, pattern, values_or_None) -> Matrix of S's pattern, or None
+ * when the values go into `values` (an nnz vector: sr_sddmm_values) */
 static PyObject *sddmm(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    PyObject *context, *s_obj, *at, *bt;
+    PyObject *context, *s_obj, *at, *bt, *values_obj;
     int semiring, pattern;
     double alpha, beta;
-    if (!PyArg_ParseTuple(args, "OOO!O!iddp", &context, &s_obj, &PyTuple_Type, &at, &PyTuple_Type, &bt, &semiring,
-                          &alpha, &beta, &pattern))
+    if (!PyArg_ParseTuple(args, "OOO!O!iddpO", &context, &s_obj, &PyTuple_Type, &at, &PyTuple_Type, &bt, &semiring,
+                          &alpha, &beta, &pattern, &values_obj))
         return NULL;
     sr_context ctx = ctx_of(context);
     sr_matrix S, C = NULL;
     if (!ctx || matrix_arg(s_obj, &S, 0, "S"))
         return NULL;
-    dense_arg a, b;
+    dense_arg a, b, values;
+    const sr_dense *values_view = NULL;
     if (dense_parse(at, &a, 0, "A"))
         return NULL;
-    if (dense_parse(bt, &b, 0, "B")) {
+    if (dense_parse(bt, &b, 0, "B") || optional_dense(values_obj, &values, 1, "values", &values_view)) {
         dense_release(&a);
+        if (b.buf.obj)
+            dense_release(&b);
         return NULL;
     }
     sr_descriptor d = {.sample_pattern = pattern != 0};
     sr_status st;
-    Py_BEGIN_ALLOW_THREADS st = sr_sddmm(ctx, &C, (sr_semiring)semiring, alpha, S, &a.view, &b.view, beta, &d);
+    Py_BEGIN_ALLOW_THREADS st = values_view ? sr_sddmm_values(ctx, values_view, (sr_semiring)semiring, alpha, S, &a.view,
+                                                              &b.view, beta, &d)
+                                            : sr_sddmm(ctx, &C, (sr_semiring)semiring, alpha, S, &a.view, &b.view, beta,
+                                                       &d);
     Py_END_ALLOW_THREADS dense_release(&a);
     dense_release(&b);
+    dense_release(&values);
     if (st != SR_SUCCESS)
         return raise_status(st);
+    if (values_view)
+        Py_RETURN_NONE;
     return wrap_matrix(context, C);
 }
 
@@ -759,23 +797,6 @@ static PyObject *factorize(PyObject *mod, PyObject *args)
     dense_release(&h);
     PyObject *steps = finish_report(&rep, st);
     return steps ? Py_BuildValue("(dN)", mean, steps) : NULL;
-}
-
-/* An optional dense argument: None, or a (buffer, nrows, ncols, type, layout) tuple. */
-static int optional_dense(PyObject *obj, dense_arg *d, int writable, const char *what, const sr_dense **view)
-{
-    d->buf.obj = NULL;
-    *view = NULL;
-    if (obj == Py_None)
-        return 0;
-    if (!PyTuple_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a dense tuple or None", what);
-        return -1;
-    }
-    if (dense_parse(obj, d, writable, what))
-        return -1;
-    *view = &d->view;
-    return 0;
 }
 
 /* fused_pattern(ctx, form, w, alpha, X_matrix_or_None, X_dense_or_None, v_or_None, y, beta, z_or_None) */
@@ -1425,7 +1446,7 @@ static PyMethodDef module_methods[] = {
     {"spmm", spmm, METH_VARARGS, "spmm(ctx, C, A, B, semiring, mask, accumulate, complement)"},
     {"binary", binary, METH_VARARGS, "binary(ctx, op, A, B, semiring, mask, C, complement, transpose_b); op 0 mxm, "
                                      "1 ewise_add, 2 ewise_mult, 3 kronecker"},
-    {"sddmm", sddmm, METH_VARARGS, "sddmm(ctx, S, A, B, semiring, alpha, beta, pattern) -> Matrix"},
+    {"sddmm", sddmm, METH_VARARGS, "sddmm(ctx, S, A, B, semiring, alpha, beta, pattern, values) -> Matrix or None"},
     {"sddmm_spmm", sddmm_spmm, METH_VARARGS, "sddmm_spmm(ctx, O, S, A, B, V, alpha, softmax, pattern, accumulate)"},
     {"factorize", factorize, METH_VARARGS,
      "factorize(ctx, R, R_test, W, H, rank, lambda, iterations, cg_steps, seed, center, use_initial, callback)"},

@@ -78,6 +78,9 @@ class Context:
     def set_workspace_limit(self, nbytes):
         self._ctx.set_workspace_limit(nbytes)
 
+    def set_host_memory_limit(self, nbytes):
+        self._ctx.set_host_memory_limit(nbytes)
+
     def synchronize(self):
         self._ctx.synchronize()
 

@@ -21,23 +21,45 @@ def _factor_type(A, B, S):
     return sr_type_of(np.float64 if s == np.float64 else np.float32)
 
 
+def _operands(S, A, B, context, what):
+    """(ctx, S as a Matrix, A, B, the value type) for a sampled product."""
+    ctx = _ctx_for(S, context)
+    t = _factor_type(A, B, S)
+    S = as_matrix(S, ctx, None if getattr(S, "dtype", None) == np.bool_ else numpy_dtype(t))
+    A, B = _operand(A, t), _operand(B, t)
+    if A.ndim != 2 or B.ndim != 2:
+        raise ValueError(f"{what}: A and B must be 2-D (m x K and n x K)")
+    return ctx, S, A, B, t
+
+
 def sddmm(S, A, B, *, alpha=1.0, beta=0.0, semiring="plus_times", pattern=False, context=None):
     """C = alpha·(S ⊙ (A ⊕.⊗ Bᵀ)) + beta·S at the entries of S, and nowhere else (the sampled
     dense-dense product). A is m x K and B is n x K (numpy, either order; float32 or float64);
     S is m x n (scipy.sparse or Matrix; bool samples at its pattern). pattern=True ignores S's
     values in the product (cuSPARSE's form). S's pattern, explicit zeros included, is kept.
     Returns a scipy csr_matrix, or a Matrix (where it was computed) when S is a Matrix."""
-    ctx = _ctx_for(S, context)
     keep = isinstance(S, Matrix)
-    t = _factor_type(A, B, S)
-    S = as_matrix(S, ctx, None if getattr(S, "dtype", None) == np.bool_ else numpy_dtype(t))
-    A, B = _operand(A, t), _operand(B, t)
-    if A.ndim != 2 or B.ndim != 2:
-        raise ValueError("sddmm: A and B must be 2-D (m x K and n x K)")
+    ctx, S, A, B, t = _operands(S, A, B, context, "sddmm")
     h = _core.sddmm(ctx._ctx, S._h, _dense(A, "A"), _dense(B, "B"), semiring_id(semiring), float(alpha),
-                    float(beta), bool(pattern))
+                    float(beta), bool(pattern), None)
     C = Matrix._wrap(h, ctx)
     return C if keep else C.to_scipy()
+
+
+def sddmm_values(S, A, B, *, alpha=1.0, beta=0.0, semiring="plus_times", pattern=False, out=None, context=None):
+    """The values of sddmm(S, A, B, ...) alone, as a 1-D numpy array in the order of S's entries
+    (CSR, columns ascending in each row), written into `out` when given (no new matrix: for
+    iterative use, S converted once to a Matrix)."""
+    ctx, S, A, B, t = _operands(S, A, B, context, "sddmm_values")
+    out_type = _core.semiring_output_type(semiring_id(semiring), t)
+    if out is None:
+        out = np.empty(S.nnz, dtype=numpy_dtype(out_type))
+    elif not isinstance(out, np.ndarray) or out.shape != (S.nnz,) or out.dtype != numpy_dtype(out_type) or \
+            not out.flags.c_contiguous:
+        raise ValueError(f"sddmm_values: out must be a contiguous numpy vector of {S.nnz} {numpy_dtype(out_type)}")
+    _core.sddmm(ctx._ctx, S._h, _dense(A, "A"), _dense(B, "B"), semiring_id(semiring), float(alpha), float(beta),
+                bool(pattern), _dense(out, "out", True))
+    return out
 
 
 def sddmm_spmm(S, A, B, V, *, alpha=1.0, softmax=False, pattern=False, out=None, accumulate=False, context=None):

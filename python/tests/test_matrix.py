@@ -106,3 +106,6 @@ def test_declared_sizes_past_the_entries_are_refused(tmp_path):
     assert tight.options()["host_memory_limit"] == 1 << 20
     with pytest.raises(sr.OutOfMemoryError, match="host memory limit"):
         sr.read_mm(str(small), context=tight)
+    tight.set_host_memory_limit(0)
+    assert tight.options()["host_memory_limit"] == 0
+    assert sr.read_mm(str(small), context=tight).shape == (1000000, 5)

@@ -36,6 +36,11 @@ def test_sddmm_against_numpy(ctx, rng, K, order):
         C = sr.sddmm(S, A, B, alpha=alpha, beta=beta, pattern=pattern, context=ctx)
         assert (C.indptr == S.indptr).all() and (C.indices == S.indices).all()
         np.testing.assert_allclose(C.data, sampled(S, A, B, alpha, beta, pattern), rtol=1e-10, atol=1e-10)
+    vals = sr.sddmm_values(S, A, B, alpha=-1.0, beta=1.0, pattern=True, context=ctx)
+    np.testing.assert_allclose(vals, sampled(S, A, B, -1.0, 1.0, True), rtol=1e-10, atol=1e-10)
+    out = np.full(S.nnz, np.nan)
+    assert sr.sddmm_values(S, A, B, out=out, context=ctx) is out
+    np.testing.assert_allclose(out, sampled(S, A, B), rtol=1e-10, atol=1e-10)
     C32 = sr.sddmm(S.astype(np.float32), A.astype(np.float32), B.astype(np.float32), context=ctx)
     assert C32.dtype == np.float32
     np.testing.assert_allclose(C32.data, sampled(S, A, B), rtol=2e-4, atol=2e-4 * np.sqrt(K))
