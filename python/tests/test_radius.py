@@ -20,9 +20,13 @@ def continuous(rng, m, n, density):
 
 def radius_between(D, q):
     """A radius near the q-quantile of the distances D, halfway between two of them: no pair lies
-    at the radius itself, where the last bit of either library's distance would decide."""
+    at the radius itself, where the last bit of either library's distance would decide. Two
+    distances a few ulps apart are one pair's D[i, j] and D[j, i] (scikit-learn's are not exactly
+    symmetric), so the gap taken is wider than rounding."""
     d = np.unique(D)
     i = min(int(q * len(d)), len(d) - 2)
+    while i + 2 < len(d) and d[i + 1] - d[i] <= 1e-9 * d[i + 1]:
+        i += 1
     return (d[i] + d[i + 1]) / 2
 
 
