@@ -1,12 +1,12 @@
 """The fused pattern w = α·Xᵀ(v ⊙ X·y) + β·z and the solvers on it, in one process.
 
 GPU (float32, X and vectors on the device): sr_fused_pattern against the unfused cupy/cuSPARSE
-sequence (X @ y, * v, X.T @ t, + β·z) and the floor (the time to read X once at the measured copy
-bandwidth). CPU (this host's cores): against scipy's same sequence (one thread). Solvers
+sequence (X @ y, * v, X.T @ t, + β·z) and the floor (the time to read X, y, v and z once and write
+w once at the larger of the measured copy and read bandwidths). CPU (this host's cores): against scipy's same sequence (one thread). Solvers
 (float64): sr.ridge and sr.logistic_regression end to end against scikit-learn's Ridge
 (sparse_cg) and LogisticRegression (liblinear), with the objectives reached.
 
-usage: python3 bench/bench_fused.py [BUILD_DIR] [--data ../shared/data] [--json OUT] [--quick] [--no-gpu]
+usage: python3 bench/bench_fused.py [BUILD_DIR] [--data ../shared/data] [--json OUT] [--quick] [--no-gpu] [--no-solvers]
 
 Data: PyPI summaries bag of words (248,814 x 115,570) and PyPI names 3-grams (886,323 x 38,227)
 from ../shared/data/text, labelled +1 when the package's name contains "py" (the label is part of
@@ -67,6 +67,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-gpu", action="store_true")
+    ap.add_argument("--no-solvers", action="store_true")
     ap.add_argument("--reps", type=int, default=10)
     args = ap.parse_args()
     import sparsering as sr
@@ -79,10 +80,13 @@ def main():
         import sr_ctypes as src
         lib = src.load(args.build)
         gpu = (cp, cps, src, lib, lib.context(2))
-        x = cp.empty(1 << 28, dtype=cp.float32)
-        bw = 2 * x.nbytes / median_time(lambda: x.copy(), sync=cp.cuda.Device().synchronize)
+        x = cp.ones(1 << 28, dtype=cp.float32)
+        sync = cp.cuda.Device().synchronize
+        copy_bw = 2 * x.nbytes / median_time(lambda: x.copy(), sync=sync)
+        read_bw = x.nbytes / median_time(lambda: x.sum(), sync=sync)
+        bw = max(copy_bw, read_bw)  # reading alone runs faster than a copy's read and write
         del x
-        print(f"device copy bandwidth {bw / 1e9:.0f} GB/s")
+        print(f"device bandwidth: copy {copy_bw / 1e9:.0f} GB/s, read (a sum) {read_bw / 1e9:.0f} GB/s")
     cpu = sr.Context("cpu")
     print(f"{'set':34} {'nnz':>7} | {'CPU ours':>9} {'scipy':>9} {'ratio':>6} | {'GPU ours':>9} {'unfused':>9} "
           f"{'ratio':>6} {'floor':>8} {'x floor':>7}")
@@ -122,7 +126,8 @@ def main():
             t_unf = median_time(lambda: XcT @ (vd * (Xc @ yd)) + 0.5 * zd, reps=args.reps, sync=sync)
             ref = XcT @ (vd * (Xc @ yd)) + 0.5 * zd
             err = float(cp.abs(ref - wd).max() / (cp.abs(ref).max() + 1e-30))
-            floor = (nnz * 4 if dense else X.nnz * 8 + (m + 1) * 8) / bw
+            # the floor: X read once, y, v and z read once and w written once
+            floor = ((nnz * 4 if dense else X.nnz * 8 + (m + 1) * 8) + 4 * (2 * n + m + n)) / bw
             row.update(gpu_ms=t_ours * 1e3, unfused_ms=t_unf * 1e3, floor_ms=floor * 1e3, max_rel_diff=err)
             line += (f" {t_ours * 1e3:7.3f}ms {t_unf * 1e3:7.3f}ms {t_unf / t_ours:6.1f} {floor * 1e3:6.3f}ms "
                      f"{t_ours / floor:7.2f}  (max rel diff {err:.1e})")
@@ -131,7 +136,7 @@ def main():
             del Xc, XcT, yd, vd, zd, wd
         print(line, flush=True)
         rows.append(row)
-        if labels is not None:
+        if labels is not None and not args.no_solvers:
             rows += solvers(sr, name, X.astype(np.float64), labels, gpu is not None)
     if args.json:
         with open(args.json, "w") as f:
@@ -148,7 +153,7 @@ def solvers(sr, name, X, labels, with_gpu):
     t_sk = time.perf_counter() - t0
     for backend, ctx in contexts:
         t0 = time.perf_counter()
-        r = sr.ridge(X, labels, 1.0, tol=1e-10, context=ctx)
+        r = sr.ridge(X, labels, 1.0, tol=1e-10, max_iter=10_000, context=ctx)
         t = time.perf_counter() - t0
         diff = float(np.abs(r.coef - sk).max() / np.abs(sk).max())
         out.append(dict(set=name, solver="ridge", backend=backend, seconds=t, sklearn_seconds=t_sk,

@@ -211,7 +211,14 @@ static void run_all(void)
     check_case(0, 0, 1, d, d, false, SR_ROW_MAJOR);
     check_case(2000, 30, 6, d, d, false, SR_ROW_MAJOR);   /* tall */
     check_case(2000, 30, 6, f, f, false, SR_ROW_MAJOR);
-    check_case(20, 50000, 300, d, d, false, SR_ROW_MAJOR); /* wide: w past shared memory on a GPU */
+    check_case(2000, 5000, 6, d, d, false, SR_ROW_MAJOR); /* w fits a GPU block's shared memory once */
+    /* wide, w past a GPU block's shared memory: the skewed columns put most entries in the ones
+     * that fit there (hot columns in shared memory, the rest in global memory), or, past 10^5
+     * columns, a minority (everything in global memory) */
+    check_case(20, 50000, 300, d, d, false, SR_ROW_MAJOR);
+    check_case(20, 50000, 300, f, f, false, SR_ROW_MAJOR);
+    check_case(20, 50000, 300, d, SR_TYPE_BOOL, false, SR_ROW_MAJOR);
+    check_case(20, 400000, 300, f, f, false, SR_ROW_MAJOR);
     check_case(500, 1, 1, d, d, false, SR_ROW_MAJOR);     /* a single column */
     check_case(300, 200, 40, f, SR_TYPE_BOOL, false, SR_ROW_MAJOR); /* bool X: entries count 1 */
     check_case(400, 40, 40, d, d, true, SR_ROW_MAJOR);    /* dense, register tiles */

@@ -26,6 +26,10 @@ struct sr_matrix_s {
      * built on first use for a tile width and kept while the matrix lives. */
     void *tile_orders;
     void (*free_tile_orders)(struct sr_matrix_s *A);
+    /* The same for the fused pattern on wide X: its most frequent columns and their slots in a
+     * block's shared memory (src/cuda/cuda_hot_columns.cu). */
+    void *hot_columns;
+    void (*free_hot_columns)(struct sr_matrix_s *A);
 };
 
 /* A matrix with allocated, unset arrays for `capacity` entries; nnz is set to capacity. */

@@ -1,19 +1,23 @@
 // The fused pattern w = α·Xᵀ·(v ⊙ (X·y)) + β·z on the device (the kernel-fusion paper,
 // ../shared/papers/kernel-fusion-xtvxy.txt), X read once.
 //
-// Sparse X (Algorithm 2): a vector of VS lanes per row (VS from the mean row length, the paper's
-// Equation 4), each vector taking rows a grid apart (coarsening: the grid is what the chip holds
-// at once, so each vector does C = m / (vectors) rows); the row's dot with y is reduced by
-// shuffles, scaled by v, and spread back over the row's columns into a block-wide copy of w in
-// shared memory (inter-vector aggregation), which the block adds to w in global memory once at
-// the end (inter-block). When w does not fit in shared memory (wide X), the vectors add to global
-// memory directly. Dense X (Algorithm 3): a warp per row, each lane holding TL of the row's
-// elements and TL of y in registers, its partial w in registers until the end.
+// Sparse X (Algorithm 2): a vector of VS lanes per row (VS from the mean row length, a revision
+// of the paper's Equation 4, see vector_size), each vector taking rows a grid apart (coarsening:
+// the grid is what the chip holds at once, so each vector does C = m / (vectors) rows), two rows
+// at a time; the row's dot with y is reduced by shuffles, scaled by v, and spread back over the
+// row's columns into shared memory (inter-vector aggregation: a private copy of w a vector for
+// narrow X, a block-wide copy when w fits, the hot columns of cuda_hot_columns.cu for wide text),
+// which the block adds to w in global memory once at the end (inter-block); X with evenly spread
+// columns past shared memory adds to global memory directly. Dense X (Algorithm 3): a warp per
+// row, each lane holding TL of the row's elements and TL of y in registers, its partial w in
+// registers until the end.
 // β·z is written first by a separate kernel (no inter-block barrier exists), then the fused
 // kernel adds α·Xᵀ(...) atomically.
 #include "cuda_common.cuh"
+#include "cuda_hot_columns.cuh"
 
 #include <algorithm>
+#include <cstdlib>
 
 extern "C" {
 #include "cuda.h"
@@ -35,10 +39,15 @@ template <typename T> struct fused_params {
     T alpha, beta;
 };
 
+// The lanes of this thread's vector of VS.
+template <int VS> __device__ __forceinline__ unsigned vector_mask() {
+    return VS == 32 ? 0xffffffffu : (((1u << VS) - 1u) << (threadIdx.x % 32 / VS * VS));
+}
+
 template <int VS, typename T> __device__ __forceinline__ T vector_sum(T x) {
 #pragma unroll
     for (int o = VS / 2; o > 0; o /= 2)
-        x += __shfl_xor_sync(VS == 32 ? 0xffffffffu : (((1u << VS) - 1u) << (threadIdx.x % 32 / VS * VS)), x, o, VS);
+        x += __shfl_xor_sync(vector_mask<VS>(), x, o, VS);
     return x;
 }
 
@@ -48,51 +57,101 @@ template <typename T> __global__ void start_w(T *w, const T *z, T beta, int64_t 
         w[j] = z ? beta * z[j] : T(0);
 }
 
-// The scale of row i: v(i)·(X(i,:)·y) for XTVXY, v(i)·y(i) for XTY (every lane gets it).
-template <int VS, typename T> __device__ __forceinline__ T row_scale(const fused_params<T> &p, int64_t i, int lane) {
-    const T vi = p.v ? p.v[i] : T(1);
-    if (p.form == SR_FORM_XTY)
-        return vi * p.y[i];
-    T d = 0;
-    for (int64_t k = p.rowptr[i] + lane; k < p.rowptr[i + 1]; k += VS)
-        d += (p.values ? p.values[k] : T(1)) * p.y[p.colind[k]];
-    return vi * vector_sum<VS>(d);
+// Calls add(column, α·s(i)·X(i,j)) for every entry of this vector's rows, s(i) = v(i)·(X(i,:)·y)
+// for XTVXY and v(i)·y(i) for XTY. R rows at a time: their bounds and first VS-entry chunks are
+// loaded together (R independent chains of memory reads in flight instead of one), and the first
+// chunk stays in registers from the dot product to the scatter, so most rows (up to VS entries)
+// are read from memory once.
+template <int VS, int R, typename T, typename Add>
+__device__ __forceinline__ void scatter_rows(const fused_params<T> &p, Add add) {
+    const int lane = threadIdx.x % VS;
+    const int64_t vector = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / VS;
+    const int64_t vectors = (int64_t)gridDim.x * blockDim.x / VS;
+    auto value = [&](int64_t k) { return p.values ? p.values[k] : T(1); };
+    for (int64_t first = vector; first < p.m; first += R * vectors) {
+        int64_t begin[R], end[R];
+        int32_t col[R];
+        T x[R], s[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int64_t i = first + r * vectors;
+            begin[r] = i < p.m ? p.rowptr[i] : 0;
+            end[r] = i < p.m ? p.rowptr[i + 1] : 0;
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int64_t k = begin[r] + lane;
+            col[r] = k < end[r] ? p.colind[k] : -1;
+            x[r] = k < end[r] ? value(k) : T(0);
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int64_t i = first + r * vectors;
+            T d = 0;
+            if (p.form == SR_FORM_XTY) {
+                d = i < p.m ? p.y[i] : T(0);
+            } else {
+                d = col[r] >= 0 ? x[r] * p.y[col[r]] : T(0);
+                for (int64_t k = begin[r] + lane + VS; k < end[r]; k += VS)
+                    d += value(k) * p.y[p.colind[k]];
+                d = vector_sum<VS>(d);
+            }
+            s[r] = i < p.m ? p.alpha * (p.v ? p.v[i] : T(1)) * d : T(0);
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            if (s[r] == T(0))
+                continue;
+            if (col[r] >= 0)
+                add(col[r], x[r] * s[r]);
+            for (int64_t k = begin[r] + lane + VS; k < end[r]; k += VS)
+                add(p.colind[k], value(k) * s[r]);
+            __syncwarp(vector_mask<VS>()); // a row's additions land before the next row's
+        }
+    }
 }
 
-// Sparse XTVXY / XTY with w's partial sums in shared memory (n fits), then one atomic add per
-// column a block.
-template <int VS, typename T> __global__ void __launch_bounds__(256) sparse_shared(fused_params<T> p) {
+// Rows a vector takes at once (scatter_rows).
+constexpr int kRowsAtOnce = 2;
+
+// Sparse XTVXY / XTY with w's partial sums in a block's shared memory, one of three ways:
+// PRIVATE: a copy of w for each vector, added to without atomics (a row's columns are distinct,
+// and __syncwarp orders a vector's rows), when they all fit (narrow X: the paper's main case);
+// else all of w in `copies` copies, one a group of warps, added to atomically; else (MAPPED) the
+// slots of the hot columns, the others added to global memory directly. Each block adds its
+// partial sums to w once, at the end, so a column that most rows hold (a common word) takes one
+// global atomic a block instead of one an entry.
+template <int VS, bool MAPPED, bool PRIVATE, typename T>
+__global__ void __launch_bounds__(1024, 1)
+    sparse_blocks(fused_params<T> p, int slots, int copies, const int32_t *slot_of, const int32_t *column_of) {
     extern __shared__ unsigned char smem_raw[];
     T *part = reinterpret_cast<T *>(smem_raw);
-    for (int64_t j = threadIdx.x; j < p.n; j += blockDim.x)
+    for (int j = threadIdx.x; j < slots * copies; j += blockDim.x)
         part[j] = 0;
     __syncthreads();
-    const int lane = threadIdx.x % VS;
-    const int64_t vector = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / VS;
-    const int64_t vectors = (int64_t)gridDim.x * blockDim.x / VS;
-    for (int64_t i = vector; i < p.m; i += vectors) {
-        const T s = row_scale<VS>(p, i, lane);
-        if (s != T(0))
-            for (int64_t k = p.rowptr[i] + lane; k < p.rowptr[i + 1]; k += VS)
-                atomicAdd(&part[p.colind[k]], (p.values ? p.values[k] : T(1)) * s);
-    }
+    T *mine = part + (PRIVATE ? threadIdx.x / VS : threadIdx.x / 32 % copies) * slots;
+    scatter_rows<VS, kRowsAtOnce>(p, [&](int32_t c, T x) {
+        const int32_t slot = MAPPED ? slot_of[c] : c;
+        if (PRIVATE)
+            mine[slot] += x;
+        else if (slot >= 0)
+            atomicAdd(&mine[slot], x);
+        else
+            atomicAdd(&p.w[c], x);
+    });
     __syncthreads();
-    for (int64_t j = threadIdx.x; j < p.n; j += blockDim.x)
-        if (part[j] != T(0))
-            atomicAdd(&p.w[j], p.alpha * part[j]);
+    for (int r = threadIdx.x; r < slots; r += blockDim.x) {
+        T sum = 0;
+        for (int c = 0; c < copies; c++)
+            sum += part[c * slots + r];
+        if (sum != T(0))
+            atomicAdd(&p.w[MAPPED ? column_of[r] : r], sum);
+    }
 }
 
-// The same for wide X: the vectors add to w in global memory.
+// The same for wide X with evenly spread columns: the vectors add to w in global memory.
 template <int VS, typename T> __global__ void __launch_bounds__(256) sparse_global(fused_params<T> p) {
-    const int lane = threadIdx.x % VS;
-    const int64_t vector = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / VS;
-    const int64_t vectors = (int64_t)gridDim.x * blockDim.x / VS;
-    for (int64_t i = vector; i < p.m; i += vectors) {
-        const T s = p.alpha * row_scale<VS>(p, i, lane);
-        if (s != T(0))
-            for (int64_t k = p.rowptr[i] + lane; k < p.rowptr[i + 1]; k += VS)
-                atomicAdd(&p.w[p.colind[k]], (p.values ? p.values[k] : T(1)) * s);
-    }
+    scatter_rows<VS, kRowsAtOnce>(p, [&](int32_t c, T x) { atomicAdd(&p.w[c], x); });
 }
 
 // XY: w(i) = α·v(i)·(X(i,:)·y) + β·z(i), a vector a row (sparse) or a warp a row (dense).
@@ -170,45 +229,84 @@ template <typename T> __global__ void __launch_bounds__(256) dense_wide(fused_pa
     }
 }
 
-// Blocks of 256 that fill the chip (the paper's coarsening: each vector then takes m / vectors
-// rows, so blocks add their shared copies of w to global memory once each).
-template <typename K> unsigned resident_blocks(K kernel, size_t smem) {
+// Blocks that fill the chip (the paper's coarsening: each vector then takes m / vectors rows, so
+// blocks add their shared copies of w to global memory once each).
+template <typename K> unsigned resident_blocks(K kernel, size_t smem, int threads = 256) {
     int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, smem) != cudaSuccess || per_sm < 1)
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess || per_sm < 1)
         per_sm = 1;
     return (unsigned)(per_sm * sm_count());
 }
 
-// The paper's Equation 4: lanes a row from the mean row length μ: 32 past 32, else the power of
-// two 2^i with 2^i < μ <= 2^(i+1) (i = 1..4), else 1.
+// Lanes a row from the mean row length μ. The paper's Equation 4 takes the power of two 2^i with
+// 2^i < μ <= 2^(i+1), 32 past 32. Here a vector keeps kRowsAtOnce rows in flight and their first
+// chunks in registers, which shifts the best width down: on the H100 (bench/probes/fused_probe.py)
+// 4 lanes beat Equation 4's 8 by 1.5x at μ = 10 (10^7 x 100) and tied it at μ = 9 and 13 (text),
+// and 16 lanes beat its 32 by 1.4x at μ = 1000 (10^4 x 10^7). So: the power of two at or below
+// μ / 2, from 1 to 16.
 int vector_size(double mu) {
-    if (mu > 32)
-        return 32;
-    for (int vs = 16; vs >= 2; vs /= 2)
-        if (mu > vs)
-            return vs;
-    return 1;
+    int vs = 1;
+    while (vs < 16 && 2.0 * vs <= mu / 2)
+        vs *= 2;
+    return vs;
 }
 
-template <int VS, typename T> sr_status launch_sparse(const fused_params<T> &p, cudaStream_t stream) {
-    if (p.form == SR_FORM_XY) {
-        rows_xy<VS, T><<<resident_blocks(rows_xy<VS, T>, 0), 256, 0, stream>>>(p);
-        SR_CUDA_LAUNCHED();
-        return SR_SUCCESS;
-    }
-    // w's copy in shared memory when it fits in a third of the SM's (so a few blocks share an SM)
-    int device = 0, smem_max = 0;
+// Shared memory for one block of 1024 threads an SM: all of the SM's, less the 1 KB the runtime
+// reserves a block, within the opt-in limit. One block, not two: a 1024-thread block then has 64
+// registers a thread, room for kRowsAtOnce rows in flight a vector (as much memory parallelism
+// as two blocks of one row each), and twice the slots (56K float columns on an H100), so the
+// columns of most text sets fit whole and fewer blocks add their copies to w.
+size_t shared_per_block() {
+    int device = 0, per_sm = 0, optin = 0;
     cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    const size_t smem = (size_t)p.n * sizeof(T);
-    if (smem <= (size_t)smem_max / 3 && smem <= ((size_t)96 << 10)) {
-        SR_CUDA_TRY(cudaFuncSetAttribute(sparse_shared<VS, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        const unsigned blocks = std::min<unsigned>(resident_blocks(sparse_shared<VS, T>, smem),
-                                                   (unsigned)std::max<int64_t>(1, (p.m * VS + 255) / 256));
-        sparse_shared<VS, T><<<blocks, 256, smem, stream>>>(p);
-    } else {
-        sparse_global<VS, T><<<resident_blocks(sparse_global<VS, T>, 0), 256, 0, stream>>>(p);
+    cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    return std::min<size_t>((size_t)optin, (size_t)std::max(per_sm - 1024, 0));
+}
+
+template <int VS, bool MAPPED, bool PRIVATE, typename T>
+sr_status launch_blocks(const fused_params<T> &p, int slots, int copies, const int32_t *slot_of,
+                        const int32_t *column_of, cudaStream_t stream) {
+    auto kernel = sparse_blocks<VS, MAPPED, PRIVATE, T>;
+    const size_t smem = (size_t)slots * (size_t)copies * sizeof(T);
+    SR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const unsigned blocks = std::min<unsigned>(resident_blocks(kernel, smem, 1024),
+                                               (unsigned)std::max<int64_t>(1, (p.m * VS + 1023) / 1024));
+    kernel<<<blocks, 1024, smem, stream>>>(p, slots, copies, slot_of, column_of);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+// The sums into w (XTVXY, XTY), by the width of X: a private copy of w for each vector when they
+// fit in a block's shared memory; else all of w in each block's shared memory when it fits (in
+// up to 32 copies while they stay small, one a warp); else, when the columns that fit there hold
+// at least half the entries (text: common words), those columns in shared memory and the rest in
+// global memory; else (wide X with evenly spread columns, where a block would rarely hit a slot
+// twice) everything in global memory.
+template <int VS, typename T>
+sr_status launch_sums(const fused_params<T> &p, const sr_matrix_s *X, cudaStream_t stream) {
+    const size_t per_block = shared_per_block(), row_bytes = (size_t)p.n * sizeof(T);
+    if (row_bytes * (1024 / VS) <= per_block)
+        return launch_blocks<VS, false, true, T>(p, (int)p.n, 1024 / VS, nullptr, nullptr, stream);
+    if (row_bytes <= per_block) {
+        const int64_t copies = std::max<int64_t>(1, std::min<int64_t>({32, (int64_t)(per_block / row_bytes),
+                                                                        8192 / std::max<int64_t>(1, p.n)}));
+        return launch_blocks<VS, false, false, T>(p, (int)p.n, (int)copies, nullptr, nullptr, stream);
     }
+    hot_columns plan;
+    SR_TRY(hot_columns_of(X, (int64_t)(per_block / sizeof(T)), &plan));
+    if (plan.coverage >= 0.5)
+        return launch_blocks<VS, true, false, T>(p, (int)plan.slots, 1, plan.slot_of, plan.column_of, stream);
+    sparse_global<VS, T><<<resident_blocks(sparse_global<VS, T>, 0), 256, 0, stream>>>(p);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+template <int VS, typename T>
+sr_status launch_sparse(const fused_params<T> &p, const sr_matrix_s *X, cudaStream_t stream) {
+    if (p.form != SR_FORM_XY)
+        return launch_sums<VS, T>(p, X, stream);
+    rows_xy<VS, T><<<resident_blocks(rows_xy<VS, T>, 0), 256, 0, stream>>>(p);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }
@@ -235,6 +333,13 @@ template <typename T> sr_status launch_dense(const fused_params<T> &p, cudaStrea
     dense_wide<T><<<resident_blocks(dense_wide<T>, 0), 256, 0, stream>>>(p);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
+}
+
+// vector_size's choice, or SPARSERING_FUSED_VECTOR (1, 2, 4, ..., 32) to measure another.
+int vector_size_for(double mu) {
+    const char *env = getenv("SPARSERING_FUSED_VECTOR");
+    const int forced = env ? atoi(env) : 0;
+    return forced >= 1 && forced <= 32 && (forced & (forced - 1)) == 0 ? forced : vector_size(mu);
 }
 
 template <typename T> sr_status run(sr_context_s *ctx, const sr_fused_args *a) {
@@ -264,13 +369,13 @@ template <typename T> sr_status run(sr_context_s *ctx, const sr_fused_args *a) {
     if (a->m > 0 && out > 0) {
         if (a->X) {
             const double mu = (double)a->X->nnz / (double)std::max<int64_t>(1, a->m);
-            switch (vector_size(mu)) {
-            case 1: SR_TRY((launch_sparse<1, T>(p, stream))); break;
-            case 2: SR_TRY((launch_sparse<2, T>(p, stream))); break;
-            case 4: SR_TRY((launch_sparse<4, T>(p, stream))); break;
-            case 8: SR_TRY((launch_sparse<8, T>(p, stream))); break;
-            case 16: SR_TRY((launch_sparse<16, T>(p, stream))); break;
-            default: SR_TRY((launch_sparse<32, T>(p, stream))); break;
+            switch (vector_size_for(mu)) {
+            case 1: SR_TRY((launch_sparse<1, T>(p, a->X, stream))); break;
+            case 2: SR_TRY((launch_sparse<2, T>(p, a->X, stream))); break;
+            case 4: SR_TRY((launch_sparse<4, T>(p, a->X, stream))); break;
+            case 8: SR_TRY((launch_sparse<8, T>(p, a->X, stream))); break;
+            case 16: SR_TRY((launch_sparse<16, T>(p, a->X, stream))); break;
+            default: SR_TRY((launch_sparse<32, T>(p, a->X, stream))); break;
             }
         } else {
             SR_TRY(launch_dense<T>(p, stream));
