@@ -615,7 +615,7 @@ typedef int (*sr_solver_fn)(const sr_solver_step *step, void *user);
 
 typedef struct sr_solver_options {
     double tolerance;       /* stop when ‖∇‖ <= tolerance·‖∇ at w = 0‖; default 1e-10 */
-    int max_iterations;     /* default 1000 (ridge), 100 (logistic) */
+    int max_iterations;     /* default 10·n (ridge, as scipy's cg), 100 (logistic) */
     bool fit_intercept;     /* default false; the intercept comes back in sr_solver_step.intercept */
     sr_solver_fn report;
     void *report_user;
