@@ -47,6 +47,9 @@ grep -q "^0	2	2	0$" "$tmp/knn.tsv" || { echo "FAIL: knn: row 2 is row 0's twin";
 grep -q "^1	2	0	7$" "$tmp/knn.tsv" || { echo "FAIL: knn: manhattan(row 1, row 0) = 7"; cat "$tmp/knn.tsv"; failures=$((failures + 1)); }
 expect 2 "$cli" knn "$tmp/q.mtx" --metric nope
 expect 2 "$cli" knn "$tmp/q.mtx" -k 4
+# found by fuzz/fuzz_cli.c: a k past int64 overflowed the result size; knn-graph's k + 1 overflowed
+expect 2 "$cli" knn "$tmp/q.mtx" -k 99999999999999999999999
+expect 2 "$cli" knn-graph "$tmp/q.mtx" -k 99999999999999999999999
 expect 3 "$cli" knn "$tmp/missing.mtx"
 # knn-graph: each row's nearest other row; rows 0 and 2 are twins (distance 0 kept as an entry)
 expect 0 "$cli" --backend cpu knn-graph "$tmp/q.mtx" --metric manhattan -k 1 --mode distance --out "$tmp/g.mtx"
@@ -118,6 +121,7 @@ printf 'userId,movieId,rating\n1,2,3\n1;2;3\n' > "$tmp/bad.csv"
 expect 3 "$cli" factorize "$tmp/bad.csv"
 grep -q "bad.csv:3" "$tmp/err" || { echo "FAIL: factorize error lacks the line: $(cat "$tmp/err")"; failures=$((failures + 1)); }
 expect 2 "$cli" factorize "$tmp/r.csv" --test-fraction 1.5
+expect 2 "$cli" factorize "$tmp/r.csv" --rank -2   # found by fuzz_cli: a negative rank sized the factors
 # The fused pattern and the solvers: X = [1 2; 0 3; 4 0]; X^T (X [1 1]) = [19 15], X^T [1 2 3] = [13 8]
 printf '%%%%MatrixMarket matrix coordinate real general\n3 2 4\n1 1 1\n1 2 2\n2 2 3\n3 1 4\n' > "$tmp/x.mtx"
 printf '1\n1\n' > "$tmp/y2.txt"

@@ -198,6 +198,8 @@ static void check_rejections(void)
     sr_matrix X = test_make_matrix(ctx, &t), G = NULL;
     CHECK_FAILS(sr_knn_graph(ctx, X, 5, SR_METRIC_L2, 0, NULL, &G), SR_ERROR_INVALID_ARGUMENT,
                 "k must be 1..4: a row is not its own neighbour");
+    CHECK_FAILS(sr_knn_graph(ctx, X, INT64_MAX, SR_METRIC_L2, 0, NULL, &G), SR_ERROR_INVALID_ARGUMENT,
+                "k must be 1..4"); /* found by fuzz_cli: k + 1 overflowed before the check */
     sr_knn_graph_options o = sr_knn_graph_options_default();
     o.include_self = true;
     CHECK_OK(sr_knn_graph(ctx, X, 5, SR_METRIC_L2, 0, &o, &G)); /* every row, itself included */

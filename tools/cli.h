@@ -25,6 +25,9 @@ typedef struct {
     size_t host_memory; /* --host-memory: sr_context_options.host_memory_limit */
 } cli_globals;
 
+/* The whole program on an argument vector (argv[0] is the program's name): parses the global
+ * options, runs the command and returns its exit code. */
+int cli_main(int argc, char **argv);
 /* Prints "sparsering: <what>: <library message>" and returns the exit code for status. */
 int cli_fail(sr_status status, const char *what);
 /* Creates the context the global options ask for. */

@@ -192,9 +192,12 @@ int cmd_factorize(const cli_globals *g, int argc, char **argv)
         else
             bad = 1;
     }
-    if (bad || !path || !(fraction >= 0 && fraction < 1)) {
+    const bool rank_ok = o.rank >= 1 && o.rank <= 65536; /* the factor arrays are rows x rank */
+    if (bad || !path || !(fraction >= 0 && fraction < 1) || !rank_ok) {
         if (!(fraction >= 0 && fraction < 1))
             fprintf(stderr, "sparsering factorize: --test-fraction must be in [0, 1)\n");
+        if (!rank_ok)
+            fprintf(stderr, "sparsering factorize: --rank must be 1 to 65536, not %lld\n", (long long)o.rank);
         fputs(usage_text, stderr);
         return CLI_USAGE;
     }

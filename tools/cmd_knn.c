@@ -134,8 +134,15 @@ int cmd_knn(const cli_globals *g, int argc, char **argv)
         rc = cli_fail(s, "knn");
         goto done;
     }
-    sr_matrix_info qi;
+    sr_matrix_info qi, xi;
     sr_matrix_get_info(Q ? Q : X, &qi);
+    sr_matrix_get_info(X, &xi);
+    if (k > xi.nrows) { /* refused before the k-wide result arrays are allocated */
+        fprintf(stderr, "sparsering: knn: -k %lld is more than the %lld rows of %s\n", (long long)k,
+                (long long)xi.nrows, data);
+        rc = CLI_USAGE;
+        goto done;
+    }
     idx = malloc((size_t)(qi.nrows * k + 1) * sizeof *idx);
     dist = malloc((size_t)(qi.nrows * k + 1) * sizeof *dist);
     if (!idx || !dist) {

@@ -66,7 +66,7 @@ static int64_t product_row(const struct sr_matrix_s *A, const struct sr_matrix_s
                            bool complement, int64_t i, int key_bits, thread_state *t)
 {
     const int64_t a0 = A->rowptr[i], a1 = A->rowptr[i + 1];
-    int32_t *out = t->out.data + t->out.n;
+    int32_t *out = t->out.data ? t->out.data + t->out.n : NULL; /* NULL: nothing reserved, an empty row */
     if (!mask && a1 - a0 == 1) {
         const int64_t k = A->colind[a0], n = B->rowptr[k + 1] - B->rowptr[k];
         if (n > 0) /* an empty B may have no column array at all */

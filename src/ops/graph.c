@@ -102,9 +102,10 @@ sr_status sr_knn_graph(sr_context ctx, sr_matrix X, int64_t k, sr_metric metric,
     SR_TRY(sr_ops_check_matrix(fn, ctx, X));
     const sr_knn_graph_options o = options ? *options : sr_knn_graph_options_default();
     SR_TRY(sr_ops_check_graph_output(fn, o.mode, o.type));
-    const int64_t m = X->nrows, most = o.include_self ? m : m - 1, kk = k + (o.include_self ? 0 : 1);
+    const int64_t m = X->nrows, most = o.include_self ? m : m - 1;
     SR_CHECK_ARG(k >= 1 && k <= most, "%s: k = %lld, but X has %lld rows (k must be 1..%lld%s)", fn, (long long)k,
                  (long long)m, (long long)most, o.include_self ? "" : ": a row is not its own neighbour");
+    const int64_t kk = k + (o.include_self ? 0 : 1); /* after the check: k may be INT64_MAX */
     const size_t es = sr_type_size(o.type);
     int64_t *idx = NULL;
     void *dist = NULL;

@@ -1,0 +1,195 @@
+/* The command-line program without its signal handling (main.c adds it; fuzz/fuzz_cli.c calls
+ * cli_main directly): global options, usage, the command table. Subcommands live in cmd_*.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: sparsering [--backend auto|cpu|cuda] [--threads N] [--host-memory SIZE] COMMAND [ARGS]\n"
+            "\n"
+            "commands:\n"
+            "  info FILE.mtx[.gz]              shape, entries, type, degrees and memory of a Matrix Market file\n"
+            "  convert IN.mtx OUT.mtx[.gz]     rewrite a matrix: --type bool|int32|float32|float64, --transpose,\n"
+            "                                  --symmetric, --array, --comment TEXT\n"
+            "  knn DATA.mtx [--metric NAME] [-k K] [--p P] [--queries Q.mtx] [--out FILE]\n"
+            "                                  the k nearest rows of DATA to each query row (default: DATA's own\n"
+            "                                  rows); metrics: euclidean, cosine, manhattan, jaccard, ... (see README)\n"
+            "  knn-graph DATA.mtx [--metric NAME] [-k K] [--p P] [--mode connectivity|distance]\n"
+            "            [--include-self] [--symmetrize] [--out GRAPH.mtx]\n"
+            "                                  the k-NN graph of DATA's rows as a sparse matrix\n"
+            "  radius DATA.mtx --radius R [--metric NAME] [--p P] [--queries Q.mtx]\n"
+            "         [--mode connectivity|distance] [--include-self] [--out PAIRS.mtx]\n"
+            "                                  every pair of rows within R (DATA against itself, self left\n"
+            "                                  out, or each query row against DATA) as a sparse matrix\n"
+            "  bool OP A.mtx [B.mtx] [--mask M.mtx [--complement]] [--accumulate C.mtx] [--out OUT.mtx]\n"
+            "                                  a Boolean operation on patterns: mxm, add, mult, kron, transpose,\n"
+            "                                  reduce, extract --rows R0:N --cols C0:N, nnz, equal\n"
+            "  closure GRAPH.mtx [--method semi-naive|squaring] [--out CLOSURE.mtx]\n"
+            "                                  transitive closure: every pair joined by a path\n"
+            "  reach GRAPH.mtx (--sources V1,V2,... | --all) [--out REACHED.mtx]\n"
+            "                                  what each source reaches (BFS, 64 sources a machine word)\n"
+            "  cfpq GRAMMAR.txt (--graph EDGES.txt | --label NAME=GRAPH.mtx ...) [--reverse] [--symbol S]\n"
+            "       [--out PAIRS.mtx]          context-free path query: the pairs joined by a path whose labels\n"
+            "                                  spell a word of the grammar (README: grammar and edge formats)\n"
+            "  sddmm S.mtx A.mtx B.mtx [--alpha X] [--beta Y] [--semiring NAME] [--pattern]\n"
+            "        [--spmm V.mtx [--softmax]] [--float64] [--out OUT.mtx]\n"
+            "                                  sampled product alpha*(S.*(A*B^T)) + beta*S at S's entries; with\n"
+            "                                  --spmm, the fused (S.*(A*B^T))*V (--softmax: row softmax first)\n"
+            "  factorize RATINGS.csv[.gz]|.mtx [--rank K] [--lambda L] [--iterations N] [--cg-steps S]\n"
+            "            [--test-fraction F] [--seed S] [--factors PREFIX]\n"
+            "                                  ALS matrix factorization, train and held-out RMSE per sweep\n"
+            "  fused X.mtx Y [--form xtvxy|xty|xy] [--v V] [--z Z] [--alpha A] [--beta B] [--out W.txt]\n"
+            "                                  w = alpha*X^T(v.*(X y)) + beta*z and its forms, X read once\n"
+            "  ridge X.mtx LABELS [--lambda L] [--fit-intercept] [--tol T] [--max-iter N] [--out W.txt]\n"
+            "  logistic X.mtx LABELS [--C C] [--fit-intercept] [--tol T] [--max-iter N] [--out W.txt]\n"
+            "                                  ridge (CG) and L2 logistic regression (trust-region Newton)\n"
+            "  demo [--rows N --cols N --degree D --queries N -k K --metric NAME --seed S]\n"
+            "                                  k-NN on a generated bag-of-words set, timed on CPU and GPU\n"
+            "  version                         print the library version\n"
+            "\n"
+            "exit codes: 0 success, 1 the operation failed, 2 bad command line, 3 unreadable or malformed\n"
+            "input file, 4 the CUDA backend was asked for but no GPU is usable, 130 interrupted (Ctrl-C).\n"
+            "SPARSERING_BACKEND=cpu|cuda sets the default backend. --host-memory (e.g. 64G) caps one host\n"
+            "allocation and lets a file whose row pointers dwarf its entries be read.\n");
+}
+
+volatile sig_atomic_t cli_interrupted = 0;
+
+double cli_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int cli_fail(sr_status status, const char *what)
+{
+    if (status == SR_ERROR_CANCELLED && cli_interrupted) {
+        fprintf(stderr, "\nsparsering: %s: interrupted\n", what);
+        return CLI_INTERRUPTED;
+    }
+    fprintf(stderr, "sparsering: %s: %s\n", what, sr_last_error());
+    switch (status) {
+    case SR_ERROR_IO:
+    case SR_ERROR_PARSE: return CLI_BAD_INPUT;
+    case SR_ERROR_NO_DEVICE: return CLI_NO_DEVICE;
+    case SR_ERROR_INVALID_ARGUMENT: return CLI_USAGE;
+    default: return CLI_FAILED;
+    }
+}
+
+const char *cli_backend_name(sr_context ctx)
+{
+    sr_backend b;
+    sr_context_get_backend(ctx, &b);
+    return b == SR_BACKEND_CUDA ? "cuda" : "cpu";
+}
+
+int cli_context(const cli_globals *g, sr_context *ctx)
+{
+    sr_context_options o = sr_context_options_default();
+    o.backend = g->backend;
+    o.threads = g->threads;
+    o.host_memory_limit = g->host_memory;
+    sr_status s = sr_context_create(ctx, &o);
+    return s == SR_SUCCESS ? CLI_OK : cli_fail(s, "cannot start");
+}
+
+int cli_main(int argc, char **argv)
+{
+    cli_globals g = {SR_BACKEND_AUTO, 0, 0};
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return CLI_OK;
+        } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            const char *b = argv[++i];
+            if (strcmp(b, "auto") == 0)
+                g.backend = SR_BACKEND_AUTO;
+            else if (strcmp(b, "cpu") == 0)
+                g.backend = SR_BACKEND_CPU;
+            else if (strcmp(b, "cuda") == 0 || strcmp(b, "gpu") == 0)
+                g.backend = SR_BACKEND_CUDA;
+            else {
+                fprintf(stderr, "sparsering: unknown backend '%s' (auto, cpu or cuda)\n", b);
+                return CLI_USAGE;
+            }
+        } else if (strcmp(argv[i], "--host-memory") == 0 && i + 1 < argc) {
+            char *end;
+            const double v = strtod(argv[++i], &end);
+            const double unit = *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0
+                                : *end == 'G' || *end == 'g' ? 1073741824.0 : *end == 'T' || *end == 't' ? 1099511627776.0
+                                : 1.0;
+            if (!(v >= 0) || (unit == 1.0 && *end != '\0') || (unit != 1.0 && end[1] != '\0' && strcmp(end + 1, "B") != 0 &&
+                                                                strcmp(end + 1, "iB") != 0)) {
+                fprintf(stderr, "sparsering: --host-memory takes a size such as 64G or 500M, not '%s'\n", argv[i]);
+                return CLI_USAGE;
+            }
+            g.host_memory = (size_t)(v * unit);
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            g.threads = atoi(argv[++i]);
+            if (g.threads < 0) {
+                fprintf(stderr, "sparsering: --threads must be >= 0\n");
+                return CLI_USAGE;
+            }
+        } else {
+            fprintf(stderr, "sparsering: unknown option '%s'\n\n", argv[i]);
+            usage(stderr);
+            return CLI_USAGE;
+        }
+    }
+    if (i == argc) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[i];
+    int sub_argc = argc - i;
+    char **sub_argv = argv + i;
+    if (strcmp(cmd, "info") == 0)
+        return cmd_info(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "convert") == 0)
+        return cmd_convert(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "knn") == 0)
+        return cmd_knn(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "knn-graph") == 0)
+        return cmd_knn_graph(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "radius") == 0)
+        return cmd_radius(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "demo") == 0)
+        return cmd_demo(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "bool") == 0)
+        return cmd_bool(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "sddmm") == 0)
+        return cmd_sddmm(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "factorize") == 0)
+        return cmd_factorize(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "fused") == 0)
+        return cmd_fused(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "ridge") == 0)
+        return cmd_ridge(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "logistic") == 0)
+        return cmd_logistic(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "closure") == 0)
+        return cmd_closure(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "reach") == 0)
+        return cmd_reach(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "cfpq") == 0)
+        return cmd_cfpq(&g, sub_argc, sub_argv);
+    if (strcmp(cmd, "version") == 0) {
+        printf("sparsering %s\n", sr_version_string());
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    fprintf(stderr, "sparsering: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return CLI_USAGE;
+}
