@@ -118,8 +118,8 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
         st = mean_row(&pr, ones, xbar);
     for (int64_t j = 0; j < n && st == SR_SUCCESS && o.fit_intercept; j++)
         b[j] -= (double)m * ybar * xbar[j];
-    memset(x, 0, (size_t)n * sizeof(double));
-    if (st == SR_SUCCESS) {
+    if (st == SR_SUCCESS) { /* w is the iterate from here on; before, a failure leaves it alone */
+        memset(x, 0, (size_t)n * sizeof(double));
         memcpy(r, b, (size_t)n * sizeof(double));
         memcpy(p, b, (size_t)n * sizeof(double));
     }
@@ -302,6 +302,7 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
         label[i] = v > 0 ? 1.0 : -1.0;
     }
     lg.label = label;
+    const bool started = st == SR_SUCCESS; /* the inputs passed: w_out gets the iterate, even on a later failure */
     double f = 0, gnorm = 0, gnorm0 = 0, delta = 0;
     if (st == SR_SUCCESS)
         st = objective(&lg, w, &f);
@@ -355,10 +356,12 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
         if (st == SR_SUCCESS && actual <= 0 && predicted <= 0)
             break; /* no descent left */
     }
-    memcpy(w_out->data, w, (size_t)n * sizeof(double));
-    step.intercept = o.fit_intercept ? w[n] : 0.0;
-    if (last)
-        *last = step;
+    if (started) {
+        memcpy(w_out->data, w, (size_t)n * sizeof(double));
+        step.intercept = o.fit_intercept ? w[n] : 0.0;
+        if (last)
+            *last = step;
+    }
     free(label), free(lg.z), free(lg.d), free(lg.t), free(lg.q);
     free(w), free(g), free(s), free(r), free(dir), free(hd), free(trial);
     sr_matrix_free(lg.pr.owned);
