@@ -17,10 +17,14 @@ static int64_t batch_words(sr_context ctx, int64_t n, int64_t nsources)
     return w < needed ? w : needed;
 }
 
-/* One batch of sources [s0, s0 + S): *Rb (S x n) holds what they reach. */
-static sr_status reach_batch(sr_context ctx, sr_matrix AT, int64_t n, const int64_t *sources, int64_t S,
-                             sr_location where, sr_matrix *Rb, sr_query_stats *stats)
+/* One batch of sources [s0, s0 + S): *Rb (S x n) holds what they reach. Reports progress after
+ * every BFS round (a long path takes as many rounds as it has vertices), with the pairs found so
+ * far: `earlier` from the batches before, plus this batch's. */
+static sr_status reach_batch(const char *fn, sr_context ctx, sr_matrix AT, int64_t n, const int64_t *sources,
+                             int64_t S, sr_location where, sr_matrix *Rb, sr_query_stats *stats,
+                             const sr_query_options *options, int64_t earlier)
 {
+    int64_t pairs = earlier + S;
     sr_bits F = {0}, N = {0}, V = {0};
     sr_matrix start = NULL, reached = NULL;
     sr_status st = sr_algo_one_per_column(ctx, n, S, sources, 0, where, &start);
@@ -44,6 +48,9 @@ static sr_status reach_batch(sr_context ctx, sr_matrix AT, int64_t n, const int6
             sr_bits t = F;
             F = N;
             N = t;
+            pairs += found;
+            if (st == SR_SUCCESS)
+                st = sr_algo_progress(fn, options, stats->rounds, pairs);
         }
     }
     if (st == SR_SUCCESS)
@@ -95,18 +102,17 @@ sr_status sr_reachability(sr_context ctx, sr_matrix A, int64_t nsources, const i
     sr_status st = sr_matrix_transpose(ctx, G, &AT); /* pull: vertex v ORs the frontiers of its in-neighbours */
     const int64_t per_batch = 64 * batch_words(ctx, info.nrows, nsources);
     if (st == SR_SUCCESS && nsources <= per_batch)
-        st = reach_batch(ctx, AT, info.nrows, sources, nsources, info.location, &result, &local);
+        st = reach_batch(fn, ctx, AT, info.nrows, sources, nsources, info.location, &result, &local, options, 0);
     else if (st == SR_SUCCESS)
         st = sr_algo_pairs(ctx, nsources, info.ncols, 0, NULL, NULL, info.location, &result);
     for (int64_t s0 = 0; st == SR_SUCCESS && nsources > per_batch && s0 < nsources; s0 += per_batch) {
         const int64_t S = nsources - s0 < per_batch ? nsources - s0 : per_batch;
         sr_matrix Rb = NULL;
-        st = reach_batch(ctx, AT, info.nrows, sources + s0, S, info.location, &Rb, &local);
+        st = reach_batch(fn, ctx, AT, info.nrows, sources + s0, S, info.location, &Rb, &local, options,
+                         sr_algo_nnz(result));
         if (st == SR_SUCCESS)
             st = place_batch(ctx, &result, Rb, nsources, s0, S, info.location);
         sr_matrix_free(Rb);
-        if (st == SR_SUCCESS)
-            st = sr_algo_progress(fn, options, s0 / per_batch + 1, sr_algo_nnz(result));
     }
     sr_matrix_free(AT);
     sr_matrix_free(owned);
