@@ -5,7 +5,8 @@
  * files. Any exit code is fine; a crash, a leak or a sanitizer report is not. Inputs naming a
  * path outside the folder ('/'), the generator (demo: its sizes are the user's to choose),
  * --threads (thousands of threads) or more than 999 sweeps or steps (counts_work) are skipped. The context's host memory is capped by the
- * prepended --host-memory. Build: cmake -DSPARSERING_FUZZ=ON with clang (README, "Fuzzing"). */
+ * prepended --host-memory. It changes directory: give libFuzzer absolute corpus and artifact
+ * paths. Build: cmake -DSPARSERING_FUZZ=ON with clang (README, "Fuzzing"). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,6 +12,16 @@ expect() { # expect CODE command...
     fi
 }
 expect 0 "$cli" --help
+# every command's --help (and -h, and help COMMAND) prints its own usage and exits 0
+for c in info convert knn knn-graph radius bool closure reach cfpq sddmm factorize fused ridge logistic demo; do
+    expect 0 "$cli" "$c" --help
+    grep -q "^  $c " "$tmp/out" || { echo "FAIL: $c --help: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+    expect 0 "$cli" "$c" -h
+    expect 0 "$cli" help "$c"
+done
+expect 0 "$cli" --version
+grep -q "^sparsering [0-9]" "$tmp/out" || { echo "FAIL: --version: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+expect 2 "$cli" help nosuch
 grep -q "exit codes" "$tmp/out" || { echo "FAIL: --help lacks exit codes"; failures=$((failures + 1)); }
 expect 2 "$cli"
 expect 2 "$cli" frobnicate
@@ -50,6 +60,9 @@ expect 2 "$cli" knn "$tmp/q.mtx" -k 4
 # found by fuzz/fuzz_cli.c: a k past int64 overflowed the result size; knn-graph's k + 1 overflowed
 expect 2 "$cli" knn "$tmp/q.mtx" -k 99999999999999999999999
 expect 2 "$cli" knn-graph "$tmp/q.mtx" -k 99999999999999999999999
+# found by fuzz_cli: Minkowski p = 3.4e28 converted to int (undefined); logistic C = 4.2e102 never
+# left Steihaug's CG loop
+expect 0 "$cli" knn "$tmp/q.mtx" --metric minkowski --p 3.4e28 -k 1
 expect 3 "$cli" knn "$tmp/missing.mtx"
 # knn-graph: each row's nearest other row; rows 0 and 2 are twins (distance 0 kept as an entry)
 expect 0 "$cli" --backend cpu knn-graph "$tmp/q.mtx" --metric manhattan -k 1 --mode distance --out "$tmp/g.mtx"
@@ -139,6 +152,7 @@ expect 0 "$cli" ridge "$tmp/x.mtx" "$tmp/y3.txt" --lambda 0.5 --out "$tmp/w.txt"
 [ "$(wc -l < "$tmp/w.txt")" -eq 2 ] || { echo "FAIL: ridge wrote $(cat "$tmp/w.txt")"; failures=$((failures + 1)); }
 printf '1\n-1\n1\n' > "$tmp/labels.txt"
 expect 0 "$cli" logistic "$tmp/x.mtx" "$tmp/labels.txt" --C 2
+expect 0 timeout 20 "$cli" logistic "$tmp/x.mtx" "$tmp/labels.txt" --C 4.2e102 --max-iter 1  # once a hang
 expect 0 "$cli" ridge "$tmp/x.mtx" "$tmp/y3.txt" --fit-intercept
 grep -q "^intercept " "$tmp/out" || { echo "FAIL: ridge --fit-intercept: $(cat "$tmp/out")"; failures=$((failures + 1)); }
 expect 2 "$cli" logistic "$tmp/x.mtx" "$tmp/y3.txt"

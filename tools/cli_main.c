@@ -7,10 +7,9 @@
 
 #include "cli.h"
 
-static void usage(FILE *out)
-{
-    fprintf(out,
+static const char usage_text[] =
             "usage: sparsering [--backend auto|cpu|cuda] [--threads N] [--host-memory SIZE] COMMAND [ARGS]\n"
+            "       sparsering COMMAND --help    sparsering --version\n"
             "\n"
             "commands:\n"
             "  info FILE.mtx[.gz]              shape, entries, type, degrees and memory of a Matrix Market file\n"
@@ -46,8 +45,9 @@ static void usage(FILE *out)
             "  fused X.mtx Y [--form xtvxy|xty|xy] [--v V] [--z Z] [--alpha A] [--beta B] [--out W.txt]\n"
             "                                  w = alpha*X^T(v.*(X y)) + beta*z and its forms, X read once\n"
             "  ridge X.mtx LABELS [--lambda L] [--fit-intercept] [--tol T] [--max-iter N] [--out W.txt]\n"
+            "                                  ridge regression: CG on the normal equations, X read once a step\n"
             "  logistic X.mtx LABELS [--C C] [--fit-intercept] [--tol T] [--max-iter N] [--out W.txt]\n"
-            "                                  ridge (CG) and L2 logistic regression (trust-region Newton)\n"
+            "                                  L2 logistic regression: trust-region Newton with CG steps\n"
             "  demo [--rows N --cols N --degree D --queries N -k K --metric NAME --seed S]\n"
             "                                  k-NN on a generated bag-of-words set, timed on CPU and GPU\n"
             "  version                         print the library version\n"
@@ -55,7 +55,34 @@ static void usage(FILE *out)
             "exit codes: 0 success, 1 the operation failed, 2 bad command line, 3 unreadable or malformed\n"
             "input file, 4 the CUDA backend was asked for but no GPU is usable, 130 interrupted (Ctrl-C).\n"
             "SPARSERING_BACKEND=cpu|cuda sets the default backend. --host-memory (e.g. 64G) caps one host\n"
-            "allocation and lets a file whose row pointers dwarf its entries be read.\n");
+            "allocation and lets a file whose row pointers dwarf its entries be read.\n";
+
+static void usage(FILE *out) { fputs(usage_text, out); }
+
+/* COMMAND's block of usage_text: its line ("  NAME ...") and the deeper-indented lines after it.
+ * False when usage_text has no such command. */
+static bool command_usage(FILE *out, const char *name)
+{
+    const size_t len = strlen(name);
+    for (const char *line = usage_text; *line;) {
+        const char *end = strchr(line, '\n');
+        end = end ? end + 1 : line + strlen(line);
+        if (strncmp(line, "  ", 2) == 0 && line[2] != ' ' && strncmp(line + 2, name, len) == 0 &&
+            (line[2 + len] == ' ' || line[2 + len] == '\n')) {
+            fputs("usage: sparsering [--backend auto|cpu|cuda] [--threads N] [--host-memory SIZE]\n", out);
+            fwrite(line, 1, (size_t)(end - line), out);
+            for (line = end; strncmp(line, "   ", 3) == 0;) { /* continuation lines */
+                end = strchr(line, '\n');
+                end = end ? end + 1 : line + strlen(line);
+                fwrite(line, 1, (size_t)(end - line), out);
+                line = end;
+            }
+            fputs("\n(sparsering --help lists every command, the exit codes and the environment.)\n", out);
+            return true;
+        }
+        line = end;
+    }
+    return false;
 }
 
 volatile sig_atomic_t cli_interrupted = 0;
@@ -108,6 +135,9 @@ int cli_main(int argc, char **argv)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return CLI_OK;
+        } else if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+            printf("sparsering %s\n", sr_version_string());
+            return CLI_OK;
         } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             const char *b = argv[++i];
             if (strcmp(b, "auto") == 0)
@@ -151,43 +181,32 @@ int cli_main(int argc, char **argv)
     const char *cmd = argv[i];
     int sub_argc = argc - i;
     char **sub_argv = argv + i;
-    if (strcmp(cmd, "info") == 0)
-        return cmd_info(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "convert") == 0)
-        return cmd_convert(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "knn") == 0)
-        return cmd_knn(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "knn-graph") == 0)
-        return cmd_knn_graph(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "radius") == 0)
-        return cmd_radius(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "demo") == 0)
-        return cmd_demo(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "bool") == 0)
-        return cmd_bool(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "sddmm") == 0)
-        return cmd_sddmm(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "factorize") == 0)
-        return cmd_factorize(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "fused") == 0)
-        return cmd_fused(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "ridge") == 0)
-        return cmd_ridge(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "logistic") == 0)
-        return cmd_logistic(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "closure") == 0)
-        return cmd_closure(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "reach") == 0)
-        return cmd_reach(&g, sub_argc, sub_argv);
-    if (strcmp(cmd, "cfpq") == 0)
-        return cmd_cfpq(&g, sub_argc, sub_argv);
+    static const struct {
+        const char *name;
+        int (*run)(const cli_globals *, int, char **);
+    } commands[] = {
+        {"info", cmd_info},         {"convert", cmd_convert},     {"knn", cmd_knn},     {"knn-graph", cmd_knn_graph},
+        {"radius", cmd_radius},     {"demo", cmd_demo},           {"bool", cmd_bool},   {"sddmm", cmd_sddmm},
+        {"factorize", cmd_factorize}, {"fused", cmd_fused},       {"ridge", cmd_ridge}, {"logistic", cmd_logistic},
+        {"closure", cmd_closure},   {"reach", cmd_reach},         {"cfpq", cmd_cfpq},
+    };
     if (strcmp(cmd, "version") == 0) {
         printf("sparsering %s\n", sr_version_string());
         return CLI_OK;
     }
-    if (strcmp(cmd, "help") == 0) {
+    if (strcmp(cmd, "help") == 0) { /* help, or help COMMAND */
+        if (sub_argc > 1 && command_usage(stdout, sub_argv[1]))
+            return CLI_OK;
         usage(stdout);
-        return CLI_OK;
+        return sub_argc > 1 ? CLI_USAGE : CLI_OK;
+    }
+    for (size_t c = 0; c < sizeof commands / sizeof *commands; c++) {
+        if (strcmp(cmd, commands[c].name) != 0)
+            continue;
+        for (int j = 1; j < sub_argc; j++) /* COMMAND --help: that command's usage */
+            if (strcmp(sub_argv[j], "--help") == 0 || strcmp(sub_argv[j], "-h") == 0)
+                return command_usage(stdout, cmd) ? CLI_OK : (usage(stdout), CLI_OK);
+        return commands[c].run(&g, sub_argc, sub_argv);
     }
     fprintf(stderr, "sparsering: unknown command '%s'\n\n", cmd);
     usage(stderr);

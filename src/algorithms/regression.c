@@ -237,10 +237,17 @@ static sr_status trust_cg(logistic *lg, double delta, const double *g, double *s
     }
     double rr = sr_algo_dot(r, r, n);
     const double tol = 0.1 * sqrt(sr_algo_dot(g, g, n));
-    while (sqrt(rr) > tol) {
+    /* CG ends within N steps in exact arithmetic; rounding (a huge C) can keep the residual above
+     * tol for ever, so the steps are capped, and a direction without positive curvature (NaN or
+     * overflow: the Hessian is positive definite) ends the loop with the step so far */
+    const int64_t most = 2 * n + 20;
+    for (int64_t it = 0; sqrt(rr) > tol && it < most; it++) {
         SR_TRY(hessian_product(lg, dir, hd));
         (*steps)++;
-        const double a = rr / sr_algo_dot(dir, hd, n);
+        const double curvature = sr_algo_dot(dir, hd, n);
+        if (!(curvature > 0) || !isfinite(curvature))
+            break;
+        const double a = rr / curvature;
         for (int64_t j = 0; j < n; j++)
             s[j] += a * dir[j];
         if (sqrt(sr_algo_dot(s, s, n)) > delta) { /* back to the boundary along dir */

@@ -122,8 +122,9 @@ sr_status sr_cpu_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
         return st;
     }
     const size_t vsize = sr_value_size(A->type);
+    const int64_t rows_to_fill = C->rowptr[A->nrows] > 0 ? A->nrows : 0; /* none: C has no entry arrays */
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
-    for (int64_t i = 0; i < A->nrows; i++)
+    for (int64_t i = 0; i < rows_to_fill; i++)
         merge_row(A, right, i, mask_row(mask, complement, i), c, C->colind + C->rowptr[i],
                   vsize ? (char *)C->values + (size_t)C->rowptr[i] * vsize : NULL, vsize);
     *out = C;

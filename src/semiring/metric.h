@@ -80,7 +80,7 @@ SR_HD double sr_metric_pow(double v, double p)
 {
     if (v == 0.0)
         return 0.0;
-    if (p == (double)(int)p && p >= 1.0 && p <= 64.0) {
+    if (p >= 1.0 && p <= 64.0 && p == (double)(int)p) { /* the range first: (int)p of a huge p is undefined */
         double r = 1.0, b = v;
         for (int n = (int)p; n > 0; n >>= 1) {
             if (n & 1)
