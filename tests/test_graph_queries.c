@@ -91,6 +91,13 @@ static void check_closure_and_reach(int64_t n, double degree)
         sr_matrix_free(R);
         int64_t bad = n;
         CHECK_FAILS(sr_reachability(ctx, G, 1, &bad, &R, NULL, NULL), SR_ERROR_INVALID_ARGUMENT, "is not a vertex");
+        /* no sources: an empty 0 x n result (found by fuzz_cli: bit blocks of no columns) */
+        CHECK_OK(sr_reachability(ctx, G, 0, some, &R, NULL, NULL));
+        sr_matrix_info ri;
+        sr_matrix_get_info(R, &ri);
+        CHECK(ri.nrows == 0 && ri.ncols == n && ri.nnz == 0, "no sources gave %lld x %lld, %lld entries",
+              (long long)ri.nrows, (long long)ri.ncols, (long long)ri.nnz);
+        sr_matrix_free(R);
     }
     free(all);
     free(plus);

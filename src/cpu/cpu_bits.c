@@ -23,6 +23,12 @@ static inline uint64_t masked_word(uint64_t old, uint64_t acc, const sr_bits_upd
     return (computed & allowed) | (u->replace ? 0 : old & ~allowed);
 }
 
+/* Row i's words, or NULL for a block of no columns (its word array is NULL: no arithmetic on it). */
+static uint64_t *row_of(const sr_bits *X, int64_t i)
+{
+    return X->words ? X->words + (size_t)i * (size_t)X->ld : NULL;
+}
+
 enum { kChunkWords = 32 }; /* words of a row's product kept in registers / L1 at a time */
 
 sr_status sr_cpu_mxm_bits(struct sr_context_s *ctx, const struct sr_matrix_s *A, const sr_bits *Y, const sr_bits *mask,
@@ -34,8 +40,8 @@ sr_status sr_cpu_mxm_bits(struct sr_context_s *ctx, const struct sr_matrix_s *A,
     int64_t total = 0;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 64) reduction(+ : total)
     for (int64_t i = 0; i < A->nrows; i++) {
-        uint64_t *y = Y->words + (size_t)i * (size_t)Y->ld;
-        const uint64_t *m = mask ? mask->words + (size_t)i * (size_t)mask->ld : NULL;
+        uint64_t *y = row_of(Y, i);
+        const uint64_t *m = mask ? row_of(mask, i) : NULL;
         for (int64_t w0 = 0; w0 < words; w0 += kChunkWords) {
             const int64_t n = words - w0 < kChunkWords ? words - w0 : kChunkWords;
             uint64_t acc[kChunkWords] = {0};
@@ -65,8 +71,8 @@ sr_status sr_cpu_bits_or(struct sr_context_s *ctx, const sr_bits *Y, const sr_bi
     int64_t total = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : total)
     for (int64_t i = 0; i < Y->nrows; i++) {
-        uint64_t *y = Y->words + (size_t)i * (size_t)Y->ld;
-        const uint64_t *x = X ? X->words + (size_t)i * (size_t)X->ld : NULL;
+        uint64_t *y = row_of(Y, i);
+        const uint64_t *x = X ? row_of(X, i) : NULL;
         for (int64_t w = 0; w < words; w++) {
             if (x)
                 y[w] |= x[w];
@@ -84,8 +90,9 @@ sr_status sr_cpu_bits_from_matrix(struct sr_context_s *ctx, const struct sr_matr
     const int64_t words = row_words(X->ncols);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
     for (int64_t i = 0; i < A->nrows; i++) {
-        uint64_t *x = X->words + (size_t)i * (size_t)X->ld;
-        memset(x, 0, (size_t)words * sizeof *x);
+        uint64_t *x = row_of(X, i);
+        if (words > 0) /* no columns (no sources): no words to set */
+            memset(x, 0, (size_t)words * sizeof *x);
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
             x[A->colind[k] / 64] |= UINT64_C(1) << (A->colind[k] % 64);
     }
@@ -101,7 +108,7 @@ sr_status sr_cpu_matrix_from_bits(struct sr_context_s *ctx, const sr_bits *X, st
     SR_TRY(sr_matrix_alloc(ctx, X->nrows, X->ncols, 0, SR_TYPE_BOOL, SR_HOST, &A));
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t i = 0; i < X->nrows; i++) {
-        const uint64_t *x = X->words + (size_t)i * (size_t)X->ld;
+        const uint64_t *x = row_of(X, i);
         int64_t n = 0;
         for (int64_t w = 0; w < words; w++)
             n += __builtin_popcountll(w == words - 1 ? x[w] & tail : x[w]);
@@ -113,9 +120,10 @@ sr_status sr_cpu_matrix_from_bits(struct sr_context_s *ctx, const sr_bits *X, st
         sr_matrix_destroy(A);
         return st;
     }
+    const int64_t rows_to_fill = A->rowptr[X->nrows] > 0 ? X->nrows : 0; /* none: A has no column array */
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
-    for (int64_t i = 0; i < X->nrows; i++) {
-        const uint64_t *x = X->words + (size_t)i * (size_t)X->ld;
+    for (int64_t i = 0; i < rows_to_fill; i++) {
+        const uint64_t *x = row_of(X, i);
         int32_t *cols = A->colind + A->rowptr[i];
         for (int64_t w = 0; w < words; w++)
             for (uint64_t b = w == words - 1 ? x[w] & tail : x[w]; b; b &= b - 1)
