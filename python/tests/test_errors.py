@@ -71,3 +71,22 @@ def test_logistic_bad_label_leaves_nothing_half_done():
     y = np.array([1.0, -1.0, 0.5, 1.0, -1.0, 1.0])
     with pytest.raises(sr.InvalidArgumentError, match="label 2 is 0.5"):
         sr.logistic_regression(X, y, 1.0, context=cpu())
+
+
+def test_ctrl_c_stops_a_long_call_and_the_next_call_works():
+    # Ctrl-C arrives while the library runs; the progress or report hook turns it into
+    # KeyboardInterrupt at its next call, and the call frees what it held (ASan checks the C side)
+    import signal
+    X = sp.random(60, 30, density=0.2, format="csr", random_state=4)
+    ctx = sr.Context("cpu", workspace_limit=60 * 8 * 4)  # several batches
+
+    def press_ctrl_c(*_):
+        signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        sr.kneighbors(X, None, 3, "cosine", progress=press_ctrl_c, context=ctx)
+    y = np.where(np.arange(60) % 2 == 0, 1.0, -1.0)
+    with pytest.raises(KeyboardInterrupt):
+        sr.ridge(X, y, 1.0, callback=press_ctrl_c, context=ctx)
+    dist, idx = sr.kneighbors(X, None, 3, "cosine", context=ctx)  # the context is still usable
+    assert idx.shape == (60, 3) and np.all(np.isfinite(dist))
