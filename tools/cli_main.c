@@ -59,6 +59,12 @@ static const char usage_text[] =
 
 static void usage(FILE *out) { fputs(usage_text, out); }
 
+static int print_version(void)
+{
+    printf("sparsering %s\n", sr_version_string());
+    return CLI_OK;
+}
+
 /* COMMAND's block of usage_text: its line ("  NAME ...") and the deeper-indented lines after it.
  * False when usage_text has no such command. */
 static bool command_usage(FILE *out, const char *name)
@@ -136,8 +142,7 @@ int cli_main(int argc, char **argv)
             usage(stdout);
             return CLI_OK;
         } else if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
-            printf("sparsering %s\n", sr_version_string());
-            return CLI_OK;
+            return print_version();
         } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             const char *b = argv[++i];
             if (strcmp(b, "auto") == 0)
@@ -190,10 +195,8 @@ int cli_main(int argc, char **argv)
         {"factorize", cmd_factorize}, {"fused", cmd_fused},       {"ridge", cmd_ridge}, {"logistic", cmd_logistic},
         {"closure", cmd_closure},   {"reach", cmd_reach},         {"cfpq", cmd_cfpq},
     };
-    if (strcmp(cmd, "version") == 0) {
-        printf("sparsering %s\n", sr_version_string());
-        return CLI_OK;
-    }
+    if (strcmp(cmd, "version") == 0)
+        return print_version();
     if (strcmp(cmd, "help") == 0) { /* help, or help COMMAND */
         if (sub_argc > 1 && command_usage(stdout, sub_argv[1]))
             return CLI_OK;
@@ -204,8 +207,11 @@ int cli_main(int argc, char **argv)
         if (strcmp(cmd, commands[c].name) != 0)
             continue;
         for (int j = 1; j < sub_argc; j++) /* COMMAND --help: that command's usage */
-            if (strcmp(sub_argv[j], "--help") == 0 || strcmp(sub_argv[j], "-h") == 0)
-                return command_usage(stdout, cmd) ? CLI_OK : (usage(stdout), CLI_OK);
+            if (strcmp(sub_argv[j], "--help") == 0 || strcmp(sub_argv[j], "-h") == 0) {
+                if (!command_usage(stdout, cmd)) /* every table command has a block; never fall silent */
+                    usage(stdout);
+                return CLI_OK;
+            }
         return commands[c].run(&g, sub_argc, sub_argv);
     }
     fprintf(stderr, "sparsering: unknown command '%s'\n\n", cmd);

@@ -159,22 +159,24 @@ static PyObject *context_set_threads(ContextObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-static PyObject *context_set_workspace_limit(ContextObject *self, PyObject *arg)
+/* A byte count from Python, handed to one of the context's size setters. */
+static PyObject *set_context_bytes(ContextObject *self, PyObject *arg, sr_status (*setter)(sr_context, size_t))
 {
     unsigned long long bytes = PyLong_AsUnsignedLongLong(arg);
     if (bytes == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
-    TRY(sr_context_set_workspace_limit(self->ctx, (size_t)bytes));
+    TRY(setter(self->ctx, (size_t)bytes));
     Py_RETURN_NONE;
+}
+
+static PyObject *context_set_workspace_limit(ContextObject *self, PyObject *arg)
+{
+    return set_context_bytes(self, arg, sr_context_set_workspace_limit);
 }
 
 static PyObject *context_set_host_memory_limit(ContextObject *self, PyObject *arg)
 {
-    unsigned long long bytes = PyLong_AsUnsignedLongLong(arg);
-    if (bytes == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    TRY(sr_context_set_host_memory_limit(self->ctx, (size_t)bytes));
-    Py_RETURN_NONE;
+    return set_context_bytes(self, arg, sr_context_set_host_memory_limit);
 }
 
 static PyMethodDef context_methods[] = {
