@@ -181,6 +181,53 @@ static void check_ewise(int64_t m, int64_t n, double degree)
     test_csr_free(&a), test_csr_free(&b), test_csr_free(&mk);
 }
 
+/* Numeric unions and intersections (plus_times on float64) with and without a mask, against a
+ * dense reference: rows long enough to cross many of the device's merge tiles, and many short
+ * and empty ones sharing a tile. */
+static void check_ewise_numeric(int64_t m, int64_t n, double degree)
+{
+    test_csr x = test_random_csr(m, n, degree, SR_TYPE_FLOAT64), z = test_random_csr(m, n, degree, SR_TYPE_FLOAT64);
+    test_csr mk = test_random_csr(m, n, degree, SR_TYPE_BOOL);
+    dense_bool M = dense_of(&mk);
+    double *dx = calloc((size_t)(m * n + 1), sizeof(double)), *dz = calloc((size_t)(m * n + 1), sizeof(double));
+    double *got = calloc((size_t)(m * n + 1), sizeof(double));
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t k = x.rowptr[i]; k < x.rowptr[i + 1]; k++)
+            dx[i * n + x.colind[k]] = ((double *)x.values)[k];
+        for (int64_t k = z.rowptr[i]; k < z.rowptr[i + 1]; k++)
+            dz[i * n + z.colind[k]] = ((double *)z.values)[k];
+    }
+    sr_matrix X = on_backend(&x), Z = on_backend(&z), K = on_backend(&mk);
+    for (int op = 0; op < 2; op++)
+        for (int variant = 0; variant < 3; variant++) { /* plain, mask, complemented mask */
+            sr_descriptor d = {.mask_complement = variant == 2};
+            sr_matrix C = NULL, H = NULL;
+            CHECK_OK(op == 0 ? sr_ewise_add(ctx, &C, variant ? K : NULL, SR_PLUS_TIMES, X, Z, &d)
+                             : sr_ewise_mult(ctx, &C, variant ? K : NULL, SR_PLUS_TIMES, X, Z, &d));
+            CHECK_OK(sr_matrix_copy_to(ctx, C, SR_HOST, &H));
+            sr_matrix_info info;
+            sr_matrix_get_info(H, &info);
+            sr_dense view = sr_dense_view(got, m, n, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+            CHECK_OK(sr_matrix_export_dense(ctx, H, &view));
+            int64_t bad = 0, expected_nnz = 0;
+            for (int64_t t = 0; t < m * n; t++) {
+                const bool in_x = dx[t] != 0, in_z = dz[t] != 0, allowed = variant == 0 || (M.at[t] != (variant == 2));
+                const bool present = allowed && (op == 0 ? in_x || in_z : in_x && in_z);
+                const double want = !present ? 0 : op == 0 ? dx[t] + dz[t] : dx[t] * dz[t];
+                expected_nnz += present;
+                bad += fabs(got[t] - want) > 1e-12 * (1 + fabs(want));
+            }
+            CHECK(bad == 0 && info.nnz == expected_nnz, "%s %lldx%lld variant %d: %lld wrong values, %lld entries of %lld",
+                  op == 0 ? "ewise_add" : "ewise_mult", (long long)m, (long long)n, variant, (long long)bad,
+                  (long long)info.nnz, (long long)expected_nnz);
+            sr_matrix_free(C), sr_matrix_free(H);
+        }
+    sr_matrix all[3] = {X, Z, K};
+    free_all(all, 3);
+    free(dx), free(dz), free(got), free(M.at);
+    test_csr_free(&x), test_csr_free(&z), test_csr_free(&mk);
+}
+
 static void check_kronecker(void)
 {
     test_csr a = test_random_csr(7, 5, 2, SR_TYPE_BOOL), b = test_random_csr(4, 6, 2, SR_TYPE_BOOL);
@@ -341,6 +388,9 @@ static void run_all(void)
     check_ewise(1, 1, 1);
     check_ewise(60, 45, 5);
     check_ewise(200, 300, 30);
+    check_ewise_numeric(3, 40000, 15000); /* rows over many merge tiles */
+    check_ewise_numeric(3000, 40, 3);     /* many short rows a tile */
+    check_ewise_numeric(400, 3000, 300);
     check_kronecker();
     check_bits(0, 0, 0);
     check_bits(1, 1, 1);

@@ -306,8 +306,10 @@ static void count_rows_per_bound(const test_csr *a, const test_csr *b, int64_t c
 }
 
 /* Device mxm against host mxm for A·B, for several semirings and the Boolean ones; patterns
- * exactly, values closely. */
-static void check_mxm_against_host(const test_csr *a, const test_csr *b)
+ * exactly, values closely. With mk, the first semiring of each type also under mk as a mask and
+ * as a complemented one (dense rows apply a complement after their products, others per
+ * product). */
+static void check_mxm_against_host(const test_csr *a, const test_csr *b, const test_csr *mk)
 {
     const sr_semiring semirings[] = {SR_PLUS_TIMES, SR_MIN_PLUS, SR_MAX_MIN, SR_PLUS_PAIR};
     const sr_semiring boolean[] = {SR_OR_AND, SR_ANY_PAIR};
@@ -327,18 +329,27 @@ static void check_mxm_against_host(const test_csr *a, const test_csr *b)
         CHECK_OK(sr_matrix_copy_to(gpu, HB, SR_DEVICE, &B));
         const sr_semiring *list = type == SR_TYPE_BOOL ? boolean : semirings;
         const size_t n = type == SR_TYPE_BOOL ? sizeof boolean / sizeof boolean[0] : sizeof semirings / sizeof semirings[0];
-        for (size_t s = 0; s < n; s++) {
+        sr_matrix HM = mk ? test_make_matrix(cpu, mk) : NULL, M = NULL;
+        if (HM)
+            CHECK_OK(sr_matrix_copy_to(gpu, HM, SR_DEVICE, &M));
+        for (size_t s = 0; s < n + (mk ? 2 : 0); s++) {
+            const int masked = s < n ? 0 : (int)(s - n) + 1; /* 1: the mask, 2: its complement */
+            const sr_semiring semiring = list[masked ? 0 : s];
+            const sr_descriptor d = {.mask_complement = masked == 2};
             sr_matrix DC = NULL, HC = NULL;
-            CHECK_OK(sr_mxm(gpu, &DC, NULL, list[s], A, B, NULL));
-            CHECK_OK(sr_mxm(cpu, &HC, NULL, list[s], HA, HB, NULL));
+            CHECK_OK(sr_mxm(gpu, &DC, masked ? M : NULL, semiring, A, B, &d));
+            CHECK_OK(sr_mxm(cpu, &HC, masked ? HM : NULL, semiring, HA, HB, &d));
             if (!DC || !HC)
                 continue;
             int64_t off = compare_with_host(DC, HC, type == SR_TYPE_FLOAT64 ? 1e-12 : 1e-4);
-            CHECK(off == 0, "heavy mxm %s %s: %s", sr_semiring_name(list[s]), sr_type_name(type),
+            CHECK(off == 0, "heavy mxm %s %s%s: %s", sr_semiring_name(semiring), sr_type_name(type),
+                  masked == 1 ? " masked" : masked == 2 ? " complemented mask" : "",
                   off < 0 ? "device pattern differs" : "device values differ");
             sr_matrix_free(DC);
             sr_matrix_free(HC);
         }
+        sr_matrix_free(M);
+        sr_matrix_free(HM);
         sr_matrix_free(A);
         sr_matrix_free(B);
         sr_matrix_free(HA);
@@ -362,19 +373,23 @@ static void test_heavy_mxm(void)
         {test_random_csr(300, 500, 4, SR_TYPE_FLOAT64), test_random_csr(500, 70000, 2500, SR_TYPE_FLOAT64)}};
     int64_t per_bin[10] = {0};
     for (int c = 0; c < 3; c++) {
+        /* a mask of about a tenth of each output row, and empty rows (test_random_csr's) */
+        test_csr mk = test_random_csr(pairs[c][0].nrows, pairs[c][1].ncols, 0.1 * (double)pairs[c][1].ncols,
+                                      SR_TYPE_FLOAT64);
         count_rows_per_bound(&pairs[c][0], &pairs[c][1], per_bin);
-        check_mxm_against_host(&pairs[c][0], &pairs[c][1]);
+        check_mxm_against_host(&pairs[c][0], &pairs[c][1], &mk);
         /* and with the smallest rows in the hash bins, whose 128-slot table they then fill */
         setenv("SPARSERING_MXM_ESC", "0", 1);
-        check_mxm_against_host(&pairs[c][0], &pairs[c][1]);
+        check_mxm_against_host(&pairs[c][0], &pairs[c][1], NULL);
         unsetenv("SPARSERING_MXM_ESC");
         if (c == 0) {
             /* a workspace that holds one to three dense accumulator rows (float64 / float32): the
              * global dense rows then go in several waves, each reusing the accumulators */
             CHECK_OK(sr_context_set_workspace_limit(gpu, (size_t)4 << 20));
-            check_mxm_against_host(&pairs[c][0], &pairs[c][1]);
+            check_mxm_against_host(&pairs[c][0], &pairs[c][1], &mk);
             CHECK_OK(sr_context_set_workspace_limit(gpu, 0));
         }
+        test_csr_free(&mk);
         test_csr_free(&pairs[c][0]);
         test_csr_free(&pairs[c][1]);
     }

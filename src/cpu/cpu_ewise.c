@@ -103,6 +103,86 @@ static int64_t merge_row(const struct sr_matrix_s *A, const struct sr_matrix_s *
     return n;
 }
 
+/* The first k in [lo, hi) with col[k] >= j, galloping from lo: walking a long row past a short
+ * row's columns costs O(log gap) a column instead of the gap. */
+static inline int64_t gallop(const int32_t *col, int64_t lo, int64_t hi, int32_t j)
+{
+    if (lo >= hi || col[lo] >= j)
+        return lo;
+    int64_t below = lo, step = 1, above = lo + 1; /* col[below] < j */
+    while (above < hi && col[above] < j) {
+        below = above;
+        step *= 2;
+        above = below + step;
+    }
+    if (above > hi)
+        above = hi;
+    for (lo = below + 1, hi = above; lo < hi;) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (col[mid] < j)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* An unmasked union or intersection of a short row with a long one (a sparse row against a hub's
+ * row of M·M): the short row's columns are looked up in the long one by galloping, and a union
+ * copies the long row's runs between them whole. Counts, and writes when cols is not NULL. */
+static int64_t merge_row_skewed(const struct sr_matrix_s *A, const struct sr_matrix_s *B, int64_t i, combiner c,
+                                int32_t *cols, void *vals, size_t vsize)
+{
+    const int64_t xa = A->rowptr[i], ea = A->rowptr[i + 1], xb = B->rowptr[i], eb = B->rowptr[i + 1];
+    const bool a_short = ea - xa <= eb - xb, uni = c.merge == SR_MERGE_UNION;
+    const struct sr_matrix_s *S = a_short ? A : B, *L = a_short ? B : A;
+    int64_t s = a_short ? xa : xb, l = a_short ? xb : xa, n = 0;
+    const int64_t se = a_short ? ea : eb, le = a_short ? eb : ea;
+    for (; s < se && (uni || l < le); s++) {
+        const int32_t j = S->colind[s];
+        const int64_t at = gallop(L->colind, l, le, j);
+        if (uni && cols) { /* the long row's run before j */
+            memcpy(cols + n, L->colind + l, (size_t)(at - l) * sizeof(int32_t));
+            if (vsize)
+                memcpy((char *)vals + n * vsize, (const char *)L->values + l * vsize, (size_t)(at - l) * vsize);
+        }
+        if (uni)
+            n += at - l;
+        const bool both = at < le && L->colind[at] == j;
+        if (uni || both) {
+            if (cols) {
+                cols[n] = j;
+                if (vsize && both)
+                    sr_cpu_combine(vals, n, A->values, a_short ? s : at, B->values, a_short ? at : s, A->type, c.merge,
+                                   c.op);
+                else if (vsize)
+                    memcpy((char *)vals + n * vsize, (const char *)S->values + s * vsize, vsize);
+            }
+            n++;
+        }
+        l = at + both;
+    }
+    if (uni && cols) { /* the long row's tail */
+        memcpy(cols + n, L->colind + l, (size_t)(le - l) * sizeof(int32_t));
+        if (vsize)
+            memcpy((char *)vals + n * vsize, (const char *)L->values + l * vsize, (size_t)(le - l) * vsize);
+    }
+    return n + (uni ? le - l : 0);
+}
+
+/* Row i's merge by the fittest walk: galloping when one row is a quarter of the other or
+ * shorter and no mask is in the way, step by step otherwise. */
+static int64_t merge_any_row(const struct sr_matrix_s *A, const struct sr_matrix_s *B, const struct sr_matrix_s *mask,
+                             bool complement, int64_t i, combiner c, int32_t *cols, void *vals, size_t vsize)
+{
+    if (B && !mask) {
+        const int64_t la = A->rowptr[i + 1] - A->rowptr[i], lb = B->rowptr[i + 1] - B->rowptr[i];
+        if (4 * (la < lb ? la : lb) <= (la < lb ? lb : la))
+            return merge_row_skewed(A, B, i, c, cols, vals, vsize);
+    }
+    return merge_row(A, B, i, mask_row(mask, complement, i), c, cols, vals, vsize);
+}
+
 sr_status sr_cpu_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                        const struct sr_matrix_s *mask, bool complement, sr_merge merge, sr_semiring s,
                        struct sr_matrix_s **out)
@@ -114,7 +194,7 @@ sr_status sr_cpu_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
     SR_TRY(sr_matrix_alloc(ctx, A->nrows, A->ncols, 0, A->type, SR_HOST, &C));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
     for (int64_t i = 0; i < A->nrows; i++)
-        C->rowptr[i + 1] = merge_row(A, right, i, mask_row(mask, complement, i), c, NULL, NULL, 0);
+        C->rowptr[i + 1] = merge_any_row(A, right, mask, complement, i, c, NULL, NULL, 0);
     sr_cpu_prefix_sum(C->rowptr, A->nrows);
     sr_status st = sr_matrix_alloc_entries(C, C->rowptr[A->nrows]);
     if (st != SR_SUCCESS) {
@@ -125,8 +205,8 @@ sr_status sr_cpu_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
     const int64_t rows_to_fill = C->rowptr[A->nrows] > 0 ? A->nrows : 0; /* none: C has no entry arrays */
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
     for (int64_t i = 0; i < rows_to_fill; i++)
-        merge_row(A, right, i, mask_row(mask, complement, i), c, C->colind + C->rowptr[i],
-                  vsize ? (char *)C->values + (size_t)C->rowptr[i] * vsize : NULL, vsize);
+        merge_any_row(A, right, mask, complement, i, c, C->colind + C->rowptr[i],
+                      vsize ? (char *)C->values + (size_t)C->rowptr[i] * vsize : NULL, vsize);
     *out = C;
     return SR_SUCCESS;
 }

@@ -215,13 +215,17 @@ template <class Ops> struct mxm_launcher {
         }
         timer.mark(FILL ? "fill: dense, global" : "count: dense, global");
         if (sizes[kBinTiled] > 0) {
-            constexpr int tile = dense_tile<T>();
-            constexpr size_t smem = sizeof(T) * (size_t)tile + (size_t)tile / 8;
-            SR_CUDA_TRY(cudaFuncSetAttribute(dense_rows_tiled<Ops, FILL, tile>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            const int blocks = (int)std::min<unsigned long long>(sizes[kBinTiled], (unsigned long long)sm_count());
-            dense_rows_tiled<Ops, FILL, tile><<<blocks, kDenseThreads, smem, on[kBinTiled]>>>(
-                p, bins + starts.at[kBinTiled], bin_sizes + kBinTiled);
+            const int64_t tile = dense_tile<Ops>(p.ncols);
+            const size_t smem = dense_tile_bytes<Ops>(tile);
+            SR_CUDA_TRY(cudaFuncSetAttribute(dense_rows_tiled<Ops, FILL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)smem));
+            int per_sm = 1;
+            SR_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dense_rows_tiled<Ops, FILL>,
+                                                                      kDenseThreads, smem));
+            const int blocks = (int)std::min<unsigned long long>(sizes[kBinTiled],
+                                                                 (unsigned long long)sm_count() * std::max(per_sm, 1));
+            dense_rows_tiled<Ops, FILL><<<blocks, kDenseThreads, smem, on[kBinTiled]>>>(
+                p, bins + starts.at[kBinTiled], bin_sizes + kBinTiled, tile);
             SR_CUDA_LAUNCHED();
         }
         timer.mark(FILL ? "fill: dense, tiled" : "count: dense, tiled");
@@ -273,7 +277,7 @@ template <class Ops> struct mxm_launcher {
         if (err != cudaSuccess)
             return fail(sr_cuda_fail(err, "mxm setup", __FILE__, __LINE__));
         if (nrows > 0) {
-            const int64_t tiles = (ncols + dense_tile<T>() - 1) / dense_tile<T>();
+            const int64_t tiles = (ncols + dense_tile<Ops>(ncols) - 1) / dense_tile<Ops>(ncols);
             bound_and_bin<<<grid_for(nrows * 32), kBlock, 0, stream>>>(A->rowptr, A->colind, B->rowptr, nrows, tiles,
                                                                         esc_enabled(), p.counts, bin_sizes.get());
             if ((err = cudaGetLastError()) != cudaSuccess)

@@ -80,18 +80,18 @@ __device__ inline int64_t row_bound(const int64_t *a_rowptr, const int32_t *a_co
 }
 
 // Calls visit(j, a_ik * b_kj) for this lane's share of the products of A entries [ka0, ka1) of the
-// row that the mask allows: groups of `width` lanes take different A entries, a group's lanes
+// row (that the mask allows, with check_mask): groups of `width` lanes take different A entries, a group's lanes
 // share a B row.
 template <int TEAM, class Ops, class Visit>
 __device__ void for_each_product_of(const mxm_args<Ops> &p, int64_t row, int64_t ka0, int64_t ka1, int width,
-                                    int lane, Visit visit) {
+                                    int lane, bool check_mask, Visit visit) {
     const int sub = lane % width;
     for (int64_t ka = ka0 + lane / width; ka < ka1; ka += TEAM / width) {
         const int32_t k = p.a_colind[ka];
         const typename Ops::value a = p.a(ka);
         for (int64_t kb = p.b_rowptr[k] + sub; kb < p.b_rowptr[k + 1]; kb += width) {
             const int32_t j = p.b_colind[kb];
-            if (p.mask.allows(row, j))
+            if (!check_mask || p.mask.allows(row, j))
                 visit(j, Ops::mul(a, p.b(kb)));
         }
     }
@@ -101,7 +101,7 @@ __device__ void for_each_product_of(const mxm_args<Ops> &p, int64_t row, int64_t
 template <int TEAM, class Ops, class Visit>
 __device__ void for_each_product(const mxm_args<Ops> &p, int64_t row, int64_t ub, int lane, Visit visit) {
     const int64_t a_start = p.a_rowptr[row], a_end = p.a_rowptr[row + 1];
-    for_each_product_of<TEAM>(p, row, a_start, a_end, lanes_per_entry<TEAM>(ub, a_end - a_start), lane, visit);
+    for_each_product_of<TEAM>(p, row, a_start, a_end, lanes_per_entry<TEAM>(ub, a_end - a_start), lane, true, visit);
 }
 
 __device__ inline unsigned hash_slot(int32_t j, int table) { return ((unsigned)j * 2654435761u) & (unsigned)(table - 1); }

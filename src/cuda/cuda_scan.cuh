@@ -11,11 +11,13 @@ extern "C" {
 #include <cub/cub.cuh>
 
 #include <cstdio>
+#include <type_traits>
 
 namespace sr_cuda {
 
 // C is a new device matrix with no entries yet. count(counts) queues a kernel that writes each
-// row's length to counts[0 .. C->nrows) (called only when C has rows); fill() queues the kernel
+// row's length to counts[0 .. C->nrows) (called only when C has rows; it may return a cudaError_t
+// for the work it queues besides kernels); fill() queues the kernel
 // that writes C's entries once they are allocated (called only when there are some). Waits for
 // both. On success *out = C; on failure C is freed and the message names `what`.
 template <class Count, class Fill>
@@ -35,9 +37,12 @@ sr_status build_rows(sr_context_s *ctx, sr_matrix_s *C, Count count, Fill fill, 
     cudaError_t err = cudaMemsetAsync(C->rowptr, 0, sizeof(int64_t), stream);
     buffer<unsigned char> temp(ctx); // the scan's scratch, freed in stream order after it
     if (err == cudaSuccess && nrows > 0) {
-        count(C->rowptr + 1);
+        if constexpr (std::is_same_v<decltype(count(C->rowptr + 1)), cudaError_t>)
+            err = count(C->rowptr + 1);
+        else
+            count(C->rowptr + 1);
         size_t temp_bytes = 0;
-        if ((err = cudaGetLastError()) == cudaSuccess)
+        if (err == cudaSuccess && (err = cudaGetLastError()) == cudaSuccess)
             err = cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, C->rowptr + 1, C->rowptr + 1, nrows, stream);
         if (err == cudaSuccess) {
             if (sr_status st = temp.allocate(temp_bytes); st != SR_SUCCESS)
