@@ -106,6 +106,19 @@ sr_status sr_cpu_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, co
 /* The fused pattern w = α·Xᵀ·(v ⊙ (X·y)) + β·z and its forms (src/core/fused.h). */
 sr_status sr_cpu_fused(const sr_fused_args *a, int threads);
 
+/* The first k in [lo, hi) with col[k] >= key (hi when none), col sorted: a row's columns. */
+static inline int64_t sr_cpu_lower_bound(const int32_t *col, int64_t lo, int64_t hi, int64_t key)
+{
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (col[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Position of element (i, j) in a dense view's data, in elements. */
 static inline size_t sr_dense_offset(const sr_dense *d, int64_t i, int64_t j)
 {

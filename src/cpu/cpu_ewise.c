@@ -115,16 +115,7 @@ static inline int64_t gallop(const int32_t *col, int64_t lo, int64_t hi, int32_t
         step *= 2;
         above = below + step;
     }
-    if (above > hi)
-        above = hi;
-    for (lo = below + 1, hi = above; lo < hi;) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (col[mid] < j)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return sr_cpu_lower_bound(col, below + 1, above < hi ? above : hi, j);
 }
 
 /* An unmasked union or intersection of a short row with a long one (a sparse row against a hub's

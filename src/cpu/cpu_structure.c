@@ -44,15 +44,7 @@ sr_status sr_cpu_kronecker(struct sr_context_s *ctx, const struct sr_matrix_s *A
 /* First entry of row i at a column >= col. */
 static int64_t row_lower_bound(const struct sr_matrix_s *A, int64_t i, int64_t col)
 {
-    int64_t lo = A->rowptr[i], hi = A->rowptr[i + 1];
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (A->colind[mid] < col)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return sr_cpu_lower_bound(A->colind, A->rowptr[i], A->rowptr[i + 1], col);
 }
 
 sr_status sr_cpu_extract(struct sr_context_s *ctx, const struct sr_matrix_s *A, int64_t row0, int64_t col0,
