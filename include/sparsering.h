@@ -257,6 +257,20 @@ sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr
 /* A column vector view: n x 1, ld n. */
 sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location location);
 
+/* Vectors kept where the work runs, for iterative methods that call the products many times
+ * (the ridge solver keeps its CG vectors on the device this way): float32 or float64 n x 1
+ * vectors (sr_vector_view's shape); the arithmetic runs on the vectors' side, CUDA for device
+ * vectors and the context's threads for host ones. */
+/* *v = a new zeroed vector of n in `where` (free it with sr_vector_free). */
+sr_status sr_vector_alloc(sr_context ctx, int64_t n, sr_type type, sr_location where, sr_dense *v);
+sr_status sr_vector_free(sr_context ctx, sr_dense *v); /* clears *v; a zeroed view is allowed */
+/* dst = src: same length and type, any two locations. */
+sr_status sr_vector_copy(sr_context ctx, const sr_dense *dst, const sr_dense *src);
+/* *result = Σ x_i·y_i, summed in float64; x and y in one location (a device sum waits for it). */
+sr_status sr_vector_dot(sr_context ctx, const sr_dense *x, const sr_dense *y, double *result);
+/* y = α·x + β·y (y is not read when β = 0); x and y in one location, x may be y. */
+sr_status sr_vector_axpby(sr_context ctx, double alpha, const sr_dense *x, double beta, const sr_dense *y);
+
 /* ------------------------------------------------------------------ element-wise and structure */
 
 /* The GraphBLAS shape again: output first, an optional structural mask of the output's shape

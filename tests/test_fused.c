@@ -205,6 +205,63 @@ static void check_solvers(void)
     test_csr_free(&X);
 }
 
+/* The solvers' vector calls (sr_vector_*): alloc, copies both ways, dot and axpby against float64
+ * loops, β = 0 ignoring what y held (NaN), x aliasing y, an empty vector, and the rejections. */
+static void check_vectors(sr_type type, int64_t n)
+{
+    double *x = random_vector(n), *y = random_vector(n);
+    sr_dense hx = typed(x, n, type), hy = typed(y, n, type), dx, dy;
+    CHECK_OK(sr_vector_alloc(ctx, n, type, where, &dx));
+    CHECK_OK(sr_vector_alloc(ctx, n, type, where, &dy));
+    double dot = -1;
+    CHECK_OK(sr_vector_dot(ctx, &dx, &dx, &dot));
+    CHECK(dot == 0.0, "sr_vector_alloc: a new vector is not zero (x·x = %g)", dot);
+    CHECK_OK(sr_vector_copy(ctx, &dx, &hx));
+    CHECK_OK(sr_vector_copy(ctx, &dy, &hy));
+    double want = 0, scale = 1;
+    for (int64_t i = 0; i < n; i++) {
+        want += at(&hx, i) * at(&hy, i);
+        scale += fabs(at(&hx, i) * at(&hy, i));
+    }
+    CHECK_OK(sr_vector_dot(ctx, &dx, &dy, &dot));
+    CHECK(fabs(dot - want) <= 1e-12 * scale, "sr_vector_dot %s n=%lld: %.17g, expected %.17g", sr_type_name(type),
+          (long long)n, dot, want);
+    /* y = 0.5·x − 2·y, then y = 3·y (x aliasing y), then y = −x with β = 0 over a NaN y */
+    CHECK_OK(sr_vector_axpby(ctx, 0.5, &dx, -2.0, &dy));
+    CHECK_OK(sr_vector_axpby(ctx, 3.0, &dy, 0.0, &dy));
+    CHECK_OK(sr_vector_copy(ctx, &hy, &dy));
+    const double tol = type == SR_TYPE_FLOAT32 ? 1e-5 : 1e-13;
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad += fabs(at(&hy, i) - 3.0 * (0.5 * at(&hx, i) - 2.0 * (type == SR_TYPE_FLOAT32 ? (double)(float)y[i] : y[i]))) >
+               tol * 8;
+    CHECK(bad == 0, "sr_vector_axpby %s n=%lld: %d wrong entries", sr_type_name(type), (long long)n, bad);
+    for (int64_t i = 0; i < n; i++)
+        if (type == SR_TYPE_FLOAT32)
+            ((float *)hy.data)[i] = NAN;
+        else
+            ((double *)hy.data)[i] = NAN;
+    CHECK_OK(sr_vector_copy(ctx, &dy, &hy));
+    CHECK_OK(sr_vector_axpby(ctx, -1.0, &dx, 0.0, &dy));
+    CHECK_OK(sr_vector_dot(ctx, &dx, &dy, &dot));
+    CHECK(n == 0 || (dot == dot && dot < 0), "sr_vector_axpby with beta 0 read y (x·y = %g)", dot);
+    /* rejections: lengths, places, shapes, types */
+    sr_dense shorter = sr_vector_view(hx.data, n > 0 ? n - 1 : 0, type, SR_HOST);
+    if (n > 0)
+        CHECK_FAILS(sr_vector_copy(ctx, &dx, &shorter), SR_ERROR_INVALID_ARGUMENT, "x is");
+    if (where == SR_DEVICE)
+        CHECK_FAILS(sr_vector_dot(ctx, &dx, &hy, &dot), SR_ERROR_INVALID_ARGUMENT, "different places");
+    sr_dense wide = sr_dense_view(hx.data, 1, n, type, SR_ROW_MAJOR, SR_HOST);
+    if (n > 1)
+        CHECK_FAILS(sr_vector_axpby(ctx, 1.0, &wide, 1.0, &wide), SR_ERROR_INVALID_ARGUMENT, "n x 1");
+    sr_dense ints;
+    CHECK_FAILS(sr_vector_alloc(ctx, 4, SR_TYPE_INT32, where, &ints), SR_ERROR_INVALID_ARGUMENT, "float32 or float64");
+    CHECK_OK(sr_vector_free(ctx, &dx));
+    CHECK_OK(sr_vector_free(ctx, &dy));
+    CHECK_OK(sr_vector_free(ctx, &dx)); /* a cleared view again: nothing to free */
+    free(hx.data), free(hy.data), free(x), free(y);
+}
+
 static void run_all(void)
 {
     const sr_type f = SR_TYPE_FLOAT32, d = SR_TYPE_FLOAT64;
@@ -225,6 +282,9 @@ static void run_all(void)
     check_case(150, 33, 33, f, f, true, SR_COL_MAJOR);    /* dense, column-major */
     check_case(60, 1500, 1500, d, d, true, SR_ROW_MAJOR); /* dense, wider than the register tiles */
     check_errors();
+    check_vectors(SR_TYPE_FLOAT64, 100003);
+    check_vectors(SR_TYPE_FLOAT32, 777);
+    check_vectors(SR_TYPE_FLOAT64, 0);
     check_solvers();
 }
 

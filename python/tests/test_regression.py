@@ -46,6 +46,9 @@ def test_ridge_matches_sklearn(ctx, rng):
         np.testing.assert_allclose(got.coef, exact, rtol=1e-8, atol=1e-10)
         np.testing.assert_allclose(got.coef, want, rtol=1e-6, atol=1e-9)
         assert got.history and got.history[-1][3] < 1e-8 * np.linalg.norm(2 * X.T @ y) * 100
+        objective = np.sum((X @ got.coef - y) ** 2) + lam * got.coef @ got.coef  # reported after every step
+        assert abs(got.history[-1][2] - objective) < 1e-9 * objective
+        assert all(later[2] <= earlier[2] * (1 + 1e-12) for earlier, later in zip(got.history, got.history[1:]))
 
 
 def test_logistic_matches_sklearn(ctx, rng):
@@ -73,6 +76,8 @@ def test_intercepts_match_sklearn(ctx, rng):
     want = Ridge(alpha=2.0, fit_intercept=True, solver="sparse_cg", tol=1e-14, max_iter=10_000).fit(X, y)
     np.testing.assert_allclose(got.coef, want.coef_, rtol=1e-6, atol=1e-9)
     assert abs(got.intercept - want.intercept_) < 1e-8 * max(1, abs(want.intercept_))
+    objective = np.sum((X @ got.coef + got.intercept - y) ** 2) + 2.0 * got.coef @ got.coef
+    assert abs(got.history[-1][2] - objective) < 1e-9 * objective and got.history[-1][5] == got.intercept
     labels = np.where(y > 3.2, 1.0, -1.0)
     got = sr.logistic_regression(X, labels, 1.5, fit_intercept=True, context=ctx)
     want = LogisticRegression(C=1.5, solver="newton-cholesky", tol=1e-15, max_iter=1000).fit(X, labels)

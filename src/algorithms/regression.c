@@ -1,6 +1,7 @@
 /* Ridge and logistic regression on the fused pattern (sr_ridge, sr_logistic in sparsering.h):
- * every product with X and Xᵀ is one sr_fused_pattern call, which reads X once; the vector
- * arithmetic of CG and of the trust region runs on the host in float64. */
+ * every product with X and Xᵀ is one sr_fused_pattern call, which reads X once. Ridge's CG keeps
+ * its vectors where X lives (sr_vector_*, float64); the trust region's arithmetic runs on the
+ * host in float64. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -61,27 +62,97 @@ static sr_status report(const sr_solver_options *o, const sr_solver_step *step, 
 
 /* ------------------------------------------------------------------ ridge */
 
+/* CG's vectors, kept where X lives (sr_vector_*): on the device, a step moves no vector over the
+ * bus; only the two dot products come back, as numbers. */
+enum { R_B, R_R, R_P, R_Q, R_X, R_BR, R_XBAR, R_VECTORS };
+typedef struct {
+    sr_dense v[R_VECTORS]; /* b = Xcᵀyc, residual r, direction p, q = (XcᵀXc + λI)p, iterate x, b + r,
+                            * mean row */
+} ridge_vectors;
+
+static void ridge_free(sr_context ctx, ridge_vectors *rv)
+{
+    for (int k = 0; k < R_VECTORS; k++)
+        sr_vector_free(ctx, &rv->v[k]);
+}
+
 /* q = (XcᵀXc + λI)·p: one pass over X. With centering (mean row xbar), Xc = X − 1·xbarᵀ gives
  * XcᵀXc·p = XᵀX·p − m·(xbar·p)·xbar, so X is never densified. */
-static sr_status normal_product(const problem *pr, double lambda, const double *xbar, double *p, double *q)
+static sr_status normal_product(const problem *pr, double lambda, ridge_vectors *rv, bool centered)
 {
-    sr_dense pv = vec(p, pr->n), qv = vec(q, pr->n);
-    SR_TRY(sr_fused_pattern(pr->ctx, SR_FORM_XTVXY, &qv, 1.0, pr->X, NULL, &pv, lambda, &pv));
-    if (xbar) {
-        const double c = (double)pr->m * sr_algo_dot(xbar, p, pr->n);
-        for (int64_t j = 0; j < pr->n; j++)
-            q[j] -= c * xbar[j];
+    sr_dense *p = &rv->v[R_P], *q = &rv->v[R_Q], *xbar = &rv->v[R_XBAR];
+    SR_TRY(sr_fused_pattern(pr->ctx, SR_FORM_XTVXY, q, 1.0, pr->X, NULL, p, lambda, p));
+    if (centered) {
+        double xp;
+        SR_TRY(sr_vector_dot(pr->ctx, xbar, p, &xp));
+        SR_TRY(sr_vector_axpby(pr->ctx, -(double)pr->m * xp, xbar, 1.0, q));
     }
     return SR_SUCCESS;
 }
 
 /* xbar = Xᵀ·1 / m (the mean row), one pass. */
-static sr_status mean_row(const problem *pr, double *ones, double *xbar)
+static sr_status mean_row(const problem *pr, sr_dense *xbar)
 {
+    double *ones = malloc((size_t)(pr->m + 1) * sizeof(double));
+    if (!ones)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_ridge: out of host memory");
     for (int64_t i = 0; i < pr->m; i++)
         ones[i] = 1.0;
-    sr_dense ov = vec(ones, pr->m), xv = vec(xbar, pr->n);
-    return sr_fused_pattern(pr->ctx, SR_FORM_XTY, &xv, pr->m ? 1.0 / (double)pr->m : 0.0, pr->X, NULL, &ov, 0.0, NULL);
+    sr_dense ov = vec(ones, pr->m);
+    sr_status st =
+        sr_fused_pattern(pr->ctx, SR_FORM_XTY, xbar, pr->m ? 1.0 / (double)pr->m : 0.0, pr->X, NULL, &ov, 0.0, NULL);
+    free(ones);
+    return st;
+}
+
+/* The step's loss and intercept from the vectors: ‖Xc·w − yc‖² + λ‖w‖² = ycᵀyc − (b + r)ᵀw, since
+ * (XcᵀXc + λI)w = b − r; b = ybar − xbar·w. */
+static sr_status ridge_step(sr_context ctx, ridge_vectors *rv, double yy, double ybar, bool centered,
+                            sr_solver_step *step)
+{
+    double brx, xbx = 0.0;
+    SR_TRY(sr_vector_dot(ctx, &rv->v[R_BR], &rv->v[R_X], &brx));
+    if (centered)
+        SR_TRY(sr_vector_dot(ctx, &rv->v[R_XBAR], &rv->v[R_X], &xbx));
+    step->loss = yy - brx;
+    step->intercept = centered ? ybar - xbx : 0.0;
+    return SR_SUCCESS;
+}
+
+/* CG on (XcᵀXc + λI)·x = b from x = 0, all in rv. *step follows the iterations. */
+static sr_status ridge_cg(const problem *pr, double lambda, const sr_solver_options *o, int max_it, double yy,
+                          double ybar, double t0, ridge_vectors *rv, sr_solver_step *step, const char *fn)
+{
+    sr_context ctx = pr->ctx;
+    sr_dense *b = &rv->v[R_B], *r = &rv->v[R_R], *p = &rv->v[R_P], *q = &rv->v[R_Q], *x = &rv->v[R_X];
+    SR_TRY(sr_vector_copy(ctx, r, b));
+    SR_TRY(sr_vector_copy(ctx, p, b));
+    SR_TRY(sr_vector_axpby(ctx, 2.0, b, 0.0, &rv->v[R_BR]));
+    double rr;
+    SR_TRY(sr_vector_dot(ctx, r, r, &rr));
+    const double target = o->tolerance * sqrt(rr);
+    *step = (sr_solver_step){0, 0, yy, 2 * sqrt(rr), sr_algo_now() - t0, ybar};
+    for (int it = 1; it <= max_it && sqrt(rr) > target && rr > 0; it++) {
+        SR_TRY(normal_product(pr, lambda, rv, o->fit_intercept));
+        double pq;
+        SR_TRY(sr_vector_dot(ctx, p, q, &pq));
+        if (!(pq > 0))
+            break; /* the system is singular along p: λ = 0 and X rank-deficient */
+        const double a = rr / pq;
+        SR_TRY(sr_vector_axpby(ctx, a, p, 1.0, x));
+        SR_TRY(sr_vector_axpby(ctx, -a, q, 1.0, r));
+        SR_TRY(sr_vector_axpby(ctx, -a, q, 1.0, &rv->v[R_BR]));
+        double next;
+        SR_TRY(sr_vector_dot(ctx, r, r, &next));
+        SR_TRY(sr_vector_axpby(ctx, 1.0, r, next / rr, p));
+        rr = next;
+        *step = (sr_solver_step){it, it, 0.0, 2 * sqrt(rr), sr_algo_now() - t0, 0.0};
+        if (o->report) {
+            SR_TRY(ridge_step(ctx, rv, yy, ybar, o->fit_intercept, step));
+            SR_TRY(report(o, step, fn));
+        }
+    }
+    return ridge_step(ctx, rv, yy, ybar, o->fit_intercept, step);
 }
 
 sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda, const sr_solver_options *options,
@@ -98,60 +169,36 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
     /* scipy's cg default (scikit-learn's sparse_cg): 10·n steps; ill-conditioned text data needs
      * past 1000 (1,453 for the PyPI bag of words at λ = 1) */
     const int max_it = o.max_iterations ? o.max_iterations : (int)(n < INT_MAX / 10 ? (n > 10 ? 10 * n : 100) : INT_MAX);
-    double *x = w->data, *b = calloc((size_t)n + 1, sizeof(double)), *r = calloc((size_t)n + 1, sizeof(double));
-    double *p = calloc((size_t)n + 1, sizeof(double)), *q = calloc((size_t)n + 1, sizeof(double));
-    double *xbar = o.fit_intercept ? calloc((size_t)n + 1, sizeof(double)) : NULL;
-    double *ones = o.fit_intercept ? calloc((size_t)m + 1, sizeof(double)) : NULL;
-    sr_status st = b && r && p && q && (!o.fit_intercept || (xbar && ones))
-                       ? SR_SUCCESS
-                       : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     const double *yd = y->data;
     double ybar = 0, yy = 0;
     for (int64_t i = 0; i < m && o.fit_intercept; i++)
         ybar += yd[i] / (double)m;
     for (int64_t i = 0; i < m; i++)
         yy += (yd[i] - ybar) * (yd[i] - ybar);
-    sr_dense yv = *y, bv = vec(b, n);
+    ridge_vectors rv;
+    memset(&rv, 0, sizeof rv);
+    const sr_location where = sr_algo_where(pr.X);
+    sr_status st = SR_SUCCESS;
+    for (int k = 0; k < R_VECTORS && st == SR_SUCCESS; k++)
+        if (k != R_XBAR || o.fit_intercept)
+            st = sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &rv.v[k]);
+    sr_dense yv = *y;
     if (st == SR_SUCCESS) /* b = Xᵀ·y (centered: − m·ybar·xbar, as 1ᵀ(y − ybar) = 0) */
-        st = sr_fused_pattern(ctx, SR_FORM_XTY, &bv, 1.0, pr.X, NULL, &yv, 0.0, NULL);
+        st = sr_fused_pattern(ctx, SR_FORM_XTY, &rv.v[R_B], 1.0, pr.X, NULL, &yv, 0.0, NULL);
     if (st == SR_SUCCESS && o.fit_intercept)
-        st = mean_row(&pr, ones, xbar);
-    for (int64_t j = 0; j < n && st == SR_SUCCESS && o.fit_intercept; j++)
-        b[j] -= (double)m * ybar * xbar[j];
-    if (st == SR_SUCCESS) { /* w is the iterate from here on; before, a failure leaves it alone */
-        memset(x, 0, (size_t)n * sizeof(double));
-        memcpy(r, b, (size_t)n * sizeof(double));
-        memcpy(p, b, (size_t)n * sizeof(double));
+        st = mean_row(&pr, &rv.v[R_XBAR]);
+    if (st == SR_SUCCESS && o.fit_intercept)
+        st = sr_vector_axpby(ctx, -(double)m * ybar, &rv.v[R_XBAR], 1.0, &rv.v[R_B]);
+    sr_solver_step step = {0, 0, yy, 0.0, 0.0, ybar};
+    if (st == SR_SUCCESS) {
+        st = ridge_cg(&pr, lambda, &o, max_it, yy, ybar, t0, &rv, &step, fn);
+        /* w takes the iterate, also when a report stopped the run; a failure before CG leaves it alone */
+        sr_status copied = sr_vector_copy(ctx, w, &rv.v[R_X]);
+        st = st != SR_SUCCESS ? st : copied;
     }
-    double rr = sr_algo_dot(r, r, n);
-    const double target = o.tolerance * sqrt(rr);
-    sr_solver_step step = {0, 0, yy, 2 * sqrt(rr), sr_algo_now() - t0, ybar};
-    for (int it = 1; st == SR_SUCCESS && it <= max_it && sqrt(rr) > target && rr > 0; it++) {
-        st = normal_product(&pr, lambda, xbar, p, q);
-        if (st != SR_SUCCESS)
-            break;
-        const double pq = sr_algo_dot(p, q, n);
-        if (!(pq > 0))
-            break; /* the system is singular along p: λ = 0 and X rank-deficient */
-        const double a = rr / pq;
-        for (int64_t j = 0; j < n; j++) {
-            x[j] += a * p[j];
-            r[j] -= a * q[j];
-        }
-        const double next = sr_algo_dot(r, r, n);
-        for (int64_t j = 0; j < n; j++)
-            p[j] = r[j] + next / rr * p[j];
-        rr = next;
-        /* ‖Xc·w − yc‖² + λ‖w‖² = ycᵀyc − bᵀw − rᵀw, since (XcᵀXc + λI)w = b − r */
-        step = (sr_solver_step){it, it, yy - sr_algo_dot(b, x, n) - sr_algo_dot(r, x, n), 2 * sqrt(rr), sr_algo_now() - t0,
-                                o.fit_intercept ? ybar - sr_algo_dot(xbar, x, n) : 0.0};
-        st = report(&o, &step, fn);
-    }
-    if (o.fit_intercept) /* b = ybar − xbar·w */
-        step.intercept = ybar - sr_algo_dot(xbar, x, n);
     if (last)
         *last = step;
-    free(b), free(r), free(p), free(q), free(xbar), free(ones);
+    ridge_free(ctx, &rv);
     sr_matrix_free(pr.owned);
     return st;
 }

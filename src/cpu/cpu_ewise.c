@@ -118,6 +118,18 @@ static inline int64_t gallop(const int32_t *col, int64_t lo, int64_t hi, int32_t
     return sr_cpu_lower_bound(col, below + 1, above < hi ? above : hi, j);
 }
 
+/* count entries of M from k on into cols (and their values to vals from entry o); nothing, and
+ * no pointer arithmetic, when count is 0 (an empty matrix's arrays are NULL). */
+static void copy_run(const struct sr_matrix_s *M, int64_t k, int64_t count, int32_t *cols, void *vals, int64_t o,
+                     size_t vsize)
+{
+    if (count <= 0)
+        return;
+    memcpy(cols, M->colind + k, (size_t)count * sizeof(int32_t));
+    if (vsize)
+        memcpy((char *)vals + o * vsize, (const char *)M->values + k * vsize, (size_t)count * vsize);
+}
+
 /* An unmasked union or intersection of a short row with a long one (a sparse row against a hub's
  * row of M·M): the short row's columns are looked up in the long one by galloping, and a union
  * copies the long row's runs between them whole. Counts, and writes when cols is not NULL. */
@@ -132,11 +144,8 @@ static int64_t merge_row_skewed(const struct sr_matrix_s *A, const struct sr_mat
     for (; s < se && (uni || l < le); s++) {
         const int32_t j = S->colind[s];
         const int64_t at = gallop(L->colind, l, le, j);
-        if (uni && cols) { /* the long row's run before j */
-            memcpy(cols + n, L->colind + l, (size_t)(at - l) * sizeof(int32_t));
-            if (vsize)
-                memcpy((char *)vals + n * vsize, (const char *)L->values + l * vsize, (size_t)(at - l) * vsize);
-        }
+        if (uni && cols) /* the long row's run before j */
+            copy_run(L, l, at - l, cols + n, vals, n, vsize);
         if (uni)
             n += at - l;
         const bool both = at < le && L->colind[at] == j;
@@ -153,11 +162,8 @@ static int64_t merge_row_skewed(const struct sr_matrix_s *A, const struct sr_mat
         }
         l = at + both;
     }
-    if (uni && cols) { /* the long row's tail */
-        memcpy(cols + n, L->colind + l, (size_t)(le - l) * sizeof(int32_t));
-        if (vsize)
-            memcpy((char *)vals + n * vsize, (const char *)L->values + l * vsize, (size_t)(le - l) * vsize);
-    }
+    if (uni && cols) /* the long row's tail */
+        copy_run(L, l, le - l, cols + n, vals, n, vsize);
     return n + (uni ? le - l : 0);
 }
 

@@ -15,6 +15,11 @@
 extern "C" {
 #endif
 
+/* bytes of zeros at device `data`, in the context's stream. */
+sr_status sr_cuda_zero(struct sr_context_s *ctx, void *data, size_t bytes);
+/* sr_vector_dot and sr_vector_axpby on checked device vectors (src/cuda/cuda_vector.cu). */
+sr_status sr_cuda_vector_dot(struct sr_context_s *ctx, const sr_dense *x, const sr_dense *y, double *result);
+sr_status sr_cuda_vector_axpby(struct sr_context_s *ctx, double alpha, const sr_dense *x, double beta, const sr_dense *y);
 /* A packed row-major copy (out: d->nrows x d->ncols, device) of a column-major device view. */
 sr_status sr_cuda_dense_row_major(struct sr_context_s *ctx, const sr_dense *d, void *out);
 /* The sampled product (src/core/sddmm.h): S->nnz values of a->out_type into `out` (device). */

@@ -180,3 +180,18 @@ sr_status sr_cuda_fused(struct sr_context_s *ctx, const sr_fused_args *a)
     (void)ctx; (void)a;
     return no_cuda();
 }
+sr_status sr_cuda_zero(struct sr_context_s *ctx, void *data, size_t bytes)
+{
+    (void)ctx; (void)data; (void)bytes;
+    return no_cuda();
+}
+sr_status sr_cuda_vector_dot(struct sr_context_s *ctx, const sr_dense *x, const sr_dense *y, double *result)
+{
+    (void)ctx; (void)x; (void)y; (void)result;
+    return no_cuda();
+}
+sr_status sr_cuda_vector_axpby(struct sr_context_s *ctx, double alpha, const sr_dense *x, double beta, const sr_dense *y)
+{
+    (void)ctx; (void)alpha; (void)x; (void)beta; (void)y;
+    return no_cuda();
+}

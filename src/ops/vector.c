@@ -1,0 +1,104 @@
+/* Public entry points for vectors kept where the work runs (sr_vector_* in sparsering.h):
+ * checks, then the host loops or the device kernels. */
+#include <string.h>
+
+#include "../core/memory.h"
+#include "../core/types.h"
+#include "../core/validate.h"
+#include "../cpu/cpu.h"
+#include "../cuda/cuda.h"
+#include "ops_common.h"
+
+static sr_status check_vector(const char *fn, const char *name, const sr_dense *v)
+{
+    SR_CHECK_ARG(v != NULL, "%s: %s is NULL", fn, name);
+    SR_TRY(sr_check_dense(fn, v));
+    SR_CHECK_ARG(v->ncols == 1 && (v->layout == SR_COL_MAJOR || v->ld == 1),
+                 "%s: %s must be a contiguous n x 1 vector (sr_vector_view), not %lld x %lld", fn, name,
+                 (long long)v->nrows, (long long)v->ncols);
+    SR_CHECK_ARG(v->type == SR_TYPE_FLOAT32 || v->type == SR_TYPE_FLOAT64, "%s: %s is %s, not float32 or float64",
+                 fn, name, sr_type_name(v->type));
+    return SR_SUCCESS;
+}
+
+/* x and y: vectors of one length and type; `same_place` asks for one location too. */
+static sr_status check_pair(const char *fn, const sr_dense *x, const sr_dense *y, bool same_place)
+{
+    SR_TRY(check_vector(fn, "x", x));
+    SR_TRY(check_vector(fn, "y", y));
+    SR_CHECK_ARG(x->nrows == y->nrows && x->type == y->type, "%s: x is %lld %s, y is %lld %s", fn, (long long)x->nrows,
+                 sr_type_name(x->type), (long long)y->nrows, sr_type_name(y->type));
+    SR_CHECK_ARG(!same_place || x->location == y->location, "%s: x and y live in different places", fn);
+    return SR_SUCCESS;
+}
+
+sr_status sr_vector_alloc(sr_context ctx, int64_t n, sr_type type, sr_location where, sr_dense *v)
+{
+    const char *fn = "sr_vector_alloc";
+    SR_CHECK_ARG(ctx != NULL && v != NULL, "%s: the context or the output is NULL", fn);
+    memset(v, 0, sizeof *v);
+    SR_CHECK_ARG(n >= 0, "%s: negative length %lld", fn, (long long)n);
+    SR_CHECK_ARG(type == SR_TYPE_FLOAT32 || type == SR_TYPE_FLOAT64, "%s: the type must be float32 or float64, not %s",
+                 fn, sr_type_name(type));
+    SR_CHECK_ARG(where == SR_HOST || where == SR_DEVICE, "%s: unknown location %d", fn, (int)where);
+    sr_backend backend;
+    SR_TRY(sr_context_get_backend(ctx, &backend));
+    SR_CHECK_ARG(where == SR_HOST || backend == SR_BACKEND_CUDA, "%s: a device vector needs a CUDA context", fn);
+    void *data = NULL;
+    const size_t bytes = (size_t)(n > 0 ? n : 1) * sr_type_size(type);
+    SR_TRY(sr_mem_alloc(ctx, where, bytes, &data));
+    sr_status st = where == SR_DEVICE ? sr_cuda_zero(ctx, data, bytes) : (memset(data, 0, bytes), SR_SUCCESS);
+    if (st != SR_SUCCESS) {
+        sr_mem_free(ctx, where, data, bytes);
+        return st;
+    }
+    *v = sr_vector_view(data, n, type, where);
+    return SR_SUCCESS;
+}
+
+sr_status sr_vector_free(sr_context ctx, sr_dense *v)
+{
+    SR_CHECK_ARG(ctx != NULL && v != NULL, "sr_vector_free: the context or the vector is NULL");
+    if (v->data)
+        sr_mem_free(ctx, v->location, v->data, (size_t)(v->nrows > 0 ? v->nrows : 1) * sr_type_size(v->type));
+    memset(v, 0, sizeof *v);
+    return SR_SUCCESS;
+}
+
+sr_status sr_vector_copy(sr_context ctx, const sr_dense *dst, const sr_dense *src)
+{
+    const char *fn = "sr_vector_copy";
+    SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
+    SR_TRY(check_pair(fn, src, dst, false));
+    if (dst->nrows == 0 || dst->data == src->data)
+        return SR_SUCCESS;
+    return sr_mem_copy(ctx, dst->data, dst->location, src->data, src->location,
+                       (size_t)dst->nrows * sr_type_size(dst->type));
+}
+
+sr_status sr_vector_dot(sr_context ctx, const sr_dense *x, const sr_dense *y, double *result)
+{
+    const char *fn = "sr_vector_dot";
+    SR_CHECK_ARG(ctx != NULL && result != NULL, "%s: the context or the result is NULL", fn);
+    SR_TRY(check_pair(fn, x, y, true));
+    *result = 0.0;
+    if (x->nrows == 0)
+        return SR_SUCCESS;
+    if (x->location == SR_DEVICE)
+        return sr_cuda_vector_dot(ctx, x, y, result);
+    *result = sr_cpu_vector_dot(x, y, sr_context_threads(ctx));
+    return SR_SUCCESS;
+}
+
+sr_status sr_vector_axpby(sr_context ctx, double alpha, const sr_dense *x, double beta, const sr_dense *y)
+{
+    const char *fn = "sr_vector_axpby";
+    SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
+    SR_TRY(check_pair(fn, x, y, true));
+    if (x->nrows == 0)
+        return SR_SUCCESS;
+    if (x->location == SR_DEVICE)
+        return sr_cuda_vector_axpby(ctx, alpha, x, beta, y);
+    sr_cpu_vector_axpby(alpha, x, beta, y, sr_context_threads(ctx));
+    return SR_SUCCESS;
+}
