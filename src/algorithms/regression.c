@@ -1,7 +1,7 @@
 /* Ridge and logistic regression on the fused pattern (sr_ridge, sr_logistic in sparsering.h):
- * every product with X and Xᵀ is one sr_fused_pattern call, which reads X once. Ridge's CG keeps
- * its vectors where X lives (sr_vector_*, float64); the trust region's arithmetic runs on the
- * host in float64. */
+ * every product with X and Xᵀ is one sr_fused_pattern call, which reads X once. Ridge's CG and
+ * the trust region's truncated CG keep their vectors where X lives (sr_vector_*, float64); the
+ * trust region's outer steps (a few per solve) run on the host in float64. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -212,9 +212,44 @@ typedef struct {
     int64_t N;
     const double *label; /* ±1 */
     double *z, *d, *t;   /* X·w + b, the Hessian's weights C·σ(1 − σ), scratch (m each) */
-    double *q;           /* Xᵀ·d (n), and sum_d = Σ d: the intercept's rows of the Hessian */
-    double sum_d;
+    sr_dense dw;         /* d where X lives, for the Hessian products */
+    sr_dense qw;         /* with an intercept: Xᵀ·d (n) where X lives, and sum_d = Σ d: the */
+    double sum_d;        /* intercept's rows of the Hessian */
 } logistic;
+
+/* A vector of the trust region's N variables: the n coefficients where X lives (sr_vector_*, so
+ * the truncated CG moves no vector over the bus), the intercept's entry (0 without one) here. */
+typedef struct {
+    sr_dense v;
+    double b;
+} tr_vector;
+
+static sr_status tr_dot(sr_context ctx, const tr_vector *x, const tr_vector *y, double *out)
+{
+    SR_TRY(sr_vector_dot(ctx, &x->v, &y->v, out));
+    *out += x->b * y->b;
+    return SR_SUCCESS;
+}
+
+/* y = α·x + β·y (y unread when β = 0). */
+static sr_status tr_axpby(sr_context ctx, double alpha, const tr_vector *x, double beta, tr_vector *y)
+{
+    SR_TRY(sr_vector_axpby(ctx, alpha, &x->v, beta, &y->v));
+    y->b = beta == 0.0 ? alpha * x->b : alpha * x->b + beta * y->b;
+    return SR_SUCCESS;
+}
+
+/* host[0 .. n) and host[n] (with an intercept) to or from v. */
+static sr_status tr_exchange(const logistic *lg, tr_vector *v, double *host, bool to_host)
+{
+    sr_dense hv = vec(host, lg->pr.n);
+    SR_TRY(to_host ? sr_vector_copy(lg->pr.ctx, &hv, &v->v) : sr_vector_copy(lg->pr.ctx, &v->v, &hv));
+    if (lg->intercept && to_host)
+        host[lg->pr.n] = v->b;
+    else
+        v->b = lg->intercept ? host[lg->pr.n] : 0.0;
+    return SR_SUCCESS;
+}
 
 /* log(1 + exp(−u)) without overflow. */
 static double log1pexp_neg(double u) { return u >= 0 ? log1p(exp(-u)) : -u + log1p(exp(u)); }
@@ -235,8 +270,8 @@ static sr_status objective(logistic *lg, double *w, double *f)
     return SR_SUCCESS;
 }
 
-/* g = (w + C·Xᵀt, C·Σt), t = (σ(y·z) − 1)·y, and the Hessian's weights, at the w objective() saw
- * last; with an intercept also q = Xᵀd and Σd. */
+/* g = (w + C·Xᵀt, C·Σt), t = (σ(y·z) − 1)·y, and the Hessian's weights (copied where X lives),
+ * at the w objective() saw last; with an intercept also q = Xᵀd and Σd. */
 static sr_status gradient(logistic *lg, double *w, double *g)
 {
     double sum_t = 0, sum_d = 0;
@@ -250,74 +285,87 @@ static sr_status gradient(logistic *lg, double *w, double *g)
     }
     sr_dense tv = vec(lg->t, lg->pr.m), gv = vec(g, lg->pr.n), wv = vec(w, lg->pr.n);
     SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &gv, lg->C, lg->pr.X, NULL, &tv, 1.0, &wv));
+    sr_dense dv = vec(lg->d, lg->pr.m);
+    SR_TRY(sr_vector_copy(lg->pr.ctx, &lg->dw, &dv));
     if (!lg->intercept)
         return SR_SUCCESS;
     g[lg->pr.n] = lg->C * sum_t;
     lg->sum_d = sum_d;
-    sr_dense dv = vec(lg->d, lg->pr.m), qv = vec(lg->q, lg->pr.n);
-    return sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &qv, 1.0, lg->pr.X, NULL, &dv, 0.0, NULL);
+    return sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &lg->qw, 1.0, lg->pr.X, NULL, &lg->dw, 0.0, NULL);
 }
 
 /* H·(s, sb) = (s + Xᵀ(d ⊙ X·s) + sb·q, q·s + sb·Σd): one pass over X. */
-static sr_status hessian_product(logistic *lg, double *s, double *hs)
+static sr_status hessian_product(logistic *lg, const tr_vector *s, tr_vector *hs)
 {
-    sr_dense sv = vec(s, lg->pr.n), hv = vec(hs, lg->pr.n), dv = vec(lg->d, lg->pr.m);
-    SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XTVXY, &hv, 1.0, lg->pr.X, &dv, &sv, 1.0, &sv));
+    sr_context ctx = lg->pr.ctx;
+    SR_TRY(sr_fused_pattern(ctx, SR_FORM_XTVXY, &hs->v, 1.0, lg->pr.X, &lg->dw, &s->v, 1.0, &s->v));
+    hs->b = 0.0;
     if (lg->intercept) {
-        const int64_t n = lg->pr.n;
-        for (int64_t j = 0; j < n; j++)
-            hs[j] += s[n] * lg->q[j];
-        hs[n] = sr_algo_dot(lg->q, s, n) + s[n] * lg->sum_d;
+        double qs;
+        SR_TRY(sr_vector_axpby(ctx, s->b, &lg->qw, 1.0, &hs->v));
+        SR_TRY(sr_vector_dot(ctx, &lg->qw, &s->v, &qs));
+        hs->b = qs + s->b * lg->sum_d;
     }
     return SR_SUCCESS;
 }
 
+/* The truncated CG's vectors: its result s, the residual r = −g − H·s, the direction, H·direction,
+ * and g itself. */
+enum { T_S, T_R, T_DIR, T_HD, T_G, T_VECTORS };
+
 /* Steihaug's truncated CG for H·s = −g inside ‖s‖ <= delta; r receives −g − H·s. */
-static sr_status trust_cg(logistic *lg, double delta, const double *g, double *s, double *r, double *dir, double *hd,
-                          int *steps)
+static sr_status trust_cg(logistic *lg, double delta, tr_vector *t, int *steps)
 {
-    const int64_t n = lg->N;
-    for (int64_t j = 0; j < n; j++) {
-        s[j] = 0;
-        r[j] = -g[j];
-        dir[j] = r[j];
-    }
-    double rr = sr_algo_dot(r, r, n);
-    const double tol = 0.1 * sqrt(sr_algo_dot(g, g, n));
+    sr_context ctx = lg->pr.ctx;
+    tr_vector *s = &t[T_S], *r = &t[T_R], *dir = &t[T_DIR], *hd = &t[T_HD], *g = &t[T_G];
+    SR_TRY(tr_axpby(ctx, 0.0, g, 0.0, s));
+    SR_TRY(tr_axpby(ctx, -1.0, g, 0.0, r));
+    SR_TRY(tr_axpby(ctx, 1.0, r, 0.0, dir));
+    double rr, gg;
+    SR_TRY(tr_dot(ctx, r, r, &rr));
+    SR_TRY(tr_dot(ctx, g, g, &gg));
+    const double tol = 0.1 * sqrt(gg);
     /* CG ends within N steps in exact arithmetic; rounding (a huge C) can keep the residual above
      * tol for ever, so the steps are capped, and a direction without positive curvature (NaN or
      * overflow: the Hessian is positive definite) ends the loop with the step so far */
-    const int64_t most = 2 * n + 20;
+    const int64_t most = 2 * lg->N + 20;
     for (int64_t it = 0; sqrt(rr) > tol && it < most; it++) {
         SR_TRY(hessian_product(lg, dir, hd));
         (*steps)++;
-        const double curvature = sr_algo_dot(dir, hd, n);
+        double curvature, ss;
+        SR_TRY(tr_dot(ctx, dir, hd, &curvature));
         if (!(curvature > 0) || !isfinite(curvature))
             break;
         const double a = rr / curvature;
-        for (int64_t j = 0; j < n; j++)
-            s[j] += a * dir[j];
-        if (sqrt(sr_algo_dot(s, s, n)) > delta) { /* back to the boundary along dir */
-            for (int64_t j = 0; j < n; j++)
-                s[j] -= a * dir[j];
-            const double std = sr_algo_dot(s, dir, n), sts = sr_algo_dot(s, s, n);
-            const double dd = sr_algo_dot(dir, dir, n), room = delta * delta - sts;
-            const double root = sqrt(std * std + dd * room);
+        SR_TRY(tr_axpby(ctx, a, dir, 1.0, s));
+        SR_TRY(tr_dot(ctx, s, s, &ss));
+        if (sqrt(ss) > delta) { /* back to the boundary along dir */
+            SR_TRY(tr_axpby(ctx, -a, dir, 1.0, s));
+            double std, sts, dd;
+            SR_TRY(tr_dot(ctx, s, dir, &std));
+            SR_TRY(tr_dot(ctx, s, s, &sts));
+            SR_TRY(tr_dot(ctx, dir, dir, &dd));
+            const double room = delta * delta - sts, root = sqrt(std * std + dd * room);
             const double tau = std >= 0 ? room / (std + root) : (root - std) / dd;
-            for (int64_t j = 0; j < n; j++) {
-                s[j] += tau * dir[j];
-                r[j] -= tau * hd[j];
-            }
-            return SR_SUCCESS;
+            SR_TRY(tr_axpby(ctx, tau, dir, 1.0, s));
+            return tr_axpby(ctx, -tau, hd, 1.0, r);
         }
-        for (int64_t j = 0; j < n; j++)
-            r[j] -= a * hd[j];
-        const double next = sr_algo_dot(r, r, n);
-        for (int64_t j = 0; j < n; j++)
-            dir[j] = r[j] + next / rr * dir[j];
+        SR_TRY(tr_axpby(ctx, -a, hd, 1.0, r));
+        double next;
+        SR_TRY(tr_dot(ctx, r, r, &next));
+        SR_TRY(tr_axpby(ctx, 1.0, r, next / rr, dir));
         rr = next;
     }
     return SR_SUCCESS;
+}
+
+/* The CG on the trust region's vectors t (where X lives): g in from the host, s and r back. */
+static sr_status trust_step(logistic *lg, double delta, tr_vector *t, double *g, double *s, double *r, int *steps)
+{
+    SR_TRY(tr_exchange(lg, &t[T_G], g, false));
+    SR_TRY(trust_cg(lg, delta, t, steps));
+    SR_TRY(tr_exchange(lg, &t[T_S], s, true));
+    return tr_exchange(lg, &t[T_R], r, true);
 }
 
 sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, const sr_solver_options *options,
@@ -340,14 +388,21 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
     lg.z = malloc((size_t)(m + 1) * sizeof(double));
     lg.d = malloc((size_t)(m + 1) * sizeof(double));
     lg.t = malloc((size_t)(m + 1) * sizeof(double));
-    lg.q = calloc((size_t)n + 1, sizeof(double));
     double *w = calloc((size_t)N + 1, sizeof(double)), *g = calloc((size_t)N + 1, sizeof(double));
     double *s = calloc((size_t)N + 1, sizeof(double)), *r = calloc((size_t)N + 1, sizeof(double));
-    double *dir = calloc((size_t)N + 1, sizeof(double)), *hd = calloc((size_t)N + 1, sizeof(double));
     double *trial = calloc((size_t)N + 1, sizeof(double));
-    sr_status st = label && lg.z && lg.d && lg.t && lg.q && w && g && s && r && dir && hd && trial
+    sr_status st = label && lg.z && lg.d && lg.t && w && g && s && r && trial
                        ? SR_SUCCESS
                        : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    const sr_location where = sr_algo_where(lg.pr.X);
+    tr_vector t[T_VECTORS];
+    memset(t, 0, sizeof t);
+    for (int k = 0; k < T_VECTORS && st == SR_SUCCESS; k++)
+        st = sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &t[k].v);
+    if (st == SR_SUCCESS)
+        st = sr_vector_alloc(ctx, m, SR_TYPE_FLOAT64, where, &lg.dw);
+    if (st == SR_SUCCESS && o.fit_intercept)
+        st = sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &lg.qw);
     for (int64_t i = 0; i < m && st == SR_SUCCESS; i++) {
         const double v = ((const double *)y->data)[i];
         if (v != 1.0 && v != -1.0 && v != 0.0)
@@ -368,7 +423,7 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
     const double eta0 = 1e-4, eta1 = 0.25, eta2 = 0.75, sigma1 = 0.25, sigma2 = 0.5, sigma3 = 4.0;
     int it = 1, inner = 0;
     while (st == SR_SUCCESS && it <= max_it && gnorm > o.tolerance * gnorm0 && gnorm > 0) {
-        st = trust_cg(&lg, delta, g, s, r, dir, hd, &inner);
+        st = trust_step(&lg, delta, t, g, s, r, &inner);
         if (st != SR_SUCCESS)
             break;
         for (int64_t j = 0; j < N; j++)
@@ -416,8 +471,12 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
         if (last)
             *last = step;
     }
-    free(label), free(lg.z), free(lg.d), free(lg.t), free(lg.q);
-    free(w), free(g), free(s), free(r), free(dir), free(hd), free(trial);
+    free(label), free(lg.z), free(lg.d), free(lg.t);
+    free(w), free(g), free(s), free(r), free(trial);
+    for (int k = 0; k < T_VECTORS; k++)
+        sr_vector_free(ctx, &t[k].v);
+    sr_vector_free(ctx, &lg.dw);
+    sr_vector_free(ctx, &lg.qw);
     sr_matrix_free(lg.pr.owned);
     return st;
 }
