@@ -20,6 +20,7 @@ import scipy.sparse as sp
 sys.path.insert(0, os.path.dirname(__file__))
 import sparsering as sr  # noqa: E402
 from timing import median_time  # noqa: E402
+import plots  # noqa: E402
 
 
 def rmat(scale, edge_factor, seed=7):
@@ -219,6 +220,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+        plots.plot("boolean", rows, plots.beside(args.json))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(__file__))
 from timing import median_time  # noqa: E402
+import plots  # noqa: E402
 
 
 def text_sets(data):
@@ -144,6 +145,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+        plots.plot("fused", rows, plots.beside(args.json))
 
 
 def solvers(sr, name, X, labels, with_gpu, which):

@@ -22,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import knn_data  # noqa: E402
+import plots  # noqa: E402
 import sr_ctypes as S  # noqa: E402
 from timing import median_time  # noqa: E402
 
@@ -210,6 +211,9 @@ def main():
             if args.json:  # after every case: a run cut short keeps what it measured
                 with open(args.json, "w") as f:
                     json.dump(rows, f, indent=1)
+    if args.json and rows:
+        paper = any(r["input"] in plots.RAFT_V100 for r in rows)
+        plots.plot("knn-paper" if paper else "knn-real", rows, plots.beside(args.json))
 
 
 if __name__ == "__main__":
