@@ -4,10 +4,11 @@ CPU; transitive closure and same-generation CFPQ on debian-depends against a sci
 fixpoint on one core. Prints a table and writes JSON rows.
 
 usage: python3 bench/bench_boolean.py [--data ../shared/data] [--json OUT.json] [--quick] [--no-gpu]
-                                      [--no-scipy-cfpq]
+                                      [--no-scipy-cfpq] [--only NAME] [--reps N]
 Graphs: debian-depends (real, 68K vertices, 282K edges) and R-MAT graphs (Graph500 a = 0.57,
 b = c = 0.19, vertices permuted at random, seed 7) of scales 14, 16, 17 and edge factor 8
-(0.12M to 1M edges; A·A of scale 17 has 180M entries)."""
+(0.12M to 1M edges; A·A of scale 17 has 180M entries), and a uniform random graph of 2^20 vertices and
+10.5M edges (seed 7; A·A about 110M entries)."""
 import argparse
 import json
 import os
@@ -43,14 +44,32 @@ def rmat(scale, edge_factor, seed=7):
     return A
 
 
-def graphs(data, quick):
+def uniform(n, edges, seed=7):
+    """A graph of about `edges` edges between n vertices chosen uniformly (Erdős–Rényi-like): no
+    hubs, so M·M stays near edges²/n entries where R-MAT's hubs make it explode; it takes the
+    benchmark to 10^7 edges."""
+    rng = np.random.default_rng(seed)
+    A = sp.csr_matrix((np.ones(edges, dtype=np.bool_), (rng.integers(0, n, edges), rng.integers(0, n, edges))),
+                      shape=(n, n))
+    A.sum_duplicates()
+    A.setdiag(False)
+    A.eliminate_zeros()
+    return A
+
+
+def graphs(data, quick, only=None):
     out = []
+    wanted = lambda name: only is None or only in name  # noqa: E731
     path = os.path.join(data, "graphs/debian-depends.mtx.gz")
-    if os.path.exists(path):
+    if os.path.exists(path) and wanted("debian-depends"):
         out.append(("debian-depends", sr.read_mm(path, dtype=np.bool_, context=sr.Context("cpu")).to_scipy()))
     for scale, ef in ([(14, 8)] if quick else [(14, 8), (16, 8), (17, 8)]):
-        A = rmat(scale, ef)
-        out.append((f"rmat-{scale}-{ef} ({A.nnz / 1e6:.2f}M edges)", A))
+        if wanted(f"rmat-{scale}-{ef}"):
+            A = rmat(scale, ef)
+            out.append((f"rmat-{scale}-{ef} ({A.nnz / 1e6:.2f}M edges)", A))
+    if not quick and wanted("uniform-20"):
+        A = uniform(1 << 20, 10 << 20)
+        out.append((f"uniform-20-10 ({A.nnz / 1e6:.2f}M edges)", A))
     return out
 
 
@@ -184,6 +203,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-gpu", action="store_true")
     ap.add_argument("--no-scipy-cfpq", action="store_true")
+    ap.add_argument("--only", help="the graphs whose name contains this text")
+    ap.add_argument("--reps", type=int, help="timed runs a case (default 10, 3 with --quick)")
     args = ap.parse_args()
     try:
         import graphblas as gb
@@ -199,9 +220,9 @@ def main():
         except sr.NoDeviceError as e:
             print(f"no GPU: {e}")
             gpu = False
-    reps = 3 if args.quick else 10
+    reps = args.reps or (3 if args.quick else 10)
     rows = []
-    for name, A in graphs(args.data, args.quick):
+    for name, A in graphs(args.data, args.quick, args.only):
         print(f"{name}: {A.shape[0]} vertices, {A.nnz} edges", flush=True)
         if gpu:
             rows += gpu_rows(name, A, reps)
