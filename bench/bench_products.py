@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(__file__))
 import sr_ctypes as sr  # noqa: E402
+import plots  # noqa: E402
 from powerlaw import powerlaw  # noqa: E402
 import timing  # noqa: E402
 
@@ -226,6 +227,7 @@ def main():
     with open(out, "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
+    plots.plot("products", rows, plots.beside(out))
 
 
 if __name__ == "__main__":

@@ -97,8 +97,37 @@ def fused(rows, plt):
     return fig
 
 
+def products(rows, plt):
+    fig, ax = plt.subplots(figsize=(13, 4.5))
+    label = lambda r: (f"{r['operation']} {r['input']} " +  # noqa: E731
+                       (r["product"] if r["operation"] == "spgemm" else f"K={r['K']} {r['layout']}"))
+    _bars(ax, [label(r) for r in rows], [("sparsering / cuSPARSE speedup", [r["ratio"] for r in rows])], "speedup (x)")
+    ax.axhline(1, color="k", lw=0.8)
+    ax.set_title("Semiring products (plus_times, float32) against cuSPARSE on the H100")
+    return fig
+
+
+def products_from_text(path):
+    """The rows of the last run in a bench_products text log (results-products-h100.txt), as the
+    JSON rows' fields the plot reads: the committed results are text."""
+    import re
+    rows = []
+    dense = re.compile(r"^(spmv|spmm)\s+(.+?)\s+K=(\d+)\s+(row|col) \| ours\s+\S+ ms\s+cuSPARSE\s+\S+ ms\s+(\S+)x")
+    gemm = re.compile(r"^spgemm (.+?)\s+(A\*A\^T|A\*A)\s+nnz.*?\s(\S+)x \| memory")
+    with open(path) as f:
+        for line in f:
+            if line.startswith("device "):
+                rows = []  # a later run replaces the earlier one
+            if m := dense.match(line):
+                rows.append(dict(operation=m[1], input=m[2], K=int(m[3]), layout=m[4], ratio=float(m[5])))
+            elif m := gemm.match(line):
+                rows.append(dict(operation="spgemm", input=m[1], product=m[2], ratio=float(m[3])))
+    return rows
+
+
 KINDS = {"boolean": (boolean, "results-boolean-h100.json"), "knn-paper": (knn_paper, "results-knn-paper-h100.json"),
-         "knn-real": (knn_real, "results-knn-real-h100.json"), "fused": (fused, "results-fused-h100.json")}
+         "knn-real": (knn_real, "results-knn-real-h100.json"), "fused": (fused, "results-fused-h100.json"),
+         "products": (products, "results-products-h100.txt")}
 
 
 def plot(kind, rows, path):
@@ -128,8 +157,13 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "..", "docs"))
     args = ap.parse_args()
     for kind, (_, source) in KINDS.items():
-        with open(os.path.join(HERE, source)) as f:
-            print(plot(kind, json.load(f), os.path.join(args.out, f"plot-{kind}.png")))
+        path = os.path.join(HERE, source)
+        if source.endswith(".txt"):
+            rows = products_from_text(path)
+        else:
+            with open(path) as f:
+                rows = json.load(f)
+        print(plot(kind, rows, os.path.join(args.out, f"plot-{kind}.png")))
 
 
 if __name__ == "__main__":
