@@ -182,9 +182,8 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
     for (int k = 0; k < R_VECTORS && st == SR_SUCCESS; k++)
         if (k != R_XBAR || o.fit_intercept)
             st = sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &rv.v[k]);
-    sr_dense yv = *y;
     if (st == SR_SUCCESS) /* b = Xᵀ·y (centered: − m·ybar·xbar, as 1ᵀ(y − ybar) = 0) */
-        st = sr_fused_pattern(ctx, SR_FORM_XTY, &rv.v[R_B], 1.0, pr.X, NULL, &yv, 0.0, NULL);
+        st = sr_fused_pattern(ctx, SR_FORM_XTY, &rv.v[R_B], 1.0, pr.X, NULL, y, 0.0, NULL);
     if (st == SR_SUCCESS && o.fit_intercept)
         st = mean_row(&pr, &rv.v[R_XBAR]);
     if (st == SR_SUCCESS && o.fit_intercept)
@@ -213,7 +212,7 @@ typedef struct {
     const double *label; /* ±1 */
     double *z, *d, *t;   /* X·w + b, the Hessian's weights C·σ(1 − σ), scratch (m each) */
     sr_dense dw;         /* d where X lives, for the Hessian products */
-    sr_dense qw;         /* with an intercept: Xᵀ·d (n) where X lives, and sum_d = Σ d: the */
+    sr_dense qw;         /* with an intercept: Xᵀ·d (n) where X lives; with sum_d = Σ d, the */
     double sum_d;        /* intercept's rows of the Hessian */
 } logistic;
 
@@ -243,11 +242,14 @@ static sr_status tr_axpby(sr_context ctx, double alpha, const tr_vector *x, doub
 static sr_status tr_exchange(const logistic *lg, tr_vector *v, double *host, bool to_host)
 {
     sr_dense hv = vec(host, lg->pr.n);
-    SR_TRY(to_host ? sr_vector_copy(lg->pr.ctx, &hv, &v->v) : sr_vector_copy(lg->pr.ctx, &v->v, &hv));
-    if (lg->intercept && to_host)
-        host[lg->pr.n] = v->b;
-    else
+    if (to_host) {
+        SR_TRY(sr_vector_copy(lg->pr.ctx, &hv, &v->v));
+        if (lg->intercept)
+            host[lg->pr.n] = v->b;
+    } else {
+        SR_TRY(sr_vector_copy(lg->pr.ctx, &v->v, &hv));
         v->b = lg->intercept ? host[lg->pr.n] : 0.0;
+    }
     return SR_SUCCESS;
 }
 

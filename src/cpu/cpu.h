@@ -26,11 +26,11 @@ sr_status sr_cpu_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t nco
 /* AT must be allocated as ncols x nrows with A->nnz entries and A's type. */
 sr_status sr_cpu_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT);
 
-/* Writes every element of the host view d (A's shape and type). */
 /* Σ x_i·y_i in float64, and y = α·x + β·y (y unread when β = 0), over checked n x 1 vectors of
  * one type (src/cpu/cpu_vector.c). */
 double sr_cpu_vector_dot(const sr_dense *x, const sr_dense *y, int threads);
 void sr_cpu_vector_axpby(double alpha, const sr_dense *x, double beta, const sr_dense *y, int threads);
+/* Writes every element of the host view d (A's shape and type). */
 void sr_cpu_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d, int threads);
 /* rowptr[i+1] = elements of row i of d that the rule keeps, then the prefix sum (rowptr has
  * nrows+1 entries). */

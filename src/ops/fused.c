@@ -28,10 +28,7 @@ static bool overlaps(const sr_dense *a, const sr_dense *b, size_t es)
 
 static sr_status check_vector(const char *fn, const char *name, const sr_dense *d, int64_t n, sr_type type)
 {
-    SR_TRY(sr_check_dense(fn, d));
-    SR_CHECK_ARG(d->ncols == 1 && d->nrows == n && (d->layout == SR_COL_MAJOR || d->ld == 1),
-                 "%s: %s must be a contiguous %lld x 1 vector (sr_vector_view), not %lld x %lld", fn, name,
-                 (long long)n, (long long)d->nrows, (long long)d->ncols);
+    SR_TRY(sr_ops_check_vector(fn, name, d, n));
     SR_CHECK_ARG(d->type == type, "%s: %s has type %s but y has %s", fn, name, sr_type_name(d->type),
                  sr_type_name(type));
     return SR_SUCCESS;

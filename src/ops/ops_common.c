@@ -1,5 +1,7 @@
 #include "ops_common.h"
 
+#include <stdio.h>
+
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
 #include "../core/memory.h"
@@ -63,6 +65,19 @@ sr_status sr_ops_finish(struct sr_context_s *ctx, struct sr_matrix_s **C, struct
     SR_TRY(st);
     sr_matrix_destroy(old);
     *C = U;
+    return SR_SUCCESS;
+}
+
+sr_status sr_ops_check_vector(const char *fn, const char *name, const sr_dense *d, int64_t n)
+{
+    SR_CHECK_ARG(d != NULL, "%s: %s is NULL", fn, name);
+    SR_TRY(sr_check_dense(fn, d));
+    char rows[24] = "n"; /* any length */
+    if (n >= 0)
+        snprintf(rows, sizeof rows, "%lld", (long long)n);
+    SR_CHECK_ARG(d->ncols == 1 && (n < 0 || d->nrows == n) && (d->layout == SR_COL_MAJOR || d->ld == 1),
+                 "%s: %s must be a contiguous %s x 1 vector (sr_vector_view), not %lld x %lld", fn, name, rows,
+                 (long long)d->nrows, (long long)d->ncols);
     return SR_SUCCESS;
 }
 

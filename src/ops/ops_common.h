@@ -25,6 +25,9 @@ sr_status sr_ops_dense_to_csr(struct sr_context_s *ctx, const sr_dense *dense, c
 sr_descriptor sr_ops_descriptor(const sr_descriptor *desc);
 /* The same for a call whose output is a sparse matrix or a dense view, where replace is refused. */
 sr_status sr_ops_plain_descriptor(const char *fn, const sr_descriptor *desc, sr_descriptor *d);
+/* d is a valid contiguous n x 1 view (sr_vector_view's shape) named `name` in messages; n < 0
+ * takes any length. */
+sr_status sr_ops_check_vector(const char *fn, const char *name, const sr_dense *d, int64_t n);
 /* A structural mask (may be NULL) fits an output of nrows x ncols computed where A lives. */
 sr_status sr_ops_check_mask(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *mask,
                             const struct sr_matrix_s *A, int64_t nrows, int64_t ncols);

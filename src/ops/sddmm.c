@@ -76,10 +76,7 @@ sr_status sr_sddmm_values(sr_context ctx, const sr_dense *values, sr_semiring s,
     const char *fn = "sr_sddmm_values";
     sr_sddmm_args a;
     SR_TRY(check_operands(fn, ctx, s, alpha, beta, S, A, B, false, desc, &a));
-    SR_TRY(sr_check_dense(fn, values));
-    SR_CHECK_ARG(values->nrows == S->nnz && values->ncols == 1 && (values->layout == SR_COL_MAJOR || values->ld == 1),
-                 "%s: values must be a contiguous %lld x 1 view (sr_vector_view), not %lld x %lld", fn,
-                 (long long)S->nnz, (long long)values->nrows, (long long)values->ncols);
+    SR_TRY(sr_ops_check_vector(fn, "values", values, S->nnz));
     SR_CHECK_ARG(values->type == a.out_type, "%s: values have type %s but %s on %s gives %s", fn,
                  sr_type_name(values->type), sr_semiring_name(s), sr_type_name(A->type), sr_type_name(a.out_type));
     sr_dense here;

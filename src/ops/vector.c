@@ -4,18 +4,13 @@
 
 #include "../core/memory.h"
 #include "../core/types.h"
-#include "../core/validate.h"
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
 #include "ops_common.h"
 
 static sr_status check_vector(const char *fn, const char *name, const sr_dense *v)
 {
-    SR_CHECK_ARG(v != NULL, "%s: %s is NULL", fn, name);
-    SR_TRY(sr_check_dense(fn, v));
-    SR_CHECK_ARG(v->ncols == 1 && (v->layout == SR_COL_MAJOR || v->ld == 1),
-                 "%s: %s must be a contiguous n x 1 vector (sr_vector_view), not %lld x %lld", fn, name,
-                 (long long)v->nrows, (long long)v->ncols);
+    SR_TRY(sr_ops_check_vector(fn, name, v, -1));
     SR_CHECK_ARG(v->type == SR_TYPE_FLOAT32 || v->type == SR_TYPE_FLOAT64, "%s: %s is %s, not float32 or float64",
                  fn, name, sr_type_name(v->type));
     return SR_SUCCESS;
