@@ -268,7 +268,8 @@ sr_status sr_vector_free(sr_context ctx, sr_dense *v); /* clears *v; a zeroed vi
 sr_status sr_vector_copy(sr_context ctx, const sr_dense *dst, const sr_dense *src);
 /* *result = Σ x_i·y_i, summed in float64; x and y in one location (a device sum waits for it). */
 sr_status sr_vector_dot(sr_context ctx, const sr_dense *x, const sr_dense *y, double *result);
-/* y = α·x + β·y (y is not read when β = 0); x and y in one location, x may be y. */
+/* y = α·x + β·y, x not read when α = 0 nor y when β = 0 (so axpby(0, x, 0, y) zeroes y whatever
+ * it held, NaN included); x and y in one location, x may be y. */
 sr_status sr_vector_axpby(sr_context ctx, double alpha, const sr_dense *x, double beta, const sr_dense *y);
 
 /* ------------------------------------------------------------------ element-wise and structure */

@@ -245,6 +245,12 @@ static void check_vectors(sr_type type, int64_t n)
     CHECK_OK(sr_vector_axpby(ctx, -1.0, &dx, 0.0, &dy));
     CHECK_OK(sr_vector_dot(ctx, &dx, &dy, &dot));
     CHECK(n == 0 || (dot == dot && dot < 0), "sr_vector_axpby with beta 0 read y (x·y = %g)", dot);
+    /* α = β = 0 zeroes y without reading x (NaN) or y (NaN) */
+    CHECK_OK(sr_vector_copy(ctx, &dy, &hy));
+    CHECK_OK(sr_vector_copy(ctx, &dx, &hy));
+    CHECK_OK(sr_vector_axpby(ctx, 0.0, &dx, 0.0, &dy));
+    CHECK_OK(sr_vector_dot(ctx, &dy, &dy, &dot));
+    CHECK(dot == 0.0, "sr_vector_axpby(0, NaN x, 0, NaN y) is not zero (y·y = %g)", dot);
     /* rejections: lengths, places, shapes, types */
     sr_dense shorter = sr_vector_view(hx.data, n > 0 ? n - 1 : 0, type, SR_HOST);
     if (n > 0)

@@ -14,7 +14,7 @@
     {                                                                                                    \
         _Pragma("omp parallel for simd num_threads(threads) schedule(static)")                          \
         for (int64_t i = 0; i < n; i++)                                                                  \
-            y[i] = (T)(beta == 0.0 ? alpha * (double)x[i] : alpha * (double)x[i] + beta * (double)y[i]); \
+            y[i] = (T)((alpha == 0.0 ? 0.0 : alpha * (double)x[i]) + (beta == 0.0 ? 0.0 : beta * (double)y[i])); \
     }
 SR_VECTOR_LOOPS(float)
 SR_VECTOR_LOOPS(double)

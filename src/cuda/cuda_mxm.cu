@@ -185,7 +185,7 @@ template <class Ops> struct mxm_launcher {
     template <bool FILL>
     static sr_status run_pass(const mxm_args<Ops> &p, const int64_t *bins, const unsigned long long *bin_sizes,
                               const unsigned long long *sizes, const bin_starts &starts, int dense_blocks, uint32_t *bitmaps,
-                              T *dense_vals, cudaStream_t stream, phase_timer &timer, const cudaStream_t *lanes,
+                              T *dense_vals, int64_t tile, cudaStream_t stream, phase_timer &timer, const cudaStream_t *lanes,
                               cudaEvent_t *events) {
         if (timer.on) // profiling: one bin after another on the main stream, each timed
             lanes = nullptr;
@@ -215,7 +215,6 @@ template <class Ops> struct mxm_launcher {
         }
         timer.mark(FILL ? "fill: dense, global" : "count: dense, global");
         if (sizes[kBinTiled] > 0) {
-            const int64_t tile = dense_tile<Ops>(p.ncols);
             const size_t smem = dense_tile_bytes<Ops>(tile);
             SR_CUDA_TRY(cudaFuncSetAttribute(dense_rows_tiled<Ops, FILL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              (int)smem));
@@ -276,8 +275,8 @@ template <class Ops> struct mxm_launcher {
             err = cudaMemsetAsync(C->rowptr, 0, sizeof(int64_t), stream);
         if (err != cudaSuccess)
             return fail(sr_cuda_fail(err, "mxm setup", __FILE__, __LINE__));
+        const int64_t tile = dense_tile<Ops>(ncols), tiles = (ncols + tile - 1) / tile;
         if (nrows > 0) {
-            const int64_t tiles = (ncols + dense_tile<Ops>(ncols) - 1) / dense_tile<Ops>(ncols);
             bound_and_bin<<<grid_for(nrows * 32), kBlock, 0, stream>>>(A->rowptr, A->colind, B->rowptr, nrows, tiles,
                                                                         esc_enabled(), p.counts, bin_sizes.get());
             if ((err = cudaGetLastError()) != cudaSuccess)
@@ -344,7 +343,7 @@ template <class Ops> struct mxm_launcher {
                     (long long)nrows);
         }
         if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), sizes, starts, dense_blocks, bitmaps.get(),
-                                               nullptr, stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
+                                               nullptr, tile, stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
             return fail(st);
         size_t temp_bytes = 0;
         int64_t nnz = 0;
@@ -370,7 +369,7 @@ template <class Ops> struct mxm_launcher {
         p.c_values = static_cast<T *>(C->values);
         if (nrows > 0 && nnz > 0 &&
             (st = run_pass<true>(p, bins.get(), bin_sizes.get(), sizes, starts, dense_blocks, bitmaps.get(), dense_vals.get(),
-                                 stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
+                                 tile, stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
             return fail(st);
         if ((err = cudaStreamSynchronize(stream)) != cudaSuccess)
             return fail(sr_cuda_fail(err, "sr_mxm", __FILE__, __LINE__));

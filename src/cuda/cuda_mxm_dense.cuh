@@ -16,15 +16,16 @@ __host__ __device__ inline int64_t bitmap_words(int64_t ncols) { return (ncols +
 // Columns per tile of a tiled dense row: 128 KiB of values (at least 4 bytes a column, which
 // keeps narrow types' tiles within the same shared memory) plus the tile's bitmap. A Boolean
 // product has no values: its tile is a bitmap alone, 64 KiB for 512K columns, so most rows are
-// one tile. No tile is wider than the product (rounded up to a word), so narrow products take
-// less shared memory and more blocks fit on a multiprocessor.
+// one tile. No tile is wider than the product (rounded up to a word): a narrow product clears
+// and drains only the words it has and leaves the rest of the multiprocessor's shared memory to
+// L1. (A block of kDenseThreads at its register count is alone on its multiprocessor whatever
+// the tile.)
 template <class Ops> constexpr int64_t dense_tile_max() {
     using T = typename Ops::value;
     return Ops::type == SR_TYPE_BOOL ? 512 * 1024 : 128 * 1024 / (sizeof(T) < 4 ? 4 : sizeof(T));
 }
 template <class Ops> inline int64_t dense_tile(int64_t ncols) {
-    const int64_t words = (ncols + 31) / 32 > 0 ? (ncols + 31) / 32 : 1;
-    return std::min<int64_t>(dense_tile_max<Ops>(), words * 32);
+    return std::min<int64_t>(dense_tile_max<Ops>(), bitmap_words(ncols > 0 ? ncols : 1) * 32);
 }
 template <class Ops> inline size_t dense_tile_bytes(int64_t tile) {
     return (Ops::type == SR_TYPE_BOOL ? 0 : sizeof(typename Ops::value) * (size_t)tile) + (size_t)tile / 8;
@@ -62,11 +63,13 @@ __device__ void for_each_product_in(const mxm_args<Ops> &p, int64_t row, int64_t
 // mask row where a binary search per product cost more than the products (same-generation CFPQ:
 // 14.4 ms against 6.4 ms unmasked, its known pairs' rows thousands long). The products skip the
 // mask (skips_mask). Ends with a barrier.
-template <class Ops> __device__ inline bool skips_mask(const mxm_args<Ops> &p) { return p.mask.complement; }
+template <class Ops> __device__ inline bool skips_mask(const mxm_args<Ops> &p) {
+    return p.mask.rowptr != nullptr && p.mask.complement;
+}
 template <class Ops>
 __device__ void clear_complement(const mxm_args<Ops> &p, int64_t row, uint32_t *bits, typename Ops::value *vals,
                                  int64_t c0, int64_t c1) {
-    if (p.mask.rowptr != nullptr && p.mask.complement) {
+    if (skips_mask(p)) {
         const int64_t s = p.mask.rowptr[row], e = p.mask.rowptr[row + 1];
         for (int64_t k = s + lower_bound(p.mask.colind + s, e - s, (int32_t)c0) + threadIdx.x; k < e; k += blockDim.x) {
             const int64_t t = p.mask.colind[k] - c0;

@@ -28,7 +28,7 @@ template <typename T> __global__ void dot_kernel(const T *x, const T *y, int64_t
 
 template <typename T> __global__ void axpby_kernel(double alpha, const T *x, double beta, T *y, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)kThreads + threadIdx.x; i < n; i += (int64_t)gridDim.x * kThreads)
-        y[i] = (T)(beta == 0.0 ? alpha * (double)x[i] : alpha * (double)x[i] + beta * (double)y[i]);
+        y[i] = (T)((alpha == 0.0 ? 0.0 : alpha * (double)x[i]) + (beta == 0.0 ? 0.0 : beta * (double)y[i]));
 }
 
 } // namespace
