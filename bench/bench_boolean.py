@@ -1,7 +1,8 @@
 """Boolean algebra benchmark, in one process: M·M and M + M·M against cuSPARSE on the same
 pattern in float32 (cupy) on the GPU, and against SuiteSparse:GraphBLAS (python-graphblas) on the
-CPU; transitive closure and same-generation CFPQ on debian-depends against a scipy semi-naive
-fixpoint on one core. Prints a table and writes JSON rows.
+CPU; transitive closure and same-generation CFPQ on debian-depends, and S -> a S b | a b on cfpq-data's
+generated graphs (--only cfpq-data), against a scipy semi-naive fixpoint on one core. Prints a
+table and writes JSON rows.
 
 usage: python3 bench/bench_boolean.py [--data ../shared/data] [--json OUT.json] [--quick] [--no-gpu]
                                       [--no-scipy-cfpq] [--only NAME] [--reps N]
@@ -22,6 +23,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import sparsering as sr  # noqa: E402
 from timing import median_time  # noqa: E402
 import plots  # noqa: E402
+from cfpq_graphs import cfpq_data_generators  # noqa: E402
 
 
 def rmat(scale, edge_factor, seed=7):
@@ -145,16 +147,26 @@ def scipy_closure(A):
     return reach
 
 
-def scipy_same_generation(A):
-    """S -> d_r S d | d_r d: S = Aᵀ·A, then S |= Aᵀ·S·A, semi-naive on the new pairs."""
-    At, Ai = A.T.tocsr().astype(np.int32), A.astype(np.int32)
-    S = (At @ Ai) != 0
+def scipy_brackets(L, R):
+    """S -> l S r | l r: S = L·R, then S |= L·S·R, semi-naive on the new pairs (same generation is
+    L = Aᵀ, R = A)."""
+    Li, Ri = L.tocsr().astype(np.int32), R.tocsr().astype(np.int32)
+    S = (Li @ Ri) != 0
     delta = S
     while delta.nnz:
-        new = ((At @ (delta.astype(np.int32) @ Ai)) != 0).astype(np.int8) - S.astype(np.int8)
+        new = ((Li @ (delta.astype(np.int32) @ Ri)) != 0).astype(np.int8) - S.astype(np.int8)
         delta = new > 0
         S = (S + delta) != 0
     return S
+
+
+def timed_cfpq(grammar, graphs, reverse=False):
+    """One warm-up, then one timed query (the queries run for tens of ms to seconds)."""
+    sr.cfpq(grammar, graphs, reverse=reverse)
+    t0 = time.perf_counter()
+    R, st = sr.cfpq(grammar, graphs, reverse=reverse, return_stats=True)
+    next(iter(graphs.values())).context.synchronize()
+    return R, st, time.perf_counter() - t0
 
 
 def query_rows(A, gpu, scipy_cfpq):
@@ -166,7 +178,7 @@ def query_rows(A, gpu, scipy_cfpq):
     t_sg = float("nan")
     if scipy_cfpq:
         t0 = time.perf_counter()
-        sg = scipy_same_generation(A)
+        sg = scipy_brackets(A.T, A)
         t_sg = time.perf_counter() - t0
     for backend in (["cpu", "cuda"] if gpu else ["cpu"]):
         ctx = sr.Context(backend)
@@ -182,17 +194,46 @@ def query_rows(A, gpu, scipy_cfpq):
             rows.append(dict(operation=f"closure ({method})", input="debian-depends", backend=backend, seconds=t,
                              baseline="scipy semi-naive, 1 core", baseline_seconds=t_scipy, ratio=t_scipy / t,
                              rounds=st.rounds, output_nnz=int(C.nnz)))
-        sr.cfpq(grammar, {"d": M}, reverse=True)
-        ctx.synchronize()
-        t0 = time.perf_counter()
-        R, st = sr.cfpq(grammar, {"d": M}, reverse=True, return_stats=True)
-        ctx.synchronize()
-        t = time.perf_counter() - t0
+        R, st, t = timed_cfpq(grammar, {"d": M}, reverse=True)
         if scipy_cfpq:
             assert R.nnz == sg.nnz, f"same generation: {R.nnz} pairs, scipy {sg.nnz}"
         rows.append(dict(operation="CFPQ same generation", input="debian-depends", backend=backend, seconds=t,
                          baseline="scipy semi-naive, 1 core", baseline_seconds=t_sg, ratio=t_sg / t,
                          rounds=st.rounds, output_nnz=int(R.nnz)))
+    return rows
+
+
+def cfpq_data_rows(gpu, scipy_cfpq, quick):
+    """S -> a S b | a b on cfpq-data's generated graphs: two cycles of 100 and 99 vertices (the
+    rounds worst case: about 2·n·m of them) and a scale-free graph of 10^4 vertices (10^5 on the
+    backends alone, beyond scipy's reach), labels a and b drawn at random (seed 7)."""
+    generators = cfpq_data_generators()
+    if generators is None:
+        print("no cfpq-data (pip install --no-deps cfpq-data==5.0.0): its CFPQ rows are skipped")
+        return []
+    two_cycles, scale_free = generators
+    cases = [("two cycles 100+99", two_cycles(100, 99), True),
+             ("scale-free 1e4", scale_free(10_000, labels="ab", seed=7), True)]
+    if not quick:
+        cases.append(("scale-free 1e5", scale_free(100_000, labels="ab", seed=7), False))
+    grammar, rows = "S -> a S b | a b", []
+    for name, G, with_scipy in cases:
+        graphs = sr.labeled_graphs_from_networkx(G)
+        name = f"{name} ({sum(g.nnz for g in graphs.values())} edges)"
+        print(f"{name}: {G.number_of_nodes()} vertices", flush=True)
+        t_ref, ref = float("nan"), None
+        if scipy_cfpq and with_scipy:
+            t0 = time.perf_counter()
+            ref = scipy_brackets(graphs["a"], graphs["b"])
+            t_ref = time.perf_counter() - t0
+        for backend in (["cpu", "cuda"] if gpu else ["cpu"]):
+            ctx = sr.Context(backend)
+            R, st, t = timed_cfpq(grammar, {k: sr.Matrix(g, context=ctx) for k, g in graphs.items()})
+            if ref is not None:
+                assert R.nnz == ref.nnz, f"{name}: {R.nnz} pairs, scipy {ref.nnz}"
+            rows.append(dict(operation="CFPQ a^n b^n", input=name, backend=backend, seconds=t,
+                             baseline="scipy semi-naive, 1 core", baseline_seconds=t_ref, ratio=t_ref / t,
+                             rounds=st.rounds, output_nnz=int(R.nnz)))
     return rows
 
 
@@ -229,6 +270,8 @@ def main():
         rows += cpu_rows(name, A, reps, gb)
         if name == "debian-depends":
             rows += query_rows(A, gpu, not args.no_scipy_cfpq)
+    if args.only is None or args.only in "cfpq-data":
+        rows += cfpq_data_rows(gpu, not args.no_scipy_cfpq, args.quick)
     print(f"\n{'operation':24} {'input':30} {'backend':7} {'ms':>9} {'baseline ms':>12} {'ratio':>7} "
           f"{'peak MB':>8} {'base MB':>8}")
     for r in rows:

@@ -4,7 +4,10 @@ import os
 from collections import namedtuple
 
 import numpy as np
+import scipy.sparse as sp
+
 from . import _core
+from ._core import InvalidArgumentError
 from ._matrix import BOOL, Matrix, as_matrix
 from ._ops import _ctx_for, _mask, semiring_id
 
@@ -225,3 +228,27 @@ def read_labeled_graph(path, nvertices=0, *, context=None):
     ctx = _ctx_for(None, context)
     pairs, _ = _core.read_labeled_graph(ctx._ctx, os.fspath(path), int(nvertices))
     return {label: Matrix._wrap(h, ctx).to_scipy() for label, h in pairs}
+
+
+def labeled_graphs_from_networkx(G, attribute="label", nvertices=0):
+    """{label: scipy csr bool adjacency} from a networkx (Multi)DiGraph whose edges carry the label
+    in `attribute` (as cfpq-data's generators and loaders make them); an edge without one is
+    refused. Vertex i is the i-th of G.nodes (so nodes 0..n-1 keep their numbers); the size is
+    the node count, or nvertices when larger. An undirected graph gives both directions."""
+    index = {v: i for i, v in enumerate(G.nodes)}
+    n = max(len(index), int(nvertices))
+    edges = {}
+    directed = G.is_directed()
+    for u, v, label in G.edges(data=attribute):
+        if label is None:
+            raise InvalidArgumentError(f"edge ({u!r}, {v!r}) has no {attribute!r} attribute")
+        rows, cols = edges.setdefault(str(label), ([], []))
+        rows.append(index[u]), cols.append(index[v])
+        if not directed:
+            rows.append(index[v]), cols.append(index[u])
+    out = {}
+    for label, (rows, cols) in edges.items():
+        A = sp.csr_matrix((np.ones(len(rows), dtype=np.bool_), (rows, cols)), shape=(n, n))
+        A.sum_duplicates()  # a multigraph's parallel edges are one entry
+        out[label] = A
+    return out

@@ -1,5 +1,6 @@
 """Boolean algebra and graph queries against scipy / numpy sets, networkx and pyformlang."""
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -7,6 +8,9 @@ import scipy.sparse as sp
 
 import sparsering as sr
 from conftest import DATA
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+from cfpq_graphs import cfpq_data_generators  # noqa: E402
 
 
 def rand_bool(rng, m, n, density):
@@ -148,6 +152,38 @@ def test_cfpq_against_pyformlang(ctx, rng, text):
     R = sr.cfpq(text, graphs, context=ctx)
     got = set(zip(*sp.csr_matrix(R).nonzero()))
     assert got == cfpq_reference(text, graphs, n)
+
+
+@pytest.mark.parametrize("text", ["S -> a S b | a b", "S -> a S b S | eps"])
+def test_cfpq_on_cfpq_data_graphs(ctx, text):
+    """cfpq-data's own generators: two cycles of coprime lengths (the a^n b^n worst case, its
+    rounds grow as n·m) and a labelled scale-free graph, against pyformlang."""
+    generators = cfpq_data_generators()
+    if generators is None:
+        pytest.skip("cfpq-data not installed (pip install --no-deps cfpq-data==5.0.0)")
+    two_cycles, scale_free = generators
+    for G in (two_cycles(6, 5), two_cycles(4, 3, labels=("b", "a")), scale_free(90, labels="ab", seed=11)):
+        graphs = sr.labeled_graphs_from_networkx(G)
+        n = G.number_of_nodes()
+        R = sr.cfpq(text, graphs, context=ctx)
+        assert set(zip(*sp.csr_matrix(R).nonzero())) == cfpq_reference(text, graphs, n)
+
+
+def test_labeled_graphs_from_networkx():
+    nx = pytest.importorskip("networkx")
+    G = nx.MultiDiGraph()
+    G.add_edge("x", "y", label="a")
+    G.add_edge("x", "y", label="a")  # a parallel edge is one entry
+    G.add_edge("y", "z", label="b")
+    g = sr.labeled_graphs_from_networkx(G, nvertices=5)
+    assert set(g) == {"a", "b"} and g["a"].shape == (5, 5)
+    assert g["a"].nnz == 1 and g["a"][0, 1] and g["b"][1, 2]
+    U = nx.Graph()
+    U.add_edge(0, 1, kind="d")
+    assert sr.labeled_graphs_from_networkx(U, attribute="kind")["d"].nnz == 2
+    G.add_edge("z", "x")
+    with pytest.raises(sr.InvalidArgumentError, match="no 'label'"):
+        sr.labeled_graphs_from_networkx(G)
 
 
 def test_cfpq_reverse_and_errors(ctx, rng):
