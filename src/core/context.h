@@ -27,6 +27,11 @@ void sr_context_retain(sr_context ctx);
 void sr_context_release(sr_context ctx);
 /* Threads for an OpenMP region (>= 1). */
 int sr_context_threads(const struct sr_context_s *ctx);
+/* The threads for one step of about `work` elementary steps (entries read, products made): one
+ * below SR_SERIAL_WORK, where waking a team costs more than the step, then one per
+ * SR_SERIAL_WORK up to sr_context_threads (the environment's SPARSERING_SERIAL_WORK overrides). */
+#define SR_SERIAL_WORK 16384
+int sr_context_threads_for(const struct sr_context_s *ctx, int64_t work);
 /* The workspace limit in bytes for a location, resolving 0 to the automatic choice. */
 size_t sr_context_workspace(const struct sr_context_s *ctx, sr_location where);
 /* SR_SUCCESS when device memory can be used through ctx (CUDA built in and a GPU present). */

@@ -73,7 +73,7 @@ sr_status sr_cpu_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t nco
                             const int64_t *rows, const int32_t *cols, const void *vals, sr_duplicates dup,
                             struct sr_matrix_s **out, int64_t *duplicate_pair)
 {
-    int threads = sr_context_threads(ctx);
+    const int threads = sr_context_threads_for(ctx, nrows + nnz);
     SR_TRY(check_triplet_ranges(nrows, ncols, nnz, rows, cols, threads));
     char what[96]; /* the row pointers and the fill cursors, against the triplets' own bytes */
     snprintf(what, sizeof what, "a matrix of %lld rows and %lld entr%s", (long long)nrows, (long long)nnz,

@@ -184,7 +184,8 @@ sr_status sr_cpu_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
                        const struct sr_matrix_s *mask, bool complement, sr_merge merge, sr_semiring s,
                        struct sr_matrix_s **out)
 {
-    int threads = sr_context_threads(ctx);
+    const int64_t entries = A->rowptr[A->nrows] + (B ? B->rowptr[B->nrows] : 0) + (mask ? mask->rowptr[mask->nrows] : 0);
+    const int threads = sr_context_threads_for(ctx, A->nrows + entries);
     combiner c = {merge, merge == SR_MERGE_INTERSECT ? (int)sr_semiring_mul_op(s) : (int)sr_semiring_add_op(s)};
     const struct sr_matrix_s *right = merge == SR_MERGE_LEFT ? NULL : B;
     struct sr_matrix_s *C;

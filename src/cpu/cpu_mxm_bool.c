@@ -129,8 +129,9 @@ static inline int64_t row_bound(const struct sr_matrix_s *A, const struct sr_mat
 sr_status sr_cpu_mxm_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                           const struct sr_matrix_s *mask, bool complement, struct sr_matrix_s **result)
 {
-    const int threads = sr_context_threads(ctx);
     const int64_t m = A->nrows, words = (B->ncols + 63) / 64 + 1;
+    const int64_t mask_entries = mask ? mask->rowptr[mask->nrows] : 0;
+    int threads = sr_context_threads_for(ctx, m + A->rowptr[m]);
     int key_bits = 0;
     while (key_bits < 31 && ((int64_t)1 << key_bits) < B->ncols)
         key_bits++;
@@ -142,6 +143,7 @@ sr_status sr_cpu_mxm_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A,
     for (int64_t i = 0; i < m; i++)
         work[i + 1] = row_bound(A, B, i) + 1;
     sr_cpu_prefix_sum(work, m);
+    threads = sr_context_threads_for(ctx, work[m] + A->rowptr[m] + mask_entries); /* products, rows, mask */
     const int64_t nchunks = m < (int64_t)threads * 64 ? m : (int64_t)threads * 64;
     int64_t *chunk_row = malloc((size_t)(nchunks + 1) * sizeof *chunk_row);
     int64_t *chunk_at = malloc((size_t)(nchunks ? nchunks : 1) * sizeof *chunk_at);

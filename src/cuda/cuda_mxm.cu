@@ -111,12 +111,23 @@ struct phase_timer {
 };
 
 // Streams and events for running the bins concurrently; released with the scope.
+// A stream for each bin that has rows, when two or more have: a product whose rows all fall in
+// one bin (small ones mostly) creates none, since making and destroying streams costs more than
+// its kernels (a CFPQ round on a 200-vertex graph makes about ten products).
 struct stream_set {
     cudaStream_t streams[kBins] = {};
     cudaEvent_t events[kBins + 1] = {};
-    sr_status create() {
+    bool used = false;
+    sr_status create(const unsigned long long *sizes) {
+        int busy = 0;
         for (int b = 0; b < kBins; b++)
-            SR_CUDA_TRY(cudaStreamCreateWithFlags(&streams[b], cudaStreamNonBlocking));
+            busy += sizes[b] > 0;
+        if (busy < 2)
+            return SR_SUCCESS;
+        used = true;
+        for (int b = 0; b < kBins; b++)
+            if (sizes[b] > 0)
+                SR_CUDA_TRY(cudaStreamCreateWithFlags(&streams[b], cudaStreamNonBlocking));
         for (int e = 0; e <= kBins; e++)
             SR_CUDA_TRY(cudaEventCreateWithFlags(&events[e], cudaEventDisableTiming));
         return SR_SUCCESS;
@@ -191,11 +202,12 @@ template <class Ops> struct mxm_launcher {
             lanes = nullptr;
         cudaStream_t on[kBins];
         for (int b = 0; b < kBins; b++)
-            on[b] = lanes ? lanes[b] : stream;
+            on[b] = lanes && lanes[b] ? lanes[b] : stream;
         if (lanes) {
             SR_CUDA_TRY(cudaEventRecord(events[kBins], stream));
             for (int b = 0; b < kBins; b++)
-                SR_CUDA_TRY(cudaStreamWaitEvent(lanes[b], events[kBins], 0));
+                if (lanes[b])
+                    SR_CUDA_TRY(cudaStreamWaitEvent(lanes[b], events[kBins], 0));
         }
         SR_TRY((launch_esc<FILL, kEscSmallItems>(p, bins, bin_sizes, sizes, starts, kBinEscSmall, on, timer)));
         SR_TRY((launch_esc<FILL, kEscLargeItems>(p, bins, bin_sizes, sizes, starts, kBinEscLarge, on, timer)));
@@ -229,10 +241,11 @@ template <class Ops> struct mxm_launcher {
         }
         timer.mark(FILL ? "fill: dense, tiled" : "count: dense, tiled");
         if (lanes)
-            for (int b = 0; b < kBins; b++) {
-                SR_CUDA_TRY(cudaEventRecord(events[b], lanes[b]));
-                SR_CUDA_TRY(cudaStreamWaitEvent(stream, events[b], 0));
-            }
+            for (int b = 0; b < kBins; b++)
+                if (lanes[b]) {
+                    SR_CUDA_TRY(cudaEventRecord(events[b], lanes[b]));
+                    SR_CUDA_TRY(cudaStreamWaitEvent(stream, events[b], 0));
+                }
         return SR_SUCCESS;
     }
 
@@ -331,7 +344,7 @@ template <class Ops> struct mxm_launcher {
         }
 
         stream_set lanes;
-        if ((st = lanes.create()) != SR_SUCCESS)
+        if ((st = lanes.create(sizes)) != SR_SUCCESS)
             return fail(st);
         timer.mark("setup");
         if (timer.on) {
@@ -343,7 +356,7 @@ template <class Ops> struct mxm_launcher {
                     (long long)nrows);
         }
         if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), sizes, starts, dense_blocks, bitmaps.get(),
-                                               nullptr, tile, stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
+                                               nullptr, tile, stream, timer, lanes.used ? lanes.streams : nullptr, lanes.events)) != SR_SUCCESS)
             return fail(st);
         size_t temp_bytes = 0;
         int64_t nnz = 0;
@@ -369,7 +382,7 @@ template <class Ops> struct mxm_launcher {
         p.c_values = static_cast<T *>(C->values);
         if (nrows > 0 && nnz > 0 &&
             (st = run_pass<true>(p, bins.get(), bin_sizes.get(), sizes, starts, dense_blocks, bitmaps.get(), dense_vals.get(),
-                                 tile, stream, timer, lanes.streams, lanes.events)) != SR_SUCCESS)
+                                 tile, stream, timer, lanes.used ? lanes.streams : nullptr, lanes.events)) != SR_SUCCESS)
             return fail(st);
         if ((err = cudaStreamSynchronize(stream)) != cudaSuccess)
             return fail(sr_cuda_fail(err, "sr_mxm", __FILE__, __LINE__));

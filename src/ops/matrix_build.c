@@ -36,7 +36,7 @@ sr_status sr_matrix_from_csr(sr_context ctx, sr_matrix *out, int64_t nrows, int6
     SR_CHECK_ARG(values != NULL || nnz == 0 || type == SR_TYPE_BOOL,
                  "%s: values is NULL for a %s matrix with %lld entries", fn, sr_type_name(type), (long long)nnz);
     if (where == SR_HOST)
-        SR_TRY(sr_check_csr_host(rowptr, colind, nrows, ncols, nnz, sr_context_threads(ctx)));
+        SR_TRY(sr_check_csr_host(rowptr, colind, nrows, ncols, nnz, sr_context_threads_for(ctx, nrows + nnz)));
     else
         SR_TRY(sr_cuda_check_csr(ctx, rowptr, colind, nrows, ncols, nnz));
 
