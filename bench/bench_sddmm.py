@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -77,6 +78,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--no-fused", action="store_true", help="the SDDMM rows alone")
     ap.add_argument("--only", help="run the matrices whose name holds one of these (comma-separated) texts")
     args = ap.parse_args()
     import cupy as cp
@@ -114,7 +116,15 @@ def main():
 
             def ours():
                 lib.sddmm_values(ctx, vd, 0, 1.0, Sd, Ad, Bd, 0.0, pattern=True)
+            sync()
+            t0 = time.perf_counter()
+            ours()  # the first call builds S's entry order (row panels or column tiles), kept with S
+            sync()
+            t_first = time.perf_counter() - t0
             t_sr = median_time(ours, reps=args.reps, sync=sync)
+            os.environ["SPARSERING_SDDMM_PANELS"] = "0"  # the CSR-order kernel, for comparison
+            t_csr = median_time(ours, reps=args.reps, sync=sync)
+            del os.environ["SPARSERING_SDDMM_PANELS"]
             ref = torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0)
             err = float((ref.values() - out).abs().max() / (ref.values().abs().max() + 1e-30))
             t_cs = median_time(lambda: torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0), reps=args.reps,
@@ -130,13 +140,15 @@ def main():
             gf = 2 * S.nnz * K / t_sr / 1e9
             row = dict(op="sddmm", matrix=name, nnz=S.nnz, K=K, sparsering_ms=t_sr * 1e3, gflops=gf,
                        floor_ms=floor * 1e3, strict_floor_ms=strict / bw * 1e3, cusparse_ms=t_cs * 1e3,
-                       gather_ms=t_g * 1e3, max_rel_diff=err)
+                       gather_ms=t_g * 1e3, max_rel_diff=err, first_call_ms=t_first * 1e3,
+                       csr_order_ms=t_csr * 1e3)
             rows.append(row)
             print(f"{name:32} {S.nnz / 1e6:5.1f}M {K:4} | {t_sr * 1e3:8.2f}ms {gf:7.0f} {floor * 1e3:5.2f}ms "
                   f"{t_sr / floor:7.2f} | {t_cs * 1e3:7.2f}ms {t_cs / t_sr:7.2f} | {t_g * 1e3:6.2f}ms {t_g / t_sr:7.2f}"
-                  f"   (max rel diff {err:.1e})", flush=True)
+                  f"   (max rel diff {err:.1e}; first call {t_first * 1e3:.2f} ms, CSR order {t_csr * 1e3:.2f} ms)",
+                  flush=True)
             del Bt, out
-            if K in (32, 128):
+            if K in (32, 128) and not args.no_fused:
                 rows += fused_rows(lib, ctx, name, S, Sd, St, A, B, K, args.reps, sync, torch)
             del A, B
         lib.free(Sd)

@@ -376,7 +376,8 @@ static void check_factorize(void)
     test_csr_free(&sc);
 }
 
-static void run_all(void)
+/* The plus_times cases, which the GPU runs by row panels or in CSR order (cuda_sddmm_panels.cuh). */
+static void check_plus_times(void)
 {
     const sr_layout R = SR_ROW_MAJOR, Cm = SR_COL_MAJOR;
     const sr_type f = SR_TYPE_FLOAT32, d = SR_TYPE_FLOAT64, b = SR_TYPE_BOOL;
@@ -388,9 +389,30 @@ static void run_all(void)
     check_sddmm(200, 150, 32, 9, f, f, SR_PLUS_TIMES, -1, 1, true, Cm, Cm); /* a residual: S - A·Bᵀ at S */
     check_sddmm(150, 300, 128, 12, d, d, SR_PLUS_TIMES, 1, 0, false, R, R);
     check_sddmm(120, 90, 512, 6, f, f, SR_PLUS_TIMES, 0.25, 0, false, R, R);
+    check_sddmm(70, 40, 1024, 9, f, f, SR_PLUS_TIMES, 1, 0, false, R, R);  /* the widest register fragment */
     check_sddmm(50, 70, 1100, 5, f, f, SR_PLUS_TIMES, 1, 2, false, R, Cm); /* past the register fragment */
     check_sddmm(80, 60, 96, 5, f, f, SR_PLUS_TIMES, 0, 1, false, R, R);    /* α = 0: β·S alone */
     check_sddmm(1500, 200000, 64, 24, f, f, SR_PLUS_TIMES, 1, 0, false, R, R); /* B past L2: column tiles on a GPU */
+    /* many rows over few columns: each panel meets a column many times, and rows span panels' ends */
+    check_sddmm(5000, 40, 32, 12, f, f, SR_PLUS_TIMES, 1, 0.5, false, R, R);
+    check_sddmm(3000, 64, 64, 30, d, d, SR_PLUS_TIMES, -2, 0, true, R, R);
+    check_sddmm(2000, 33, 5, 8, f, b, SR_PLUS_TIMES, 1, 0, false, Cm, R);
+}
+
+static void run_all(void)
+{
+    const sr_layout R = SR_ROW_MAJOR, Cm = SR_COL_MAJOR;
+    const sr_type f = SR_TYPE_FLOAT32, d = SR_TYPE_FLOAT64;
+    if (where == SR_DEVICE) { /* row panels off, always, and where they pay */
+        const char *settings[] = {"0", "1", ""};
+        for (int k = 0; k < 3; k++) {
+            setenv("SPARSERING_SDDMM_PANELS", settings[k], 1);
+            check_plus_times();
+        }
+        unsetenv("SPARSERING_SDDMM_PANELS");
+    } else {
+        check_plus_times();
+    }
     check_sddmm(80, 60, 20, 5, d, d, SR_MIN_PLUS, 1, 0, false, R, R);
     check_sddmm(80, 60, 20, 5, f, f, SR_MAX_TIMES, 1, 0, true, Cm, R);
     check_sddmm(80, 60, 24, 5, SR_TYPE_INT32, SR_TYPE_INT32, SR_PLUS_TIMES, 1, 0, false, R, R);

@@ -5,7 +5,9 @@
 // The groups of a warp take consecutive entries of a chunk of S's entries (so the writes
 // coalesce and power-law rows split evenly: the paper's COO balance, without storing rows), and
 // each group keeps its row's A fragment in registers while its entries stay in that row (the
-// paper keeps A's rows in shared memory for the same reuse). B's rows come through L2: when B is
+// paper keeps A's rows in shared memory for the same reuse). Where rows side by side share
+// columns, row panels (cuda_sddmm_panels.cuh) keep A's rows of a panel in shared memory instead
+// and read each B row once per panel. Otherwise B's rows come through L2: when B is
 // larger than a share of L2 and rows are long, the entries are visited column tile by column tile
 // (column_tile_order) so that a tile of B stays resident, as the paper's SM-L2 scheme does. The
 // comment above launch_entries documents the choices.
@@ -22,6 +24,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <vector>
 #include <cub/cub.cuh>
 
 extern "C" {
@@ -260,6 +263,19 @@ int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
     return (S->ncols + tiles - 1) / tiles;
 }
 
+#include "cuda_sddmm_panels.cuh"
+
+// The row panels' order of S's entries, when it pays.
+sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool force, panel_order_view *view);
+
+// Row panels: SPARSERING_SDDMM_PANELS=0 never, =1 whenever they can run (tests, comparisons),
+// otherwise when their reuse pays. They need K within the register fragment (R <= 8) and
+// panels of fewer than 2^24 entries.
+int panels_setting() {
+    const char *env = getenv("SPARSERING_SDDMM_PANELS");
+    return env && *env ? atoi(env) : -1;
+}
+
 template <class Ops> struct sddmm_launcher {
     using T = typename Ops::value;
     static sr_status run(const sr_sddmm_args *a, void *out) {
@@ -279,15 +295,28 @@ template <class Ops> struct sddmm_launcher {
         p.alpha = a->alpha;
         p.beta = a->beta;
         p.out = static_cast<T *>(out);
-        if (is_plus_times<Ops>::value) {
-            const int64_t tile_cols = sddmm_tile_cols(S, a->K, sizeof(T));
-            if (tile_cols > 0)
-                SR_TRY(column_tile_order(S, tile_cols, &p.order));
+        if constexpr (is_plus_times<Ops>::value) { // the tuned kernels, instantiated for plus_times only
             constexpr int VEC = 16 / sizeof(T);
-            if (p.K % VEC == 0 && aligned_for<T>(p.A, VEC) && aligned_for<T>(p.B, VEC))
-                SR_TRY((launch_fast<T, VEC, Ops>(p, stream)));
-            else
-                SR_TRY((launch_fast<T, 1, Ops>(p, stream)));
+            const bool vectors = p.K % VEC == 0 && aligned_for<T>(p.A, VEC) && aligned_for<T>(p.B, VEC);
+            const int setting = panels_setting();
+            panel_order_view order{};
+            const int64_t P = panel_rows(p.K, sizeof(T));
+            if (setting != 0 && S->nnz > 0 && p.K / (vectors ? VEC : 1) <= 8 * 32)
+                SR_TRY(panel_order(S, P, p.K, sizeof(T), setting == 1, &order));
+            if (order.records) {
+                if (vectors)
+                    SR_TRY((launch_panels<T, VEC, Ops>(p, order, P, stream)));
+                else
+                    SR_TRY((launch_panels<T, 1, Ops>(p, order, P, stream)));
+            } else {
+                const int64_t tile_cols = sddmm_tile_cols(S, a->K, sizeof(T));
+                if (tile_cols > 0)
+                    SR_TRY(column_tile_order(S, tile_cols, &p.order));
+                if (vectors)
+                    SR_TRY((launch_fast<T, VEC, Ops>(p, stream)));
+                else
+                    SR_TRY((launch_fast<T, 1, Ops>(p, stream)));
+            }
         } else {
             SR_TRY((launch_entries<T, 1, 32, 1, false, Ops>(p, stream)));
         }
@@ -331,45 +360,108 @@ sr_status build_tile_order(sr_context_s *ctx, const sr_matrix_s *S, int64_t tile
     return SR_SUCCESS;
 }
 
-// The tile order of a matrix, built once per tile width and kept with it (S is fixed across the
-// calls of an iterative method: ALS, LDA): the sort's cost is paid on the first call only.
-struct tile_order {
-    int64_t tile_cols;
-    int64_t *order;
-    size_t bytes;
+// The visiting orders of a matrix's entries (column tiles, row panels), each built once per
+// width and kept with S (S is fixed across the calls of an iterative method: ALS, LDA), so a
+// sort's cost is paid on the first call only. A panel order that does not pay is remembered
+// with its reuse and no order.
+struct entry_orders {
+    int64_t tile_cols = 0;
+    int64_t *tiles = nullptr;
+    size_t tile_bytes = 0;
+    int64_t panel_rows = 0;
+    void *panels = nullptr; // the records (4 bytes an entry), then the columns (4 bytes an entry)
+    size_t panel_bytes = 0;
+    double panel_reuse = 0;
 };
-std::mutex tile_mutex;
+std::mutex orders_mutex;
 
-void free_tile_orders(sr_matrix_s *A) {
-    auto *t = static_cast<tile_order *>(A->tile_orders);
-    if (t) {
-        sr_mem_free(A->ctx, SR_DEVICE, t->order, t->bytes);
-        delete t;
+void free_entry_orders(sr_matrix_s *A) {
+    auto *o = static_cast<entry_orders *>(A->tile_orders);
+    if (o) {
+        if (o->tiles)
+            sr_mem_free(A->ctx, SR_DEVICE, o->tiles, o->tile_bytes);
+        if (o->panels)
+            sr_mem_free(A->ctx, SR_DEVICE, o->panels, o->panel_bytes);
+        delete o;
     }
     A->tile_orders = nullptr;
 }
 
-sr_status column_tile_order(const sr_matrix_s *S, int64_t tile_cols, const int64_t **order) {
-    std::lock_guard<std::mutex> lock(tile_mutex);
+// S's orders, created empty on first use (the caller holds orders_mutex).
+sr_status orders_of(const sr_matrix_s *S, entry_orders **out) {
     auto *matrix = const_cast<sr_matrix_s *>(S); // the cache is not part of the matrix's value
-    auto *t = static_cast<tile_order *>(matrix->tile_orders);
-    if (t && t->tile_cols == tile_cols) {
-        *order = t->order;
-        return SR_SUCCESS;
+    if (!matrix->tile_orders) {
+        auto *o = new (std::nothrow) entry_orders{};
+        if (!o)
+            return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an entry order");
+        matrix->tile_orders = o;
+        matrix->free_tile_orders = free_entry_orders;
     }
-    free_tile_orders(matrix); // another width: K changed
-    void *memory = nullptr;
-    const size_t bytes = (size_t)S->nnz * sizeof(int64_t);
-    SR_TRY(sr_mem_alloc(S->ctx, SR_DEVICE, bytes, &memory));
-    sr_status st = build_tile_order(S->ctx, S, tile_cols, static_cast<int64_t *>(memory));
-    t = st == SR_SUCCESS ? new (std::nothrow) tile_order{tile_cols, static_cast<int64_t *>(memory), bytes} : nullptr;
-    if (!t) {
-        sr_mem_free(S->ctx, SR_DEVICE, memory, bytes);
-        return st != SR_SUCCESS ? st : sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a tile order");
+    *out = static_cast<entry_orders *>(matrix->tile_orders);
+    return SR_SUCCESS;
+}
+
+sr_status column_tile_order(const sr_matrix_s *S, int64_t tile_cols, const int64_t **order) {
+    std::lock_guard<std::mutex> lock(orders_mutex);
+    entry_orders *o = nullptr;
+    SR_TRY(orders_of(S, &o));
+    if (!o->tiles || o->tile_cols != tile_cols) { // none yet, or K changed
+        if (o->tiles)
+            sr_mem_free(S->ctx, SR_DEVICE, o->tiles, o->tile_bytes);
+        o->tiles = nullptr;
+        void *memory = nullptr;
+        const size_t bytes = (size_t)S->nnz * sizeof(int64_t);
+        SR_TRY(sr_mem_alloc(S->ctx, SR_DEVICE, bytes, &memory));
+        const sr_status st = build_tile_order(S->ctx, S, tile_cols, static_cast<int64_t *>(memory));
+        if (st != SR_SUCCESS) {
+            sr_mem_free(S->ctx, SR_DEVICE, memory, bytes);
+            return st;
+        }
+        *o = entry_orders{tile_cols, static_cast<int64_t *>(memory), bytes, o->panel_rows, o->panels, o->panel_bytes,
+                          o->panel_reuse};
     }
-    matrix->tile_orders = t;
-    matrix->free_tile_orders = free_tile_orders;
-    *order = t->order;
+    *order = o->tiles;
+    return SR_SUCCESS;
+}
+
+// The panel order for P rows a panel when it pays (panels_pay for rows of K elements of es
+// bytes, or `force` and the order could be built), else an order with no records.
+sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool force, panel_order_view *view) {
+    std::lock_guard<std::mutex> lock(orders_mutex);
+    entry_orders *o = nullptr;
+    SR_TRY(orders_of(S, &o));
+    if (o->panel_rows != P) {
+        if (o->panels)
+            sr_mem_free(S->ctx, SR_DEVICE, o->panels, o->panel_bytes);
+        o->panels = nullptr;
+        o->panel_rows = 0;
+        double sampled = 0;
+        SR_TRY(sample_reuse(S->ctx, S, P, &sampled));
+        if (!force && sampled < 1.6) { // remembered: this S, this P, panels do not pay
+            o->panel_rows = P;
+            o->panel_reuse = sampled;
+            *view = panel_order_view{};
+            return SR_SUCCESS;
+        }
+        void *memory = nullptr;
+        const size_t bytes = (size_t)S->nnz * (sizeof(uint32_t) + sizeof(int32_t));
+        SR_TRY(sr_mem_alloc(S->ctx, SR_DEVICE, bytes, &memory));
+        double reuse = 1.0;
+        auto *records = static_cast<uint32_t *>(memory);
+        const sr_status st = build_panel_order(S->ctx, S, P, records, reinterpret_cast<int32_t *>(records + S->nnz), &reuse);
+        if (st != SR_SUCCESS || reuse == 0) {
+            sr_mem_free(S->ctx, SR_DEVICE, memory, bytes);
+            memory = nullptr;
+        }
+        SR_TRY(st);
+        o->panel_rows = P;
+        o->panels = memory;
+        o->panel_bytes = memory ? bytes : 0;
+        o->panel_reuse = reuse;
+    }
+    const bool use = o->panels && (force || panels_pay(o->panel_reuse, K, es));
+    const auto *records = static_cast<const uint32_t *>(o->panels);
+    *view = use ? panel_order_view{records, reinterpret_cast<const int32_t *>(records + S->nnz)} : panel_order_view{};
     return SR_SUCCESS;
 }
 
