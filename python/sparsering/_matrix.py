@@ -94,6 +94,14 @@ class Context:
     def __repr__(self):
         return f"sparsering.Context(backend={self.backend!r})"
 
+    # A context is a handle (backend, device, stream, limits) that estimators share, not a value:
+    # copies are the same context, so scikit-learn's clone, which deep-copies parameters, works.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
 
 _default = None
 _default_lock = threading.Lock()

@@ -7,8 +7,17 @@ import scipy.sparse as sp
 from ._ops import _metric, _radius_matrix, kneighbors, kneighbors_graph, radius_neighbors
 
 
+# Exact search answers every algorithm a caller may name: scikit-learn's trees give the same
+# neighbours as brute force, cuML's approximate indexes (ivfflat, ivfpq) and rbc approximate them.
+_ALGORITHMS = ("auto", "brute", "ball_tree", "kd_tree", "rbc", "ivfflat", "ivfpq")
+_OUTPUT_TYPES = (None, "input", "numpy", "array")
+_PARAMS = ("n_neighbors", "radius", "algorithm", "leaf_size", "metric", "p", "metric_params", "n_jobs", "dtype",
+           "progress", "context", "verbose", "handle", "algo_params", "output_type")
+
+
 class NearestNeighbors:
-    """Unsupervised nearest neighbours, as sklearn.neighbors.NearestNeighbors(algorithm="brute").
+    """Unsupervised nearest neighbours, a drop-in for sklearn.neighbors.NearestNeighbors and for
+    cuml.neighbors.NearestNeighbors, on sparsering's exact brute-force search.
 
     n_neighbors: default k for kneighbors. radius: default radius for radius_neighbors. metric: any of sparsering.METRICS or "minkowski"
     (scikit-learn's default; with p=2 it is euclidean, p=1 manhattan). dtype: float32 or
@@ -16,25 +25,38 @@ class NearestNeighbors:
     sparsering.kneighbors. context: a sparsering.Context (default: the module's; a CUDA
     context keeps the fitted matrix on the GPU).
 
+    Accepted for the two signatures, with these meanings: algorithm (any of scikit-learn's or
+    cuML's names; the search is always exact, so the approximate ones return exact neighbours),
+    leaf_size and n_jobs (scikit-learn; threads come from the context), verbose, handle,
+    algo_params (cuML; ignored) and output_type (None, "input" or "numpy": results are numpy for
+    numpy and scipy inputs).
+
     >>> nn = NearestNeighbors(n_neighbors=3, metric="cosine").fit(X)   # X: scipy.sparse or numpy
     >>> dist, ind = nn.kneighbors(Q)
     >>> dist, ind = nn.radius_neighbors(Q, radius=0.5)                 # object arrays, one per query
     """
 
-    def __init__(self, n_neighbors=5, radius=1.0, *, metric="minkowski", p=2, metric_params=None, dtype=None,
-                 progress=None, context=None):
+    def __init__(self, n_neighbors=5, radius=1.0, *, algorithm="auto", leaf_size=30, metric="minkowski", p=2,
+                 metric_params=None, n_jobs=None, dtype=None, progress=None, context=None, verbose=False,
+                 handle=None, algo_params=None, output_type=None):
         self.n_neighbors = n_neighbors
         self.radius = radius
+        self.algorithm = algorithm
+        self.leaf_size = leaf_size
         self.metric = metric
         self.p = p
         self.metric_params = metric_params
+        self.n_jobs = n_jobs
         self.dtype = dtype
         self.progress = progress
         self.context = context
+        self.verbose = verbose
+        self.handle = handle
+        self.algo_params = algo_params
+        self.output_type = output_type
 
     def get_params(self, deep=True):
-        return {name: getattr(self, name) for name in
-                ("n_neighbors", "radius", "metric", "p", "metric_params", "dtype", "progress", "context")}
+        return {name: getattr(self, name) for name in _PARAMS}
 
     def set_params(self, **params):
         for name, value in params.items():
@@ -51,6 +73,11 @@ class NearestNeighbors:
 
     def fit(self, X, y=None):
         """Keeps X (scipy.sparse, numpy or Matrix) as the index, converted once."""
+        if self.algorithm not in _ALGORITHMS:
+            raise ValueError(f"algorithm {self.algorithm!r} is not one of {', '.join(_ALGORITHMS)}")
+        if self.output_type not in _OUTPUT_TYPES:
+            raise NotImplementedError(f"output_type {self.output_type!r}: results are numpy (None, 'input' or "
+                                      "'numpy')")
         metric, p = self._metric_and_p()
         _metric(metric, p)  # unknown names fail here, not at the first query
         self._ctx = _context(self.context)
@@ -59,10 +86,12 @@ class NearestNeighbors:
         self.effective_metric_ = metric
         return self
 
-    def kneighbors(self, X=None, n_neighbors=None, return_distance=True):
+    def kneighbors(self, X=None, n_neighbors=None, return_distance=True, convert_dtype=True,
+                   two_pass_precision=False):
         """(distances, indices) of the n_neighbors nearest fitted rows to each row of X, closest
         first. X=None queries the fitted rows themselves, leaving each one out of its own
-        neighbours, as scikit-learn does."""
+        neighbours, as scikit-learn does. convert_dtype and two_pass_precision are cuML's, accepted
+        and unneeded (inputs are converted; distances are computed once, exactly)."""
         if not hasattr(self, "_fit_X"):
             raise AttributeError("this NearestNeighbors is not fitted yet: call fit(X) first")
         k = self.n_neighbors if n_neighbors is None else n_neighbors

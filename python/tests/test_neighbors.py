@@ -137,3 +137,56 @@ def test_cuda_and_cpu_agree(rng):
         d_cpu, _ = sr.kneighbors(X, X[:200], 8, metric, context=cpu)
         d_gpu, _ = sr.kneighbors(X, X[:200], 8, metric, context=gpu)
         np.testing.assert_allclose(d_gpu, d_cpu, rtol=1e-4, atol=1e-5)
+
+
+def test_drop_in_for_sklearn_and_cuml_signatures(ctx, rng):
+    """scikit-learn's and cuML's constructor and kneighbors arguments are accepted; clone works;
+    every algorithm name gives the exact neighbours."""
+    from sklearn.base import clone
+    X = rng.standard_normal((300, 12))
+    want_d, want_i = SkNearestNeighbors(n_neighbors=6).fit(X).kneighbors(X[:40])
+    for kwargs in (dict(algorithm="kd_tree", leaf_size=10, n_jobs=-1),
+                   dict(algorithm="ivfflat", verbose=True, handle=None, algo_params={"nlist": 8}, output_type="numpy",
+                        metric="euclidean")):
+        nn = sr.NearestNeighbors(n_neighbors=6, context=ctx, **kwargs)
+        assert clone(nn).get_params() == nn.get_params()
+        d, i = nn.fit(X).kneighbors(X[:40], convert_dtype=True, two_pass_precision=False)
+        np.testing.assert_array_equal(i, want_i)
+        np.testing.assert_allclose(d, want_d, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="algorithm 'annoy'"):
+        sr.NearestNeighbors(algorithm="annoy").fit(X)
+    with pytest.raises(NotImplementedError, match="output_type 'cupy'"):
+        sr.NearestNeighbors(output_type="cupy").fit(X)
+
+
+def blobs():
+    from sklearn.datasets import make_blobs
+    return make_blobs(600, 20, centers=4, random_state=0)
+
+
+def test_spectral_clustering_takes_kneighbors_graph(ctx):
+    """SpectralClustering(affinity="precomputed_nearest_neighbors") on sr.kneighbors_graph: the
+    graph is scikit-learn's, and so are the clusters."""
+    from sklearn.cluster import SpectralClustering
+    from sklearn.metrics import adjusted_rand_score
+    from sklearn.neighbors import kneighbors_graph
+    X, y = blobs()
+    G = sr.kneighbors_graph(X, 10, mode="connectivity", context=ctx)
+    assert (G != kneighbors_graph(X, 10, mode="connectivity")).nnz == 0
+    labels = SpectralClustering(4, affinity="precomputed_nearest_neighbors", n_neighbors=10,
+                                random_state=0).fit_predict(G)
+    assert adjusted_rand_score(labels, y) == 1.0
+
+
+def test_umap_takes_precomputed_knn(ctx):
+    """umap-learn's precomputed_knn=(indices, distances, None) from sr.kneighbors(X, X, k) (each
+    row's own index first): the embedding keeps the four blobs apart."""
+    umap = pytest.importorskip("umap")
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import adjusted_rand_score
+    X, y = blobs()
+    dist, ind = sr.kneighbors(X, X, k=15, context=ctx)
+    np.testing.assert_array_equal(ind[:, 0], np.arange(len(X)))
+    embedding = umap.UMAP(n_neighbors=15, precomputed_knn=(ind, dist, None), random_state=0).fit_transform(X)
+    labels = KMeans(4, n_init=10, random_state=0).fit_predict(embedding)
+    assert adjusted_rand_score(labels, y) == 1.0
