@@ -116,13 +116,28 @@ static void count_rows(const struct sr_matrix_s *A, const struct sr_matrix_s *B,
     }
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_MXM_FILL)
 
+/* The product's work for choosing its threads: its products (each A entry's row of B), twice (a
+ * count pass and a fill pass), plus the rows and the mask; counted only while A is small enough
+ * for the count to be cheap beside them (a large A takes every thread anyway). */
+static int64_t mxm_work(const struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                        const struct sr_matrix_s *mask)
+{
+    const int64_t entries = A->rowptr[A->nrows], rows = A->nrows + (mask ? mask->rowptr[mask->nrows] : 0);
+    if (entries + rows >= (int64_t)SR_SERIAL_WORK * sr_context_threads(ctx))
+        return entries + rows;
+    int64_t products = 0;
+    for (int64_t k = 0; k < entries; k++)
+        products += B->rowptr[A->colind[k] + 1] - B->rowptr[A->colind[k]];
+    return 2 * products + entries + rows;
+}
+
 sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                      const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,
                      struct sr_matrix_s **out)
 {
     if (out_type == SR_TYPE_BOOL) /* or_and, any_pair: no values anywhere */
         return sr_cpu_mxm_bool(ctx, A, B, mask, complement, out);
-    int threads = sr_context_threads(ctx);
+    int threads = sr_context_threads_for(ctx, mxm_work(ctx, A, B, mask));
     size_t n = (size_t)(B->ncols ? B->ncols : 1);
     size_t per_thread = n * (sizeof(int64_t) * (mask ? 2 : 1) + sr_value_size(out_type));
     size_t limit = sr_context_workspace(ctx, SR_HOST);

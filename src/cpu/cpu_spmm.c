@@ -189,10 +189,14 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
                       const struct sr_matrix_s *mask, sr_semiring s, bool complement, bool accumulate)
 {
     const sr_dense *B = B_in;
+    /* a product's work: its entries (and the mask's) times B's columns four at a time, plus the rows */
+    const int64_t work = (A->rowptr[A->nrows] + (mask ? mask->rowptr[mask->nrows] : 0)) * ((C->ncols + 3) / 4 + 1) +
+                         A->nrows;
+    int threads = sr_context_threads_for(A->ctx, work);
     if (C->ncols == 1) {
 #define SR_DISPATCH_SPMV(SEMI, ADD, MUL, T, OUT)                                                         \
     if (s == SEMI && C->type == OUT) {                                                                   \
-        spmv_##ADD##_##MUL##_##T(A, B, C, mask, complement, accumulate, sr_context_threads(A->ctx));     \
+        spmv_##ADD##_##MUL##_##T(A, B, C, mask, complement, accumulate, threads);                        \
         return SR_SUCCESS;                                                                               \
     }
         SR_FOR_EACH_SEMIRING_KERNEL(SR_DISPATCH_SPMV)
@@ -200,7 +204,6 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
         return sr_error(SR_ERROR_INTERNAL, "no CPU kernel for %s with %s output", sr_semiring_name(s),
                         sr_type_name(C->type));
     }
-    int threads = sr_context_threads(A->ctx);
     size_t n = (size_t)C->ncols;
     /* rows per thread's tile of accumulators: 16 KiB of doubles, 1 to 64 rows */
     int64_t tile_rows = (int64_t)(16384 / ((n ? n : 1) * sizeof(double)));

@@ -1,0 +1,117 @@
+/* Small calls stay fast however many threads the context has: SpMV, SpMM and SpGEMM on a small
+ * matrix, repeated, on a context of 16 threads (more than CI's cores). Waking the whole team for
+ * microseconds of work made such calls take milliseconds on a busy machine (8 ms a SpMV of 5,000
+ * entries beside another process's threads); sr_context_threads_for runs them on one thread.
+ * Also checks that the results do not depend on the thread count chosen. CPU backend. */
+#include <time.h>
+
+#include "test_util.h"
+
+/* Times are checked in optimized builds only (NDEBUG): a Debug or sanitizer build runs the same
+ * calls and prints their times. */
+#ifdef NDEBUG
+#define TIMES_CHECKED 1
+#else
+#define TIMES_CHECKED 0
+#endif
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+enum { CALLS = 301 };
+
+/* The median seconds of CALLS runs of one product (0 spmv, 1 spmm, 2 mxm) into y / Y / *C. */
+static double median_call(sr_context ctx, int product, sr_matrix A, const sr_dense *x, const sr_dense *y,
+                          const sr_dense *X, const sr_dense *Y)
+{
+    double t[CALLS];
+    for (int r = 0; r < CALLS; r++) {
+        sr_matrix C = NULL;
+        const double t0 = now();
+        if (product == 0)
+            CHECK_OK(sr_spmv(ctx, y, NULL, SR_PLUS_TIMES, A, x, NULL));
+        else if (product == 1)
+            CHECK_OK(sr_spmm(ctx, Y, NULL, SR_PLUS_TIMES, A, X, NULL));
+        else
+            CHECK_OK(sr_mxm(ctx, &C, NULL, SR_PLUS_TIMES, A, A, NULL));
+        t[r] = now() - t0;
+        sr_matrix_free(C);
+    }
+    qsort(t, CALLS, sizeof *t, by_value);
+    return t[CALLS / 2];
+}
+
+int main(void)
+{
+    test_seed("test_small_calls");
+    sr_context ctx = NULL;
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CPU;
+    o.threads = 16;
+    CHECK_OK(sr_context_create(&ctx, &o));
+    const int64_t n = 400, K = 16;
+    test_csr a = test_random_csr(n, n, 5, SR_TYPE_FLOAT64);
+    sr_matrix A = test_make_matrix_at(ctx, &a, SR_HOST);
+    double *xs = malloc((size_t)n * sizeof *xs), *ys = malloc((size_t)n * sizeof *ys);
+    double *Xs = malloc((size_t)(n * K) * sizeof *Xs), *Ys = malloc((size_t)(n * K) * sizeof *Ys);
+    double *y_all = malloc((size_t)n * sizeof *y_all), *Y_all = malloc((size_t)(n * K) * sizeof *Y_all);
+    for (int64_t i = 0; i < n * K; i++)
+        Xs[i] = test_uniform() - 0.5;
+    for (int64_t i = 0; i < n; i++)
+        xs[i] = test_uniform() - 0.5;
+    sr_dense x = sr_vector_view(xs, n, SR_TYPE_FLOAT64, SR_HOST), y = sr_vector_view(ys, n, SR_TYPE_FLOAT64, SR_HOST);
+    sr_dense X = sr_dense_view(Xs, n, K, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    sr_dense Y = sr_dense_view(Ys, n, K, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+
+    /* every thread on every loop (as the other C tests run), for the reference results */
+    setenv("SPARSERING_SERIAL_WORK", "0", 1);
+    sr_dense y_ref = sr_vector_view(y_all, n, SR_TYPE_FLOAT64, SR_HOST);
+    sr_dense Y_ref = sr_dense_view(Y_all, n, K, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    sr_matrix C_ref = NULL, C = NULL;
+    CHECK_OK(sr_spmv(ctx, &y_ref, NULL, SR_PLUS_TIMES, A, &x, NULL));
+    CHECK_OK(sr_spmm(ctx, &Y_ref, NULL, SR_PLUS_TIMES, A, &X, NULL));
+    CHECK_OK(sr_mxm(ctx, &C_ref, NULL, SR_PLUS_TIMES, A, A, NULL));
+
+    /* the library's choice: these are one-thread calls */
+    setenv("SPARSERING_SERIAL_WORK", "16384", 1);
+    const char *names[] = {"spmv", "spmm (16 columns)", "mxm (A·A)"};
+    /* about 10x what one thread needs here and 3x under ASan; a 16-thread team on a 2-core
+     * machine took 128 and 124 us for the first two, milliseconds with other work running */
+    const double limit[] = {40e-6, 80e-6, 2000e-6};
+    for (int product = 0; product < 3; product++) {
+        const double t = median_call(ctx, product, A, &x, &y, &X, &Y);
+        printf("  %-18s %d entries, 16 threads asked: median %.1f us a call\n", names[product], (int)a.nnz, 1e6 * t);
+        CHECK(!TIMES_CHECKED || t <= limit[product], "%s on a %lld-entry matrix takes %.0f us a call (limit %.0f us): small calls "
+              "wake the whole thread team", names[product], (long long)a.nnz, 1e6 * t, 1e6 * limit[product]);
+    }
+    CHECK(memcmp(ys, y_all, (size_t)n * sizeof *ys) == 0, "spmv: one thread and 16 threads differ");
+    CHECK(memcmp(Ys, Y_all, (size_t)(n * K) * sizeof *Ys) == 0, "spmm: one thread and 16 threads differ");
+    CHECK_OK(sr_mxm(ctx, &C, NULL, SR_PLUS_TIMES, A, A, NULL));
+    const int64_t *rp1, *rp2;
+    const int32_t *ci1, *ci2;
+    const void *v1, *v2;
+    sr_matrix_info info = {0};
+    CHECK_OK(sr_matrix_csr_arrays(C, &rp1, &ci1, &v1));
+    CHECK_OK(sr_matrix_csr_arrays(C_ref, &rp2, &ci2, &v2));
+    CHECK_OK(sr_matrix_get_info(C, &info));
+    CHECK(memcmp(rp1, rp2, (size_t)(n + 1) * sizeof *rp1) == 0 &&
+              memcmp(ci1, ci2, (size_t)info.nnz * sizeof *ci1) == 0 && memcmp(v1, v2, (size_t)info.nnz * 8) == 0,
+          "mxm: one thread and 16 threads differ");
+    sr_matrix_free(C);
+    sr_matrix_free(C_ref);
+    sr_matrix_free(A);
+    test_csr_free(&a);
+    free(xs), free(ys), free(Xs), free(Ys), free(y_all), free(Y_all);
+    sr_context_destroy(ctx);
+    return test_finish("test_small_calls");
+}
