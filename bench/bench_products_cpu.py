@@ -1,6 +1,11 @@
-"""SpMV, SpMM and SpGEMM on the CPU backend against scipy (single-threaded) in the same process,
-on the anchors' power-law generator (smaller sizes) and the real graphs.
-usage: python3 bench/bench_products_cpu.py BUILD_DIR [DATA_DIR]"""
+"""SpMV, SpMM (K = 32, row- and column-major) and SpGEMM A·A on the CPU backend, through the
+package, against scipy (one thread) and SuiteSparse:GraphBLAS (python-graphblas, all cores) in
+the same process, float32: the anchors' power-law generator, R-MAT scale 18 (edge factor 8,
+Graph500 parameters) and the real graphs of ../shared/data.
+usage: python3 bench/bench_products_cpu.py [--data ../shared/data] [--json OUT.json] [--quick]
+(the package on PYTHONPATH: BUILD/python)"""
+import argparse
+import json
 import os
 import sys
 
@@ -11,58 +16,93 @@ import numpy as np  # noqa: E402
 import scipy.io  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-import sr_ctypes as sr  # noqa: E402
-from powerlaw import powerlaw  # noqa: E402
+import sparsering as sr  # noqa: E402
 import timing  # noqa: E402
+from generated_graphs import rmat  # noqa: E402
+from powerlaw import powerlaw  # noqa: E402
 
 
 def median_time(f, reps=7):
     return timing.median_time(f, reps, warm=1)
 
 
-def host_matrix(lib, ctx, A):
-    keep = (np.ascontiguousarray(A.indptr, dtype=np.int64), np.ascontiguousarray(A.indices, dtype=np.int32),
-            np.ascontiguousarray(A.data, dtype=np.float32))
-    M = lib.matrix_from_csr(ctx, A.shape[0], A.shape[1], sr.FLOAT32, keep[0].ctypes.data, keep[1].ctypes.data,
-                            keep[2].ctypes.data, sr.HOST)
-    return M, keep
+def load_graphblas():
+    try:
+        import graphblas as gb
+        gb.init("suitesparse", blocking=True)
+        return gb
+    except ImportError as e:
+        print(f"no python-graphblas ({e}): GraphBLAS columns left empty")
+        return None
+
+
+def cases(data, quick):
+    out = [("powerlaw 200Kx200K", powerlaw(200_000, 200_000, 16).astype(np.float32))]
+    if not quick:
+        out.append(("rmat-18-8", rmat(18, 8).astype(np.float32)))
+    for g in ("debian-depends", "pushpull", "bcsstk13"):
+        p = os.path.join(data, "graphs", g + ".mtx.gz") if data else ""
+        if p and os.path.exists(p):
+            A = scipy.io.mmread(p).tocsr().astype(np.float32)
+            A.sum_duplicates()
+            A.sort_indices()
+            out.append((g, A))
+    return out
+
+
+def product_rows(name, A, ctx, gb):
+    """(product, ours, scipy, GraphBLAS or nan, relative error) for one matrix."""
+    M = sr.Matrix(A, context=ctx)
+    G = gb.io.from_scipy_sparse(A) if gb else None
+    rows = []
+    for K, order in ((1, "C"), (32, "C"), (32, "F")):  # F: B and C column-major
+        B = np.asarray(np.random.default_rng(0).random((A.shape[1], K), dtype=np.float32), order=order)
+        C = np.zeros((A.shape[0], K), dtype=np.float32, order=order)
+        if K == 1:
+            b, c = B[:, 0], C[:, 0]
+            ours = median_time(lambda: sr.spmv(M, b, out=c, context=ctx))
+            theirs = median_time(lambda: A @ b)
+            gv = gb.Vector.from_dense(b) if gb else None
+            t_gb = median_time(lambda: G.mxv(gv, gb.semiring.plus_times).new()) if gb else float("nan")
+        else:
+            ours = median_time(lambda: sr.spmm(M, B, out=C, context=ctx))
+            theirs = median_time(lambda: A @ B)
+            gB = gb.Matrix.from_dense(B) if gb else None
+            t_gb = median_time(lambda: G.mxm(gB, gb.semiring.plus_times).new()) if gb else float("nan")
+        ref = A @ B
+        err = float(np.linalg.norm(C.reshape(-1) - ref.reshape(-1)) / max(np.linalg.norm(ref), 1e-30))
+        label = "spmv" if K == 1 else "spmm K=32" + (" col" if order == "F" else "")
+        rows.append(dict(product=label, matrix=name, ours_ms=ours * 1e3, scipy_ms=theirs * 1e3, graphblas_ms=t_gb * 1e3,
+                         rel_err=err))
+    ours = median_time(lambda: sr.mxm(M, M, context=ctx), reps=3)
+    theirs = median_time(lambda: A @ A, reps=3)
+    t_gb = median_time(lambda: G.mxm(G, gb.semiring.plus_times).new(), reps=3) if gb else float("nan")
+    rows.append(dict(product="spgemm A*A", matrix=name, ours_ms=ours * 1e3, scipy_ms=theirs * 1e3,
+                     graphblas_ms=t_gb * 1e3, rel_err=0.0))
+    return rows
 
 
 def main():
-    build = sys.argv[1]
-    data = sys.argv[2] if len(sys.argv) > 2 else None
-    lib = sr.load(build)
-    ctx = lib.context(backend=1)
-    print(f"CPU backend, {os.cpu_count()} cores; scipy is single-threaded; median of 7 runs", flush=True)
-    cases = [("powerlaw 200Kx200K", powerlaw(200_000, 200_000, 16).astype(np.float32))]
-    if data:
-        for g in ("debian-depends", "pushpull", "bcsstk13"):
-            p = os.path.join(data, "graphs", g + ".mtx.gz")
-            if os.path.exists(p):
-                A = scipy.io.mmread(p).tocsr().astype(np.float32)
-                A.sum_duplicates()
-                A.sort_indices()
-                cases.append((g, A))
-    for name, A in cases:
-        M, keep = host_matrix(lib, ctx, A)
-        for K, order in ((1, "C"), (32, "C"), (32, "F")):  # F: B and C column-major
-            B = np.asarray(np.random.default_rng(0).random((A.shape[1], K), dtype=np.float32), order=order)
-            C = np.zeros((A.shape[0], K), dtype=np.float32, order=order)
-            layout = sr.ROW_MAJOR if order == "C" else sr.COL_MAJOR
-            Bd = sr.dense(B.ctypes.data, A.shape[1], K, sr.FLOAT32, layout, sr.HOST)
-            Cd = sr.dense(C.ctypes.data, A.shape[0], K, sr.FLOAT32, layout, sr.HOST)
-            Bv = B[:, 0] if K == 1 else B
-            theirs = median_time(lambda: A @ Bv)
-            ours = median_time(lambda: lib.spmm(ctx, Cd, 0, M, Bd))
-            err = np.linalg.norm(C.reshape(-1) - (A @ B).reshape(-1)) / np.linalg.norm(A @ B)
-            label = "spmv" if K == 1 else "spmm K=32" + (" col" if order == "F" else "")
-            print(f"{label:13} {name:20} ours {ours*1e3:9.2f} ms  scipy {theirs*1e3:9.2f} ms"
-                  f"  {theirs/ours:6.2f}x  (err {err:.1e})", flush=True)
-        theirs = median_time(lambda: A @ A, reps=3)
-        ours = median_time(lambda: lib.free(lib.mxm(ctx, 0, M, M)), reps=3)
-        print(f"{'spgemm A*A':13} {name:20} ours {ours*1e3:9.2f} ms  scipy {theirs*1e3:9.2f} ms  {theirs/ours:6.2f}x",
-              flush=True)
-        lib.free(M)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "../../shared/data"))
+    ap.add_argument("--json")
+    ap.add_argument("--quick", action="store_true", help="leave out R-MAT 18")
+    args = ap.parse_args()
+    gb = load_graphblas()
+    ctx = sr.Context("cpu")
+    threads = gb.ss.config["nthreads"] if gb else "-"
+    print(f"CPU backend, {os.cpu_count()} cores; scipy one thread, GraphBLAS {threads} threads; medians of 7 "
+          "(SpGEMM 3)", flush=True)
+    rows = []
+    for name, A in cases(args.data, args.quick):
+        for r in product_rows(name, A, ctx, gb):
+            rows.append(r)
+            print(f"{r['product']:13} {r['matrix']:20} ours {r['ours_ms']:9.2f} ms  scipy {r['scipy_ms']:9.2f} ms "
+                  f"{r['scipy_ms'] / r['ours_ms']:6.2f}x  GraphBLAS {r['graphblas_ms']:9.2f} ms "
+                  f"{r['graphblas_ms'] / r['ours_ms']:6.2f}x  (err {r['rel_err']:.1e})", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(cores=os.cpu_count(), rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":

@@ -135,6 +135,10 @@ expect 3 "$cli" factorize "$tmp/bad.csv"
 grep -q "bad.csv:3" "$tmp/err" || { echo "FAIL: factorize error lacks the line: $(cat "$tmp/err")"; failures=$((failures + 1)); }
 expect 2 "$cli" factorize "$tmp/r.csv" --test-fraction 1.5
 expect 2 "$cli" factorize "$tmp/r.csv" --rank -2   # found by fuzz_cli: a negative rank sized the factors
+echo "userId,movieId,rating" > "$tmp/header.csv"   # found by fuzz_cli: no ratings copied from NULL
+expect 3 "$cli" factorize "$tmp/header.csv"
+grep -q 'no "user,item,rating" lines' "$tmp/err" || { echo "FAIL: factorize of no ratings: $(cat "$tmp/err")"; failures=$((failures + 1)); }
+expect 3 "$cli" factorize "$tmp"
 # The fused pattern and the solvers: X = [1 2; 0 3; 4 0]; X^T (X [1 1]) = [19 15], X^T [1 2 3] = [13 8]
 printf '%%%%MatrixMarket matrix coordinate real general\n3 2 4\n1 1 1\n1 2 2\n2 2 3\n3 1 4\n' > "$tmp/x.mtx"
 printf '1\n1\n' > "$tmp/y2.txt"

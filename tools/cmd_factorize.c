@@ -80,6 +80,10 @@ static int read_csv(const char *path, triplets *t)
         }
     }
     SR_CLOSE(f);
+    if (ok && t->n == 0) { /* a directory, an empty file, a header alone: nothing to factorize */
+        fprintf(stderr, "sparsering: %s: no \"user,item,rating\" lines\n", path);
+        ok = 0;
+    }
     return ok;
 }
 
@@ -95,7 +99,8 @@ static int64_t renumber(int64_t *ids, int64_t n)
     int64_t *sorted = malloc((size_t)(n ? n : 1) * sizeof *sorted), distinct = 0;
     if (!sorted)
         return -1;
-    memcpy(sorted, ids, (size_t)n * sizeof *sorted);
+    if (n > 0) /* no ratings: ids may be NULL */
+        memcpy(sorted, ids, (size_t)n * sizeof *sorted);
     qsort(sorted, (size_t)n, sizeof *sorted, compare_ids);
     for (int64_t k = 0; k < n; k++)
         if (k == 0 || sorted[k] != sorted[k - 1])
