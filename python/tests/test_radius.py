@@ -98,3 +98,20 @@ def test_batch_over_workspace_raises(rng):
         sr.radius_neighbors_graph(X, np.inf, context=small)
     G = sr.radius_neighbors_graph(X, 0.3, context=small)  # many batches, few pairs: fine
     same_graph(G, sk_radius_graph(X, 0.3, mode="connectivity"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cosine_ties_of_count_data_are_exact(ctx, rng, dtype):
+    """Word counts put many pairs at exactly cosine distance 1/2 (4(q.x)^2 = |q|^2 |x|^2, decided
+    here in integers): every one of them is within radius 0.5, every pair beyond is not."""
+    X = sp.random(400, 12, density=0.3, format="csr", random_state=rng,
+                  data_rvs=lambda n: rng.integers(1, 4, n)).astype(np.int64)
+    dots = (X @ X.T).toarray()
+    sq = np.asarray(X.multiply(X).sum(1)).ravel()
+    within = 4 * dots.astype(np.float64) ** 2 >= np.outer(sq, sq)  # exact in float64 at these sizes
+    within &= (sq[:, None] > 0) & (sq[None, :] > 0)                 # empty rows: cosine 1
+    ties = int((4 * dots.astype(np.float64) ** 2 == np.outer(sq, sq))[np.outer(sq, sq) > 0].sum())
+    assert ties > 100                                               # the case this test is about
+    G = sr.radius_neighbors_graph(X.astype(dtype), 0.5, mode="connectivity", metric="cosine", include_self=True,
+                                  context=ctx)
+    np.testing.assert_array_equal(G.toarray() != 0, within)
