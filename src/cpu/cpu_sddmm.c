@@ -84,9 +84,15 @@ static double s_value(const struct sr_matrix_s *S, int64_t e)
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SDDMM)
 #undef SR_DEFINE_SDDMM
 
+/* Threads for S's entries each taking a dot of K (and p more elements), four elements a step. */
+static int sddmm_threads(const sr_sddmm_args *a, int64_t p)
+{
+    return sr_context_threads_for(a->S->ctx, a->S->nnz * ((a->K + p) / 4 + 1) + a->S->nrows);
+}
+
 sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out)
 {
-    const int threads = sr_context_threads(a->S->ctx);
+    const int threads = sddmm_threads(a, 0);
 #define SR_DISPATCH_SDDMM(SEMI, ADD, MUL, T, OUT)                                                        \
     if (a->semiring == SEMI && a->out_type == OUT && a->in_type == OUT) {                                \
         sddmm_##ADD##_##MUL##_##T(a, (T *)out, threads);                                                 \
@@ -157,7 +163,7 @@ SR_DEFINE_FUSED(double, exp)
 sr_status sr_cpu_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,
                             sr_row_normalize normalize, bool accumulate)
 {
-    const int threads = sr_context_threads(a->S->ctx);
+    const int threads = sddmm_threads(a, p);
     void *scratch = malloc((size_t)threads * (size_t)(p > 0 ? p : 1) * sizeof(double));
     if (!scratch)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_sddmm_spmm: out of host memory for %d rows of %lld accumulators",
