@@ -1,4 +1,6 @@
 """NearestNeighbors with scikit-learn's interface, on sparsering's brute-force k-NN."""
+import inspect
+
 import numpy as np
 
 from ._matrix import _context, as_matrix
@@ -11,8 +13,6 @@ from ._ops import _metric, _radius_matrix, kneighbors, kneighbors_graph, radius_
 # neighbours as brute force, cuML's approximate indexes (ivfflat, ivfpq) and rbc approximate them.
 _ALGORITHMS = ("auto", "brute", "ball_tree", "kd_tree", "rbc", "ivfflat", "ivfpq")
 _OUTPUT_TYPES = (None, "input", "numpy", "array")
-_PARAMS = ("n_neighbors", "radius", "algorithm", "leaf_size", "metric", "p", "metric_params", "n_jobs", "dtype",
-           "progress", "context", "verbose", "handle", "algo_params", "output_type")
 
 
 class NearestNeighbors:
@@ -56,7 +56,9 @@ class NearestNeighbors:
         self.output_type = output_type
 
     def get_params(self, deep=True):
-        return {name: getattr(self, name) for name in _PARAMS}
+        """The constructor's parameters (read from its signature, as scikit-learn's estimators do)."""
+        names = list(inspect.signature(type(self).__init__).parameters)[1:]
+        return {name: getattr(self, name) for name in names}
 
     def set_params(self, **params):
         for name, value in params.items():

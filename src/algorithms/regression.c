@@ -230,11 +230,11 @@ static sr_status tr_dot(sr_context ctx, const tr_vector *x, const tr_vector *y, 
     return SR_SUCCESS;
 }
 
-/* y = α·x + β·y (y unread when β = 0). */
+/* y = α·x + β·y (x unread when α = 0, y when β = 0, as sr_vector_axpby, intercept included). */
 static sr_status tr_axpby(sr_context ctx, double alpha, const tr_vector *x, double beta, tr_vector *y)
 {
     SR_TRY(sr_vector_axpby(ctx, alpha, &x->v, beta, &y->v));
-    y->b = beta == 0.0 ? alpha * x->b : alpha * x->b + beta * y->b;
+    y->b = (alpha == 0.0 ? 0.0 : alpha * x->b) + (beta == 0.0 ? 0.0 : beta * y->b);
     return SR_SUCCESS;
 }
 

@@ -26,8 +26,8 @@ sr_status sr_cpu_coo_to_csr(struct sr_context_s *ctx, int64_t nrows, int64_t nco
 /* AT must be allocated as ncols x nrows with A->nnz entries and A's type. */
 sr_status sr_cpu_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT);
 
-/* Σ x_i·y_i in float64, and y = α·x + β·y (y unread when β = 0), over checked n x 1 vectors of
- * one type (src/cpu/cpu_vector.c). */
+/* Σ x_i·y_i in float64, and y = α·x + β·y (x unread when α = 0, y when β = 0), over checked
+ * n x 1 vectors of one type, on `threads` threads (src/cpu/cpu_vector.c). */
 double sr_cpu_vector_dot(const sr_dense *x, const sr_dense *y, int threads);
 void sr_cpu_vector_axpby(double alpha, const sr_dense *x, double beta, const sr_dense *y, int threads);
 /* Writes every element of the host view d (A's shape and type). */
@@ -109,6 +109,15 @@ sr_status sr_cpu_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, co
 
 /* The fused pattern w = α·Xᵀ·(v ⊙ (X·y)) + β·z and its forms (src/core/fused.h). */
 sr_status sr_cpu_fused(const sr_fused_args *a, int threads);
+
+/* Row i's products in A·B: each of its entries' row of B (sr_mxm's bounds and thread choice). */
+static inline int64_t sr_cpu_row_products(const struct sr_matrix_s *A, const struct sr_matrix_s *B, int64_t i)
+{
+    int64_t products = 0;
+    for (int64_t ka = A->rowptr[i]; ka < A->rowptr[i + 1]; ka++)
+        products += B->rowptr[A->colind[ka] + 1] - B->rowptr[A->colind[ka]];
+    return products;
+}
 
 /* The first k in [lo, hi) with col[k] >= key (hi when none), col sorted: a row's columns. */
 static inline int64_t sr_cpu_lower_bound(const int32_t *col, int64_t lo, int64_t hi, int64_t key)

@@ -126,8 +126,8 @@ static int64_t mxm_work(const struct sr_context_s *ctx, const struct sr_matrix_s
     if (entries + rows >= (int64_t)SR_SERIAL_WORK * sr_context_threads(ctx))
         return entries + rows;
     int64_t products = 0;
-    for (int64_t k = 0; k < entries; k++)
-        products += B->rowptr[A->colind[k] + 1] - B->rowptr[A->colind[k]];
+    for (int64_t i = 0; i < A->nrows; i++)
+        products += sr_cpu_row_products(A, B, i);
     return 2 * products + entries + rows;
 }
 

@@ -120,9 +120,7 @@ static int64_t product_row(const struct sr_matrix_s *A, const struct sr_matrix_s
 /* An upper bound of row i's length: its products, at most the columns. */
 static inline int64_t row_bound(const struct sr_matrix_s *A, const struct sr_matrix_s *B, int64_t i)
 {
-    int64_t ub = 0;
-    for (int64_t ka = A->rowptr[i]; ka < A->rowptr[i + 1]; ka++)
-        ub += B->rowptr[A->colind[ka] + 1] - B->rowptr[A->colind[ka]];
+    const int64_t ub = sr_cpu_row_products(A, B, i);
     return ub < B->ncols ? ub : B->ncols;
 }
 

@@ -20,20 +20,16 @@ SR_VECTOR_LOOPS(float)
 SR_VECTOR_LOOPS(double)
 #undef SR_VECTOR_LOOPS
 
-/* Small vectors stay on one thread: starting the team costs more than the loop. */
-static int threads_for(int64_t n, int threads) { return n < 32768 ? 1 : threads; }
-
 double sr_cpu_vector_dot(const sr_dense *x, const sr_dense *y, int threads)
 {
-    const int t = threads_for(x->nrows, threads);
-    return x->type == SR_TYPE_FLOAT32 ? dot_float(x->data, y->data, x->nrows, t) : dot_double(x->data, y->data, x->nrows, t);
+    return x->type == SR_TYPE_FLOAT32 ? dot_float(x->data, y->data, x->nrows, threads)
+                                      : dot_double(x->data, y->data, x->nrows, threads);
 }
 
 void sr_cpu_vector_axpby(double alpha, const sr_dense *x, double beta, const sr_dense *y, int threads)
 {
-    const int t = threads_for(x->nrows, threads);
     if (x->type == SR_TYPE_FLOAT32)
-        axpby_float(alpha, x->data, beta, y->data, x->nrows, t);
+        axpby_float(alpha, x->data, beta, y->data, x->nrows, threads);
     else
-        axpby_double(alpha, x->data, beta, y->data, x->nrows, t);
+        axpby_double(alpha, x->data, beta, y->data, x->nrows, threads);
 }

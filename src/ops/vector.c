@@ -16,6 +16,10 @@ static sr_status check_vector(const char *fn, const char *name, const sr_dense *
     return SR_SUCCESS;
 }
 
+/* Threads for a pass over n elements: a vectorized element is half a step of
+ * sr_context_threads_for, so vectors under 32K elements stay on one thread. */
+static int vector_threads(sr_context ctx, int64_t n) { return sr_context_threads_for(ctx, n / 2); }
+
 /* x and y: vectors of one length and type; `same_place` asks for one location too. */
 static sr_status check_pair(const char *fn, const sr_dense *x, const sr_dense *y, bool same_place)
 {
@@ -81,7 +85,7 @@ sr_status sr_vector_dot(sr_context ctx, const sr_dense *x, const sr_dense *y, do
         return SR_SUCCESS;
     if (x->location == SR_DEVICE)
         return sr_cuda_vector_dot(ctx, x, y, result);
-    *result = sr_cpu_vector_dot(x, y, sr_context_threads(ctx));
+    *result = sr_cpu_vector_dot(x, y, vector_threads(ctx, x->nrows));
     return SR_SUCCESS;
 }
 
@@ -94,6 +98,6 @@ sr_status sr_vector_axpby(sr_context ctx, double alpha, const sr_dense *x, doubl
         return SR_SUCCESS;
     if (x->location == SR_DEVICE)
         return sr_cuda_vector_axpby(ctx, alpha, x, beta, y);
-    sr_cpu_vector_axpby(alpha, x, beta, y, sr_context_threads(ctx));
+    sr_cpu_vector_axpby(alpha, x, beta, y, vector_threads(ctx, x->nrows));
     return SR_SUCCESS;
 }
