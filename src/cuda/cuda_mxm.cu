@@ -118,6 +118,8 @@ struct stream_set {
     cudaStream_t streams[kBins] = {};
     cudaEvent_t events[kBins + 1] = {};
     bool used = false;
+    // The per-bin streams when forked, else null: the passes then run on the caller's stream.
+    cudaStream_t *forked() { return used ? streams : nullptr; }
     sr_status create(const unsigned long long *sizes) {
         int busy = 0;
         for (int b = 0; b < kBins; b++)
@@ -356,7 +358,7 @@ template <class Ops> struct mxm_launcher {
                     (long long)nrows);
         }
         if (nrows > 0 && (st = run_pass<false>(p, bins.get(), bin_sizes.get(), sizes, starts, dense_blocks, bitmaps.get(),
-                                               nullptr, tile, stream, timer, lanes.used ? lanes.streams : nullptr, lanes.events)) != SR_SUCCESS)
+                                               nullptr, tile, stream, timer, lanes.forked(), lanes.events)) != SR_SUCCESS)
             return fail(st);
         size_t temp_bytes = 0;
         int64_t nnz = 0;
@@ -382,7 +384,7 @@ template <class Ops> struct mxm_launcher {
         p.c_values = static_cast<T *>(C->values);
         if (nrows > 0 && nnz > 0 &&
             (st = run_pass<true>(p, bins.get(), bin_sizes.get(), sizes, starts, dense_blocks, bitmaps.get(), dense_vals.get(),
-                                 tile, stream, timer, lanes.used ? lanes.streams : nullptr, lanes.events)) != SR_SUCCESS)
+                                 tile, stream, timer, lanes.forked(), lanes.events)) != SR_SUCCESS)
             return fail(st);
         if ((err = cudaStreamSynchronize(stream)) != cudaSuccess)
             return fail(sr_cuda_fail(err, "sr_mxm", __FILE__, __LINE__));

@@ -205,23 +205,33 @@ sr_status launch_entries(const sddmm_params<T> &p, cudaStream_t stream) {
     return SR_SUCCESS;
 }
 
+// The lanes an entry takes (L, a power of two up to a warp) and the vectors each lane holds a row
+// (R) for nvec vectors of A's row: launch(L, R) with both as integral constants. Shared by the
+// entry and the panel kernels so both size their work the same.
+template <class Launch> sr_status with_lanes(int64_t nvec, Launch launch) {
+    using std::integral_constant;
+    if (nvec <= 4)
+        return launch(integral_constant<int, 4>{}, integral_constant<int, 1>{});
+    if (nvec <= 8)
+        return launch(integral_constant<int, 8>{}, integral_constant<int, 1>{});
+    if (nvec <= 16)
+        return launch(integral_constant<int, 16>{}, integral_constant<int, 1>{});
+    if (nvec <= 32)
+        return launch(integral_constant<int, 32>{}, integral_constant<int, 1>{});
+    if (nvec <= 64)
+        return launch(integral_constant<int, 32>{}, integral_constant<int, 2>{});
+    if (nvec <= 128)
+        return launch(integral_constant<int, 32>{}, integral_constant<int, 4>{});
+    return launch(integral_constant<int, 32>{}, integral_constant<int, 8>{});
+}
+
 template <typename T, int VEC, class Ops> sr_status launch_fast(const sddmm_params<T> &p, cudaStream_t stream) {
     const int64_t nvec = p.K / VEC;
-    if (nvec <= 4)
-        return launch_entries<T, VEC, 4, 1, true, Ops>(p, stream);
-    if (nvec <= 8)
-        return launch_entries<T, VEC, 8, 1, true, Ops>(p, stream);
-    if (nvec <= 16)
-        return launch_entries<T, VEC, 16, 1, true, Ops>(p, stream);
-    if (nvec <= 32)
-        return launch_entries<T, VEC, 32, 1, true, Ops>(p, stream);
-    if (nvec <= 64)
-        return launch_entries<T, VEC, 32, 2, true, Ops>(p, stream);
-    if (nvec <= 128)
-        return launch_entries<T, VEC, 32, 4, true, Ops>(p, stream);
-    if (nvec <= 256)
-        return launch_entries<T, VEC, 32, 8, true, Ops>(p, stream);
-    return launch_entries<T, VEC, 32, 1, false, Ops>(p, stream);
+    if (nvec > 256) // rows past 8 vectors a lane stream through instead of sitting in registers
+        return launch_entries<T, VEC, 32, 1, false, Ops>(p, stream);
+    return with_lanes(nvec, [&](auto L, auto R) {
+        return launch_entries<T, VEC, decltype(L)::value, decltype(R)::value, true, Ops>(p, stream);
+    });
 }
 
 template <class Ops> struct is_plus_times : std::false_type {};

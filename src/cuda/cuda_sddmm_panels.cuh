@@ -232,18 +232,7 @@ sr_status launch_panel_entries(const sddmm_params<T> &p, panel_order_view order,
 // The same lanes and vectors a lane as launch_fast (cuda_sddmm.cu) picks for K.
 template <typename T, int VEC, class Ops>
 sr_status launch_panels(const sddmm_params<T> &p, panel_order_view order, int64_t P, cudaStream_t stream) {
-    const int64_t nvec = p.K / VEC;
-    if (nvec <= 4)
-        return launch_panel_entries<T, VEC, 4, 1, Ops>(p, order, P, stream);
-    if (nvec <= 8)
-        return launch_panel_entries<T, VEC, 8, 1, Ops>(p, order, P, stream);
-    if (nvec <= 16)
-        return launch_panel_entries<T, VEC, 16, 1, Ops>(p, order, P, stream);
-    if (nvec <= 32)
-        return launch_panel_entries<T, VEC, 32, 1, Ops>(p, order, P, stream);
-    if (nvec <= 64)
-        return launch_panel_entries<T, VEC, 32, 2, Ops>(p, order, P, stream);
-    if (nvec <= 128)
-        return launch_panel_entries<T, VEC, 32, 4, Ops>(p, order, P, stream);
-    return launch_panel_entries<T, VEC, 32, 8, Ops>(p, order, P, stream);
+    return with_lanes(p.K / VEC, [&](auto L, auto R) {
+        return launch_panel_entries<T, VEC, decltype(L)::value, decltype(R)::value, Ops>(p, order, P, stream);
+    });
 }

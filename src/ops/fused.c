@@ -86,7 +86,7 @@ static sr_status run(const char *fn, struct sr_context_s *ctx, sr_fused_args *a,
         a->w = sw.here.data;
         a->z = !z ? NULL : w_is_z ? sw.here.data : sz.here.data;
         /* the pass's work: X's entries (or elements), plus w's */
-        const int64_t work = (a->X ? a->X->rowptr[a->m] : a->m * a->n) + a->m + a->n;
+        const int64_t work = (a->X ? a->X->nnz : a->m * a->n) + a->m + a->n; /* X may be on the device */
         st = where == SR_DEVICE ? sr_cuda_fused(ctx, a) : sr_cpu_fused(a, sr_context_threads_for(ctx, work));
         if (st == SR_SUCCESS && sw.owned)
             st = sr_mem_copy(ctx, w->data, w->location, sw.here.data, where, (size_t)nw * es);
