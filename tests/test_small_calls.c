@@ -30,8 +30,9 @@ static int by_value(const void *a, const void *b)
 
 enum { CALLS = 301 };
 
-/* The median seconds of CALLS runs of one product (0 spmv, 1 spmm, 2 mxm) into y / Y / *C. */
-static double median_call(sr_context ctx, int product, sr_matrix A, const sr_dense *x, const sr_dense *y,
+/* The 10th-percentile seconds of CALLS runs of one product (0 spmv, 1 spmm, 2 mxm) into y / Y / *C:
+ * a team woken for nothing slows every call, other processes on the machine (ctest -j) only some. */
+static double typical_call(sr_context ctx, int product, sr_matrix A, const sr_dense *x, const sr_dense *y,
                           const sr_dense *X, const sr_dense *Y)
 {
     double t[CALLS];
@@ -48,7 +49,7 @@ static double median_call(sr_context ctx, int product, sr_matrix A, const sr_den
         sr_matrix_free(C);
     }
     qsort(t, CALLS, sizeof *t, by_value);
-    return t[CALLS / 2];
+    return t[CALLS / 10];
 }
 
 int main(void)
@@ -89,8 +90,8 @@ int main(void)
      * machine took 128 and 124 us for the first two, milliseconds with other work running */
     const double limit[] = {40e-6, 80e-6, 2000e-6};
     for (int product = 0; product < 3; product++) {
-        const double t = median_call(ctx, product, A, &x, &y, &X, &Y);
-        printf("  %-18s %d entries, 16 threads asked: median %.1f us a call\n", names[product], (int)a.nnz, 1e6 * t);
+        const double t = typical_call(ctx, product, A, &x, &y, &X, &Y);
+        printf("  %-18s %d entries, 16 threads asked: %.1f us a call (10th percentile)\n", names[product], (int)a.nnz, 1e6 * t);
         CHECK(!TIMES_CHECKED || t <= limit[product], "%s on a %lld-entry matrix takes %.0f us a call (limit %.0f us): small calls "
               "wake the whole thread team", names[product], (long long)a.nnz, 1e6 * t, 1e6 * limit[product]);
     }

@@ -198,6 +198,29 @@ static sr_dense staging_view(const sr_dense *D, void *data, int64_t rows, sr_loc
     return sr_dense_view(data, rows, D->ncols, D->type, D->layout, where);
 }
 
+/* Rows [*done, m) of D in batches of b rows staged where the work runs (D lives elsewhere);
+ * *done advances past each batch copied out (see knn_batches). */
+static sr_status distance_batches(const sr_distance_prep *p, const sr_dense *D, int64_t b, int64_t *done)
+{
+    struct sr_context_s *ctx = p->ctx;
+    const int64_t m = D->nrows, n = D->ncols;
+    const size_t es = sr_type_size(D->type);
+    void *block = NULL;
+    sr_status s = sr_mem_alloc_array(ctx, p->where, (size_t)b * (size_t)n, es, &block);
+    for (int64_t r0 = *done; s == SR_SUCCESS && r0 < m; r0 += b) {
+        int64_t rows = m - r0 < b ? m - r0 : b;
+        sr_dense staged = staging_view(D, block, rows, p->where);
+        sr_strided_out out = strided_rows(&staged, 0);
+        s = sr_distance_rows(p, r0, r0 + rows, &out);
+        if (s == SR_SUCCESS)
+            s = copy_rows_out(ctx, D, r0, block, p->where, rows);
+        if (s == SR_SUCCESS)
+            *done = r0 + rows;
+    }
+    sr_mem_free(ctx, p->where, block, (size_t)b * (size_t)n * es);
+    return s;
+}
+
 sr_status sr_pairwise_distance(sr_context ctx, sr_matrix A, sr_matrix B, sr_metric metric, double metric_arg,
                                const sr_dense *D)
 {
@@ -216,19 +239,10 @@ sr_status sr_pairwise_distance(sr_context ctx, sr_matrix A, sr_matrix B, sr_metr
         if (m > 0 && n > 0)
             s = sr_distance_rows(&p, 0, m, &out);
     } else if (m > 0 && n > 0) {
-        size_t es = sr_type_size(D->type);
-        int64_t b = sr_distance_batch_rows(ctx, p.where, m, (size_t)n * es);
-        void *block = NULL;
-        s = sr_mem_alloc_array(ctx, p.where, (size_t)b * (size_t)n, es, &block);
-        for (int64_t r0 = 0; s == SR_SUCCESS && r0 < m; r0 += b) {
-            int64_t rows = m - r0 < b ? m - r0 : b;
-            sr_dense staged = staging_view(D, block, rows, p.where);
-            sr_strided_out out = strided_rows(&staged, 0);
-            s = sr_distance_rows(&p, r0, r0 + rows, &out);
-            if (s == SR_SUCCESS)
-                s = copy_rows_out(ctx, D, r0, block, p.where, rows);
-        }
-        sr_mem_free(ctx, p.where, block, (size_t)b * (size_t)n * es);
+        int64_t b = sr_distance_batch_rows(ctx, p.where, m, (size_t)n * sr_type_size(D->type)), done = 0;
+        do
+            s = distance_batches(&p, D, b, &done);
+        while (sr_ops_batch_shrinks(s, &b));
     }
     sr_distance_release(&p);
     return s;
@@ -246,6 +260,51 @@ static sr_status knn_batch(const sr_distance_prep *p, int64_t r0, int64_t rows, 
     if (p->where == SR_DEVICE)
         return sr_cuda_select_rows(p->ctx, block, p->in.Q->type, rows, n, n, k, largest, idx, k, dist);
     return sr_cpu_select_rows(block, p->in.Q->type, rows, n, n, k, largest, idx, k, dist, sr_context_threads(p->ctx));
+}
+
+/* Queries [*done, nq) in batches of b rows, with the buffers a batch needs where the work runs;
+ * *done advances past each finished batch, so a retry in smaller batches (sr_ops_batch_shrinks)
+ * starts where this one stopped. */
+static sr_status knn_batches(const char *fn, const sr_distance_prep *p, int64_t k, int64_t *indices,
+                             const sr_dense *distances, int64_t b, const sr_knn_options *options, int64_t *done)
+{
+    struct sr_context_s *ctx = p->ctx;
+    const int64_t nq = p->in.Q->nrows, n = p->in.X->nrows;
+    const size_t es = sr_type_size(distances->type);
+    const bool staged = distances->location != p->where;
+    void *block = NULL, *s_dist = NULL;
+    int64_t *s_idx = NULL;
+    sr_status s = sr_mem_alloc_array(ctx, p->where, (size_t)b * (size_t)n, es, &block);
+    if (s == SR_SUCCESS && staged)
+        s = sr_mem_alloc_array(ctx, p->where, (size_t)b * (size_t)k, es, &s_dist);
+    if (s == SR_SUCCESS && staged)
+        s = sr_mem_alloc_array(ctx, p->where, (size_t)b * (size_t)k, sizeof(int64_t), (void **)&s_idx);
+    for (int64_t r0 = *done; s == SR_SUCCESS && r0 < nq; r0 += b) {
+        int64_t rows = nq - r0 < b ? nq - r0 : b;
+        if (!staged) {
+            sr_strided_out dist = strided_rows(distances, r0);
+            s = knn_batch(p, r0, rows, k, block, indices + r0 * k, &dist);
+        } else {
+            sr_dense view = staging_view(distances, s_dist, rows, p->where);
+            sr_strided_out dist = strided_rows(&view, 0);
+            s = knn_batch(p, r0, rows, k, block, s_idx, &dist);
+            if (s == SR_SUCCESS)
+                s = copy_rows_out(ctx, distances, r0, s_dist, p->where, rows);
+            if (s == SR_SUCCESS)
+                s = sr_mem_copy(ctx, indices + r0 * k, distances->location, s_idx, p->where,
+                                (size_t)rows * (size_t)k * sizeof(int64_t));
+        }
+        if (s == SR_SUCCESS)
+            *done = r0 + rows;
+        if (s == SR_SUCCESS && options && options->progress &&
+            options->progress(r0 + rows, nq, options->progress_user) != 0)
+            s = sr_error(SR_ERROR_CANCELLED, "%s: stopped by the progress callback after %lld of %lld queries", fn,
+                         (long long)(r0 + rows), (long long)nq);
+    }
+    sr_mem_free(ctx, p->where, block, (size_t)b * (size_t)n * es);
+    sr_mem_free(ctx, p->where, s_dist, (size_t)b * (size_t)k * es);
+    sr_mem_free(ctx, p->where, s_idx, (size_t)b * (size_t)k * sizeof(int64_t));
+    return s;
 }
 
 sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, sr_metric metric, double metric_arg,
@@ -271,37 +330,11 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     const bool staged = distances->location != p.where;
     size_t per_row = (size_t)n * es + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0) +
                      (p.where == SR_DEVICE ? sr_cuda_select_scratch_per_row(n, k, distances->type) : 0);
-    int64_t b = sr_distance_batch_rows(ctx, p.where, nq, per_row);
-    void *block = NULL, *s_dist = NULL;
-    int64_t *s_idx = NULL;
-    sr_status s = sr_mem_alloc_array(ctx, p.where, (size_t)b * (size_t)n, es, &block);
-    if (s == SR_SUCCESS && staged)
-        s = sr_mem_alloc_array(ctx, p.where, (size_t)b * (size_t)k, es, &s_dist);
-    if (s == SR_SUCCESS && staged)
-        s = sr_mem_alloc_array(ctx, p.where, (size_t)b * (size_t)k, sizeof(int64_t), (void **)&s_idx);
-    for (int64_t r0 = 0; s == SR_SUCCESS && r0 < nq; r0 += b) {
-        int64_t rows = nq - r0 < b ? nq - r0 : b;
-        if (!staged) {
-            sr_strided_out dist = strided_rows(distances, r0);
-            s = knn_batch(&p, r0, rows, k, block, indices + r0 * k, &dist);
-        } else {
-            sr_dense view = staging_view(distances, s_dist, rows, p.where);
-            sr_strided_out dist = strided_rows(&view, 0);
-            s = knn_batch(&p, r0, rows, k, block, s_idx, &dist);
-            if (s == SR_SUCCESS)
-                s = copy_rows_out(ctx, distances, r0, s_dist, p.where, rows);
-            if (s == SR_SUCCESS)
-                s = sr_mem_copy(ctx, indices + r0 * k, distances->location, s_idx, p.where,
-                                (size_t)rows * (size_t)k * sizeof(int64_t));
-        }
-        if (s == SR_SUCCESS && options && options->progress &&
-            options->progress(r0 + rows, nq, options->progress_user) != 0)
-            s = sr_error(SR_ERROR_CANCELLED, "%s: stopped by the progress callback after %lld of %lld queries", fn,
-                         (long long)(r0 + rows), (long long)nq);
-    }
-    sr_mem_free(ctx, p.where, block, (size_t)b * (size_t)n * es);
-    sr_mem_free(ctx, p.where, s_dist, (size_t)b * (size_t)k * es);
-    sr_mem_free(ctx, p.where, s_idx, (size_t)b * (size_t)k * sizeof(int64_t));
+    int64_t b = sr_distance_batch_rows(ctx, p.where, nq, per_row), done = 0;
+    sr_status s;
+    do
+        s = knn_batches(fn, &p, k, indices, distances, b, options, &done);
+    while (sr_ops_batch_shrinks(s, &b));
     sr_distance_release(&p);
     return s;
 }

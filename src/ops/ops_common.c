@@ -9,6 +9,14 @@
 
 const char *sr_ops_place(sr_location where) { return where == SR_DEVICE ? "device" : "host"; }
 
+bool sr_ops_batch_shrinks(sr_status s, int64_t *rows)
+{
+    if (s != SR_ERROR_DEVICE_OUT_OF_MEMORY || *rows <= 1)
+        return false;
+    *rows = (*rows + 1) / 2;
+    return true;
+}
+
 sr_status sr_ops_check_matrix(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *A)
 {
     SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);

@@ -11,6 +11,13 @@
 /* "device" or "host", for messages. */
 const char *sr_ops_place(sr_location where);
 
+/* A batched call's answer to a failed batch of *rows rows: when the device ran out of memory
+ * (a cudaMalloc refused: another process took memory, or the workspace limit is above what is
+ * free) and the batch has more than one row, halves *rows and returns true: the caller frees its
+ * batch buffers and runs the same rows again in the smaller batches. Otherwise false: s is the
+ * call's answer (SR_ERROR_DEVICE_OUT_OF_MEMORY only when not even one row fits). */
+bool sr_ops_batch_shrinks(sr_status s, int64_t *rows);
+
 /* ctx and A are usable together: both non-NULL, and a device matrix is on ctx's device. */
 sr_status sr_ops_check_matrix(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *A);
 

@@ -53,38 +53,76 @@ static sr_status stack_pieces(struct sr_context_s *ctx, struct sr_matrix_s *cons
     return SR_SUCCESS;
 }
 
-/* Batch after batch: the block's distances, then the kept ones as a piece. */
+/* The pieces found so far, in row order, and room for more. */
+typedef struct piece_list {
+    struct sr_matrix_s **at;
+    int64_t count, capacity;
+} piece_list;
+
+/* Room for `more` pieces past those held. */
+static sr_status reserve_pieces(struct sr_context_s *ctx, piece_list *list, int64_t more)
+{
+    if (list->count + more <= list->capacity)
+        return SR_SUCCESS;
+    const int64_t capacity = list->count + more;
+    struct sr_matrix_s **at = NULL;
+    SR_TRY(sr_mem_alloc_array(ctx, SR_HOST, (size_t)capacity, sizeof *at, (void **)&at));
+    if (list->count > 0)
+        memcpy(at, list->at, (size_t)list->count * sizeof *at);
+    sr_mem_free(ctx, SR_HOST, list->at, (size_t)list->capacity * sizeof *at);
+    list->at = at;
+    list->capacity = capacity;
+    return SR_SUCCESS;
+}
+
+static void free_pieces(struct sr_context_s *ctx, piece_list *list)
+{
+    for (int64_t i = 0; i < list->count; i++)
+        sr_matrix_destroy(list->at[i]);
+    sr_mem_free(ctx, SR_HOST, list->at, (size_t)list->capacity * sizeof *list->at);
+}
+
+/* Queries [*done, nq) in batches of b rows: the block's distances, then the kept ones as a piece
+ * appended to the list; *done advances past each piece kept, so a retry in smaller batches
+ * (sr_ops_batch_shrinks) starts where this one stopped. */
 static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double radius, bool leave_out_self,
-                             const sr_radius_options *o, struct sr_matrix_s **pieces)
+                             const sr_radius_options *o, int64_t b, int64_t *done, piece_list *list)
 {
     struct sr_context_s *ctx = p->ctx;
     const int64_t nq = p->in.Q->nrows, n = p->in.X->nrows;
     const size_t es = sr_type_size(o->type), budget = sr_context_workspace(ctx, p->where);
-    const int64_t b = sr_distance_batch_rows(ctx, p->where, nq, (size_t)n * es);
     sr_keep_rule rule = {sr_metric_is_similarity(p->in.metric) ? SR_KEEP_AT_LEAST : SR_KEEP_AT_MOST, radius,
                          SR_KEEP_NO_SELF};
+    SR_TRY(reserve_pieces(ctx, list, (nq - *done + b - 1) / b));
     void *block = NULL;
     SR_TRY(sr_mem_alloc_array(ctx, p->where, (size_t)b * (size_t)n, es, &block));
     sr_status s = SR_SUCCESS;
-    for (int64_t r0 = 0, i = 0; s == SR_SUCCESS && r0 < nq; r0 += b, i++) {
+    for (int64_t r0 = *done; s == SR_SUCCESS && r0 < nq; r0 += b) {
         const int64_t rows = nq - r0 < b ? nq - r0 : b;
         const sr_strided_out out = {block, n, 1};
         s = sr_distance_rows(p, r0, r0 + rows, &out);
         const sr_dense view = sr_dense_view(block, rows, n, o->type, SR_ROW_MAJOR, p->where);
         rule.self_offset = leave_out_self ? r0 : SR_KEEP_NO_SELF;
+        struct sr_matrix_s *piece = NULL;
         if (s == SR_SUCCESS)
-            s = sr_ops_dense_to_csr(ctx, &view, &rule, &pieces[i]);
+            s = sr_ops_dense_to_csr(ctx, &view, &rule, &piece);
         if (s == SR_SUCCESS) { /* each batch's pairs must fit where its distances did */
-            const double bytes = (double)pieces[i]->nnz * (double)(sizeof(int32_t) + es);
+            const double bytes = (double)piece->nnz * (double)(sizeof(int32_t) + es);
             if (bytes > (double)budget)
                 s = sr_error(SR_ERROR_OUT_OF_MEMORY,
                              "%s: radius %g keeps %lld pairs for queries %lld..%lld (%.2f MiB), past the workspace "
                              "limit (%.2f MiB): lower the radius, or raise the limit with "
                              "sr_context_set_workspace_limit",
-                             fn, radius, (long long)pieces[i]->nnz, (long long)r0, (long long)(r0 + rows - 1),
+                             fn, radius, (long long)piece->nnz, (long long)r0, (long long)(r0 + rows - 1),
                              bytes / 1048576.0, (double)budget / 1048576.0);
         }
-        if (s == SR_SUCCESS && o->progress && o->progress(r0 + rows, nq, o->progress_user) != 0)
+        if (s != SR_SUCCESS) {
+            sr_matrix_destroy(piece);
+            break;
+        }
+        list->at[list->count++] = piece;
+        *done = r0 + rows;
+        if (o->progress && o->progress(r0 + rows, nq, o->progress_user) != 0)
             s = sr_error(SR_ERROR_CANCELLED, "%s: stopped by the progress callback after %lld of %lld queries", fn,
                          (long long)(r0 + rows), (long long)nq);
     }
@@ -107,20 +145,17 @@ sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries
     sr_distance_prep p;
     SR_TRY(sr_distance_prepare(fn, ctx, self ? index : queries, index, metric, metric_arg, o.type, &p));
     const int64_t nq = p.in.Q->nrows, n = index->nrows;
-    const int64_t b = sr_distance_batch_rows(ctx, p.where, nq, (size_t)n * sr_type_size(o.type));
-    const int64_t npieces = n > 0 ? (nq + b - 1) / b : 0;
-    struct sr_matrix_s **pieces = NULL, *out = NULL;
-    sr_status s = sr_mem_alloc_array(ctx, SR_HOST, (size_t)(npieces ? npieces : 1), sizeof *pieces, (void **)&pieces);
-    if (s == SR_SUCCESS) {
-        memset(pieces, 0, (size_t)(npieces ? npieces : 1) * sizeof *pieces);
-        if (npieces > 0)
-            s = find_pieces(fn, &p, radius, self && !o.include_self, &o, pieces);
-    }
+    int64_t b = sr_distance_batch_rows(ctx, p.where, nq, (size_t)n * sr_type_size(o.type)), done = 0;
+    piece_list pieces = {NULL, 0, 0};
+    struct sr_matrix_s *out = NULL;
+    sr_status s = SR_SUCCESS;
+    if (n > 0)
+        do
+            s = find_pieces(fn, &p, radius, self && !o.include_self, &o, b, &done, &pieces);
+        while (sr_ops_batch_shrinks(s, &b));
     if (s == SR_SUCCESS)
-        s = stack_pieces(ctx, pieces, npieces, nq, n, o.type, p.where, &out);
-    for (int64_t i = 0; pieces && i < npieces; i++)
-        sr_matrix_destroy(pieces[i]);
-    sr_mem_free(ctx, SR_HOST, pieces, (size_t)(npieces ? npieces : 1) * sizeof *pieces);
+        s = stack_pieces(ctx, pieces.at, pieces.count, nq, n, o.type, p.where, &out);
+    free_pieces(ctx, &pieces);
     sr_distance_release(&p);
     if (s == SR_SUCCESS && o.mode == SR_GRAPH_CONNECTIVITY) {
         struct sr_matrix_s *B = NULL;
