@@ -18,7 +18,7 @@ enum { N_INDEX = 30000, N_COLS = 3000, N_QUERIES = 5000, N_DENSE = 2000, K = 10 
 
 static sr_context gpu;
 static sr_matrix index_m, queries_m, dense_queries;
-static double radius; /* under the smallest distance to a K-th neighbour: fewer than K pairs a query */
+static double radius; /* just under the smallest distance to a K-th neighbour (0 when empty rows tie) */
 
 /* What one run of the three calls returns (host arrays and a host radius matrix). */
 typedef struct answers {
