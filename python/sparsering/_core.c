@@ -62,6 +62,42 @@ static void release_buffer(Py_buffer *b)
         PyBuffer_Release(b);
 }
 
+/* obj's bytes: a host object with the buffer protocol, or a device array passed as the tuple
+ * (pointer, bytes), which python/sparsering/_device.py builds from __cuda_array_interface__ or
+ * DLPack and keeps alive for the call. A device array's b->buf and b->len describe device
+ * memory and b->obj stays NULL (release_buffer skips it); *where says which it is. */
+static int get_array(PyObject *obj, Py_buffer *b, int writable, int order, sr_location *where)
+{
+    b->obj = NULL;
+    *where = SR_HOST;
+    if (PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 2 && PyLong_Check(PyTuple_GET_ITEM(obj, 0))) {
+        void *ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(obj, 0));
+        Py_ssize_t len = PyLong_AsSsize_t(PyTuple_GET_ITEM(obj, 1));
+        if (PyErr_Occurred())
+            return -1;
+        if (len < 0) {
+            PyErr_SetString(PyExc_ValueError, "a device array's byte count is negative");
+            return -1;
+        }
+        b->buf = ptr;
+        b->len = len;
+        *where = SR_DEVICE;
+        return 0;
+    }
+    return PyObject_GetBuffer(obj, b, (writable ? PyBUF_WRITABLE : 0) | order) != 0 ? -1 : 0;
+}
+
+/* The arrays of one call live in one place: host arrays with host arrays, device with device. */
+static int same_place(const sr_location *where, int n, const char *what)
+{
+    for (int i = 1; i < n; i++)
+        if (where[i] != where[0]) {
+            PyErr_Format(PyExc_ValueError, "%s: mixes host (numpy) and device (cupy/torch) arrays", what);
+            return -1;
+        }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ Context */
 
 typedef struct {
@@ -267,7 +303,7 @@ static PyObject *matrix_info(MatrixObject *self, PyObject *unused)
                          (int)i.location, i.device);
 }
 
-/* export_csr(indptr_out, indices_out, values_out or None): host arrays. */
+/* export_csr(indptr_out, indices_out, values_out or None): host arrays, or device arrays. */
 static PyObject *matrix_export_csr(MatrixObject *self, PyObject *args)
 {
     Py_buffer p = {0}, c = {0}, v = {0};
@@ -276,7 +312,11 @@ static PyObject *matrix_export_csr(MatrixObject *self, PyObject *args)
         return NULL;
     sr_matrix_info i;
     int want_values = values != Py_None;
-    if (writable_buffer(indptr, &p) || writable_buffer(indices, &c) || (want_values && writable_buffer(values, &v)))
+    sr_location where[3] = {SR_HOST, SR_HOST, SR_HOST};
+    if (get_array(indptr, &p, 1, PyBUF_C_CONTIGUOUS, &where[0]) ||
+        get_array(indices, &c, 1, PyBUF_C_CONTIGUOUS, &where[1]) ||
+        (want_values && get_array(values, &v, 1, PyBUF_C_CONTIGUOUS, &where[2])) ||
+        same_place(where, want_values ? 3 : 2, "export_csr"))
         goto done;
     if (info_of(self->m, &i) || check_bytes(&p, (size_t)(i.nrows + 1) * 8, "indptr") ||
         check_bytes(&c, (size_t)i.nnz * 4, "indices") ||
@@ -284,7 +324,7 @@ static PyObject *matrix_export_csr(MatrixObject *self, PyObject *args)
         goto done;
     sr_status s;
     Py_BEGIN_ALLOW_THREADS s = sr_matrix_export_csr(((ContextObject *)self->context)->ctx, self->m, p.buf, c.buf,
-                                                    want_values ? v.buf : NULL, SR_HOST);
+                                                    want_values ? v.buf : NULL, where[0]);
     Py_END_ALLOW_THREADS if (s != SR_SUCCESS) raise_status(s);
     else
     {
@@ -415,37 +455,42 @@ static PyTypeObject MatrixType = {
 
 /* ------------------------------------------------------------------ construction */
 
-/* from_csr(ctx, nrows, ncols, type, indptr int64, indices int32, values or None) */
+/* from_csr(ctx, nrows, ncols, type, indptr int64, indices int32, values or None): host arrays, or
+ * device arrays (copied on the device and validated there; the package has checked that indptr's
+ * last entry is the length of indices) */
 static PyObject *from_csr(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    PyObject *context, *values, *result = NULL;
+    PyObject *context, *values, *indptr, *indices, *result = NULL;
     long long nrows, ncols;
     int type;
     Py_buffer p = {0}, c = {0}, v = {0};
-    if (!PyArg_ParseTuple(args, "OLLiy*y*O", &context, &nrows, &ncols, &type, &p, &c, &values))
+    if (!PyArg_ParseTuple(args, "OLLiOOO", &context, &nrows, &ncols, &type, &indptr, &indices, &values))
         return NULL;
     sr_context ctx = ctx_of(context);
     int has_values = values != Py_None;
-    if (!ctx || (has_values && PyObject_GetBuffer(values, &v, PyBUF_C_CONTIGUOUS) != 0))
+    sr_location where[3] = {SR_HOST, SR_HOST, SR_HOST};
+    if (!ctx || get_array(indptr, &p, 0, PyBUF_C_CONTIGUOUS, &where[0]) ||
+        get_array(indices, &c, 0, PyBUF_C_CONTIGUOUS, &where[1]) ||
+        (has_values && get_array(values, &v, 0, PyBUF_C_CONTIGUOUS, &where[2])) ||
+        same_place(where, has_values ? 3 : 2, "from_csr"))
         goto done;
     if (nrows < 0 || check_bytes(&p, (size_t)(nrows + 1) * 8, "indptr"))
         goto done;
-    const int64_t nnz = ((const int64_t *)p.buf)[nrows];
+    const int64_t nnz = where[0] == SR_DEVICE ? (int64_t)(c.len / 4) : ((const int64_t *)p.buf)[nrows];
     if (nnz < 0 || check_bytes(&c, (size_t)nnz * 4, "indices") ||
         (has_values && type >= 0 && type <= SR_TYPE_FLOAT64 && check_bytes(&v, (size_t)nnz * sr_type_size(type), "values")))
         goto done;
     sr_matrix m = NULL;
     sr_status s;
     Py_BEGIN_ALLOW_THREADS s = sr_matrix_from_csr(ctx, &m, nrows, ncols, (sr_type)type, p.buf, c.buf,
-                                                  has_values ? v.buf : NULL, SR_HOST);
+                                                  has_values ? v.buf : NULL, where[0]);
     Py_END_ALLOW_THREADS if (s != SR_SUCCESS) raise_status(s);
     else result = wrap_matrix(context, m);
 done:
-    PyBuffer_Release(&p);
-    PyBuffer_Release(&c);
-    if (v.obj)
-        PyBuffer_Release(&v);
+    release_buffer(&p);
+    release_buffer(&c);
+    release_buffer(&v);
     return result;
 }
 
@@ -453,15 +498,19 @@ done:
 static PyObject *from_coo(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    PyObject *context, *values, *result = NULL;
+    PyObject *context, *values, *rows, *cols, *result = NULL;
     long long nrows, ncols;
     int type, sum = 0;
     Py_buffer r = {0}, c = {0}, v = {0};
-    if (!PyArg_ParseTuple(args, "OLLiy*y*Op", &context, &nrows, &ncols, &type, &r, &c, &values, &sum))
+    if (!PyArg_ParseTuple(args, "OLLiOOOp", &context, &nrows, &ncols, &type, &rows, &cols, &values, &sum))
         return NULL;
     sr_context ctx = ctx_of(context);
     int has_values = values != Py_None;
-    if (!ctx || (has_values && PyObject_GetBuffer(values, &v, PyBUF_C_CONTIGUOUS) != 0))
+    sr_location where[3] = {SR_HOST, SR_HOST, SR_HOST};
+    if (!ctx || get_array(rows, &r, 0, PyBUF_C_CONTIGUOUS, &where[0]) ||
+        get_array(cols, &c, 0, PyBUF_C_CONTIGUOUS, &where[1]) ||
+        (has_values && get_array(values, &v, 0, PyBUF_C_CONTIGUOUS, &where[2])) ||
+        same_place(where, has_values ? 3 : 2, "from_coo"))
         goto done;
     const int64_t nnz = r.len / 8;
     if (check_bytes(&c, (size_t)nnz * 4, "cols") ||
@@ -471,14 +520,13 @@ static PyObject *from_coo(PyObject *mod, PyObject *args)
     sr_status s;
     Py_BEGIN_ALLOW_THREADS s = sr_matrix_from_coo(ctx, &m, nrows, ncols, (sr_type)type, nnz, r.buf, c.buf,
                                                   has_values ? v.buf : NULL,
-                                                  sum ? SR_DUPLICATES_SUM : SR_DUPLICATES_ERROR, SR_HOST);
+                                                  sum ? SR_DUPLICATES_SUM : SR_DUPLICATES_ERROR, where[0]);
     Py_END_ALLOW_THREADS if (s != SR_SUCCESS) raise_status(s);
     else result = wrap_matrix(context, m);
 done:
-    PyBuffer_Release(&r);
-    PyBuffer_Release(&c);
-    if (v.obj)
-        PyBuffer_Release(&v);
+    release_buffer(&r);
+    release_buffer(&c);
+    release_buffer(&v);
     return result;
 }
 
@@ -492,12 +540,13 @@ static PyObject *from_dense(PyObject *mod, PyObject *args)
     int type, layout;
     if (!PyArg_ParseTuple(args, "OOLLii", &context, &array, &nrows, &ncols, &type, &layout))
         return NULL;
-    if (PyObject_GetBuffer(array, &b, PyBUF_ANY_CONTIGUOUS) != 0)
+    sr_location where;
+    if (get_array(array, &b, 0, PyBUF_ANY_CONTIGUOUS, &where))
         return NULL;
     sr_context ctx = ctx_of(context);
     if (ctx && nrows >= 0 && ncols >= 0 && type >= 0 && type <= SR_TYPE_FLOAT64 &&
         !check_bytes(&b, (size_t)(nrows * ncols) * sr_type_size(type), "the dense array")) {
-        sr_dense d = sr_dense_view(b.buf, nrows, ncols, (sr_type)type, (sr_layout)layout, SR_HOST);
+        sr_dense d = sr_dense_view(b.buf, nrows, ncols, (sr_type)type, (sr_layout)layout, where);
         sr_matrix m = NULL;
         sr_status s;
         Py_BEGIN_ALLOW_THREADS s = sr_matrix_from_dense(ctx, &m, &d);
@@ -506,7 +555,7 @@ static PyObject *from_dense(PyObject *mod, PyObject *args)
     } else if (ctx && !PyErr_Occurred()) {
         PyErr_SetString(PyExc_ValueError, "from_dense: negative shape or unknown type");
     }
-    PyBuffer_Release(&b);
+    release_buffer(&b);
     return result;
 }
 
@@ -546,14 +595,15 @@ static int dense_parse(PyObject *tuple, dense_arg *d, int writable, const char *
         PyErr_Format(PyExc_ValueError, "%s: negative shape or unknown type", what);
         return -1;
     }
-    if (PyObject_GetBuffer(obj, &d->buf, (writable ? PyBUF_WRITABLE : 0) | PyBUF_ANY_CONTIGUOUS) != 0)
+    sr_location where;
+    if (get_array(obj, &d->buf, writable, PyBUF_ANY_CONTIGUOUS, &where))
         return -1;
     if (check_bytes(&d->buf, (size_t)(nrows * ncols) * sr_type_size((sr_type)type), what)) {
-        PyBuffer_Release(&d->buf);
+        release_buffer(&d->buf);
         d->buf.obj = NULL;
         return -1;
     }
-    d->view = sr_dense_view(d->buf.buf, nrows, ncols, (sr_type)type, (sr_layout)layout, SR_HOST);
+    d->view = sr_dense_view(d->buf.buf, nrows, ncols, (sr_type)type, (sr_layout)layout, where);
     return 0;
 }
 
@@ -1340,9 +1390,10 @@ static PyObject *knn(PyObject *mod, PyObject *args)
     double arg;
     PyObject *indices;
     Py_buffer idx;
+    sr_location idx_where;
     if (!PyArg_ParseTuple(args, "OOOLidOO!O", &context, &x, &q, &k, &metric, &arg, &indices, &PyTuple_Type, &dt,
                           &progress) ||
-        writable_buffer(indices, &idx))
+        get_array(indices, &idx, 1, PyBUF_C_CONTIGUOUS, &idx_where))
         return NULL;
     PyObject *result = NULL;
     sr_context ctx = ctx_of(context);
@@ -1353,6 +1404,10 @@ static PyObject *knn(PyObject *mod, PyObject *args)
         k < 0 || check_bytes(&idx, (size_t)(qi.nrows * k) * 8, "indices") ||
         dense_parse(dt, &D, 1, "the distances"))
         goto done;
+    if (idx_where != D.view.location) {
+        PyErr_SetString(PyExc_ValueError, "knn: indices and distances must both be host or both device arrays");
+        goto done;
+    }
     progress_state st = {progress, 0};
     sr_knn_options o = {progress_trampoline, &st};
     sr_status s;
@@ -1366,7 +1421,7 @@ static PyObject *knn(PyObject *mod, PyObject *args)
     }
 done:
     dense_release(&D);
-    PyBuffer_Release(&idx);
+    release_buffer(&idx);
     return result;
 }
 

@@ -5,7 +5,7 @@ import threading
 import numpy as np
 import scipy.sparse as sp
 
-from . import _core
+from . import _core, _device
 
 BOOL, INT32, FLOAT32, FLOAT64 = 0, 1, 2, 3
 ROW_MAJOR, COL_MAJOR = 0, 1
@@ -227,6 +227,21 @@ class Matrix:
             indices = indices.astype(np.int64)
         return sp.csr_matrix((values, indices, indptr), shape=self.shape)
 
+    def to_device_csr(self, kind="cupy"):
+        """The matrix as a cupyx.scipy.sparse.csr_matrix (kind "cupy") or a torch sparse CSR tensor
+        (kind "torch") on the GPU, copied on the device (a host Matrix is moved there first)."""
+        if kind not in ("cupy", "torch"):
+            raise ValueError(f'kind must be "cupy" or "torch", not {kind!r}')
+        m = self.to("device") if self.location == "host" else self
+        indptr = _device.empty(kind, (m._nrows + 1,), np.int64)
+        indices = _device.empty(kind, (m._nnz,), np.int32, indptr)
+        dtype = np.dtype(np.float32) if m._type == BOOL else _DTYPES[m._type]  # bool: 1 at each entry
+        values = _device.empty(kind, (m._nnz,), dtype, indptr)
+        src = m if m._type != BOOL else m.astype(np.float32)
+        src._h.export_csr(_device.pointer(indptr), _device.pointer(indices), _device.pointer(values))
+        self._ctx.synchronize()
+        return _device.csr_result(kind, m.shape, indptr, indices, values)
+
     def toarray(self, order="C"):
         out = np.empty(self.shape, dtype=_DTYPES[self._type], order=order)
         self._h.export_dense(out, ROW_MAJOR if order == "C" else COL_MAJOR)
@@ -271,6 +286,12 @@ class Matrix:
 def _handle_from(data, dtype, ctx):
     if sp.issparse(data):
         return _handle_from_scipy(data, dtype, ctx)
+    device = _device.device_sparse(data)
+    if device is not None:
+        return _handle_from_device_sparse(device, dtype, ctx)
+    dense = _device.device_array(data)
+    if dense is not None:
+        return _handle_from_device_dense(dense, dtype, ctx)
     arr = np.asarray(data)
     if arr.ndim != 2:
         raise ValueError(f"a matrix must be 2-D, not {arr.ndim}-D")
@@ -302,6 +323,48 @@ def _handle_from_scipy(data, dtype, ctx):
     indices = np.ascontiguousarray(csr.indices, dtype=np.int32)
     values = None if t == BOOL else _values_as(csr.data, t)
     return _core.from_csr(ctx._ctx, csr.shape[0], csr.shape[1], t, indptr, indices, values)
+
+
+def _need_device_context(ctx, what):
+    if not ctx.on_device:
+        raise ValueError(f"{what} lives on the GPU but the context runs on the CPU: pass a CUDA context "
+                         "(sparsering.Context(\"cuda\")), or copy the data to the host")
+
+
+def _handle_from_device_sparse(device, dtype, ctx):
+    """A device Matrix from a cupyx.scipy.sparse matrix or a torch sparse tensor: its arrays are
+    converted on the device where their types differ from the library's, then copied once on the
+    device into the library's CSR (never through the host)."""
+    kind, fmt, (shape, a, b, data) = device
+    _need_device_context(ctx, f"a {kind} sparse matrix")
+    t = sr_type_of(_device.device_array(data).dtype if dtype is None else dtype)
+    values = None if t == BOOL else _device.astype(data, _DTYPES[t])
+    if fmt == "coo":  # duplicates are summed, as scipy's coo_matrix.tocsr does
+        rows, cols = _device.astype(a, np.int64), _device.astype(b, np.int32)
+        _device.synchronize_caller(kind)
+        return _core.from_coo(ctx._ctx, shape[0], shape[1], t, _device.pointer(rows), _device.pointer(cols),
+                              None if values is None else _device.pointer(values), True)
+    indptr, indices = _device.astype(a, np.int64), _device.astype(b, np.int32)
+    nnz = int(indptr[-1]) if shape[0] >= 0 and len(indptr) == shape[0] + 1 else -1
+    if nnz != len(indices) or (values is not None and len(values) != nnz):
+        raise ValueError(f"a {kind} CSR matrix of shape {shape} has {len(indptr)} row pointers, {len(indices)} "
+                         f"column indices and {None if values is None else len(values)} values")
+    _device.synchronize_caller(kind)
+    return _core.from_csr(ctx._ctx, shape[0], shape[1], t, _device.pointer(indptr), _device.pointer(indices),
+                          None if values is None else _device.pointer(values))
+
+
+def _handle_from_device_dense(arr, dtype, ctx):
+    """A device Matrix of a dense cupy array or torch tensor's nonzero elements, read in place."""
+    _need_device_context(ctx, f"a {arr.kind} array")
+    if arr.ndim != 2:
+        raise ValueError(f"a matrix must be 2-D, not {arr.ndim}-D")
+    t = sr_type_of(arr.dtype if dtype is None else dtype)
+    if arr.dtype != _DTYPES[t]:
+        arr = _device.device_array(_device.astype(arr.obj, _DTYPES[t]))
+    _device.synchronize_caller(arr.kind)
+    return _core.from_dense(ctx._ctx, (arr.ptr, arr.nbytes), arr.shape[0], arr.shape[1], t,
+                            ROW_MAJOR if arr.order == "C" else COL_MAJOR)
 
 
 def as_matrix(data, context=None, dtype=None, location=None):

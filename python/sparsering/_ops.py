@@ -1,7 +1,7 @@
 """Semiring products, pairwise distances and k-NN on numpy / scipy.sparse / Matrix inputs."""
 import numpy as np
 
-from . import _core
+from . import _core, _device
 from ._matrix import (BOOL, COL_MAJOR, FLOAT32, FLOAT64, ROW_MAJOR, Matrix, _context, as_matrix, numpy_dtype,
                       sr_type_of)
 from ._progress import progress_callback
@@ -54,13 +54,72 @@ def _mask(mask, ctx, like):
     return None if mask is None else as_matrix(mask, ctx, np.bool_, like.location)._h
 
 
+def _device_kind(*inputs):
+    """The framework ("cupy" or "torch") of the first GPU input, None when all are host data."""
+    for obj in inputs:
+        kind = None if obj is None or isinstance(obj, (np.ndarray, Matrix)) else _device.kind_of(obj)
+        if kind:
+            return kind
+    return None
+
+
+def _device_output(out, kind, shape, sr_type, accumulate, masked, what, like):
+    """The device output of a call on GPU data: `out` (a device array of the shape and dtype) or a
+    new one of the input's kind."""
+    dtype = numpy_dtype(sr_type)
+    if out is None:
+        if accumulate or masked:
+            raise ValueError(f"{what}: accumulate and mask keep values already in the output: pass out=")
+        out = _device.empty(kind, shape, dtype, like)
+    d = _device.device_array(out)
+    if d is None or d.shape != tuple(shape) or d.dtype != dtype or d.ptr != _ptr_of(out):  # a copy would lose the writes
+        raise ValueError(f"{what}: out must be a packed device array of shape {shape} and dtype {dtype}")
+    return out, d
+
+
+def _ptr_of(obj):
+    """The device pointer of a packed array as its owner reports it (data_ptr for torch)."""
+    return obj.data_ptr() if hasattr(obj, "data_ptr") else obj.__cuda_array_interface__["data"][0]
+
+
+def _fill_diagonal(D, kind):
+    """Zeros on D's diagonal: as scikit-learn, a row is at distance 0 from itself (even an all-zero one)."""
+    if kind == "torch":
+        D.fill_diagonal_(0)
+    elif kind == "cupy":
+        import cupy
+        cupy.fill_diagonal(D, 0)
+    else:
+        np.fill_diagonal(D, 0)
+
+
+def _run_on_device(ctx, kind, call):
+    """Runs a binding call on device data: the caller's stream is waited for before, the library's
+    after, so the inputs are complete when read and the outputs when returned."""
+    _device.synchronize_caller(kind)
+    call()
+    ctx.synchronize()
+
+
 def spmv(A, x, semiring="plus_times", *, out=None, mask=None, complement=False, accumulate=False, context=None):
     """y = A ⊕.⊗ x for a sparse matrix A and a dense vector x (numpy). Returns y (numpy), written
     into `out` when given (needed with accumulate or a mask: entries the mask excludes keep
     their values). x is taken in A's value type."""
     ctx = _ctx_for(A, context)
-    A = as_matrix(A, ctx)
+    kind = _device_kind(x, A, out)
+    A = as_matrix(A, ctx, None, "device" if kind else None)
     s = semiring_id(semiring)
+    if kind:
+        t = _core.semiring_output_type(s, A._type)
+        xd = _device.operand(x, numpy_dtype(A._type), kind)
+        if xd.ndim != 1 and (xd.ndim != 2 or xd.shape[1] != 1):
+            raise ValueError(f"spmv: x must be a vector, not of shape {xd.shape}")
+        xd.shape, xd.order = (xd.shape[0],), "C"
+        y, yd = _device_output(out, kind, (A.shape[0],), t, accumulate, mask is not None, "spmv", xd.obj)
+        _run_on_device(ctx, kind, lambda: _core.spmv(ctx._ctx, _device.dense_arg(yd, t, ROW_MAJOR, COL_MAJOR), A._h,
+                                                     _device.dense_arg(xd, A._type, ROW_MAJOR, COL_MAJOR), s,
+                                                     _mask(mask, ctx, A), accumulate, complement))
+        return y
     x = _operand(x, A._type).reshape(-1)
     y = _output(out, (A.shape[0],), _core.semiring_output_type(s, A._type), accumulate, mask is not None, "spmv")
     _core.spmv(ctx._ctx, _dense(y, "out", True), A._h, _dense(x, "x"), s, _mask(mask, ctx, A), accumulate,
@@ -72,8 +131,20 @@ def spmm(A, B, semiring="plus_times", *, out=None, mask=None, complement=False, 
     """C = A ⊕.⊗ B for sparse A and a dense B (numpy, row- or column-major, used without a copy
     when it already has A's type). Returns C (numpy; `out` when given)."""
     ctx = _ctx_for(A, context)
-    A = as_matrix(A, ctx)
+    kind = _device_kind(B, A, out)
+    A = as_matrix(A, ctx, None, "device" if kind else None)
     s = semiring_id(semiring)
+    if kind:
+        t = _core.semiring_output_type(s, A._type)
+        Bd = _device.operand(B, numpy_dtype(A._type), kind)
+        if Bd.ndim != 2:
+            raise ValueError(f"spmm: B must be 2-D, not {Bd.ndim}-D (spmv takes vectors)")
+        C, Cd = _device_output(out, kind, (A.shape[0], Bd.shape[1]), t, accumulate, mask is not None, "spmm",
+                               Bd.obj)
+        _run_on_device(ctx, kind, lambda: _core.spmm(ctx._ctx, _device.dense_arg(Cd, t, ROW_MAJOR, COL_MAJOR), A._h,
+                                                     _device.dense_arg(Bd, A._type, ROW_MAJOR, COL_MAJOR), s,
+                                                     _mask(mask, ctx, A), accumulate, complement))
+        return C
     B = _operand(B, A._type)
     if B.ndim != 2:
         raise ValueError(f"spmm: B must be 2-D, not {B.ndim}-D (spmv takes vectors)")
@@ -92,13 +163,14 @@ def mxm(A, B, semiring="plus_times", *, mask=None, complement=False, transpose_b
     csr_matrix, or a Matrix (kept where it was computed) when A is a Matrix."""
     ctx = _ctx_for(A, context)
     keep = isinstance(A, Matrix)
-    A = as_matrix(A, ctx)
+    kind = _device_kind(A, B)
+    A = as_matrix(A, ctx, None, "device" if kind else None)
     B = as_matrix(B, ctx, A.dtype, A.location)  # B is taken in A's value type
     s = semiring_id(semiring)
     acc = None if accumulate is None else as_matrix(accumulate, ctx, None, A.location)._h
     h = _core.binary(ctx._ctx, 0, A._h, B._h, s, _mask(mask, ctx, A), acc, complement, transpose_b)
     C = Matrix._wrap(h, ctx)
-    return C if keep else C.to_scipy()
+    return C if keep else C.to_device_csr(kind) if kind else C.to_scipy()
 
 
 def _metric(metric, p):
@@ -135,13 +207,21 @@ def pairwise_distances(X, Y=None, metric="euclidean", *, p=None, dtype=None, con
     X.shape[0] x Y.shape[0], float32 when the inputs are float32, else float64 (dtype= overrides)."""
     ctx = _ctx_for(X, context)
     m, arg = _metric(metric, p)
-    A = as_matrix(X, ctx)
+    kind = _device_kind(X, Y)
+    A = as_matrix(X, ctx, None, "device" if kind else None)
     B = A if Y is None else as_matrix(Y, ctx, None, A.location)
     t = _precision(dtype, A, B)
-    D = np.empty((A.shape[0], B.shape[0]), dtype=numpy_dtype(t))
-    _core.pairwise(ctx._ctx, A._h, B._h, m, arg, _dense(D, "D", True))
+    shape = (A.shape[0], B.shape[0])
+    if kind:
+        D = _device.empty(kind, shape, numpy_dtype(t))
+        Dd = _device.device_array(D)
+        _run_on_device(ctx, kind, lambda: _core.pairwise(ctx._ctx, A._h, B._h, m, arg,
+                                                         _device.dense_arg(Dd, t, ROW_MAJOR, COL_MAJOR)))
+    else:
+        D = np.empty(shape, dtype=numpy_dtype(t))
+        _core.pairwise(ctx._ctx, A._h, B._h, m, arg, _dense(D, "D", True))
     if Y is None and m != _core.metric_from_name("inner_product"):
-        np.fill_diagonal(D, 0)  # as scikit-learn: a row is at distance 0 from itself (even an all-zero one)
+        _fill_diagonal(D, kind)
     return D
 
 
@@ -153,10 +233,18 @@ def kneighbors(index, queries=None, k=5, metric="euclidean", *, p=None, dtype=No
     Ctrl-C stops it between batches."""
     ctx = _ctx_for(index, context)
     m, arg = _metric(metric, p)
-    X = as_matrix(index, ctx)
+    kind = _device_kind(index, queries)
+    X = as_matrix(index, ctx, None, "device" if kind else None)
     Q = X if queries is None else as_matrix(queries, ctx, None, X.location)
     t = _precision(dtype, X, Q)
     k = int(k)
+    if kind:  # results on the device, as the input's kind
+        dist, idx = _device.empty(kind, (Q.shape[0], k), numpy_dtype(t)), _device.empty(kind, (Q.shape[0], k), np.int64)
+        dd, di = _device.device_array(dist), _device.device_array(idx)
+        with progress_callback(progress, Q.shape[0]) as callback:
+            _run_on_device(ctx, kind, lambda: _core.knn(ctx._ctx, X._h, Q._h, k, m, arg, (di.ptr, di.nbytes),
+                                                        _device.dense_arg(dd, t, ROW_MAJOR, COL_MAJOR), callback))
+        return dist, idx
     dist = np.empty((Q.shape[0], k), dtype=numpy_dtype(t))
     idx = np.empty((Q.shape[0], k), dtype=np.int64)
     with progress_callback(progress, Q.shape[0]) as callback:
