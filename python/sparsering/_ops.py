@@ -82,6 +82,21 @@ def _ptr_of(obj):
     return obj.data_ptr() if hasattr(obj, "data_ptr") else obj.__cuda_array_interface__["data"][0]
 
 
+def _dtype_of(x):
+    """The numpy dtype of a numpy, cupy or torch array (or anything np.asarray takes)."""
+    d = None if isinstance(x, np.ndarray) else _device.device_array(x)
+    return d.dtype if d is not None else np.asarray(x).dtype
+
+
+def _device_in(x, sr_type, kind, what, ndim):
+    """(the binding's dense tuple, the DeviceArray to keep alive until the call is done) for an
+    operand read on the device in place (converted there when its dtype or strides differ)."""
+    d = _device.operand(x, numpy_dtype(sr_type), kind)
+    if d.ndim != ndim:
+        raise ValueError(f"{what} must be {ndim}-D, not of shape {d.shape}")
+    return _device.dense_arg(d, sr_type, ROW_MAJOR, COL_MAJOR), d
+
+
 def _fill_diagonal(D, kind):
     """Zeros on D's diagonal: as scikit-learn, a row is at distance 0 from itself (even an all-zero one)."""
     if kind == "torch":
@@ -266,15 +281,24 @@ def kneighbors_graph(X, n_neighbors, mode="connectivity", metric="minkowski", p=
         p = metric_params["p"]
     ctx = _ctx_for(X, context)
     m, arg = _metric(metric, p if metric == "minkowski" else None)
-    A = as_matrix(X, ctx)
+    kind = _device_kind(X)
+    A = as_matrix(X, ctx, None, "device" if kind else None)
     t = _precision(dtype, A)
     with progress_callback(progress, A.shape[0]) as callback:
         h = _core.knn_graph(ctx._ctx, A._h, int(n_neighbors), m, arg, mode == "distance", include_self, symmetrize,
                             t, callback)
-    out = Matrix._wrap(h, ctx).to_scipy()
+    return _graph_result(Matrix._wrap(h, ctx), kind, mode)
+
+
+def _graph_result(G, kind, mode):
+    """A graph as scipy csr (host inputs) or the GPU input's sparse kind; connectivity graphs hold
+    1.0 in float64, as scikit-learn's."""
+    if not kind:
+        out = G.to_scipy()
+        return out.astype(np.float64) if mode == "connectivity" else out
     if mode == "connectivity":
-        out = out.astype(np.float64)  # scikit-learn's connectivity graphs hold 1.0
-    return out
+        G = G.astype(np.float64)
+    return G.to_device_csr(kind)
 
 
 def _radius_matrix(X, Y, radius, mode, metric, p, include_self, dtype, progress, context):
@@ -283,7 +307,7 @@ def _radius_matrix(X, Y, radius, mode, metric, p, include_self, dtype, progress,
         raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
     ctx = _ctx_for(X, context)
     m, arg = _metric(metric, p)
-    A = as_matrix(X, ctx)
+    A = as_matrix(X, ctx, None, "device" if _device_kind(X, Y) else None)
     B = None if Y is None else as_matrix(Y, ctx, None, A.location)
     t = _precision(dtype, A) if B is None else _precision(dtype, A, B)
     nq = A.shape[0] if B is None else B.shape[0]
@@ -304,10 +328,7 @@ def radius_neighbors_graph(X, radius, mode="connectivity", metric="minkowski", p
         p = metric_params["p"]
     R = _radius_matrix(X, None, radius, mode, metric, p if metric == "minkowski" else None, include_self, dtype,
                        progress, context)
-    out = R.to_scipy()
-    if mode == "connectivity":
-        out = out.astype(np.float64)  # scikit-learn's connectivity graphs hold 1.0
-    return out
+    return _graph_result(R, _device_kind(X), mode)
 
 
 def radius_neighbors(index, queries=None, radius=1.0, metric="euclidean", *, p=None, dtype=None, sort_results=False,

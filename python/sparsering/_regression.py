@@ -3,9 +3,9 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _core
-from ._matrix import as_matrix, numpy_dtype, sr_type_of
-from ._ops import _ctx_for, _dense, _operand
+from . import _core, _device
+from ._matrix import COL_MAJOR, ROW_MAJOR, as_matrix, numpy_dtype, sr_type_of
+from ._ops import _ctx_for, _dense, _device_in, _device_kind, _device_output, _dtype_of, _operand, _run_on_device
 
 _FORMS = {"xtvxy": 0, "xty": 1, "xy": 2}
 
@@ -17,9 +17,12 @@ def fused_pattern(X, y, *, v=None, z=None, alpha=1.0, beta=0.0, form="xtvxy", ou
     or float64) is the computation's. Returns w (`out` when given; out may be z)."""
     if form not in _FORMS:
         raise ValueError(f"fused_pattern: form must be one of {', '.join(_FORMS)}, not {form!r}")
-    y = np.asarray(y)
-    t = sr_type_of(np.float32 if y.dtype == np.float32 else np.float64)
+    t = sr_type_of(np.float32 if _dtype_of(y) == np.float32 else np.float64)
     dtype = numpy_dtype(t)
+    kind = _device_kind(X, y, v, z, out)
+    if kind:
+        return _fused_on_device(kind, X, y, v, z, alpha, beta, form, out, t, context)
+    y = np.asarray(y)
     dense = isinstance(X, np.ndarray)
     ctx = _ctx_for(X, context)
     if dense:
@@ -38,6 +41,25 @@ def fused_pattern(X, y, *, v=None, z=None, alpha=1.0, beta=0.0, form="xtvxy", ou
     zt = None if z is None else (_dense(z, "z") if z is out else vec(z))
     _core.fused_pattern(ctx._ctx, _FORMS[form], _dense(out, "out", True), float(alpha), Xh, Xd, vec(v),
                         vec(y), float(beta), zt)
+    return out
+
+
+def _fused_on_device(kind, X, y, v, z, alpha, beta, form, out, t, context):
+    """fused_pattern with GPU vectors (cupy, torch) and a sparse X moved to (or already on) the device."""
+    ctx = _ctx_for(X, context)
+    if _device.device_array(X) is not None or isinstance(X, np.ndarray):
+        raise ValueError("fused_pattern: on GPU data X must be sparse (cupyx/torch sparse, scipy or a Matrix)")
+    dtype = numpy_dtype(t)
+    Xm = as_matrix(X, ctx, None if getattr(X, "dtype", None) == np.bool_ else dtype, "device")
+    m, n = Xm.shape
+    nw = m if form == "xy" else n
+    out, od = _device_output(out, kind, (nw,), t, False, False, "fused_pattern", None)
+    vec = lambda a: (None, None) if a is None else _device_in(a, t, kind, "fused_pattern: a vector", 1)  # noqa: E731
+    (yt, yd), (vt, vd) = vec(y), vec(v)
+    zt, zd = (_device.dense_arg(od, t, ROW_MAJOR, COL_MAJOR), od) if z is out and z is not None else vec(z)
+    _run_on_device(ctx, kind, lambda: _core.fused_pattern(ctx._ctx, _FORMS[form],
+                                                          _device.dense_arg(od, t, ROW_MAJOR, COL_MAJOR), float(alpha),
+                                                          Xm._h, None, vt, yt, float(beta), zt))
     return out
 
 

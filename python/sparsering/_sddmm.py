@@ -4,15 +4,16 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _core
-from ._matrix import Matrix, as_matrix, numpy_dtype, sr_type_of
-from ._ops import _ctx_for, _dense, _operand, semiring_id
+from . import _core, _device
+from ._matrix import COL_MAJOR, ROW_MAJOR, Matrix, as_matrix, numpy_dtype, sr_type_of
+from ._ops import (_ctx_for, _dense, _device_in, _device_kind, _device_output, _dtype_of, _operand,
+                   _run_on_device, semiring_id)
 
 
 def _factor_type(A, B, S):
     """The value type of the dense operands: theirs when they agree on a float, else S's float
     type (float32 for bool or int S)."""
-    kinds = {np.asarray(A).dtype, np.asarray(B).dtype}
+    kinds = {_dtype_of(A), _dtype_of(B)}
     if kinds <= {np.dtype(np.float64)}:
         return sr_type_of(np.float64)
     if kinds <= {np.dtype(np.float32)}:
@@ -22,14 +23,21 @@ def _factor_type(A, B, S):
 
 
 def _operands(S, A, B, context, what):
-    """(ctx, S as a Matrix, A, B, the value type) for a sampled product."""
+    """(ctx, S as a Matrix, A's and B's binding tuples, the value type, the device kind or None,
+    what to keep alive) for a sampled product; GPU inputs (cupy, torch) keep the work and the
+    result on the device."""
     ctx = _ctx_for(S, context)
+    kind = _device_kind(A, B, S)
     t = _factor_type(A, B, S)
-    S = as_matrix(S, ctx, None if getattr(S, "dtype", None) == np.bool_ else numpy_dtype(t))
+    S = as_matrix(S, ctx, None if getattr(S, "dtype", None) == np.bool_ else numpy_dtype(t),
+                  "device" if kind else None)
+    if kind:
+        (a, Ad), (b, Bd) = (_device_in(A, t, kind, f"{what}: A", 2), _device_in(B, t, kind, f"{what}: B", 2))
+        return ctx, S, a, b, t, kind, (Ad, Bd)
     A, B = _operand(A, t), _operand(B, t)
     if A.ndim != 2 or B.ndim != 2:
         raise ValueError(f"{what}: A and B must be 2-D (m x K and n x K)")
-    return ctx, S, A, B, t
+    return ctx, S, _dense(A, "A"), _dense(B, "B"), t, None, ()
 
 
 def sddmm(S, A, B, *, alpha=1.0, beta=0.0, semiring="plus_times", pattern=False, context=None):
@@ -39,26 +47,34 @@ def sddmm(S, A, B, *, alpha=1.0, beta=0.0, semiring="plus_times", pattern=False,
     values in the product (cuSPARSE's form). S's pattern, explicit zeros included, is kept.
     Returns a scipy csr_matrix, or a Matrix (where it was computed) when S is a Matrix."""
     keep = isinstance(S, Matrix)
-    ctx, S, A, B, t = _operands(S, A, B, context, "sddmm")
-    h = _core.sddmm(ctx._ctx, S._h, _dense(A, "A"), _dense(B, "B"), semiring_id(semiring), float(alpha),
-                    float(beta), bool(pattern), None)
-    C = Matrix._wrap(h, ctx)
-    return C if keep else C.to_scipy()
+    ctx, S, a, b, t, kind, hold = _operands(S, A, B, context, "sddmm")
+    h = []
+    call = lambda: h.append(_core.sddmm(ctx._ctx, S._h, a, b, semiring_id(semiring), float(alpha),  # noqa: E731
+                                        float(beta), bool(pattern), None))
+    _run_on_device(ctx, kind, call) if kind else call()
+    C = Matrix._wrap(h[0], ctx)
+    return C if keep else C.to_device_csr(kind) if kind else C.to_scipy()
 
 
 def sddmm_values(S, A, B, *, alpha=1.0, beta=0.0, semiring="plus_times", pattern=False, out=None, context=None):
     """The values of sddmm(S, A, B, ...) alone, as a 1-D numpy array in the order of S's entries
     (CSR, columns ascending in each row), written into `out` when given (no new matrix: for
     iterative use, S converted once to a Matrix)."""
-    ctx, S, A, B, t = _operands(S, A, B, context, "sddmm_values")
+    ctx, S, a, b, t, kind, hold = _operands(S, A, B, context, "sddmm_values")
     out_type = _core.semiring_output_type(semiring_id(semiring), t)
+    if kind:
+        out, od = _device_output(out, kind, (S.nnz,), out_type, False, False, "sddmm_values", hold[0].obj)
+        _run_on_device(ctx, kind, lambda: _core.sddmm(ctx._ctx, S._h, a, b, semiring_id(semiring), float(alpha),
+                                                      float(beta), bool(pattern),
+                                                      _device.dense_arg(od, out_type, ROW_MAJOR, COL_MAJOR)))
+        return out
     if out is None:
         out = np.empty(S.nnz, dtype=numpy_dtype(out_type))
     elif not isinstance(out, np.ndarray) or out.shape != (S.nnz,) or out.dtype != numpy_dtype(out_type) or \
             not out.flags.c_contiguous:
         raise ValueError(f"sddmm_values: out must be a contiguous numpy vector of {S.nnz} {numpy_dtype(out_type)}")
-    _core.sddmm(ctx._ctx, S._h, _dense(A, "A"), _dense(B, "B"), semiring_id(semiring), float(alpha), float(beta),
-                bool(pattern), _dense(out, "out", True))
+    _core.sddmm(ctx._ctx, S._h, a, b, semiring_id(semiring), float(alpha), float(beta), bool(pattern),
+                _dense(out, "out", True))
     return out
 
 
@@ -67,11 +83,16 @@ def sddmm_spmm(S, A, B, V, *, alpha=1.0, softmax=False, pattern=False, out=None,
     sampled scores when softmax=True (graph attention: softmax(QKᵀ/√d at the edges)·V), else
     nothing. A m x K, B n x K, V n x p (numpy); returns O, m x p (`out` when given; accumulate
     adds to it). A row of S with no entries gives zeros."""
-    ctx = _ctx_for(S, context)
-    t = _factor_type(A, B, S)
-    S = as_matrix(S, ctx, None if getattr(S, "dtype", None) == np.bool_ else numpy_dtype(t))
-    A, B, V = _operand(A, t), _operand(B, t), _operand(V, t)
-    if A.ndim != 2 or B.ndim != 2 or V.ndim != 2:
+    ctx, S, a, b, t, kind, hold = _operands(S, A, B, context, "sddmm_spmm")
+    if kind:
+        v, Vd = _device_in(V, t, kind, "sddmm_spmm: V", 2)
+        out, od = _device_output(out, kind, (S.shape[0], Vd.shape[1]), t, accumulate, False, "sddmm_spmm", Vd.obj)
+        _run_on_device(ctx, kind, lambda: _core.sddmm_spmm(ctx._ctx, _device.dense_arg(od, t, ROW_MAJOR, COL_MAJOR),
+                                                           S._h, a, b, v, float(alpha), bool(softmax), bool(pattern),
+                                                           bool(accumulate)))
+        return out
+    V = _operand(V, t)
+    if V.ndim != 2:
         raise ValueError("sddmm_spmm: A, B and V must be 2-D")
     shape = (S.shape[0], V.shape[1])
     if out is None:
@@ -81,8 +102,8 @@ def sddmm_spmm(S, A, B, V, *, alpha=1.0, softmax=False, pattern=False, out=None,
     elif not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != numpy_dtype(t) or not (
             out.flags.c_contiguous or out.flags.f_contiguous):
         raise ValueError(f"sddmm_spmm: out must be a contiguous numpy array of shape {shape}, {numpy_dtype(t)}")
-    _core.sddmm_spmm(ctx._ctx, _dense(out, "out", True), S._h, _dense(A, "A"), _dense(B, "B"), _dense(V, "V"),
-                     float(alpha), bool(softmax), bool(pattern), bool(accumulate))
+    _core.sddmm_spmm(ctx._ctx, _dense(out, "out", True), S._h, a, b, _dense(V, "V"), float(alpha), bool(softmax),
+                     bool(pattern), bool(accumulate))
     return out
 
 

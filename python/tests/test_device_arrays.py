@@ -136,3 +136,35 @@ def test_pairwise_on_device_and_matrix_from_device_dense(rng):
 def test_device_input_on_a_cpu_context_is_refused():
     with pytest.raises(ValueError, match="CUDA context"):
         sr.Matrix(cp.zeros((3, 3)), context=sr.Context("cpu"))
+
+
+def test_sddmm_forms_on_device(rng):
+    torch = _torch()
+    S = random_csr(rng, 90, 70, 0.1, np.float32)
+    A = rng.standard_normal((90, 24)).astype(np.float32)
+    B = rng.standard_normal((70, 24)).astype(np.float32)
+    V = rng.standard_normal((70, 8)).astype(np.float32)
+    want = S.multiply(A @ B.T).tocsr()
+    C = sr.sddmm(csp.csr_matrix(S), cp.asarray(A), cp.asarray(B), context=CUDA)
+    assert isinstance(C, csp.csr_matrix)
+    np.testing.assert_allclose(C.get().toarray(), want.toarray(), rtol=1e-5, atol=1e-5)
+    vals = sr.sddmm_values(S, cp.asarray(A), cp.asarray(B), context=CUDA)
+    assert isinstance(vals, cp.ndarray)
+    np.testing.assert_allclose(host(vals), sr.sddmm_values(S, A, B, context=CUDA), rtol=1e-6)
+    O = sr.sddmm_spmm(S, torch.as_tensor(A, device="cuda"), torch.as_tensor(B, device="cuda"),
+                      torch.as_tensor(V, device="cuda"), softmax=True, context=CUDA)
+    assert isinstance(O, torch.Tensor) and O.is_cuda
+    np.testing.assert_allclose(host(O), sr.sddmm_spmm(S, A, B, V, softmax=True, context=CUDA), rtol=1e-5, atol=1e-6)
+
+
+def test_fused_pattern_and_graph_on_device(rng):
+    X = random_csr(rng, 200, 50, 0.1, np.float64)
+    y = rng.standard_normal(50)
+    v = rng.random(200)
+    w = sr.fused_pattern(csp.csr_matrix(X), cp.asarray(y), v=cp.asarray(v), alpha=0.5, context=CUDA)
+    assert isinstance(w, cp.ndarray)
+    np.testing.assert_allclose(host(w), 0.5 * (X.T @ (v * (X @ y))), rtol=1e-10)
+    G = sr.kneighbors_graph(csp.csr_matrix(X.astype(np.float32)), 4, mode="distance", context=CUDA)
+    assert isinstance(G, csp.csr_matrix) and G.shape == (200, 200) and G.nnz == 800
+    H = sr.kneighbors_graph(X.astype(np.float32), 4, mode="distance", context=CUDA)
+    np.testing.assert_allclose(np.sort(G.get().data), np.sort(H.data), rtol=1e-5)
