@@ -10,7 +10,7 @@ import cupyx.scipy.sparse as csp
 
 sys.path.insert(0, os.path.dirname(__file__))
 import bench_products as bp  # noqa: E402
-import sr_ctypes as sr  # noqa: E402
+import sr_package  # noqa: E402
 from powerlaw import powerlaw  # noqa: E402
 
 
@@ -25,32 +25,29 @@ def matrices(data):
 def main():
     builds = sys.argv[1:3]
     data = sys.argv[3] if len(sys.argv) > 3 else os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
-    libs = [sr.load(b) for b in builds]
-    ctxs = [lib.context() for lib in libs]
+    pkgs = [sr_package.load_as(b, f"sparsering_{i}") for i, b in enumerate(builds)]  # side by side
+    ctxs = [pkg.Context("cuda") for pkg in pkgs]
     for name, A in matrices(data):
-        mats = [bp.Ours(lib, ctx, A) for lib, ctx in zip(libs, ctxs)]
+        mats = [pkg.Matrix(csp.csr_matrix(A), context=ctx) for pkg, ctx in zip(pkgs, ctxs)]
         Ad = csp.csr_matrix(A)
         m, k = A.shape
         for K in (1, 8, 32, 128):
-            layout = sr.ROW_MAJOR if K > 1 else sr.COL_MAJOR
-            B = cp.random.random((k, K), dtype=cp.float32)
-            C = cp.zeros((m, K), dtype=cp.float32)
-            Bd = sr.dense(B.data.ptr, k, K, sr.FLOAT32, layout)
-            Cd = sr.dense(C.data.ptr, m, K, sr.FLOAT32, layout)
+            order = "C" if K > 1 else "F"
+            B = cp.asarray(cp.random.random((k, K), dtype=cp.float32), order=order)
+            C = cp.zeros((m, K), dtype=cp.float32, order=order)
             Bv = B[:, 0] if K == 1 else B
             ref = (Ad @ Bv).get()
             times = [[] for _ in builds]
             for _ in range(3):
-                for t, lib, ctx, o, build in zip(times, libs, ctxs, mats, builds):
-                    t.append(bp.median_time(lambda: lib.spmm(ctx, Cd, 0, o.M, Bd), reps=20))
+                for t, pkg, ctx, M, build in zip(times, pkgs, ctxs, mats, builds):
+                    t.append(bp.median_time(lambda: pkg.spmm(M, B, out=C, context=ctx), reps=20))
                     err = bp.rel_err(C.get().reshape(ref.shape), ref)
                     assert err < 1e-5, (build, name, K, err)
             theirs = bp.median_time(lambda: Ad @ Bv, reps=20)
             cells = [f"{os.path.basename(b.rstrip('/'))} {min(t)*1e3:7.3f} ms ({theirs/min(t):5.2f}x)"
                      for b, t in zip(builds, times)]
             print(f"{name:15} K={K:<4} " + "  ".join(cells) + f"  cuSPARSE {theirs*1e3:7.3f} ms", flush=True)
-        for lib, o in zip(libs, mats):
-            lib.free(o.M)
+        del mats
 
 
 if __name__ == "__main__":

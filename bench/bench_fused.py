@@ -73,7 +73,11 @@ def main():
     ap.add_argument("--solvers", default="ridge,logistic", help="which solvers to run on the text sets")
     ap.add_argument("--reps", type=int, default=10)
     args = ap.parse_args()
-    import sparsering as sr
+    if args.build:
+        import sr_package
+        sr = sr_package.load(args.build)
+    else:
+        import sparsering as sr
     rows = []
     sets = text_sets(args.data) + ([] if args.only and "PyPI" in args.only else generated(args.quick))
     sets = [s for s in sets if not args.only or args.only in s[0]]
@@ -81,9 +85,7 @@ def main():
     if not args.no_gpu and args.build:
         import cupy as cp
         import cupyx.scipy.sparse as cps
-        import sr_ctypes as src
-        lib = src.load(args.build)
-        gpu = (cp, cps, src, lib, lib.context(2))
+        gpu = (cp, cps, sr.Context("cuda"))
         x = cp.ones(1 << 28, dtype=cp.float32)
         sync = cp.cuda.Device().synchronize
         copy_bw = 2 * x.nbytes / median_time(lambda: x.copy(), sync=sync)
@@ -107,24 +109,17 @@ def main():
         row = dict(set=name, m=m, n=n, nnz=nnz, cpu_ms=t_cpu * 1e3, scipy_ms=t_scipy * 1e3)
         line = f"{name:34} {nnz / 1e6:6.1f}M | {t_cpu * 1e3:7.2f}ms {t_scipy * 1e3:7.2f}ms {t_scipy / t_cpu:6.1f} |"
         if gpu:
-            cp, cps, src, lib, ctx = gpu
+            cp, cps, ctx = gpu
             yd, vd, zd = cp.asarray(y), cp.asarray(v), cp.asarray(z)
             wd = cp.empty(n, dtype=cp.float32)
-            dv = lambda a: src.dense(a.data.ptr, a.size, 1, src.FLOAT32, src.COL_MAJOR)  # noqa: E731
-            W, Y, V, Z = dv(wd), dv(yd), dv(vd), dv(zd)
             sync = cp.cuda.Device().synchronize
-            one, half = src.C.c_double(1.0), src.C.c_double(0.5)
             if dense:  # cuBLAS gemv twice is the unfused sequence
                 Xc = cp.asarray(X)
-                XD = src.dense(Xc.data.ptr, m, n, src.FLOAT32, src.ROW_MAJOR)
-                call = lambda: lib.lib.sr_fused_pattern_dense(ctx, 0, src.C.byref(W), one, src.C.byref(XD),  # noqa
-                                                              src.C.byref(V), src.C.byref(Y), half, src.C.byref(Z))
-                Xd = None
+                Xd = Xc  # read in place by the package
             else:
-                Xd = lib.from_scipy(ctx, X, src.DEVICE)
+                Xd = sr.Matrix(X, context=ctx, location="device")
                 Xc = cps.csr_matrix(X)
-                call = lambda: lib.lib.sr_fused_pattern(ctx, 0, src.C.byref(W), one, Xd, src.C.byref(V),  # noqa
-                                                        src.C.byref(Y), half, src.C.byref(Z))
+            call = lambda: sr.fused_pattern(Xd, yd, v=vd, z=zd, beta=0.5, out=wd, context=ctx)  # noqa: E731
             t_ours = median_time(call, reps=args.reps, sync=sync)
             XcT = Xc.T
             t_unf = median_time(lambda: XcT @ (vd * (Xc @ yd)) + 0.5 * zd, reps=args.reps, sync=sync)
@@ -135,9 +130,7 @@ def main():
             row.update(gpu_ms=t_ours * 1e3, unfused_ms=t_unf * 1e3, floor_ms=floor * 1e3, max_rel_diff=err)
             line += (f" {t_ours * 1e3:7.3f}ms {t_unf * 1e3:7.3f}ms {t_unf / t_ours:6.1f} {floor * 1e3:6.3f}ms "
                      f"{t_ours / floor:7.2f}  (max rel diff {err:.1e})")
-            if Xd is not None:
-                lib.free(Xd)
-            del Xc, XcT, yd, vd, zd, wd
+            del Xd, Xc, XcT, yd, vd, zd, wd
         print(line, flush=True)
         rows.append(row)
         if labels is not None and not args.no_solvers:

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 import knn_data  # noqa: E402
 import plots  # noqa: E402
-import sr_ctypes as S  # noqa: E402
+import sr_package  # noqa: E402
 from timing import median_time  # noqa: E402
 
 ALL_METRICS = ["euclidean", "sqeuclidean", "euclidean_unexpanded", "cosine", "inner_product", "correlation",
@@ -93,38 +93,35 @@ def third_opinion(X, Q, metric, k, ours, base, rows=20):
     return {"sparsering_vs_scipy": err(ours), "baseline_vs_scipy": err(base)}
 
 
-def time_all_vs_all(lib, ctx, cp, Xd, n, k, m, arg):
+def time_all_vs_all(sr, ctx, cp, Xd, k, metric, p):
     """One real all-vs-all run (every row a query; the papers' figure, measured rather than
     scaled), after the subset's warm-up: (seconds, peak device bytes)."""
-    idx = cp.empty((n, k), cp.int64)
-    dist = cp.empty((n, k), cp.float32)
-    dd = S.dense(dist.data.ptr, n, k, S.FLOAT32, S.ROW_MAJOR)
-    lib.reset_peak(ctx)
+    ctx.reset_peak_memory()
     cp.cuda.Device().synchronize()
     t0 = time.perf_counter()
-    lib.knn(ctx, Xd, Xd, k, m, arg, idx.data.ptr, dd)
+    sr.kneighbors(Xd, Xd, k, metric, p=p, dtype=np.float32, output_type="cupy", context=ctx)
     cp.cuda.Device().synchronize()
-    return time.perf_counter() - t0, lib.memory(ctx)[1]
+    return time.perf_counter() - t0, ctx.device_memory()[1]
 
 
-def run_case(lib, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out):
+def run_case(sr, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out):
+    """The package's k-NN on device matrices (the index and queries uploaded once), its results
+    on the device as cupy arrays."""
     n, nq = X.shape[0], len(qrows)
     Q = X[qrows]
-    arg = 3.0 if metric == "minkowski" else 0.0
-    Xd, Qd = lib.from_scipy(ctx, X, S.DEVICE), lib.from_scipy(ctx, Q, S.DEVICE)
-    idx = cp.empty((nq, k), cp.int64)
-    dist = cp.empty((nq, k), cp.float32)
-    dd = S.dense(dist.data.ptr, nq, k, S.FLOAT32, S.ROW_MAJOR)
-    m = lib.metric(metric)
-    lib.reset_peak(ctx)
+    p = 3.0 if metric == "minkowski" else None
+    Xd, Qd = sr.Matrix(X, context=ctx, location="device"), sr.Matrix(Q, context=ctx, location="device")
+    ctx.reset_peak_memory()
     reps = args.reps
-    t_ours = median_time(lambda: lib.knn(ctx, Xd, Qd, k, m, arg, idx.data.ptr, dd), reps=reps, warm=1,
-                         sync=cp.cuda.Device().synchronize)
-    peak_ours = lib.memory(ctx)[1]
-    ours = cp.asnumpy(dist)
-    lib.free(Qd)
-    measured = time_all_vs_all(lib, ctx, cp, Xd, n, k, m, arg) if args.all_vs_all else None
-    lib.free(Xd)
+    result = []
+    t_ours = median_time(lambda: result.append(sr.kneighbors(Xd, Qd, k, metric, p=p, dtype=np.float32,
+                                                              output_type="cupy", context=ctx)),
+                         reps=reps, warm=1, sync=cp.cuda.Device().synchronize)
+    peak_ours = ctx.device_memory()[1]
+    ours = cp.asnumpy(result[-1][0])
+    del result, Qd
+    measured = time_all_vs_all(sr, ctx, cp, Xd, k, metric, p) if args.all_vs_all else None
+    del Xd
 
     row = {"operation": "knn", "input": name, "metric": metric, "backend": "cuda", "index_rows": n, "queries": nq,
            "k": k, "seconds": t_ours, "all_vs_all_seconds": t_ours * n / nq, "peak_device_bytes": peak_ours}
@@ -192,8 +189,8 @@ def main():
     args = ap.parse_args()
     import cupy as cp
     import cupyx.scipy.sparse as cpx
-    lib = S.load(args.build)
-    ctx = lib.context(2)  # SR_BACKEND_CUDA
+    sr = sr_package.load(args.build)
+    ctx = sr.Context("cuda")
     rows = []
     print(f"{'data set':22s} {'metric':22s} {'ours ms':>10s} {'all-vs-all s':>10s} {'peak MiB':>8s} {'cuSP ms':>10s}"
           f" {'ratio':>7s} {'cuSP MiB':>8s} {'sklearn ms':>10s} {'vs skl':>8s} {'max diff':>9s}")
@@ -207,7 +204,7 @@ def main():
         qrows = np.sort(rng.choice(X.shape[0], min(args.queries, X.shape[0]), replace=False))
         print(f"# {name}: {X.shape[0]} x {X.shape[1]}, {X.nnz} nnz, {len(qrows)} queries, k {args.k}", flush=True)
         for metric in args.metrics.split(","):
-            run_case(lib, ctx, cp, cpx, name, X, qrows, metric, args.k, args, rows)
+            run_case(sr, ctx, cp, cpx, name, X, qrows, metric, args.k, args, rows)
             if args.json:  # after every case: a run cut short keeps what it measured
                 with open(args.json, "w") as f:
                     json.dump(rows, f, indent=1)

@@ -13,7 +13,7 @@ import scipy.io
 import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(__file__))
-import sr_ctypes as sr  # noqa: E402
+import sr_package  # noqa: E402
 import plots  # noqa: E402
 from powerlaw import powerlaw  # noqa: E402
 import timing  # noqa: E402
@@ -58,27 +58,14 @@ def gather_floor(o, x):
 
 
 class Ours:
-    """A host CSR uploaded once as a sparsering device matrix (from device arrays)."""
+    """A host CSR as a sparsering device matrix, made through the package from a cupyx matrix
+    (built on the device); the cupy column and value arrays stay for the gather floor."""
 
-    def __init__(self, lib, ctx, A, type_=sr.FLOAT32):
-        self.lib, self.ctx, self.shape, self.nnz = lib, ctx, A.shape, A.nnz
-        self.rp = cp.asarray(A.indptr.astype(np.int64))
+    def __init__(self, ctx, A):
+        self.shape, self.nnz = A.shape, A.nnz
         self.ci = cp.asarray(A.indices.astype(np.int32))
         self.v = cp.asarray(A.data.astype(np.float32))
-        # cupy's host-to-device copies run on the legacy default stream and may return before their
-        # DMA lands; sparsering reads on its own stream, so wait here (see README, device pointers)
-        cp.cuda.Device().synchronize()
-        self.M = lib.matrix_from_csr(ctx, A.shape[0], A.shape[1], type_, self.rp.data.ptr, self.ci.data.ptr,
-                                     self.v.data.ptr, sr.DEVICE)
-
-
-def result_to_scipy(lib, M):
-    i = lib.info(M)
-    rp, ci, v = lib.arrays(M)
-    rpa = cp.ndarray((i.nrows + 1,), cp.int64, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(rp, 8 * (i.nrows + 1), None), 0)).get()
-    cia = cp.ndarray((i.nnz,), cp.int32, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ci, 4 * i.nnz + 4, None), 0)).get()
-    va = cp.ndarray((i.nnz,), cp.float32, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(v, 4 * i.nnz + 4, None), 0)).get()
-    return sp.csr_matrix((va, cia, rpa), shape=(i.nrows, i.ncols))
+        self.M = sr.Matrix(csp.csr_matrix(A.astype(np.float32)), context=ctx)
 
 
 def rel_err(a, b):
@@ -86,26 +73,23 @@ def rel_err(a, b):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
 
-def bench_dense(lib, ctx, name, A, rows, ceiling, semirings, Ks=(1, 8, 32, 128)):
-    o = Ours(lib, ctx, A)
+def bench_dense(ctx, name, A, rows, ceiling, semirings, Ks=(1, 8, 32, 128)):
+    o = Ours(ctx, A)
     Ad = csp.csr_matrix(A)
     m, k = A.shape
     for K in Ks:
-        for layout in ((sr.ROW_MAJOR, sr.COL_MAJOR) if K > 1 else (sr.COL_MAJOR,)):
-            order = "C" if layout == sr.ROW_MAJOR else "F"
+        for order in (("C", "F") if K > 1 else ("F",)):
             B = cp.asarray(cp.random.random((k, K), dtype=cp.float32), order=order)
             Cm = cp.zeros((m, K), dtype=cp.float32, order=order)
-            Bd = sr.dense(B.data.ptr, k, K, sr.FLOAT32, layout)
-            Cd = sr.dense(Cm.data.ptr, m, K, sr.FLOAT32, layout)
             Bv = B[:, 0] if K == 1 else B
             theirs = median_time(lambda: Ad @ Bv)
             ref = (Ad @ Bv).get()
             times = {}
             for s in semirings:
-                lib.reset_peak(ctx)
-                base = lib.memory(ctx)[0]
-                times[s] = median_time(lambda: lib.spmm(ctx, Cd, sr.SEMIRINGS.index(s), o.M, Bd))
-                peak = lib.memory(ctx)[1] - base
+                ctx.reset_peak_memory()
+                base = ctx.device_memory()[0]
+                times[s] = median_time(lambda: sr.spmm(o.M, B, s, out=Cm, context=ctx))  # B, C read in place
+                peak = ctx.device_memory()[1] - base
                 if s == "plus_times":
                     err = rel_err(Cm.get().reshape(ref.shape), ref)
             gather = gather_floor(o, cp.ascontiguousarray(Bv)) if K == 1 else None
@@ -114,7 +98,7 @@ def bench_dense(lib, ctx, name, A, rows, ceiling, semirings, Ks=(1, 8, 32, 128))
             t = times["plus_times"]
             others = max(times[s] / t for s in semirings)
             row = dict(operation="spmv" if K == 1 else "spmm", input=name, K=K,
-                       layout="row" if layout == sr.ROW_MAJOR else "col", nnz=A.nnz, backend="cuda",
+                       layout="row" if order == "C" else "col", nnz=A.nnz, backend="cuda",
                        median_s=t, baseline="cuSPARSE (cupy)", baseline_s=theirs, ratio=theirs / t,
                        gflops=flops / t / 1e9, gbps=bytes_ / t / 1e9, floor_s=bytes_ / ceiling,
                        peak_device_bytes=peak, rel_err=err, worst_semiring_ratio=others, gather_floor_s=gather,
@@ -125,11 +109,11 @@ def bench_dense(lib, ctx, name, A, rows, ceiling, semirings, Ks=(1, 8, 32, 128))
                   f"({100*bytes_/ceiling/t:4.1f}% of floor) | other semirings <= {others:4.2f}x | err {err:.1e}"
                   + (f" | gather floor {gather*1e3:.3f} ms" if gather else ""), flush=True)
             del B, Cm
-    lib.free(o.M)
+    del o
 
 
-def bench_spgemm(lib, ctx, name, A, rows):
-    o = Ours(lib, ctx, A)
+def bench_spgemm(ctx, name, A, rows):
+    o = Ours(ctx, A)
     Ad = csp.csr_matrix(A)
     pool = cp.get_default_memory_pool()
     for transpose in (False, True):
@@ -146,12 +130,12 @@ def bench_spgemm(lib, ctx, name, A, rows):
         cp.cuda.set_allocator(pool.malloc)
         theirs = median_time(f_theirs, reps=5)
         ref = ref.get()
-        lib.reset_peak(ctx)
-        base = lib.memory(ctx)[0]
-        C = lib.mxm(ctx, 0, o.M, o.M, transpose)
-        peak = lib.memory(ctx)[1] - base
-        got = result_to_scipy(lib, C)
-        lib.free(C)
+        ctx.reset_peak_memory()
+        base = ctx.device_memory()[0]
+        C = sr.mxm(o.M, o.M, transpose_b=transpose, context=ctx)  # a device Matrix
+        peak = ctx.device_memory()[1] - base
+        got = C.to_scipy()
+        del C
         same_pattern = got.nnz == ref.nnz and (abs(got - ref) > 1e-3 * abs(ref).max()).nnz == 0
         if not same_pattern:
             diff = abs(got - ref)
@@ -164,12 +148,10 @@ def bench_spgemm(lib, ctx, name, A, rows):
                 d = abs(M - third)
                 print(f"  {who} vs scipy: entries off by > 1e-3 max: {(d > 1e-3 * abs(third).max()).nnz}", flush=True)
 
-        def ours_once():
-            lib.free(lib.mxm(ctx, 0, o.M, o.M, transpose))
-        t = median_time(ours_once, reps=5)
+        t = median_time(lambda: sr.mxm(o.M, o.M, transpose_b=transpose, context=ctx), reps=5)
         times = {"plus_times": t}
         for s in ("min_plus", "max_times", "plus_pair"):
-            times[s] = median_time(lambda: lib.free(lib.mxm(ctx, sr.SEMIRINGS.index(s), o.M, o.M, transpose)), reps=3)
+            times[s] = median_time(lambda: sr.mxm(o.M, o.M, s, transpose_b=transpose, context=ctx), reps=3)
         others = max(times[s] / t for s in times)
         row = dict(operation="spgemm", input=name, product=label, nnz=A.nnz, nnz_out=ref.nnz, backend="cuda",
                    median_s=t, baseline="cuSPARSE SpGEMM (cupy)", baseline_s=theirs, ratio=theirs / t,
@@ -179,7 +161,7 @@ def bench_spgemm(lib, ctx, name, A, rows):
         print(f"spgemm {name:18} {label:6} nnz {A.nnz:>9} -> {ref.nnz:>10} | ours {t*1e3:8.2f} ms  cuSPARSE "
               f"{theirs*1e3:8.2f} ms  {theirs/t:5.2f}x | memory ours {peak/1e6:8.1f} MB  cuSPARSE "
               f"{theirs_peak/1e6:8.1f} MB | other semirings <= {others:4.2f}x | matches {same_pattern}", flush=True)
-    lib.free(o.M)
+    del o
 
 
 def read_graph(path):
@@ -195,35 +177,36 @@ def main():
     data = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else None
     out = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else "bench_products.json"
     quick = "--quick" in sys.argv
-    lib = sr.load(build)
-    ctx = lib.context()
+    global sr
+    sr = sr_package.load(build)
+    ctx = sr.Context("cuda")
     ceiling = copy_ceiling()
     print(f"device {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, copy ceiling {ceiling/1e12:.2f} TB/s; "
           f"median of {REPS} runs after 2 warm-ups (5 for SpGEMM)", flush=True)
     rows = []
     if "--spgemm-1m" in sys.argv:
-        bench_spgemm(lib, ctx, "powerlaw 1Mx1M", powerlaw(1_000_000, 1_000_000, 12, seed=4), rows)
+        bench_spgemm(ctx, "powerlaw 1Mx1M", powerlaw(1_000_000, 1_000_000, 12, seed=4), rows)
         return
     if "--spmv-only" in sys.argv:
-        bench_dense(lib, ctx, "powerlaw 2Mx2M", powerlaw(2_000_000, 2_000_000, 16), rows, ceiling, ["plus_times"], Ks=(1,))
+        bench_dense(ctx, "powerlaw 2Mx2M", powerlaw(2_000_000, 2_000_000, 16), rows, ceiling, ["plus_times"], Ks=(1,))
         return
     semirings = ["plus_times", "min_plus", "max_times", "max_min"] if not quick else ["plus_times"]
     spgemm_only = "--spgemm-only" in sys.argv
     if not spgemm_only:
-        bench_dense(lib, ctx, "powerlaw 2Mx2M", powerlaw(2_000_000, 2_000_000, 16), rows, ceiling, semirings)
+        bench_dense(ctx, "powerlaw 2Mx2M", powerlaw(2_000_000, 2_000_000, 16), rows, ceiling, semirings)
     if data and not spgemm_only:
         for g in ("debian-depends", "pushpull"):
             p = os.path.join(data, "graphs", g + ".mtx.gz")
             if os.path.exists(p):
-                bench_dense(lib, ctx, g, read_graph(p), rows, ceiling, ["plus_times"])
-    bench_spgemm(lib, ctx, "powerlaw 300Kx300K", powerlaw(300_000, 300_000, 10, seed=1), rows)
+                bench_dense(ctx, g, read_graph(p), rows, ceiling, ["plus_times"])
+    bench_spgemm(ctx, "powerlaw 300Kx300K", powerlaw(300_000, 300_000, 10, seed=1), rows)
     if not quick:
-        bench_spgemm(lib, ctx, "powerlaw 1Mx1M", powerlaw(1_000_000, 1_000_000, 12, seed=4), rows)
+        bench_spgemm(ctx, "powerlaw 1Mx1M", powerlaw(1_000_000, 1_000_000, 12, seed=4), rows)
     if data:
         for g in ("debian-depends", "pushpull", "bcsstk13"):
             p = os.path.join(data, "graphs", g + ".mtx.gz")
             if os.path.exists(p):
-                bench_spgemm(lib, ctx, g, read_graph(p), rows)
+                bench_spgemm(ctx, g, read_graph(p), rows)
     with open(out, "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")

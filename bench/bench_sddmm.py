@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-import sr_ctypes as src  # noqa: E402
+import sr_package  # noqa: E402
 from knn_data import bag_of_words, ngrams  # noqa: E402
 from powerlaw import powerlaw  # noqa: E402
 from timing import median_time  # noqa: E402
@@ -83,8 +83,8 @@ def main():
     args = ap.parse_args()
     import cupy as cp
     import torch
-    lib = src.load(args.build)
-    ctx = lib.context(2)  # SR_BACKEND_CUDA
+    sr = sr_package.load(args.build)
+    ctx = sr.Context("cuda")
     sync = cp.cuda.Device().synchronize
     bw = copy_bandwidth(cp)
     print(f"device-to-device copy bandwidth: {bw / 1e9:.0f} GB/s", flush=True)
@@ -99,7 +99,7 @@ def main():
         S = S.tocsr().astype(np.float32)
         S.sort_indices()
         m, n = S.shape
-        Sd = lib.from_scipy(ctx, S, src.DEVICE)
+        Sd = sr.Matrix(S, context=ctx, location="device")
         St = torch.sparse_csr_tensor(torch.from_numpy(S.indptr.astype(np.int64)).cuda(),
                                      torch.from_numpy(S.indices.astype(np.int64)).cuda(),
                                      torch.from_numpy(S.data).cuda(), size=S.shape)
@@ -110,12 +110,9 @@ def main():
             B = torch.rand(n, K, device="cuda") - 0.5
             Bt = B.t().contiguous()  # cuSPARSE's own layout for the right factor (K x n, row-major)
             out = torch.empty(S.nnz, device="cuda")
-            Ad = src.dense(A.data_ptr(), m, K, src.FLOAT32, src.ROW_MAJOR)
-            Bd = src.dense(B.data_ptr(), n, K, src.FLOAT32, src.ROW_MAJOR)
-            vd = src.dense(out.data_ptr(), S.nnz, 1, src.FLOAT32, src.COL_MAJOR)
 
-            def ours():
-                lib.sddmm_values(ctx, vd, 0, 1.0, Sd, Ad, Bd, 0.0, pattern=True)
+            def ours():  # the package on torch tensors, read and written in place
+                sr.sddmm_values(Sd, A, B, pattern=True, out=out, context=ctx)
             sync()
             t0 = time.perf_counter()
             ours()  # the first call builds S's entry order (row panels or column tiles), kept with S
@@ -149,9 +146,9 @@ def main():
                   flush=True)
             del Bt, out
             if K in (32, 128) and not args.no_fused:
-                rows += fused_rows(lib, ctx, name, S, Sd, St, A, B, K, args.reps, sync, torch)
+                rows += fused_rows(sr, ctx, name, S, Sd, St, A, B, K, args.reps, sync, torch)
             del A, B
-        lib.free(Sd)
+        del Sd
         del St, r, c
         torch.cuda.empty_cache()
     if args.json:
@@ -159,28 +156,23 @@ def main():
             json.dump(dict(bandwidth_GBs=bw / 1e9, rows=rows), f, indent=1)
 
 
-def fused_rows(lib, ctx, name, S, Sd, St, A, B, K, reps, sync, torch):
+def fused_rows(sr, ctx, name, S, Sd, St, A, B, K, reps, sync, torch):
     """O = N(S ⊙ A·Bᵀ)·V with V n x K: fused against the unfused pair (ours, and torch's)."""
     m, n = S.shape
     V = torch.rand(n, K, device="cuda") - 0.5
     O = torch.empty(m, K, device="cuda")
-    Ad = src.dense(A.data_ptr(), m, K, src.FLOAT32, src.ROW_MAJOR)
-    Bd = src.dense(B.data_ptr(), n, K, src.FLOAT32, src.ROW_MAJOR)
-    Vd = src.dense(V.data_ptr(), n, K, src.FLOAT32, src.ROW_MAJOR)
-    Od = src.dense(O.data_ptr(), m, K, src.FLOAT32, src.ROW_MAJOR)
     out = []
     Bt = B.t().contiguous()
     for kind, softmax, same in (("fused", False, False), ("fused, V = B", False, True), ("fused softmax", True, False)):
         alpha = 1.0 / np.sqrt(K)
-        Vx, Vdx = (B, Bd) if same else (V, Vd)
-        t_f = median_time(lambda: lib.sddmm_spmm(ctx, Od, alpha, Sd, Ad, Bd, Vdx, softmax=softmax, pattern=True),
-                          reps=reps, sync=sync)
+        Vx = B if same else V
+        t_f = median_time(lambda: sr.sddmm_spmm(Sd, A, B, Vx, alpha=alpha, softmax=softmax, pattern=True, out=O,
+                                                context=ctx), reps=reps, sync=sync)
         fused_out = O.clone()
 
         def unfused():  # the library has no sparse softmax: ours is timed for the plain forms
-            C = lib.sddmm(ctx, 0, alpha, Sd, Ad, Bd, 0.0, pattern=True)
-            lib.spmm(ctx, Od, 0, C, Vdx)
-            lib.free(C)
+            C = sr.sddmm(Sd, A, B, alpha=alpha, pattern=True, context=ctx)  # a device Matrix
+            sr.spmm(C, Vx, out=O, context=ctx)
         t_u = median_time(unfused, reps=reps, sync=sync) if not softmax else float("nan")
 
         def torch_pair():

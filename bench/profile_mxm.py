@@ -6,14 +6,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 import bench_products as bp  # noqa: E402
-import sr_ctypes as sr  # noqa: E402
+import sr_package  # noqa: E402
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 transpose = "--transpose" in sys.argv
-lib = sr.load(args[0])
-ctx = lib.context()
+sr = sr_package.load(args[0])
+ctx = sr.Context("cuda")
 A = bp.read_graph(args[1]) if len(args) > 1 else bp.powerlaw(300_000, 300_000, 10, seed=1)
-o = bp.Ours(lib, ctx, A)
+M = sr.Matrix(A, context=ctx, location="device")
 for _ in range(3):
     print("--- A*A^T" if transpose else "--- A*A", file=sys.stderr, flush=True)
-    lib.free(lib.mxm(ctx, 0, o.M, o.M, transpose))
+    sr.mxm(M, M, transpose_b=transpose, context=ctx)

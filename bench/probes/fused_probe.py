@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import sr_ctypes as src  # noqa: E402
+import sr_package  # noqa: E402
 from knn_data import bag_of_words, ngrams  # noqa: E402
 from timing import median_time  # noqa: E402
 
@@ -27,8 +27,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("build")
 ap.add_argument("--data", default="../shared/data")
 args = ap.parse_args()
-lib = src.load(args.build)
-ctx = lib.context(2)
+sr = sr_package.load(args.build)
+ctx = sr.Context("cuda")
 sync = cp.cuda.Device().synchronize
 rng = np.random.default_rng(0)
 sets = [("BoW", bag_of_words(args.data)), ("3-grams", ngrams(args.data)),
@@ -39,20 +39,18 @@ for name, X in sets:
     top = np.sort(np.bincount(X.indices, minlength=n))[::-1]
     print(f"{name}: {m}x{n} nnz {X.nnz}; hottest column {top[0]} entries; top 1K / 28K / 56K columns hold "
           f"{top[:1000].sum() / X.nnz:.0%} / {top[:28000].sum() / X.nnz:.0%} / {top[:56000].sum() / X.nnz:.0%}")
-    y, v, w = (cp.asarray(rng.standard_normal(k).astype(np.float32)) for k in (n, m, max(m, n)))
-    dv = lambda a, k: src.dense(a.data.ptr, k, 1, src.FLOAT32, src.COL_MAJOR)  # noqa: E731
+    y, v = (cp.asarray(rng.standard_normal(k).astype(np.float32)) for k in (n, m))
+    outs = {"xtvxy": cp.empty(n, dtype=cp.float32), "xy": cp.empty(m, dtype=cp.float32)}
     variants = [("as is", X, vs) for vs in ("", "2", "4", "8", "16")]
     variants.append(("random columns", uniform(rng, m, n, max(1, X.nnz // m)), ""))
     for label, M, vs in variants:
         os.environ["SPARSERING_FUSED_VECTOR"] = vs
-        Xd = lib.from_scipy(ctx, M, src.DEVICE)
-        for form, fname in ((0, "XTVXY"), (2, "XY")):
-            W, Y, V = dv(w, n if form != 2 else m), dv(y, n), dv(v, m)
-            call = lambda: lib.check(lib.lib.sr_fused_pattern(ctx, form, src.C.byref(W), src.C.c_double(1.0), Xd,  # noqa
-                                                              src.C.byref(V), src.C.byref(Y), src.C.c_double(0.0), None))
+        Xd = sr.Matrix(M, context=ctx, location="device")
+        for form in ("xtvxy", "xy"):
+            call = lambda: sr.fused_pattern(Xd, y, v=v, form=form, out=outs[form], context=ctx)  # noqa: E731
             t = median_time(call, reps=20, sync=sync)
-            print(f"  {label:15} VS {vs or 'auto':4} {fname:6} {t * 1e3:8.3f} ms", flush=True)
-        lib.free(Xd)
+            print(f"  {label:15} VS {vs or 'auto':4} {form.upper():6} {t * 1e3:8.3f} ms", flush=True)
+        del Xd
     os.environ["SPARSERING_FUSED_VECTOR"] = ""
     Xc = cps.csr_matrix(X)
     print(f"  cuSPARSE X@y                  {median_time(lambda: Xc @ y, reps=20, sync=sync) * 1e3:8.3f} ms")

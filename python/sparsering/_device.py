@@ -177,8 +177,11 @@ def synchronize_caller(kind):
 def csr_result(kind, shape, indptr, indices, data):
     """A sparse matrix of the kind from device CSR arrays (int64 row pointers, int32 columns)."""
     if kind == "torch":
+        import warnings
         torch = _torch()
-        return torch.sparse_csr_tensor(indptr, indices.to(torch.int64), data, size=shape)
+        with warnings.catch_warnings():  # torch's "sparse CSR support is in beta" note, on every call
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.sparse_csr_tensor(indptr, indices.to(torch.int64), data, size=shape)
     import cupy
     import cupyx.scipy.sparse as csp  # int32 row pointers only
     return csp.csr_matrix((data, indices, indptr.astype(cupy.int32)), shape=shape)

@@ -240,15 +240,19 @@ def pairwise_distances(X, Y=None, metric="euclidean", *, p=None, dtype=None, con
     return D
 
 
-def kneighbors(index, queries=None, k=5, metric="euclidean", *, p=None, dtype=None, progress=None, context=None):
+def kneighbors(index, queries=None, k=5, metric="euclidean", *, p=None, dtype=None, progress=None, output_type=None,
+               context=None):
     """The k nearest rows of `index` to each row of `queries` (index itself when None; each row
     then finds itself first). Returns (distances, indices), closest first, ties to the smaller
     index; inner_product keeps the largest. progress: True for a progress bar (tqdm when
     installed), or a callable(done, total) whose true result stops the run (CancelledError);
-    Ctrl-C stops it between batches."""
+    Ctrl-C stops it between batches. output_type: "cupy" or "torch" for results on the GPU,
+    "numpy" for host arrays; None (the default) answers GPU inputs in their kind, others in numpy."""
     ctx = _ctx_for(index, context)
     m, arg = _metric(metric, p)
-    kind = _device_kind(index, queries)
+    if output_type not in (None, "numpy", "cupy", "torch"):
+        raise ValueError(f'output_type must be "numpy", "cupy" or "torch", not {output_type!r}')
+    kind = _device_kind(index, queries) if output_type is None else None if output_type == "numpy" else output_type
     X = as_matrix(index, ctx, None, "device" if kind else None)
     Q = X if queries is None else as_matrix(queries, ctx, None, X.location)
     t = _precision(dtype, X, Q)

@@ -45,13 +45,17 @@ def fused_pattern(X, y, *, v=None, z=None, alpha=1.0, beta=0.0, form="xtvxy", ou
 
 
 def _fused_on_device(kind, X, y, v, z, alpha, beta, form, out, t, context):
-    """fused_pattern with GPU vectors (cupy, torch) and a sparse X moved to (or already on) the device."""
+    """fused_pattern with GPU vectors (cupy, torch): a dense X read on the device in place, a sparse X
+    moved to (or already on) the device."""
     ctx = _ctx_for(X, context)
-    if _device.device_array(X) is not None or isinstance(X, np.ndarray):
-        raise ValueError("fused_pattern: on GPU data X must be sparse (cupyx/torch sparse, scipy or a Matrix)")
     dtype = numpy_dtype(t)
-    Xm = as_matrix(X, ctx, None if getattr(X, "dtype", None) == np.bool_ else dtype, "device")
-    m, n = Xm.shape
+    if _device.device_array(X) is not None or isinstance(X, np.ndarray):  # dense X, read in place
+        (xt, Xd), Xh = _device_in(X, t, kind, "fused_pattern: X", 2), None
+        m, n = Xd.shape
+    else:
+        Xm = as_matrix(X, ctx, None if getattr(X, "dtype", None) == np.bool_ else dtype, "device")
+        Xh, xt = Xm._h, None
+        m, n = Xm.shape
     nw = m if form == "xy" else n
     out, od = _device_output(out, kind, (nw,), t, False, False, "fused_pattern", None)
     vec = lambda a: (None, None) if a is None else _device_in(a, t, kind, "fused_pattern: a vector", 1)  # noqa: E731
@@ -59,7 +63,7 @@ def _fused_on_device(kind, X, y, v, z, alpha, beta, form, out, t, context):
     zt, zd = (_device.dense_arg(od, t, ROW_MAJOR, COL_MAJOR), od) if z is out and z is not None else vec(z)
     _run_on_device(ctx, kind, lambda: _core.fused_pattern(ctx._ctx, _FORMS[form],
                                                           _device.dense_arg(od, t, ROW_MAJOR, COL_MAJOR), float(alpha),
-                                                          Xm._h, None, vt, yt, float(beta), zt))
+                                                          Xh, xt, vt, yt, float(beta), zt))
     return out
 
 

@@ -1,12 +1,13 @@
-"""What every Python comparison test needs: the ctypes binding, the build and data folders, a
+"""What every Python comparison test needs: the C API by ctypes (c_api.py), the build and data folders, a
 printed seed, and the backends to run on (CPU always, CUDA where a GPU is usable)."""
 import os
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-import sr_ctypes as sr  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))  # knn_data: the real sets
+sys.path.insert(0, os.path.dirname(__file__))
+import c_api as sr  # noqa: E402
 
 BUILD = os.environ.get("SPARSERING_BUILD", "build")
 DATA = os.environ.get("SPARSERING_TEST_DATA", "")

@@ -1,6 +1,8 @@
-"""A thin ctypes binding to libsparsering for the benchmarks and the scipy comparison tests (the
-Python package, issue 8, will be the real interface). Arrays are passed as raw pointers: numpy
-.ctypes.data for host memory, cupy .data.ptr for device memory."""
+"""The C API through ctypes, for the C-level comparison tests in this folder only: they call the
+library's own entry points (host and device pointers, the C descriptors and enums) beneath the
+Python package and check them against scipy and scikit-learn. Users and the benchmarks go
+through the package (python/sparsering). Arrays are raw pointers: numpy .ctypes.data for host
+memory, cupy .data.ptr for device memory."""
 import ctypes as C
 import os
 
