@@ -454,7 +454,9 @@ typedef struct sr_knn_options {
  * precision of the computation). Works batch by batch: the distances of one batch of queries
  * take at most 1 GiB and at most the context's workspace limit; the full distance matrix is
  * never held. A batch the device has no memory for is retried in halves, down to one query
- * (SR_ERROR_DEVICE_OUT_OF_MEMORY only when that fails too). k <= index rows; on
+ * (SR_ERROR_DEVICE_OUT_OF_MEMORY only when that fails too). The index keeps its transpose from
+ * its first search until it is freed (memory as much again as the index, on the index's context),
+ * so later searches skip building it. k <= index rows; on
  * CUDA k <= 1024. options may be NULL. */
 sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, sr_metric metric,
                  double metric_arg, int64_t *indices, const sr_dense *distances, const sr_knn_options *options);

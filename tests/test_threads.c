@@ -2,7 +2,9 @@
  * SpGEMM, SDDMM, k-NN and the fused pattern and get the results of sequential calls: exactly on
  * the CPU (contexts of one thread, so every sum runs in one order); on CUDA, where SpGEMM and the
  * fused pattern sum with floating atomics in no fixed order, to 1e-12 relative, and exactly for
- * everything integral (patterns, neighbour indices). CPU backend, and CUDA when present. */
+ * everything integral (patterns, neighbour indices). Then 8 threads search one index matrix at
+ * once, racing to build the transpose it keeps after its first search (src/ops/distance_index.c),
+ * and get the sequential neighbours. CPU backend, and CUDA when present. */
 #include <pthread.h>
 
 #include "test_util.h"
@@ -107,6 +109,67 @@ static void *worker(void *arg)
     return NULL;
 }
 
+static bool close_sum(double a, double b);
+
+/* k-NN sums of one search of `index` (the same condensing as run_once). */
+static void search_once(sr_context ctx, sr_matrix index, results *r)
+{
+    const int64_t m = data.nrows;
+    double *dist = malloc((size_t)(m * 4) * sizeof(double));
+    int64_t *idx = malloc((size_t)(m * 4) * sizeof(int64_t));
+    sr_dense Dd = sr_dense_view(dist, m, 4, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    memset(r, 0, sizeof *r);
+    r->status = sr_knn(ctx, index, index, 4, SR_METRIC_COSINE, 0, idx, &Dd, NULL);
+    for (int64_t e = 0; e < m * 4 && r->status == SR_SUCCESS; e++) {
+        r->knn_sum += dist[e] * (double)(e % 3 + 1);
+        r->knn_index_sum += idx[e] * (e % 3 + 1);
+    }
+    if (r->status != SR_SUCCESS)
+        snprintf(r->message, sizeof r->message, "%s", sr_last_error());
+    free(dist), free(idx);
+}
+
+typedef struct {
+    sr_context shared;
+    sr_matrix index;
+    results out;
+} search_job;
+
+static void *search_worker(void *arg)
+{
+    search_job *j = arg;
+    sr_context ctx = j->shared ? j->shared : new_context();
+    for (int round = 0; round < 3; round++)
+        search_once(ctx, j->index, &j->out);
+    if (!j->shared)
+        sr_context_destroy(ctx);
+    return NULL;
+}
+
+/* 8 threads search one index (own contexts, then the index's): the first searches race to keep
+ * its transpose; every thread must find the neighbours a sequential search of a fresh copy finds. */
+static void shared_index(sr_context ctx, const results *sequential)
+{
+    for (int shared = 0; shared < 2; shared++) {
+        sr_matrix index = test_make_matrix_at(ctx, &data, where); /* fresh: nothing kept yet */
+        search_job jobs[WORKERS];
+        pthread_t threads[WORKERS];
+        for (int t = 0; t < WORKERS; t++) {
+            jobs[t].shared = shared ? ctx : NULL;
+            jobs[t].index = index;
+            CHECK(pthread_create(&threads[t], NULL, search_worker, &jobs[t]) == 0, "pthread_create failed");
+        }
+        for (int t = 0; t < WORKERS; t++)
+            pthread_join(threads[t], NULL);
+        for (int t = 0; t < WORKERS; t++)
+            CHECK(jobs[t].out.status == SR_SUCCESS && close_sum(jobs[t].out.knn_sum, sequential->knn_sum) &&
+                      jobs[t].out.knn_index_sum == sequential->knn_index_sum,
+                  "one index, %s contexts, thread %d: %s; knn %.17g vs %.17g", shared ? "the shared" : "own", t,
+                  jobs[t].out.message, jobs[t].out.knn_sum, sequential->knn_sum);
+        sr_matrix_free(index);
+    }
+}
+
 /* Exact on the CPU; on CUDA within the rounding of a reordered atomic sum. */
 static bool close_sum(double a, double b)
 {
@@ -147,6 +210,7 @@ static void run_backend(void)
                   jobs[t].out.sddmm_sum, sequential.sddmm_sum, jobs[t].out.knn_sum, sequential.knn_sum,
                   jobs[t].out.fused_sum, sequential.fused_sum);
     }
+    shared_index(ctx, &sequential);
     sr_context_destroy(ctx);
 }
 

@@ -64,6 +64,22 @@ static sr_status check_values(const char *fn, const char *what, const struct sr_
     return SR_SUCCESS;
 }
 
+/* The index's value checks, skipped when it passed them on an earlier search (kept with it). */
+static sr_status check_index(const char *fn, const char *what, const sr_distance_prep *p, struct sr_matrix_s *index,
+                             bool keep, int threads)
+{
+    const bool nonnegative = sr_metric_needs_nonnegative(p->in.metric);
+    if (keep && sr_distance_index_checked(index, false) && (!nonnegative || sr_distance_index_checked(index, true)))
+        return SR_SUCCESS;
+    SR_TRY(check_values(fn, what, p->in.X, p->in.metric, threads));
+    if (keep) {
+        sr_distance_index_mark_checked(index, false);
+        if (nonnegative)
+            sr_distance_index_mark_checked(index, true);
+    }
+    return SR_SUCCESS;
+}
+
 static sr_status norms_of(sr_distance_prep *p, const struct sr_matrix_s *M, double **norms)
 {
     SR_TRY(sr_mem_alloc_array(p->ctx, p->where, (size_t)M->nrows * 2, sizeof(double), (void **)norms));
@@ -92,11 +108,18 @@ static sr_status prepare_steps(const char *fn, sr_distance_prep *p, struct sr_ma
     int threads = sr_context_threads(p->ctx);
     SR_TRY(in_compute_type(p->ctx, queries, ctype, &p->in.Q, &p->q_cast));
     SR_TRY(in_compute_type(p->ctx, index, ctype, &p->in.X, &p->x_cast));
-    SR_TRY(check_values(fn, "the queries", p->in.Q, p->in.metric, threads));
-    SR_TRY(check_values(fn, "the index", p->in.X, p->in.metric, threads));
+    /* an index searched in its own type keeps its checks, transpose and norms (distance_index.c) */
+    const bool keep = p->x_cast == NULL, self = queries == index && p->q_cast == NULL && keep;
+    if (!self)
+        SR_TRY(check_values(fn, "the queries", p->in.Q, p->in.metric, threads));
+    SR_TRY(check_index(fn, self ? "the queries" : "the index", p, index, keep, threads)); /* self: checked once */
     if (sr_metric_kind_of(p->in.metric) != SR_MK_MAX || p->where == SR_DEVICE) { /* the CPU merges for Chebyshev */
-        SR_TRY(sr_matrix_transpose(p->ctx, (sr_matrix)p->in.X, &p->xt));
-        p->in.XT = p->xt;
+        if (p->x_cast) { /* a cast copy lives for this call only, and so does its transpose */
+            SR_TRY(sr_matrix_transpose(p->ctx, (sr_matrix)p->in.X, &p->xt));
+            p->in.XT = p->xt;
+        } else {
+            SR_TRY(sr_distance_index_transpose(index, &p->in.XT));
+        }
     }
     if (sr_metric_kind_of(p->in.metric) == SR_MK_MAX && p->where == SR_DEVICE) {
         const int32_t *unused;
@@ -109,10 +132,18 @@ static sr_status prepare_steps(const char *fn, sr_distance_prep *p, struct sr_ma
             SR_TRY(magnitude_order(p, p->in.X, &p->x_mag, &p->in.x_mag_col, &unused, &p->in.x_mag_abs));
         }
     }
-    SR_TRY(norms_of(p, p->in.Q, &p->qnorm));
-    SR_TRY(norms_of(p, p->in.X, &p->xnorm));
-    p->in.qnorm = p->qnorm;
-    p->in.xnorm = p->xnorm;
+    if (keep) {
+        SR_TRY(sr_distance_index_norms(p->ctx, index, p->in.metric, p->in.p, &p->in.xnorm));
+    } else {
+        SR_TRY(norms_of(p, p->in.X, &p->xnorm));
+        p->in.xnorm = p->xnorm;
+    }
+    if (self) {
+        p->in.qnorm = p->in.xnorm;
+    } else {
+        SR_TRY(norms_of(p, p->in.Q, &p->qnorm));
+        p->in.qnorm = p->qnorm;
+    }
     return SR_SUCCESS;
 }
 

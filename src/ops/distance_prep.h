@@ -23,6 +23,14 @@ sr_status sr_distance_prepare(const char *fn, struct sr_context_s *ctx, struct s
                               struct sr_matrix_s *index, sr_metric metric, double metric_arg, sr_type ctype,
                               sr_distance_prep *p);
 void sr_distance_release(sr_distance_prep *p);
+/* What an index keeps from its first search (src/ops/distance_index.c): its transpose; whether
+ * its values passed the finite (nonnegative false) or nonnegative check, and marking them so; its
+ * row norms for a metric and p (2 doubles a row, where X lives). */
+sr_status sr_distance_index_transpose(struct sr_matrix_s *X, const struct sr_matrix_s **xt);
+bool sr_distance_index_checked(struct sr_matrix_s *X, bool nonnegative);
+void sr_distance_index_mark_checked(struct sr_matrix_s *X, bool nonnegative);
+sr_status sr_distance_index_norms(struct sr_context_s *ctx, struct sr_matrix_s *X, sr_metric metric, double p,
+                                  const double **norms);
 /* Distances of query rows [q0, q1) to every index row, into `out` (where the work runs). */
 sr_status sr_distance_rows(const sr_distance_prep *p, int64_t q0, int64_t q1, const sr_strided_out *out);
 /* Query rows per batch so that `per_row` bytes each stay under the workspace limit (and a
