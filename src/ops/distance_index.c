@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "sparsering.h"
+
 #include "../core/error.h"
 #include "../core/matrix.h"
 #include "../core/memory.h"
@@ -127,8 +129,12 @@ sr_status sr_distance_index_norms(struct sr_context_s *ctx, struct sr_matrix_s *
     if (!entry)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an index's cache");
     sr_status s = sr_mem_alloc(X->ctx, X->location, bytes ? bytes : sizeof(double), (void **)&built);
-    if (s == SR_SUCCESS && X->location == SR_DEVICE)
+    if (s == SR_SUCCESS && X->location == SR_DEVICE) {
         s = sr_cuda_distance_norms(X, metric, p, built);
+        /* the norms kernel runs on X's stream; searches on other contexts' streams read them later */
+        if (s == SR_SUCCESS)
+            s = sr_context_synchronize(X->ctx);
+    }
     else if (s == SR_SUCCESS)
         sr_cpu_distance_norms(X, metric, p, built, sr_context_threads(ctx));
     if (s != SR_SUCCESS) {
