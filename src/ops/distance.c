@@ -80,13 +80,19 @@ static sr_status check_index(const char *fn, const char *what, const sr_distance
     return SR_SUCCESS;
 }
 
+sr_status sr_distance_norms(struct sr_context_s *owner, int threads, const struct sr_matrix_s *M, sr_metric metric,
+                            double p, double **norms)
+{
+    SR_TRY(sr_mem_alloc_array(owner, M->location, (size_t)M->nrows * 2, sizeof(double), (void **)norms));
+    if (M->location == SR_DEVICE)
+        return sr_cuda_distance_norms(M, metric, p, *norms);
+    sr_cpu_distance_norms(M, metric, p, *norms, threads);
+    return SR_SUCCESS;
+}
+
 static sr_status norms_of(sr_distance_prep *p, const struct sr_matrix_s *M, double **norms)
 {
-    SR_TRY(sr_mem_alloc_array(p->ctx, p->where, (size_t)M->nrows * 2, sizeof(double), (void **)norms));
-    if (p->where == SR_DEVICE)
-        return sr_cuda_distance_norms(M, p->in.metric, p->in.p, *norms);
-    sr_cpu_distance_norms(M, p->in.metric, p->in.p, *norms, sr_context_threads(p->ctx));
-    return SR_SUCCESS;
+    return sr_distance_norms(p->ctx, sr_context_threads(p->ctx), M, p->in.metric, p->in.p, norms);
 }
 
 /* M's magnitude order, for the device Chebyshev kernel, in one block allocated here. */

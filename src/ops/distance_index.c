@@ -12,8 +12,6 @@
 #include "../core/error.h"
 #include "../core/matrix.h"
 #include "../core/memory.h"
-#include "../cpu/cpu.h"
-#include "../cuda/cuda.h"
 #include "distance_prep.h"
 
 typedef struct kept_norms {
@@ -116,6 +114,10 @@ static const double *find_norms(const distance_cache *c, sr_metric metric, doubl
 sr_status sr_distance_index_norms(struct sr_context_s *ctx, struct sr_matrix_s *X, sr_metric metric, double p,
                                   const double **norms)
 {
+    if (X->nrows == 0) { /* nothing to keep, and nothing reads them */
+        *norms = NULL;
+        return SR_SUCCESS;
+    }
     pthread_mutex_lock(&cache_lock);
     const double *kept = find_norms(X->distance_cache, metric, p);
     pthread_mutex_unlock(&cache_lock);
@@ -124,21 +126,16 @@ sr_status sr_distance_index_norms(struct sr_context_s *ctx, struct sr_matrix_s *
         return SR_SUCCESS;
     }
     const size_t bytes = 2 * sizeof(double) * (size_t)X->nrows;
-    double *built = NULL;
     kept_norms *entry = malloc(sizeof *entry);
     if (!entry)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an index's cache");
-    sr_status s = sr_mem_alloc(X->ctx, X->location, bytes ? bytes : sizeof(double), (void **)&built);
-    if (s == SR_SUCCESS && X->location == SR_DEVICE) {
-        s = sr_cuda_distance_norms(X, metric, p, built);
-        /* the norms kernel runs on X's stream; searches on other contexts' streams read them later */
-        if (s == SR_SUCCESS)
-            s = sr_context_synchronize(X->ctx);
-    }
-    else if (s == SR_SUCCESS)
-        sr_cpu_distance_norms(X, metric, p, built, sr_context_threads(ctx));
+    double *built = NULL;
+    sr_status s = sr_distance_norms(X->ctx, sr_context_threads(ctx), X, metric, p, &built);
+    /* a device kernel runs on X's stream; searches on other contexts' streams read the norms later */
+    if (s == SR_SUCCESS && X->location == SR_DEVICE)
+        s = sr_context_synchronize(X->ctx);
     if (s != SR_SUCCESS) {
-        sr_mem_free(X->ctx, X->location, built, bytes ? bytes : sizeof(double));
+        sr_mem_free(X->ctx, X->location, built, bytes);
         free(entry);
         return s;
     }
@@ -154,7 +151,7 @@ sr_status sr_distance_index_norms(struct sr_context_s *ctx, struct sr_matrix_s *
     }
     pthread_mutex_unlock(&cache_lock);
     if (built) /* another call got there first, or no cache could be made: this call's copy goes */
-        sr_mem_free(X->ctx, X->location, built, bytes ? bytes : sizeof(double));
+        sr_mem_free(X->ctx, X->location, built, bytes);
     free(entry);
     if (!kept)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an index's cache");

@@ -23,6 +23,10 @@ sr_status sr_distance_prepare(const char *fn, struct sr_context_s *ctx, struct s
                               struct sr_matrix_s *index, sr_metric metric, double metric_arg, sr_type ctype,
                               sr_distance_prep *p);
 void sr_distance_release(sr_distance_prep *p);
+/* M's row norms for a metric and p (2 a row, sr_metric_norm_add) where M lives, in memory counted
+ * on `owner` (NULL for no rows). */
+sr_status sr_distance_norms(struct sr_context_s *owner, int threads, const struct sr_matrix_s *M, sr_metric metric,
+                            double p, double **norms);
 /* What an index keeps from its first search (src/ops/distance_index.c): its transpose; whether
  * its values passed the finite (nonnegative false) or nonnegative check, and marking them so; its
  * row norms for a metric and p (2 doubles a row, where X lives). */
