@@ -22,9 +22,13 @@ static void *upload(const void *host, size_t bytes)
         return NULL;
     /* cudaMemcpy from pageable memory may return before its DMA lands, and sparsering reads on its
      * own stream: synchronize before handing the pointer over (README: device pointers) */
-    if (cudaMalloc(&d, bytes) != cudaSuccess || cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
-        cudaDeviceSynchronize() != cudaSuccess) {
-        fprintf(stderr, "upload of %zu bytes failed\n", bytes);
+    cudaError_t e = cudaMalloc(&d, bytes);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        fprintf(stderr, "upload of %zu bytes failed: %s\n", bytes, cudaGetErrorString(e));
         exit(2);
     }
     return d;

@@ -2,7 +2,8 @@
  * give the same answers under a tiny workspace limit and when a memory hog leaves too little
  * device memory for the batch the limit allows (they retry in smaller batches); with no device
  * memory left at all they fail with SR_ERROR_DEVICE_OUT_OF_MEMORY, outputs untouched, and the
- * context works again once memory is back. Skips (exit 77) without CUDA or a GPU. */
+ * context works again once memory is back. SpGEMM beside a hog runs its dense rows in smaller
+ * waves and SDDMM goes without its kept entry order. Skips (exit 77) without CUDA or a GPU. */
 #include "test_util.h"
 
 #ifndef SR_TEST_HAVE_CUDA
@@ -65,6 +66,28 @@ static void free_answers(answers *a)
  * in shared memory in no fixed order, so the last bits may differ between runs (README). */
 static bool close_enough(float x, float y) { return fabsf(x - y) <= 1e-5f * fmaxf(1.0f, fabsf(y)); }
 
+/* Two host float32 matrices: the same pattern, values equal up to rounding (close_enough). */
+static bool matrices_close(sr_matrix got, sr_matrix want)
+{
+    sr_matrix_info gi, wi;
+    sr_matrix_get_info(got, &gi);
+    sr_matrix_get_info(want, &wi);
+    const int64_t *grp, *wrp;
+    const int32_t *gci, *wci;
+    const void *gv, *wv;
+    CHECK_OK(sr_matrix_csr_arrays(got, &grp, &gci, &gv));
+    CHECK_OK(sr_matrix_csr_arrays(want, &wrp, &wci, &wv));
+    bool same = gi.nrows == wi.nrows && gi.nnz == wi.nnz &&
+                memcmp(grp, wrp, (size_t)(gi.nrows + 1) * sizeof(int64_t)) == 0 &&
+                memcmp(gci, wci, (size_t)gi.nnz * sizeof(int32_t)) == 0;
+    for (int64_t e = 0; same && e < gi.nnz; e++)
+        same = close_enough(((const float *)gv)[e], ((const float *)wv)[e]);
+    if (!same)
+        printf("  %lld x %lld with %lld entries, expected %lld\n", (long long)gi.nrows, (long long)gi.ncols,
+               (long long)gi.nnz, (long long)wi.nnz);
+    return same;
+}
+
 static void check_same_answers(const answers *got, const answers *want, const char *when)
 {
     CHECK(got->knn == SR_SUCCESS && got->pairwise == SR_SUCCESS && got->radius == SR_SUCCESS,
@@ -82,22 +105,8 @@ static void check_same_answers(const answers *got, const answers *want, const ch
         for (int64_t i = 0; i < (int64_t)N_DENSE * N_INDEX; i++)
             bad += !close_enough(got->D[i], want->D[i]);
     CHECK(bad == 0, "%s: %lld pairwise distances differ from the unconstrained run", when, (long long)bad);
-    if (!got->R || !want->R)
-        return;
-    sr_matrix_info gi, wi;
-    sr_matrix_get_info(got->R, &gi);
-    sr_matrix_get_info(want->R, &wi);
-    const int64_t *grp, *wrp;
-    const int32_t *gci, *wci;
-    const void *gv, *wv;
-    CHECK_OK(sr_matrix_csr_arrays(got->R, &grp, &gci, &gv));
-    CHECK_OK(sr_matrix_csr_arrays(want->R, &wrp, &wci, &wv));
-    bool same = gi.nnz == wi.nnz && memcmp(grp, wrp, (size_t)(N_QUERIES + 1) * sizeof(int64_t)) == 0 &&
-                memcmp(gci, wci, (size_t)gi.nnz * sizeof(int32_t)) == 0;
-    for (int64_t e = 0; same && e < gi.nnz; e++)
-        same = close_enough(((const float *)gv)[e], ((const float *)wv)[e]);
-    CHECK(same, "%s: radius neighbours differ from the unconstrained run (%lld and %lld pairs)", when,
-          (long long)gi.nnz, (long long)wi.nnz);
+    if (got->R && want->R)
+        CHECK(matrices_close(got->R, want->R), "%s: radius neighbours differ from the unconstrained run", when);
 }
 
 /* Takes device memory until `leave` bytes are free (or as close as cudaMalloc allows); returns the
@@ -185,6 +194,120 @@ static void starved_calls(void)
     test_csr_free(&xq);
 }
 
+static sr_matrix device_product_on_host(sr_matrix A, sr_matrix B, sr_status *status)
+{
+    sr_matrix C = NULL, H = NULL;
+    *status = sr_mxm(gpu, &C, NULL, SR_PLUS_TIMES, A, B, NULL);
+    if (*status == SR_SUCCESS)
+        CHECK_OK(sr_matrix_copy_to(gpu, C, SR_HOST, &H));
+    sr_matrix_free(C);
+    return H;
+}
+
+static float *device_floats(int64_t n, bool random)
+{
+    float *host = malloc((size_t)n * sizeof(float)), *dev = NULL;
+    for (int64_t i = 0; i < n; i++)
+        host[i] = random ? (float)test_uniform() - 0.5f : 0.0f;
+    CHECK(cudaMalloc((void **)&dev, (size_t)n * sizeof(float)) == cudaSuccess, "cudaMalloc of %lld floats", (long long)n);
+    cudaMemcpy(dev, host, (size_t)n * sizeof(float), cudaMemcpyHostToDevice);
+    free(host);
+    return dev;
+}
+
+static int64_t values_apart(const float *got, const float *want, int64_t n)
+{
+    int64_t bad = 0;
+    for (int64_t e = 0; e < n; e++)
+        bad += !close_enough(got[e], want[e]);
+    return bad;
+}
+
+/* SpGEMM and SDDMM beside a hog. SpGEMM's rows with the most products use dense accumulator rows
+ * over all of B's columns, a wave of up to two per multiprocessor: a wave that does not fit goes in
+ * smaller waves. SDDMM's entry orders (kept with S to speed later calls) that do not fit are
+ * done without. Both give the unconstrained answers. */
+static void products_beside_a_hog(void)
+{
+    enum { WIDE = 4000000, SN = 200000, SK = 32 };
+    const size_t leave = (size_t)48 << 20;
+    /* A: rows up to ~3,000 entries; B: 4,000,000 columns, ~25 entries a row */
+    test_csr xa = test_random_csr(400, 3000, 60, SR_TYPE_FLOAT32), xb = test_random_csr(3000, WIDE, 25, SR_TYPE_FLOAT32);
+    int64_t dense_rows = 0; /* rows with more than 8,192 products: the dense bins */
+    for (int64_t i = 0; i < xa.nrows; i++) {
+        int64_t products = 0;
+        for (int64_t e = xa.rowptr[i]; e < xa.rowptr[i + 1]; e++)
+            products += xb.rowptr[xa.colind[e] + 1] - xb.rowptr[xa.colind[e]];
+        dense_rows += products > 8192;
+    }
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    const int64_t wave = dense_rows < 2 * sms ? dense_rows : 2 * sms;
+    const double wave_bytes = (double)wave * WIDE * (4.0 + 1.0 / 8.0);
+    printf("SpGEMM: %lld dense rows; a full wave of %lld accumulator rows needs %.0f MiB, the hog leaves %zu MiB\n",
+           (long long)dense_rows, (long long)wave, wave_bytes / 1048576.0, leave >> 20);
+    CHECK(wave_bytes > 2.0 * (double)leave, "the SpGEMM case no longer needs smaller waves (%lld dense rows)",
+          (long long)dense_rows);
+    sr_matrix A = test_make_matrix_at(gpu, &xa, SR_DEVICE), B = test_make_matrix_at(gpu, &xb, SR_DEVICE);
+    sr_status st;
+    sr_matrix want = device_product_on_host(A, B, &st);
+    CHECK(st == SR_SUCCESS, "SpGEMM unconstrained: %s", sr_last_error());
+
+    /* SDDMM: S 200,000 x 200,000 with ~30 entries a row, K = 32, row panels forced (their entry
+     * order is built whatever the reuse). S_warm builds its order before the hog; S_cold, the
+     * same matrix, meets the hog without one. */
+    setenv("SPARSERING_SDDMM_PANELS", "1", 1);
+    test_csr xs = test_random_csr(SN, SN, 30, SR_TYPE_FLOAT32);
+    sr_matrix S_warm = test_make_matrix_at(gpu, &xs, SR_DEVICE), S_cold = test_make_matrix_at(gpu, &xs, SR_DEVICE);
+    float *dA = device_floats((int64_t)SN * SK, true), *dB = device_floats((int64_t)SN * SK, true);
+    float *dv = device_floats(xs.nnz, false);
+    sr_dense Av = sr_dense_view(dA, SN, SK, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_DEVICE);
+    sr_dense Bv = sr_dense_view(dB, SN, SK, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_DEVICE);
+    sr_dense vv = sr_dense_view(dv, xs.nnz, 1, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_DEVICE);
+    float *want_v = malloc((size_t)xs.nnz * sizeof(float)), *got_v = malloc((size_t)xs.nnz * sizeof(float));
+    CHECK_OK(sr_sddmm_values(gpu, &vv, SR_PLUS_TIMES, 1.0, S_warm, &Av, &Bv, 0.0, NULL));
+    cudaMemcpy(want_v, dv, (size_t)xs.nnz * sizeof(float), cudaMemcpyDeviceToHost);
+    /* the panel order keeps 8 bytes an entry and needs 20 more while it is built (sort keys) */
+    printf("SDDMM: %lld entries; building the entry order kept with S needs %.0f MiB\n", (long long)xs.nnz,
+           (double)xs.nnz * 28.0 / 1048576.0);
+    CHECK((double)xs.nnz * 28.0 > 2.0 * (double)leave, "the SDDMM case no longer outgrows the hog's leftover");
+
+    void **hog = hog_device(leave);
+    printf("hog: %.0f MiB left free\n", (double)free_now() / 1048576.0);
+    sr_matrix got = device_product_on_host(A, B, &st);
+    cudaMemset(dv, 0, (size_t)xs.nnz * sizeof(float));
+    const sr_status sddmm_st = sr_sddmm_values(gpu, &vv, SR_PLUS_TIMES, 1.0, S_cold, &Av, &Bv, 0.0, NULL);
+    release_hog(hog);
+    CHECK(st == SR_SUCCESS, "SpGEMM beside the hog: %s (%s)", sr_status_name(st), sr_last_error());
+    if (got && want)
+        CHECK(matrices_close(got, want), "SpGEMM beside the hog differs from the unconstrained product");
+    CHECK(sddmm_st == SR_SUCCESS, "SDDMM beside the hog: %s (%s)", sr_status_name(sddmm_st), sr_last_error());
+    cudaMemcpy(got_v, dv, (size_t)xs.nnz * sizeof(float), cudaMemcpyDeviceToHost);
+    int64_t bad = values_apart(got_v, want_v, xs.nnz);
+    CHECK(bad == 0, "SDDMM beside the hog: %lld of %lld values differ", (long long)bad, (long long)xs.nnz);
+    /* memory back: S_cold builds its order now, same values */
+    CHECK_OK(sr_sddmm_values(gpu, &vv, SR_PLUS_TIMES, 1.0, S_cold, &Av, &Bv, 0.0, NULL));
+    cudaMemcpy(got_v, dv, (size_t)xs.nnz * sizeof(float), cudaMemcpyDeviceToHost);
+    bad = values_apart(got_v, want_v, xs.nnz);
+    CHECK(bad == 0, "SDDMM after the hog: %lld values differ", (long long)bad);
+    unsetenv("SPARSERING_SDDMM_PANELS");
+
+    free(want_v);
+    free(got_v);
+    cudaFree(dA);
+    cudaFree(dB);
+    cudaFree(dv);
+    sr_matrix_free(got);
+    sr_matrix_free(want);
+    sr_matrix_free(A);
+    sr_matrix_free(B);
+    sr_matrix_free(S_warm);
+    sr_matrix_free(S_cold);
+    test_csr_free(&xa);
+    test_csr_free(&xb);
+    test_csr_free(&xs);
+}
+
 int main(void)
 {
     test_seed("test_device_memory");
@@ -242,6 +365,7 @@ int main(void)
     /* nothing left: even one query's distances to a 1M-row index (4 MB) do not fit: a clean
      * SR_ERROR_DEVICE_OUT_OF_MEMORY, outputs untouched */
     starved_calls();
+    products_beside_a_hog();
 
     /* memory back: the same context answers as before */
     CHECK_OK(sr_context_set_workspace_limit(gpu, 0));

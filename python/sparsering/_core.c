@@ -1011,18 +1011,19 @@ static PyObject *reduce_rows(PyObject *mod, PyObject *args)
     return wrap_matrix(context, v);
 }
 
-/* A host bit block over a C-contiguous uint64 buffer of nrows x words (ld = words). */
+/* A bit block over a C-contiguous uint64 buffer of nrows x words (ld = words): a host buffer, or
+ * a device array as get_array's (pointer, bytes) tuple. Release with release_buffer. */
 static int bits_arg(PyObject *obj, Py_buffer *b, long long nrows, long long ncols, int writable, sr_bits *out,
                     const char *what)
 {
-    b->obj = NULL;
-    if (PyObject_GetBuffer(obj, b, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) != 0)
+    sr_location where;
+    if (get_array(obj, b, writable, PyBUF_C_CONTIGUOUS, &where))
         return -1;
-    *out = sr_bits_view(b->buf, nrows, ncols, SR_HOST);
+    *out = sr_bits_view(b->buf, nrows, ncols, where);
     if (nrows < 0 || ncols < 0 || check_bytes(b, (size_t)(nrows * out->ld) * 8, what)) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_ValueError, "%s: negative shape", what);
-        PyBuffer_Release(b);
+        release_buffer(b);
         b->obj = NULL;
         return -1;
     }
@@ -1051,22 +1052,21 @@ static PyObject *mxm_bits(PyObject *mod, PyObject *args)
     if (bits_arg(y_obj, &yb, info.nrows, ncols, 1, &Y, "Y"))
         return NULL;
     if (bits_arg(x_obj, &xb, info.ncols, ncols, 0, &X, "X")) {
-        PyBuffer_Release(&yb);
+        release_buffer(&yb);
         return NULL;
     }
     if (mask_obj != Py_None && bits_arg(mask_obj, &mb, info.nrows, ncols, 0, &M, "mask")) {
-        PyBuffer_Release(&yb);
-        PyBuffer_Release(&xb);
+        release_buffer(&yb);
+        release_buffer(&xb);
         return NULL;
     }
     sr_descriptor d = {.accumulate = accumulate != 0, .mask_complement = complement != 0, .replace = replace != 0};
     int64_t count = 0;
     sr_status s;
     Py_BEGIN_ALLOW_THREADS s = sr_mxm_bits(ctx, &Y, mask_obj != Py_None ? &M : NULL, A, &X, &d, &count);
-    Py_END_ALLOW_THREADS PyBuffer_Release(&yb);
-    PyBuffer_Release(&xb);
-    if (mb.obj)
-        PyBuffer_Release(&mb);
+    Py_END_ALLOW_THREADS release_buffer(&yb);
+    release_buffer(&xb);
+    release_buffer(&mb);
     if (s != SR_SUCCESS)
         return raise_status(s);
     return PyLong_FromLongLong(count);
@@ -1122,7 +1122,7 @@ static PyObject *bits_from_matrix(PyObject *mod, PyObject *args)
         return NULL;
     sr_status s;
     Py_BEGIN_ALLOW_THREADS s = sr_bits_from_matrix(ctx, &X, A);
-    Py_END_ALLOW_THREADS PyBuffer_Release(&b);
+    Py_END_ALLOW_THREADS release_buffer(&b);
     if (s != SR_SUCCESS)
         return raise_status(s);
     Py_RETURN_NONE;
@@ -1146,7 +1146,7 @@ static PyObject *matrix_from_bits(PyObject *mod, PyObject *args)
     sr_matrix A = NULL;
     sr_status s;
     Py_BEGIN_ALLOW_THREADS s = sr_matrix_from_bits(ctx, &A, &X);
-    Py_END_ALLOW_THREADS PyBuffer_Release(&b);
+    Py_END_ALLOW_THREADS release_buffer(&b);
     if (s != SR_SUCCESS)
         return raise_status(s);
     return wrap_matrix(context, A);
@@ -1168,15 +1168,14 @@ static PyObject *bits_or(PyObject *mod, PyObject *args)
     if (bits_arg(y_obj, &yb, nrows, ncols, x_obj != Py_None, &Y, "Y"))
         return NULL;
     if (x_obj != Py_None && bits_arg(x_obj, &xb, nrows, ncols, 0, &X, "X")) {
-        PyBuffer_Release(&yb);
+        release_buffer(&yb);
         return NULL;
     }
     int64_t count = 0;
     sr_status s;
     Py_BEGIN_ALLOW_THREADS s = x_obj != Py_None ? sr_bits_or(ctx, &Y, &X, &count) : sr_bits_count(ctx, &Y, &count);
-    Py_END_ALLOW_THREADS PyBuffer_Release(&yb);
-    if (xb.obj)
-        PyBuffer_Release(&xb);
+    Py_END_ALLOW_THREADS release_buffer(&yb);
+    release_buffer(&xb);
     if (s != SR_SUCCESS)
         return raise_status(s);
     return PyLong_FromLongLong(count);

@@ -70,12 +70,17 @@ def _contiguous(obj, kind):
 
 def device_array(obj):
     """A DeviceArray for a dense CUDA array (made packed when it is strided), None for anything
-    else (numpy, scipy, host tensors, sparse tensors)."""
+    else (numpy, scipy, host tensors, sparse tensors). cupy arrays and torch tensors are read
+    through their own attributes (their __cuda_array_interface__ builds a dict a call: torch's
+    costs about 10 µs), other objects through the interface or DLPack."""
     kind = _framework(obj)
     if kind == "torch":
-        if not getattr(obj, "is_cuda", False) or obj.layout != _torch().strided:
-            return None
-        obj = obj.detach()
+        return _torch_array(obj)
+    if kind == "cupy" and type(obj).__name__ == "ndarray":
+        flags = obj.flags
+        if not (flags.c_contiguous or flags.f_contiguous):
+            return device_array(_contiguous(obj, kind))
+        return DeviceArray(obj, kind, obj.data.ptr, obj.shape, obj.dtype, "C" if flags.c_contiguous else "F", False)
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is None and kind is None and hasattr(obj, "__dlpack_device__"):
         if obj.__dlpack_device__()[0] != KDL_CUDA:
@@ -92,6 +97,29 @@ def device_array(obj):
         return device_array(_contiguous(obj, kind))
     ptr, readonly = cai["data"]
     return DeviceArray(obj, kind, ptr, cai["shape"], dtype, order, readonly)
+
+
+_TORCH_DTYPES = {}  # torch dtype -> numpy dtype, filled on first use
+
+
+def _torch_array(t):
+    """A DeviceArray of a strided CUDA tensor (None for host or sparse tensors)."""
+    if not t.is_cuda or t.layout is not _torch().strided:
+        return None
+    if not _TORCH_DTYPES:
+        torch = _torch()
+        for name in ("float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "bool"):
+            _TORCH_DTYPES[getattr(torch, name)] = np.dtype(name)
+        if hasattr(torch, "uint64"):
+            _TORCH_DTYPES[torch.uint64] = np.dtype(np.uint64)
+    dtype = _TORCH_DTYPES.get(t.dtype)
+    if dtype is None:
+        raise TypeError(f"sparsering reads no torch {t.dtype} tensors")
+    shape = tuple(t.shape)
+    order = "C" if t.is_contiguous() else "F" if t.dim() == 2 and t.t().is_contiguous() else None
+    if order is None:
+        return _torch_array(t.contiguous())
+    return DeviceArray(t, "torch", t.data_ptr(), shape, dtype, order, False)
 
 
 def _torch():
@@ -146,6 +174,14 @@ def astype(arr, dtype):
     return cupy.ascontiguousarray(arr, dtype=dtype)
 
 
+def to_host(d):
+    """A numpy copy of a DeviceArray (for small inputs the library reads on the host)."""
+    if d.kind == "torch":
+        return d.obj.cpu().numpy()
+    import cupy
+    return cupy.asnumpy(d.obj)
+
+
 def pointer(arr):
     """The (device pointer, bytes) pair the binding reads for a framework array (kept alive by the caller)."""
     d = device_array(arr)
@@ -154,15 +190,52 @@ def pointer(arr):
     return (d.ptr, d.nbytes)
 
 
+def _torch_device(like):
+    """The device of `like` (a tensor), else torch's current CUDA device."""
+    return like.device if like is not None and hasattr(like, "device") else "cuda"
+
+
 def empty(kind, shape, dtype, like=None):
     """A new array of the kind ("cupy" or "torch") on the device of `like` (a framework array)."""
     dtype = np.dtype(dtype)
     if kind == "torch":
         torch = _torch()
-        device = like.device if like is not None and hasattr(like, "device") else "cuda"
-        return torch.empty(shape, dtype=getattr(torch, dtype.name if dtype != np.bool_ else "bool"), device=device)
+        return torch.empty(shape, dtype=getattr(torch, dtype.name if dtype != np.bool_ else "bool"),
+                           device=_torch_device(like))
     import cupy
     return cupy.empty(shape, dtype=dtype)
+
+
+def arange(kind, n, like=None):
+    """0..n-1 (int64) in the kind's framework (numpy for kind None), on `like`'s device."""
+    if kind == "torch":
+        torch = _torch()
+        return torch.arange(n, device=_torch_device(like))
+    if kind == "cupy":
+        import cupy
+        return cupy.arange(n, dtype=np.int64)
+    return np.arange(n, dtype=np.int64)
+
+
+def ones(kind, n, dtype, like=None):
+    """n ones of a numpy dtype in the kind's framework, on `like`'s device."""
+    out = empty(kind, (n,), dtype, like)
+    if kind == "torch":
+        out.fill_(1)
+    else:
+        out.fill(1)
+    return out
+
+
+def sort_rows(keys, values):
+    """(keys, values) with each row ordered by its keys (2-D framework arrays of one shape)."""
+    if _framework(keys) == "torch":
+        torch = _torch()
+        keys, order = torch.sort(keys, dim=1, stable=True)
+        return keys, torch.gather(values, 1, order)
+    import cupy
+    order = cupy.argsort(keys, axis=1)
+    return cupy.take_along_axis(keys, order, 1), cupy.take_along_axis(values, order, 1)
 
 
 def synchronize_caller(kind):
@@ -213,8 +286,7 @@ def operand(obj, dtype, kind, like=None):
         host = np.asarray(obj, dtype=dtype)
         if kind == "torch":
             torch = _torch()
-            device = like.device if like is not None and hasattr(like, "device") else "cuda"
-            return device_array(torch.as_tensor(np.ascontiguousarray(host), device=device))
+            return device_array(torch.as_tensor(np.ascontiguousarray(host), device=_torch_device(like)))
         import cupy
         return device_array(cupy.asarray(host))
     if d.dtype != np.dtype(dtype):

@@ -63,6 +63,21 @@ def _device_kind(*inputs):
     return None
 
 
+_OUTPUT_KINDS = {None: None, "input": None, "numpy": "numpy", "cupy": "cupy", "array": "cupy", "torch": "torch"}
+
+
+def _output_kind(output_type, *inputs):
+    """The GPU framework results come back in ("cupy", "torch"), or None for numpy / scipy:
+    output_type None or "input" follows the first GPU input, "numpy" stays on the host, "cupy"
+    ("array", cuML's name) and "torch" ask for that framework."""
+    if output_type not in _OUTPUT_KINDS:
+        raise ValueError(f'output_type must be one of "input", "numpy", "cupy", "array" or "torch", not {output_type!r}')
+    want = _OUTPUT_KINDS[output_type]
+    if want is None:
+        return _device_kind(*inputs)
+    return None if want == "numpy" else want
+
+
 def _device_output(out, kind, shape, sr_type, accumulate, masked, what, like):
     """The device output of a call on GPU data: `out` (a device array of the shape and dtype) or a
     new one of the input's kind."""
@@ -79,7 +94,10 @@ def _device_output(out, kind, shape, sr_type, accumulate, masked, what, like):
 
 def _ptr_of(obj):
     """The device pointer of a packed array as its owner reports it (data_ptr for torch)."""
-    return obj.data_ptr() if hasattr(obj, "data_ptr") else obj.__cuda_array_interface__["data"][0]
+    if hasattr(obj, "data_ptr"):
+        return obj.data_ptr()
+    ptr = getattr(getattr(obj, "data", None), "ptr", None)  # a cupy array's memory pointer
+    return ptr if ptr is not None else obj.__cuda_array_interface__["data"][0]
 
 
 def _dtype_of(x):
@@ -246,13 +264,12 @@ def kneighbors(index, queries=None, k=5, metric="euclidean", *, p=None, dtype=No
     then finds itself first). Returns (distances, indices), closest first, ties to the smaller
     index; inner_product keeps the largest. progress: True for a progress bar (tqdm when
     installed), or a callable(done, total) whose true result stops the run (CancelledError);
-    Ctrl-C stops it between batches. output_type: "cupy" or "torch" for results on the GPU,
-    "numpy" for host arrays; None (the default) answers GPU inputs in their kind, others in numpy."""
+    Ctrl-C stops it between batches. output_type: "cupy" (or "array") or "torch" for results on
+    the GPU, "numpy" for host arrays; None or "input" (the default) answers GPU inputs in their
+    kind, others in numpy."""
     ctx = _ctx_for(index, context)
     m, arg = _metric(metric, p)
-    if output_type not in (None, "numpy", "cupy", "torch"):
-        raise ValueError(f'output_type must be "numpy", "cupy" or "torch", not {output_type!r}')
-    kind = _device_kind(index, queries) if output_type is None else None if output_type == "numpy" else output_type
+    kind = _output_kind(output_type, index, queries)
     X = as_matrix(index, ctx, None, "device" if kind else None)
     Q = X if queries is None else as_matrix(queries, ctx, None, X.location)
     t = _precision(dtype, X, Q)
@@ -272,20 +289,22 @@ def kneighbors(index, queries=None, k=5, metric="euclidean", *, p=None, dtype=No
 
 
 def kneighbors_graph(X, n_neighbors, mode="connectivity", metric="minkowski", p=2, metric_params=None,
-                     include_self=False, n_jobs=None, *, symmetrize=False, dtype=None, progress=None, context=None):
+                     include_self=False, n_jobs=None, *, symmetrize=False, dtype=None, progress=None, output_type=None,
+                     context=None):
     """The k-nearest-neighbour graph of X's rows, as sklearn.neighbors.kneighbors_graph: a
     scipy csr_matrix, row i holding its n_neighbors nearest rows, 1.0 (connectivity) or the
     distance (mode="distance"; explicit zeros for equal rows are kept). include_self=False leaves
     each row out of its own list. symmetrize=True returns G ∪ Gᵀ with the larger value where both
     hold an entry (for UMAP, spectral clustering). Built in batches; n_jobs is ignored (the
-    context's threads or the GPU do the work)."""
+    context's threads or the GPU do the work). A GPU input gives the graph in its sparse kind
+    (cupyx / torch); output_type as in kneighbors."""
     if mode not in ("connectivity", "distance"):
         raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
     if metric_params and "p" in metric_params:
         p = metric_params["p"]
     ctx = _ctx_for(X, context)
     m, arg = _metric(metric, p if metric == "minkowski" else None)
-    kind = _device_kind(X)
+    kind = _output_kind(output_type, X)
     A = as_matrix(X, ctx, None, "device" if kind else None)
     t = _precision(dtype, A)
     with progress_callback(progress, A.shape[0]) as callback:
@@ -322,17 +341,20 @@ def _radius_matrix(X, Y, radius, mode, metric, p, include_self, dtype, progress,
 
 
 def radius_neighbors_graph(X, radius, mode="connectivity", metric="minkowski", p=2, metric_params=None,
-                           include_self=False, n_jobs=None, *, dtype=None, progress=None, context=None):
+                           include_self=False, n_jobs=None, *, dtype=None, progress=None, output_type=None,
+                           context=None):
     """Every pair of X's rows within `radius`, as sklearn.neighbors.radius_neighbors_graph: a scipy
     csr_matrix, 1.0 (connectivity) or the distance (mode="distance"; explicit zeros for equal
     rows are kept) per pair; include_self=False leaves out each row's own entry (only that one).
     inner_product, a similarity, keeps the pairs at least `radius`. Built in batches; a batch
-    whose pairs would not fit the workspace limit raises OutOfMemoryError. n_jobs is ignored."""
+    whose pairs would not fit the workspace limit raises OutOfMemoryError. n_jobs is ignored.
+    output_type as in kneighbors_graph."""
     if metric_params and "p" in metric_params:
         p = metric_params["p"]
+    kind = _output_kind(output_type, X)
     R = _radius_matrix(X, None, radius, mode, metric, p if metric == "minkowski" else None, include_self, dtype,
                        progress, context)
-    return _graph_result(R, _device_kind(X), mode)
+    return _graph_result(R, kind, mode)
 
 
 def radius_neighbors(index, queries=None, radius=1.0, metric="euclidean", *, p=None, dtype=None, sort_results=False,

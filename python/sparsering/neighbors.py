@@ -3,16 +3,17 @@ import inspect
 
 import numpy as np
 
-from ._matrix import _context, as_matrix
 import scipy.sparse as sp
 
-from ._ops import _metric, _radius_matrix, kneighbors, kneighbors_graph, radius_neighbors
+from . import _device
+from ._matrix import _context, as_matrix
+from ._ops import (_OUTPUT_KINDS, _device_kind, _graph_result, _metric, _output_kind, _radius_matrix, kneighbors,
+                   kneighbors_graph, radius_neighbors)
 
 
 # Exact search answers every algorithm a caller may name: scikit-learn's trees give the same
 # neighbours as brute force, cuML's approximate indexes (ivfflat, ivfpq) and rbc approximate them.
 _ALGORITHMS = ("auto", "brute", "ball_tree", "kd_tree", "rbc", "ivfflat", "ivfpq")
-_OUTPUT_TYPES = (None, "input", "numpy", "array")
 
 
 class NearestNeighbors:
@@ -28,8 +29,10 @@ class NearestNeighbors:
     Accepted for the two signatures, with these meanings: algorithm (any of scikit-learn's or
     cuML's names; the search is always exact, so the approximate ones return exact neighbours),
     leaf_size and n_jobs (scikit-learn; threads come from the context), verbose, handle,
-    algo_params (cuML; ignored) and output_type (None, "input" or "numpy": results are numpy for
-    numpy and scipy inputs).
+    algo_params (cuML; ignored) and output_type (cuML's: None or "input" answers in the kind of
+    the queries, or of the fitted data for X=None: numpy / scipy for host data, cupy / cupyx or
+    torch for GPU data; "numpy", "cupy" (or "array") and "torch" ask for one). radius_neighbors'
+    object arrays are numpy whatever the input.
 
     >>> nn = NearestNeighbors(n_neighbors=3, metric="cosine").fit(X)   # X: scipy.sparse or numpy
     >>> dist, ind = nn.kneighbors(Q)
@@ -77,13 +80,14 @@ class NearestNeighbors:
         """Keeps X (scipy.sparse, numpy or Matrix) as the index, converted once."""
         if self.algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm {self.algorithm!r} is not one of {', '.join(_ALGORITHMS)}")
-        if self.output_type not in _OUTPUT_TYPES:
-            raise NotImplementedError(f"output_type {self.output_type!r}: results are numpy (None, 'input' or "
-                                      "'numpy')")
+        if self.output_type not in _OUTPUT_KINDS:
+            raise NotImplementedError(f"output_type {self.output_type!r}: results come as numpy, cupy or torch "
+                                      "(None, 'input', 'numpy', 'cupy', 'array' or 'torch')")
         metric, p = self._metric_and_p()
         _metric(metric, p)  # unknown names fail here, not at the first query
         self._ctx = _context(self.context)
-        self._fit_X = as_matrix(X, self._ctx)
+        self._fit_kind = _device_kind(X)
+        self._fit_X = as_matrix(X, self._ctx, None, "device" if self._fit_kind else None)
         self.n_samples_fit_, self.n_features_in_ = self._fit_X.shape
         self.effective_metric_ = metric
         return self
@@ -107,28 +111,44 @@ class NearestNeighbors:
             raise ValueError(f"Expected n_neighbors <= n_samples_fit, but n_neighbors = {kk}, "
                              f"n_samples_fit = {self.n_samples_fit_}, n_samples = "
                              f"{self.n_samples_fit_ if query_self else queries.shape[0]}")
+        kind = self._output_kind(X)
         dist, ind = kneighbors(self._fit_X, queries, kk, metric, p=p, dtype=self.dtype, progress=self.progress,
-                               context=self._ctx)
+                               output_type=kind or "numpy", context=self._ctx)
         if query_self:  # drop each row itself; when ties pushed it out, drop the first column instead
-            keep = ind != np.arange(ind.shape[0])[:, None]
-            keep[np.all(keep, axis=1), 0] = False
+            keep = ind != _device.arange(kind, ind.shape[0], ind)[:, None]
+            keep[keep.all(1), 0] = False
             ind = ind[keep].reshape(ind.shape[0], k)
             dist = dist[keep].reshape(dist.shape[0], k)
         return (dist, ind) if return_distance else ind
 
+    def _output_kind(self, X):
+        """The GPU framework of this call's results (None: numpy / scipy)."""
+        if X is None and self.output_type in (None, "input"):
+            return self._fit_kind
+        return _output_kind(self.output_type, X)
+
     def kneighbors_graph(self, X=None, n_neighbors=None, mode="connectivity"):
         """The graph of kneighbors(X) as a scipy csr_matrix (1.0 or the distance per edge), as
-        scikit-learn's: X=None gives the fitted rows' graph, each row left out of its own list."""
+        scikit-learn's: X=None gives the fitted rows' graph, each row left out of its own list.
+        GPU data (or output_type) gives a cupyx / torch sparse CSR matrix, built on the device."""
         if mode not in ("connectivity", "distance"):
             raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
         if not hasattr(self, "_fit_X"):
             raise AttributeError("this NearestNeighbors is not fitted yet: call fit(X) first")
         k = self.n_neighbors if n_neighbors is None else n_neighbors
         metric, p = self._metric_and_p()
+        kind = self._output_kind(X)
         if X is None:
             return kneighbors_graph(self._fit_X, k, mode, metric, p if p is not None else 2, dtype=self.dtype,
-                                    progress=self.progress, context=self._ctx)
+                                    progress=self.progress, output_type=kind or "numpy", context=self._ctx)
         dist, ind = self.kneighbors(X, k)
+        if kind:  # k entries a row, columns sorted, as the host graph
+            ind, dist = _device.sort_rows(ind, dist)
+            n = ind.shape[0]
+            values = dist.reshape(-1) if mode == "distance" else _device.ones(kind, n * k, np.float64, ind)
+            indptr = _device.arange(kind, n + 1, ind) * k
+            return _device.csr_result(kind, (n, self.n_samples_fit_), indptr,
+                                      _device.astype(ind.reshape(-1), np.int32), values)
         rows = np.repeat(np.arange(ind.shape[0]), k)
         values = np.ones(ind.size) if mode == "connectivity" else dist.ravel()
         return sp.csr_matrix((values, (rows, ind.ravel())), shape=(ind.shape[0], self.n_samples_fit_))
@@ -155,6 +175,5 @@ class NearestNeighbors:
         r = self.radius if radius is None else radius
         metric, p = self._metric_and_p()
         queries = None if X is None else as_matrix(X, self._ctx, None, self._fit_X.location)
-        out = _radius_matrix(self._fit_X, queries, r, mode, metric, p, False, self.dtype, self.progress,
-                             self._ctx).to_scipy()
-        return out.astype(np.float64) if mode == "connectivity" else out
+        R = _radius_matrix(self._fit_X, queries, r, mode, metric, p, False, self.dtype, self.progress, self._ctx)
+        return _graph_result(R, self._output_kind(X), mode)

@@ -168,3 +168,104 @@ def test_fused_pattern_and_graph_on_device(rng):
     assert isinstance(G, csp.csr_matrix) and G.shape == (200, 200) and G.nnz == 800
     H = sr.kneighbors_graph(X.astype(np.float32), 4, mode="distance", context=CUDA)
     np.testing.assert_allclose(np.sort(G.get().data), np.sort(H.data), rtol=1e-5)
+
+
+def dense_bool(M):
+    """The pattern of a scipy, cupyx or torch sparse matrix as a numpy bool array."""
+    if hasattr(M, "to_dense"):
+        return M.to_dense().cpu().numpy().astype(bool)
+    return (M.get() if hasattr(M, "get") else M).toarray().astype(bool)
+
+
+def test_boolean_calls_on_device(rng):
+    """Element-wise, structural and graph calls on cupyx / torch sparse input answer in that kind
+    (bool results as float32 ones), equal to the scipy path."""
+    torch = _torch()
+    A = (random_csr(rng, 60, 60, 0.05) != 0).astype(np.float32)
+    B = (random_csr(rng, 60, 60, 0.05) != 0).astype(np.float32)
+    Ad, Bd = csp.csr_matrix(A), csp.csr_matrix(B)
+    small = A[:6, :6]
+    for op, (X, Y) in ((sr.ewise_add, (A, B)), (sr.ewise_mult, (A, B)), (sr.kronecker, (small, B))):
+        got = op(csp.csr_matrix(X), csp.csr_matrix(Y), context=CUDA)
+        assert isinstance(got, csp.csr_matrix)
+        np.testing.assert_allclose(got.get().toarray(), op(X, Y, context=CUDA).toarray())
+    C = sr.transitive_closure(Ad, context=CUDA)
+    assert isinstance(C, csp.csr_matrix)
+    np.testing.assert_array_equal(dense_bool(C), dense_bool(sr.transitive_closure(A, context=CUDA)))
+    R = sr.reachability(Ad, cp.asarray([0, 5, 7]), context=CUDA)
+    np.testing.assert_array_equal(dense_bool(R), dense_bool(sr.reachability(A, [0, 5, 7], context=CUDA)))
+    E = sr.extract(Ad, slice(3, 40), slice(10, 50), context=CUDA)
+    np.testing.assert_array_equal(E.get().toarray(), A[3:40, 10:50].toarray())
+    r = sr.reduce_rows(Ad, context=CUDA)
+    np.testing.assert_allclose(r.get().toarray(), sr.reduce_rows(A, context=CUDA).toarray())
+    At = torch.sparse_csr_tensor(torch.as_tensor(A.indptr.astype(np.int64)), torch.as_tensor(A.indices.astype(np.int64)),
+                                 torch.as_tensor(A.data), size=A.shape).cuda()
+    Ct = sr.transitive_closure(At, context=CUDA)
+    assert Ct.layout == torch.sparse_csr and Ct.is_cuda
+    np.testing.assert_array_equal(dense_bool(Ct), dense_bool(C))
+
+
+def test_bit_blocks_on_device(rng, monkeypatch):
+    """Bit-packed blocks as cupy uint64 / torch int64 arrays are read and written in place."""
+    torch = _torch()
+    A = random_csr(rng, 70, 90, 0.05) != 0
+    X = rng.random((90, 130)) < 0.1
+    Xw = sr.pack_bits(X)
+    want = sr.mxm_bits(A, Xw, 130, context=CUDA)
+    np.testing.assert_array_equal(sr.unpack_bits(want, 130), (A.astype(np.int64) @ X.astype(np.int64)) > 0)
+    seen = spy_on(monkeypatch, "mxm_bits")
+    Xd = cp.asarray(Xw)
+    Y = sr.mxm_bits(csp.csr_matrix(A.astype(np.float32)), Xd, 130, context=CUDA)
+    assert isinstance(Y, cp.ndarray) and Y.dtype == np.uint64
+    assert seen[-1][4] == (Xd.data.ptr, Xw.nbytes), "X was copied before the library read it"
+    np.testing.assert_array_equal(host(Y), want)
+    out = torch.zeros(want.shape, dtype=torch.int64, device="cuda")
+    assert sr.mxm_bits(A, torch.as_tensor(Xw.view(np.int64), device="cuda"), 130, out=out, context=CUDA) is out
+    np.testing.assert_array_equal(host(out).view(np.uint64), want)
+    bits = sr.bits_from_matrix(csp.csr_matrix(A.astype(np.float32)), context=CUDA)
+    assert isinstance(bits, cp.ndarray)
+    np.testing.assert_array_equal(host(bits), sr.bits_from_matrix(A, context=CUDA))
+    M = sr.matrix_from_bits(bits, 90, context=CUDA)
+    assert isinstance(M, csp.csr_matrix)
+    np.testing.assert_array_equal(M.get().toarray() != 0, A.toarray())
+    assert sr.bits_count(bits, 90, context=CUDA) == A.nnz
+    Z = cp.zeros_like(bits)
+    assert sr.bits_or(Z, bits, 90, context=CUDA) == A.nnz
+    np.testing.assert_array_equal(host(Z), host(bits))
+
+
+def test_nearest_neighbors_answers_in_the_input_kind(rng):
+    """cuML's NearestNeighbors contract: cupyx in, cupy out (output_type "input"); output_type asks
+    for numpy, cupy or torch; graphs come back as the kind's sparse CSR."""
+    torch = _torch()
+    # continuous values: no distance ties, so the host and device answers agree row by row
+    X = sp.random(250, 40, density=0.15, format="csr", random_state=rng, dtype=np.float32)
+    Q = sp.random(30, 40, density=0.15, format="csr", random_state=rng, dtype=np.float32)
+    host_nn = sr.NearestNeighbors(n_neighbors=5, metric="euclidean", context=CUDA).fit(X)
+    nn = sr.NearestNeighbors(n_neighbors=5, metric="euclidean", context=CUDA).fit(csp.csr_matrix(X))
+    for q, hq in ((None, None), (csp.csr_matrix(Q), Q)):
+        dist, ind = nn.kneighbors(q)
+        assert isinstance(dist, cp.ndarray) and isinstance(ind, cp.ndarray) and ind.dtype == np.int64
+        want_dist, want_ind = host_nn.kneighbors(hq)
+        assert_same_neighbours(host(dist), host(ind), want_dist, want_ind)
+        G = nn.kneighbors_graph(q, mode="distance")
+        assert isinstance(G, csp.csr_matrix) and G.get().has_sorted_indices
+        H = host_nn.kneighbors_graph(hq, mode="distance")
+        assert G.shape == H.shape and G.nnz == H.nnz
+        np.testing.assert_allclose(np.sort(G.get().data), np.sort(H.data), rtol=1e-5, atol=1e-6)
+        R = nn.radius_neighbors_graph(q, radius=1.0)
+        assert isinstance(R, csp.csr_matrix) and R.nnz > 0
+        np.testing.assert_array_equal(R.get().toarray(), host_nn.radius_neighbors_graph(hq, radius=1.0).toarray())
+    nn.set_params(output_type="torch")
+    dist, ind = nn.kneighbors(Q)
+    assert isinstance(dist, torch.Tensor) and dist.is_cuda and ind.dtype == torch.int64
+    Gt = nn.kneighbors_graph(Q)
+    assert Gt.layout == torch.sparse_csr and Gt.is_cuda
+    np.testing.assert_array_equal(Gt.to_dense().cpu().numpy(), host_nn.kneighbors_graph(Q).toarray())
+    nn.set_params(output_type="numpy")
+    assert isinstance(nn.kneighbors(csp.csr_matrix(Q))[0], np.ndarray)
+    tnn = sr.NearestNeighbors(n_neighbors=4, context=CUDA).fit(torch.as_tensor(X.toarray(), device="cuda"))
+    dist, ind = tnn.kneighbors()
+    assert isinstance(ind, torch.Tensor) and ind.shape == (250, 4)
+    want_dist, want_ind = sr.NearestNeighbors(n_neighbors=4, context=CUDA).fit(X).kneighbors()
+    assert_same_neighbours(host(dist), host(ind), want_dist, want_ind)

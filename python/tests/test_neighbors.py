@@ -155,8 +155,8 @@ def test_drop_in_for_sklearn_and_cuml_signatures(ctx, rng):
         np.testing.assert_allclose(d, want_d, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="algorithm 'annoy'"):
         sr.NearestNeighbors(algorithm="annoy").fit(X)
-    with pytest.raises(NotImplementedError, match="output_type 'cupy'"):
-        sr.NearestNeighbors(output_type="cupy").fit(X)
+    with pytest.raises(NotImplementedError, match="output_type 'cudf'"):
+        sr.NearestNeighbors(output_type="cudf").fit(X)
 
 
 def blobs():

@@ -328,22 +328,29 @@ template <class Ops> struct mxm_launcher {
                                  (long long)ncols, row_bytes));
         buffer<uint32_t> bitmaps(ctx);
         buffer<T> dense_vals(ctx);
-        if (dense_blocks > 0) {
-            const size_t cells = (size_t)dense_blocks * (size_t)ncols;
-            st = bitmaps.allocate((size_t)dense_blocks * words);
-            if (st == SR_SUCCESS && with_values)
-                st = dense_vals.allocate(cells);
-            if (st != SR_SUCCESS)
-                return fail(st);
-            if ((err = cudaMemsetAsync(bitmaps.get(), 0, (size_t)dense_blocks * words * sizeof(uint32_t), stream)) !=
-                cudaSuccess)
-                return fail(sr_cuda_fail(err, "clearing the dense bitmaps", __FILE__, __LINE__));
-            if (with_values) {
-                fill_value<<<grid_for((int64_t)cells), kBlock, 0, stream>>>(dense_vals.get(), cells, Ops::identity());
-                if ((err = cudaGetLastError()) != cudaSuccess)
-                    return fail(sr_cuda_fail(err, "fill_value", __FILE__, __LINE__));
+        // The dense accumulators (cleared), in a wave of dense_blocks rows, or in smaller waves,
+        // down to one row, when the device cannot hold it: the output is the only part of a
+        // product that must fit whole.
+        auto fit_wave = [&]() -> sr_status {
+            sr_status got = SR_ERROR_DEVICE_OUT_OF_MEMORY;
+            for (; dense_blocks > 0; dense_blocks /= 2) {
+                got = bitmaps.allocate((size_t)dense_blocks * words);
+                if (got == SR_SUCCESS && with_values)
+                    got = dense_vals.allocate((size_t)dense_blocks * (size_t)ncols);
+                if (got != SR_ERROR_DEVICE_OUT_OF_MEMORY || dense_blocks == 1)
+                    break;
             }
-        }
+            SR_TRY(got);
+            SR_CUDA_TRY(cudaMemsetAsync(bitmaps.get(), 0, (size_t)dense_blocks * words * sizeof(uint32_t), stream));
+            if (with_values) {
+                const size_t cells = (size_t)dense_blocks * (size_t)ncols;
+                fill_value<<<grid_for((int64_t)cells), kBlock, 0, stream>>>(dense_vals.get(), cells, Ops::identity());
+                SR_CUDA_LAUNCHED();
+            }
+            return SR_SUCCESS;
+        };
+        if (dense_blocks > 0 && (st = fit_wave()) != SR_SUCCESS)
+            return fail(st);
 
         stream_set lanes;
         if ((st = lanes.create(sizes)) != SR_SUCCESS)
@@ -376,7 +383,14 @@ template <class Ops> struct mxm_launcher {
                 return fail(sr_cuda_fail(err, "mxm row pointers", __FILE__, __LINE__));
         }
         timer.mark("scan");
-        if ((st = sr_matrix_alloc_entries(C, nnz)) != SR_SUCCESS)
+        st = sr_matrix_alloc_entries(C, nnz);
+        if (st == SR_ERROR_DEVICE_OUT_OF_MEMORY && dense_blocks > 0) { // the output first, then what waves fit beside it
+            bitmaps.allocate(0);
+            dense_vals.allocate(0);
+            if ((st = sr_matrix_alloc_entries(C, nnz)) == SR_SUCCESS)
+                st = fit_wave();
+        }
+        if (st != SR_SUCCESS)
             return fail(st);
         timer.mark("allocate C");
         p.c_rowptr = C->rowptr;

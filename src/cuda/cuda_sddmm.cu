@@ -282,6 +282,10 @@ sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, boo
 // Row panels: SPARSERING_SDDMM_PANELS=0 never, =1 whenever they can run (tests, comparisons),
 // otherwise when their reuse pays. They need K within the register fragment (R <= 8) and
 // panels of fewer than 2^24 entries.
+// An optional speed-up's status: success when it failed for want of device memory (the call
+// goes on without it; the context's last error still says what did not fit).
+sr_status without_if_out_of_memory(sr_status st) { return st == SR_ERROR_DEVICE_OUT_OF_MEMORY ? SR_SUCCESS : st; }
+
 int panels_setting() {
     const char *env = getenv("SPARSERING_SDDMM_PANELS");
     return env && *env ? atoi(env) : -1;
@@ -312,8 +316,10 @@ template <class Ops> struct sddmm_launcher {
             const int setting = panels_setting();
             panel_order_view order{};
             const int64_t P = panel_rows(p.K, sizeof(T));
+            // The entry orders are kept with S to speed later calls; one that does not fit in
+            // device memory is done without (the CSR-order kernel needs nothing beyond the output).
             if (setting != 0 && S->nnz > 0 && p.K / (vectors ? VEC : 1) <= 8 * 32)
-                SR_TRY(panel_order(S, P, p.K, sizeof(T), setting == 1, &order));
+                SR_TRY(without_if_out_of_memory(panel_order(S, P, p.K, sizeof(T), setting == 1, &order)));
             if (order.records) {
                 if (vectors)
                     SR_TRY((launch_panels<T, VEC, Ops>(p, order, P, stream)));
@@ -322,7 +328,7 @@ template <class Ops> struct sddmm_launcher {
             } else {
                 const int64_t tile_cols = sddmm_tile_cols(S, a->K, sizeof(T));
                 if (tile_cols > 0)
-                    SR_TRY(column_tile_order(S, tile_cols, &p.order));
+                    SR_TRY(without_if_out_of_memory(column_tile_order(S, tile_cols, &p.order)));
                 if (vectors)
                     SR_TRY((launch_fast<T, VEC, Ops>(p, stream)));
                 else
