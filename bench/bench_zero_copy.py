@@ -33,7 +33,8 @@ def main():
         A = powerlaw(n, n, deg, seed=3).astype(np.float32)
         M = sr.Matrix(A, context=ctx, location="device")
         Ac = csp.csr_matrix(A)
-        At = torch.sparse_csr_tensor(  # torch warns that its sparse CSR support is betatorch.as_tensor(A.indptr.astype(np.int64)),
+        At = torch.sparse_csr_tensor(  # torch warns that its sparse CSR support is beta
+                                     torch.as_tensor(A.indptr.astype(np.int64)),
                                      torch.as_tensor(A.indices.astype(np.int64)), torch.as_tensor(A.data),
                                      size=A.shape).cuda()
         for K in (16, 64):

@@ -27,7 +27,10 @@ class DeviceArray:
 
     @property
     def nbytes(self):
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        n = self.dtype.itemsize  # a loop: np.prod costs 6 µs a call, most of a small call's own work
+        for extent in self.shape:
+            n *= extent
+        return n
 
     @property
     def ndim(self):
