@@ -204,15 +204,19 @@ static inline sr_matrix test_make_matrix_at(sr_context ctx, const test_csr *m, s
 }
 
 /* Runs run() with *ctx and *where set to a CPU context on the host, then to a CUDA context on the
- * device when one can be made (else prints why that part is skipped). */
+ * device when one can be made (else prints why that part is skipped). SR_TEST_BACKENDS=cuda
+ * runs the device part alone (compute-sanitizer runs, where only device code is checked). */
 static inline void test_on_each_backend(sr_context *ctx, sr_location *where, void (*run)(void))
 {
+    const char *only = getenv("SR_TEST_BACKENDS");
     sr_context_options o = sr_context_options_default();
-    o.backend = SR_BACKEND_CPU;
-    CHECK_OK(sr_context_create(ctx, &o));
-    *where = SR_HOST;
-    run();
-    sr_context_destroy(*ctx);
+    if (!(only && strcmp(only, "cuda") == 0)) {
+        o.backend = SR_BACKEND_CPU;
+        CHECK_OK(sr_context_create(ctx, &o));
+        *where = SR_HOST;
+        run();
+        sr_context_destroy(*ctx);
+    }
     o.backend = SR_BACKEND_CUDA;
     if (sr_context_create(ctx, &o) == SR_SUCCESS) {
         *where = SR_DEVICE;
