@@ -75,8 +75,8 @@ def knn_paper(rows, plt):
 def knn_real(rows, plt):
     names = {"bow": "PyPI bag of words", "ngrams": "PyPI 3-grams", "ratings": "MovieLens small"}
     sets = [s for s in names if any(r["input"] == s for r in rows)]
-    fig, axes = plt.subplots(1, len(sets), figsize=(5 * len(sets), 4.5), squeeze=False)
-    for ax, name in zip(axes[0], sets):
+    fig, axes = plt.subplots(2, len(sets), figsize=(5 * len(sets), 9), squeeze=False)
+    for ax, mem, name in zip(axes[0], axes[1], sets):
         rs = [r for r in rows if r["input"] == name and r["backend"] == "cuda"]
         per_query = lambda r, key: r[key] / r["queries"] * 1e3 if r.get(key) else None  # noqa: E731
         sk = [r["sklearn_seconds"] / r["sklearn_queries_timed"] * 1e3 if r.get("sklearn_seconds") else None for r in rs]
@@ -84,6 +84,11 @@ def knn_real(rows, plt):
                                               ("cuSPARSE-densify", [per_query(r, "baseline_seconds") for r in rs]),
                                               ("scikit-learn, 16 cores", sk)], "ms per query", log=True)
         ax.set_title(f"{names[name]}: k-NN", fontsize=9)
+        mib = lambda r, key: r[key] / 2**20 if r.get(key) else None  # noqa: E731
+        _bars(mem, [r["metric"] for r in rs], [("sparsering", [mib(r, "peak_device_bytes") for r in rs]),
+                                               ("cuSPARSE-densify", [mib(r, "baseline_peak_device_bytes") for r in rs])],
+              "peak device MiB (inputs included)", log=True)
+        mem.set_title(f"{names[name]}: peak device memory, {rs[0]['queries'] if rs else 0} queries", fontsize=9)
     return fig
 
 
@@ -98,12 +103,17 @@ def fused(rows, plt):
 
 
 def products(rows, plt):
-    fig, ax = plt.subplots(figsize=(13, 4.5))
+    fig, (ax, mem) = plt.subplots(1, 2, figsize=(18, 4.5), gridspec_kw={"width_ratios": [3, 1]})
     label = lambda r: (f"{r['operation']} {r['input']} " +  # noqa: E731
                        (r["product"] if r["operation"] == "spgemm" else f"K={r['K']} {r['layout']}"))
     _bars(ax, [label(r) for r in rows], [("sparsering / cuSPARSE speedup", [r["ratio"] for r in rows])], "speedup (x)")
     ax.axhline(1, color="k", lw=0.8)
     ax.set_title("Semiring products (plus_times, float32) against cuSPARSE on the H100")
+    gemm = [r for r in rows if r["operation"] == "spgemm" and r.get("baseline_peak_device_bytes")]
+    _bars(mem, [f"{r['input']} {r['product']}" for r in gemm],
+          [("sparsering", [r["peak_device_bytes"] / 1e6 for r in gemm]),
+           ("cuSPARSE", [r["baseline_peak_device_bytes"] / 1e6 for r in gemm])], "peak device MB (output, scratch)", log=True)
+    mem.set_title("SpGEMM: peak device memory")
     return fig
 
 
@@ -113,7 +123,7 @@ def products_from_text(path):
     import re
     rows = []
     dense = re.compile(r"^(spmv|spmm)\s+(.+?)\s+K=(\d+)\s+(row|col) \| ours\s+\S+ ms\s+cuSPARSE\s+\S+ ms\s+(\S+)x")
-    gemm = re.compile(r"^spgemm (.+?)\s+(A\*A\^T|A\*A)\s+nnz.*?\s(\S+)x \| memory")
+    gemm = re.compile(r"^spgemm (.+?)\s+(A\*A\^T|A\*A)\s+nnz.*?\s(\S+)x \| memory ours\s+(\S+) MB\s+cuSPARSE\s+(\S+) MB")
     with open(path) as f:
         for line in f:
             if line.startswith("device "):
@@ -121,7 +131,8 @@ def products_from_text(path):
             if m := dense.match(line):
                 rows.append(dict(operation=m[1], input=m[2], K=int(m[3]), layout=m[4], ratio=float(m[5])))
             elif m := gemm.match(line):
-                rows.append(dict(operation="spgemm", input=m[1], product=m[2], ratio=float(m[3])))
+                rows.append(dict(operation="spgemm", input=m[1], product=m[2], ratio=float(m[3]),
+                                 peak_device_bytes=float(m[4]) * 1e6, baseline_peak_device_bytes=float(m[5]) * 1e6))
     return rows
 
 
