@@ -1,8 +1,10 @@
 """pairwise_distances and NearestNeighbors against scikit-learn and scipy."""
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import movielens, random_csr
+from conftest import DATA, movielens, random_csr
 from scipy.spatial.distance import cdist
 
 import sparsering as sr
@@ -190,3 +192,37 @@ def test_umap_takes_precomputed_knn(ctx):
     embedding = umap.UMAP(n_neighbors=15, precomputed_knn=(ind, dist, None), random_state=0).fit_transform(X)
     labels = KMeans(4, n_init=10, random_state=0).fit_predict(embedding)
     assert adjusted_rand_score(labels, y) == 1.0
+
+
+def pypi_summaries(nrows):
+    """The first nrows PyPI summaries as word counts (bench/knn_data.py's bag of words), or skip."""
+    import itertools
+    import lzma
+    import re
+    path = os.path.join(DATA, "text/pypi-summaries.tsv.xz")
+    if not DATA or not os.path.exists(path):
+        pytest.skip("no ../shared/data/text/pypi-summaries.tsv.xz")
+    word, vocab, indptr, indices = re.compile(r"[a-z0-9]+"), {}, [0], []
+    with lzma.open(path, "rt", encoding="utf-8") as f:
+        for line in itertools.islice(f, nrows):
+            for t in word.findall(line.split("\t", 1)[1].lower()) if "\t" in line else []:
+                indices.append(vocab.setdefault(t, len(vocab)))
+            indptr.append(len(indices))
+    m = sp.csr_matrix((np.ones(len(indices), np.float32), indices, indptr), shape=(len(indptr) - 1, len(vocab)))
+    m.sum_duplicates()
+    return m
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "manhattan", "jaccard", "hellinger", "braycurtis",
+                                    "jensenshannon", "inner_product"])
+def test_host_overlap_path_equals_dense_path_on_real_text(metric, monkeypatch):
+    """The host k-NN's overlap path (the default) against the dense path (SPARSERING_KNN_OVERLAP=0)
+    on 20,000 PyPI summaries: the same neighbours and the same distances, bit for bit."""
+    X = pypi_summaries(20000)
+    ctx = sr.Context("cpu")
+    Q = X[7000:7300]
+    got = sr.kneighbors(X, Q, 10, metric, context=ctx)
+    monkeypatch.setenv("SPARSERING_KNN_OVERLAP", "0")
+    want = sr.kneighbors(X, Q, 10, metric, context=ctx)
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(got[0], want[0])

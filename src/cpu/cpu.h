@@ -93,10 +93,34 @@ int64_t sr_cpu_first_bad_row(const struct sr_matrix_s *A, bool nonnegative, int 
 /* Distances of query rows [q0, q1) to every index row, in the queries' type. */
 sr_status sr_cpu_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, const sr_strided_out *out,
                                int threads);
+/* A bounded heap of the k best (key, column) pairs seen: smaller keys first, ties to the smaller
+ * column (the key is the value, negated when the largest are kept). */
+typedef struct sr_select_entry {
+    double key;
+    int64_t col;
+} sr_select_entry;
+typedef struct sr_select_heap {
+    sr_select_entry *e; /* k entries of storage */
+    int64_t size, k;
+} sr_select_heap;
+void sr_select_push(sr_select_heap *h, double key, int64_t col);
+/* Writes the heap best first into idx[0..size) and row r of dist, and empties it. */
+void sr_select_store(sr_select_heap *h, bool largest, bool single, int64_t *idx, const sr_strided_out *dist, int64_t r);
+/* The key a full heap's worst entry holds (the one a candidate must beat). */
+static inline double sr_select_worst(const sr_select_heap *h) { return h->e[0].key; }
 /* For each of `rows` rows of n values (row r at block + r*ld), the k smallest (largest when
  * `largest`), best first, ties to the smaller column; idx has ld_idx per row, dist is strided. */
 sr_status sr_cpu_select_rows(const void *block, sr_type type, int64_t rows, int64_t n, int64_t ld, int64_t k,
                              bool largest, int64_t *idx, int64_t ld_idx, const sr_strided_out *dist, int threads);
+
+/* k-NN by the overlap (cpu_knn_overlap.c): query rows [q0, q1), k per row into idx (k a row) and
+ * dist (strided), the dense path's results exactly. `order` is sr_cpu_disjoint_order's (for
+ * metrics ordered by x0; NULL otherwise); mode < 0 picks the dense scoring per query when its
+ * overlap reaches past half the index, mode > 0 never. */
+sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *order, int mode, int64_t q0, int64_t q1,
+                                  int64_t k, int64_t *idx, const sr_strided_out *dist, int threads);
+/* The index rows by (x0, row) ascending, x0 = xnorm[2 * row]. */
+sr_status sr_cpu_disjoint_order(const double *xnorm, int64_t n, int32_t *order);
 
 /* A packed row-major copy (out: B->nrows x B->ncols) of a column-major host view. */
 void sr_cpu_dense_row_major(const sr_dense *B, void *out, int threads);

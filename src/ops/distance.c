@@ -1,5 +1,6 @@
 /* Public distances and k-NN: checks, preparation of the inputs (cast to the compute type, value
  * checks, the index's inverted form, row norms), batching under the workspace limit, dispatch. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/distance.h"
@@ -24,6 +25,7 @@ void sr_distance_release(sr_distance_prep *p)
     if (p->x_mag != p->q_mag)
         sr_mem_free(p->ctx, p->where, p->x_mag, mag_bytes(p->in.X));
     sr_mem_free(p->ctx, p->where, p->q_mag, mag_bytes(p->in.Q));
+    sr_mem_free(p->ctx, SR_HOST, p->own_order, sizeof(int32_t) * (size_t)(p->in.X ? p->in.X->nrows : 0));
     sr_matrix_destroy(p->q_cast);
     sr_matrix_destroy(p->x_cast);
     sr_matrix_destroy(p->xt);
@@ -291,6 +293,9 @@ static sr_status knn_batch(const sr_distance_prep *p, int64_t r0, int64_t rows, 
                            const sr_strided_out *dist)
 {
     int64_t n = p->in.X->nrows;
+    if (p->overlap)
+        return sr_cpu_knn_overlap_rows(&p->in, p->order, p->overlap_mode, r0, r0 + rows, k, idx, dist,
+                                       sr_context_threads(p->ctx));
     sr_strided_out full = {block, n, 1};
     SR_TRY(sr_distance_rows(p, r0, r0 + rows, &full));
     bool largest = sr_metric_is_similarity(p->in.metric);
@@ -311,7 +316,8 @@ static sr_status knn_batches(const char *fn, const sr_distance_prep *p, int64_t 
     const bool staged = distances->location != p->where;
     void *block = NULL, *s_dist = NULL;
     int64_t *s_idx = NULL;
-    sr_status s = sr_mem_alloc_array(ctx, p->where, (size_t)b * (size_t)n, es, &block);
+    const size_t block_elems = p->overlap ? 0 : (size_t)b * (size_t)n; /* the overlap path selects as it goes */
+    sr_status s = sr_mem_alloc_array(ctx, p->where, block_elems, es, &block);
     if (s == SR_SUCCESS && staged)
         s = sr_mem_alloc_array(ctx, p->where, (size_t)b * (size_t)k, es, &s_dist);
     if (s == SR_SUCCESS && staged)
@@ -338,10 +344,35 @@ static sr_status knn_batches(const char *fn, const sr_distance_prep *p, int64_t 
             s = sr_error(SR_ERROR_CANCELLED, "%s: stopped by the progress callback after %lld of %lld queries", fn,
                          (long long)(r0 + rows), (long long)nq);
     }
-    sr_mem_free(ctx, p->where, block, (size_t)b * (size_t)n * es);
+    sr_mem_free(ctx, p->where, block, block_elems * es);
     sr_mem_free(ctx, p->where, s_dist, (size_t)b * (size_t)k * es);
     sr_mem_free(ctx, p->where, s_idx, (size_t)b * (size_t)k * sizeof(int64_t));
     return s;
+}
+
+/* SPARSERING_KNN_OVERLAP: 0 keeps the dense path, 1 takes the overlap path for every query,
+ * anything else (the default) lets each query's cost estimate choose (read at every call). */
+static int overlap_mode(void)
+{
+    const char *env = getenv("SPARSERING_KNN_OVERLAP");
+    return env && *env ? atoi(env) : -1;
+}
+
+/* Host k-NN for a metric whose no-overlap distance has an order takes the overlap path; an
+ * index ordered by its norms keeps the order with them (built here for a cast copy). */
+static sr_status overlap_setup(sr_distance_prep *p, struct sr_matrix_s *index)
+{
+    const sr_disjoint_order kind = sr_metric_disjoint_order(p->in.metric);
+    const int64_t n = p->in.X->nrows;
+    p->overlap_mode = overlap_mode();
+    p->overlap = p->where == SR_HOST && kind != SR_DISJOINT_NONE && p->overlap_mode != 0;
+    if (!p->overlap || kind != SR_DISJOINT_BY_X0 || n == 0)
+        return SR_SUCCESS;
+    if (p->x_cast == NULL)
+        return sr_distance_index_order(index, p->in.metric, p->in.p, &p->order);
+    SR_TRY(sr_mem_alloc_array(p->ctx, SR_HOST, (size_t)n, sizeof(int32_t), (void **)&p->own_order));
+    p->order = p->own_order;
+    return sr_cpu_disjoint_order(p->in.xnorm, n, p->own_order);
 }
 
 sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, sr_metric metric, double metric_arg,
@@ -362,13 +393,19 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
                  (long long)distances->nrows, (long long)distances->ncols, (long long)queries->nrows, (long long)k);
     sr_distance_prep p;
     SR_TRY(sr_distance_prepare(fn, ctx, queries, index, metric, metric_arg, distances->type, &p));
+    sr_status s = overlap_setup(&p, index);
+    if (s != SR_SUCCESS) {
+        sr_distance_release(&p);
+        return s;
+    }
     const int64_t nq = queries->nrows, n = index->nrows;
     const size_t es = sr_type_size(distances->type);
     const bool staged = distances->location != p.where;
+    /* batches as the dense path's (the overlap path needs no block, but the workspace limit keeps
+     * setting how often progress is reported and a cancel is seen) */
     size_t per_row = (size_t)n * es + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0) +
                      (p.where == SR_DEVICE ? sr_cuda_select_scratch_per_row(n, k, distances->type) : 0);
     int64_t b = sr_distance_batch_rows(ctx, p.where, nq, per_row), done = 0;
-    sr_status s;
     do
         s = knn_batches(fn, &p, k, indices, distances, b, options, &done);
     while (sr_ops_batch_shrinks(s, &b));

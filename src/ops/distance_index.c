@@ -12,12 +12,14 @@
 #include "../core/error.h"
 #include "../core/matrix.h"
 #include "../core/memory.h"
+#include "../cpu/cpu.h"
 #include "distance_prep.h"
 
 typedef struct kept_norms {
     sr_metric metric;
     double p;
-    double *norms; /* 2 a row, where the matrix lives */
+    double *norms;          /* 2 a row, where the matrix lives */
+    int32_t *disjoint_order; /* host k-NN's order of the rows by norm (sr_cpu_disjoint_order), once built */
     struct kept_norms *next;
 } kept_norms;
 
@@ -40,6 +42,7 @@ static void free_cache(struct sr_matrix_s *A)
     for (kept_norms *n = c->norms, *next; n; n = next) {
         next = n->next;
         sr_mem_free(A->ctx, A->location, n->norms, 2 * sizeof(double) * (size_t)A->nrows);
+        sr_mem_free(A->ctx, SR_HOST, n->disjoint_order, sizeof(int32_t) * (size_t)A->nrows);
         free(n);
     }
     free(c);
@@ -103,12 +106,18 @@ void sr_distance_index_mark_checked(struct sr_matrix_s *X, bool nonnegative)
     pthread_mutex_unlock(&cache_lock);
 }
 
+static kept_norms *find_entry(const distance_cache *c, sr_metric metric, double p)
+{
+    for (kept_norms *n = c ? c->norms : NULL; n; n = n->next)
+        if (n->metric == metric && n->p == p)
+            return n;
+    return NULL;
+}
+
 static const double *find_norms(const distance_cache *c, sr_metric metric, double p)
 {
-    for (const kept_norms *n = c ? c->norms : NULL; n; n = n->next)
-        if (n->metric == metric && n->p == p)
-            return n->norms;
-    return NULL;
+    const kept_norms *n = find_entry(c, metric, p);
+    return n ? n->norms : NULL;
 }
 
 sr_status sr_distance_index_norms(struct sr_context_s *ctx, struct sr_matrix_s *X, sr_metric metric, double p,
@@ -143,7 +152,7 @@ sr_status sr_distance_index_norms(struct sr_context_s *ctx, struct sr_matrix_s *
     distance_cache *c = cache_of(X);
     kept = find_norms(c, metric, p);
     if (!kept && c) {
-        *entry = (kept_norms){metric, p, built, c->norms};
+        *entry = (kept_norms){metric, p, built, NULL, c->norms};
         c->norms = entry;
         kept = built;
         built = NULL;
@@ -156,5 +165,39 @@ sr_status sr_distance_index_norms(struct sr_context_s *ctx, struct sr_matrix_s *
     if (!kept)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an index's cache");
     *norms = kept;
+    return SR_SUCCESS;
+}
+
+sr_status sr_distance_index_order(struct sr_matrix_s *X, sr_metric metric, double p, const int32_t **order)
+{
+    pthread_mutex_lock(&cache_lock);
+    const kept_norms *entry = find_entry(X->distance_cache, metric, p);
+    const int32_t *kept = entry ? entry->disjoint_order : NULL;
+    const double *norms = entry ? entry->norms : NULL;
+    pthread_mutex_unlock(&cache_lock);
+    if (kept || X->nrows == 0) {
+        *order = kept;
+        return SR_SUCCESS;
+    }
+    if (!norms || X->location != SR_HOST)
+        return sr_error(SR_ERROR_INTERNAL, "an index's row order needs its host norms kept first");
+    const size_t bytes = sizeof(int32_t) * (size_t)X->nrows;
+    int32_t *built = NULL;
+    SR_TRY(sr_mem_alloc(X->ctx, SR_HOST, bytes, (void **)&built));
+    sr_status s = sr_cpu_disjoint_order(norms, X->nrows, built);
+    if (s != SR_SUCCESS) {
+        sr_mem_free(X->ctx, SR_HOST, built, bytes);
+        return s;
+    }
+    pthread_mutex_lock(&cache_lock);
+    kept_norms *e = find_entry(X->distance_cache, metric, p);
+    if (!e->disjoint_order) {
+        e->disjoint_order = built;
+        built = NULL;
+    }
+    kept = e->disjoint_order;
+    pthread_mutex_unlock(&cache_lock);
+    sr_mem_free(X->ctx, SR_HOST, built, bytes); /* another call got there first */
+    *order = kept;
     return SR_SUCCESS;
 }

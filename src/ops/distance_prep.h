@@ -14,6 +14,11 @@ typedef struct sr_distance_prep {
     struct sr_matrix_s *q_cast, *x_cast, *xt;
     double *qnorm, *xnorm;
     void *q_mag, *x_mag; /* Chebyshev on the device: magnitude orders (mag_bytes each) */
+    /* host k-NN by the overlap (sr_cpu_knn_overlap_rows): taken, its mode, the index rows' order */
+    bool overlap;
+    int overlap_mode;
+    const int32_t *order;
+    int32_t *own_order; /* the order of a cast index, for this call only */
 } sr_distance_prep;
 
 /* Checks the pair and readies it for the backend where the index lives: values cast to the
@@ -35,6 +40,9 @@ bool sr_distance_index_checked(struct sr_matrix_s *X, bool nonnegative);
 void sr_distance_index_mark_checked(struct sr_matrix_s *X, bool nonnegative);
 sr_status sr_distance_index_norms(struct sr_context_s *ctx, struct sr_matrix_s *X, sr_metric metric, double p,
                                   const double **norms);
+/* The host index's rows ordered by their kept norms for a metric and p (sr_cpu_disjoint_order),
+ * kept with them; the norms must be kept first. NULL for no rows. */
+sr_status sr_distance_index_order(struct sr_matrix_s *X, sr_metric metric, double p, const int32_t **order);
 /* Distances of query rows [q0, q1) to every index row, into `out` (where the work runs). */
 sr_status sr_distance_rows(const sr_distance_prep *p, int64_t q0, int64_t q1, const sr_strided_out *out);
 /* Query rows per batch so that `per_row` bytes each stay under the workspace limit (and a

@@ -239,6 +239,32 @@ SR_HD double sr_metric_finalize(sr_metric m, double a0, double a1, double q0, do
     }
 }
 
+/* For a pair that shares no column the accumulators stay 0, so the distance is
+ * sr_metric_finalize(m, 0, 0, query norms, x0, x1): a function of the index row's norms alone.
+ * The k-NN overlap path (src/cpu/cpu_knn_overlap.c) needs the index rows ordered so that this
+ * no-overlap distance never improves along the order: by x0 ascending where it is a
+ * non-decreasing function of x0 (every step of its formula is monotone, so its rounding is too;
+ * Bray-Curtis's x0 and x1 are the same sum, so its (q0 + x0) / (q1 + x1) is 0 or 1), by index
+ * where it is one constant (cosine and Russell-Rao 1, KL divergence and the inner product 0).
+ * Correlation's depends on two norms at once and Chebyshev has no norms: they have no order. */
+typedef enum sr_disjoint_order {
+    SR_DISJOINT_NONE = 0,  /* no order: every index row is scored */
+    SR_DISJOINT_BY_X0 = 1, /* rows by (x0, index) ascending */
+    SR_DISJOINT_BY_INDEX = 2
+} sr_disjoint_order;
+
+SR_HD sr_disjoint_order sr_metric_disjoint_order(sr_metric m)
+{
+    switch (m) {
+    case SR_METRIC_COSINE: case SR_METRIC_RUSSELL_RAO: case SR_METRIC_KL_DIVERGENCE: case SR_METRIC_INNER_PRODUCT:
+        return SR_DISJOINT_BY_INDEX;
+    case SR_METRIC_CORRELATION: case SR_METRIC_CHEBYSHEV:
+        return SR_DISJOINT_NONE;
+    default:
+        return SR_DISJOINT_BY_X0;
+    }
+}
+
 /* Host-side helpers (src/semiring/metric.c). */
 /* SR_SUCCESS when metric is known and metric_arg fits it; else an error naming fn. */
 sr_status sr_metric_check(const char *fn, sr_metric metric, double metric_arg);

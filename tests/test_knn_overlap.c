@@ -1,0 +1,150 @@
+/* The host k-NN overlap path (src/cpu/cpu_knn_overlap.c) against the dense path: for every metric,
+ * float32 and float64, the same neighbours and bit-identical distances (SPARSERING_KNN_OVERLAP=1
+ * and the default per-query choice, each against =0), on inputs built to break it: counts that
+ * tie (small integers, repeated index rows), empty rows, queries that overlap nothing (columns
+ * the index never uses), queries that overlap everything (dense rows), and k past a query's
+ * overlap. python/tests/test_neighbors.py does the same on the real bag of words. */
+#include "test_util.h"
+
+static sr_context ctx;
+
+/* A CSR of nrows x ncols whose rows each pick `degree` columns in [c0, c1) at random (0 for an
+ * empty row), values small integers (or their negatives when `signed_values`), so many distances
+ * tie exactly. Row r copies row r - 1 when r % 7 == 3 (exact repeats). */
+static test_csr counts(int64_t nrows, int64_t ncols, int64_t c0, int64_t c1, int64_t degree, bool signed_values,
+                       sr_type type)
+{
+    test_csr m = {nrows, ncols, 0, type, calloc((size_t)nrows + 1, sizeof(int64_t)), NULL, NULL};
+    const int64_t span = c1 - c0, cap = nrows * (degree < span ? degree : span) + 1;
+    m.colind = malloc((size_t)cap * sizeof(int32_t));
+    double *vals = malloc((size_t)cap * sizeof(double));
+    unsigned char *pick = calloc((size_t)ncols, 1);
+    for (int64_t r = 0; r < nrows; r++) {
+        int64_t at = m.rowptr[r];
+        if (r % 7 == 3 && r > 0) { /* a repeat of the row before */
+            for (int64_t e = m.rowptr[r - 1]; e < m.rowptr[r]; e++, at++) {
+                m.colind[at] = m.colind[e];
+                vals[at] = vals[e];
+            }
+        } else if (r % 9 != 5) { /* else empty */
+            int64_t d = 1 + test_below(degree < span ? degree : span);
+            for (int64_t n = 0; n < d;) {
+                int64_t c = c0 + test_below(span);
+                if (!pick[c]) {
+                    pick[c] = 1;
+                    n++;
+                }
+            }
+            for (int64_t c = c0; c < c1; c++)
+                if (pick[c]) {
+                    pick[c] = 0;
+                    m.colind[at] = (int32_t)c;
+                    vals[at++] = (double)(1 + test_below(3)) * (signed_values && test_below(2) ? -1.0 : 1.0);
+                }
+        }
+        m.rowptr[r + 1] = at;
+    }
+    m.nnz = m.rowptr[nrows];
+    m.values = malloc((size_t)(m.nnz ? m.nnz : 1) * sr_type_size(type));
+    for (int64_t e = 0; e < m.nnz; e++) {
+        if (type == SR_TYPE_FLOAT32)
+            ((float *)m.values)[e] = (float)vals[e];
+        else
+            ((double *)m.values)[e] = vals[e];
+    }
+    free(vals);
+    free(pick);
+    return m;
+}
+
+/* One k-NN run with SPARSERING_KNN_OVERLAP set to `mode` ("0", "1", or NULL for the default). */
+static void run(const char *mode, sr_matrix X, sr_matrix Q, int64_t nq, int64_t k, sr_metric m, sr_type type,
+                int64_t *idx, void *dist)
+{
+    if (mode)
+        setenv("SPARSERING_KNN_OVERLAP", mode, 1);
+    else
+        unsetenv("SPARSERING_KNN_OVERLAP");
+    sr_dense D = sr_dense_view(dist, nq, k, type, SR_ROW_MAJOR, SR_HOST);
+    CHECK_OK(sr_knn(ctx, X, Q, k, m, m == SR_METRIC_MINKOWSKI ? 3.0 : 0.0, idx, &D, NULL));
+    unsetenv("SPARSERING_KNN_OVERLAP");
+}
+
+/* Every metric on one index / query pair: the overlap path and the default choice equal the dense path. */
+static void compare_paths(const char *what, const test_csr *xi, const test_csr *xq, int64_t k, bool nonnegative)
+{
+    sr_matrix X = test_make_matrix(ctx, xi), Q = test_make_matrix(ctx, xq);
+    const int64_t nq = xq->nrows;
+    const size_t es = sr_type_size(xi->type);
+    int64_t *want_i = malloc((size_t)(nq * k) * sizeof(int64_t)), *got_i = malloc((size_t)(nq * k) * sizeof(int64_t));
+    void *want_d = malloc((size_t)(nq * k) * es), *got_d = malloc((size_t)(nq * k) * es);
+    for (int m = 0; m < SR_METRIC_COUNT; m++) {
+        if (!nonnegative && (m == SR_METRIC_HELLINGER || m == SR_METRIC_KL_DIVERGENCE || m == SR_METRIC_JENSEN_SHANNON))
+            continue;
+        run("0", X, Q, nq, k, (sr_metric)m, xi->type, want_i, want_d);
+        const char *modes[2] = {"1", NULL};
+        for (int t = 0; t < 2; t++) {
+            run(modes[t], X, Q, nq, k, (sr_metric)m, xi->type, got_i, got_d);
+            int64_t bad = 0, first = -1;
+            for (int64_t e = 0; e < nq * k; e++)
+                if (got_i[e] != want_i[e] || memcmp((char *)got_d + e * es, (char *)want_d + e * es, es) != 0) {
+                    bad++;
+                    if (first < 0)
+                        first = e;
+                }
+            CHECK(bad == 0, "%s, %s, %s, mode %s: %lld of %lld results differ from the dense path (first: query %lld, "
+                  "place %lld: row %lld, expected %lld)", what, sr_metric_name((sr_metric)m), sr_type_name(xi->type),
+                  modes[t] ? modes[t] : "auto", (long long)bad, (long long)(nq * k), (long long)(first / k),
+                  (long long)(first % k), (long long)(first >= 0 ? got_i[first] : -1),
+                  (long long)(first >= 0 ? want_i[first] : -1));
+        }
+    }
+    free(want_i);
+    free(got_i);
+    free(want_d);
+    free(got_d);
+    sr_matrix_free(X);
+    sr_matrix_free(Q);
+}
+
+static void synthetic_cases(sr_type type)
+{
+    for (int sign = 0; sign < 2; sign++) {
+        const bool signed_values = sign == 1;
+        /* the index uses columns [0, 80) of 100, 2-6 entries a row */
+        test_csr xi = counts(400, 100, 0, 80, 6, signed_values, type);
+        /* sparse queries like the index; queries only in the columns the index never uses (they
+         * overlap nothing); dense queries over every column (they overlap every non-empty row) */
+        test_csr sparse = counts(120, 100, 0, 100, 5, signed_values, type);
+        test_csr disjoint = counts(30, 100, 80, 100, 4, signed_values, type);
+        test_csr dense = counts(20, 100, 0, 100, 100, signed_values, type);
+        const char *tag = signed_values ? "signed" : "nonnegative";
+        char what[96];
+        snprintf(what, sizeof what, "sparse queries, %s, k 10", tag);
+        compare_paths(what, &xi, &sparse, 10, !signed_values);
+        snprintf(what, sizeof what, "sparse queries, %s, k 150 (past the overlap)", tag);
+        compare_paths(what, &xi, &sparse, 150, !signed_values);
+        snprintf(what, sizeof what, "queries overlapping nothing, %s", tag);
+        compare_paths(what, &xi, &disjoint, 7, !signed_values);
+        snprintf(what, sizeof what, "dense queries, %s", tag);
+        compare_paths(what, &xi, &dense, 9, !signed_values);
+        snprintf(what, sizeof what, "the index against itself, %s", tag);
+        compare_paths(what, &xi, &xi, 12, !signed_values);
+        test_csr_free(&xi);
+        test_csr_free(&sparse);
+        test_csr_free(&disjoint);
+        test_csr_free(&dense);
+    }
+}
+
+int main(void)
+{
+    test_seed("test_knn_overlap");
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CPU;
+    CHECK_OK(sr_context_create(&ctx, &o));
+    synthetic_cases(SR_TYPE_FLOAT32);
+    synthetic_cases(SR_TYPE_FLOAT64);
+    sr_context_destroy(ctx);
+    return test_finish("test_knn_overlap");
+}
