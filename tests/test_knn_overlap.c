@@ -1,4 +1,4 @@
-/* The host k-NN overlap path (src/cpu/cpu_knn_overlap.c) against the dense path: for every metric,
+/* The host k-NN and radius overlap path (src/cpu/cpu_overlap.c) against the dense path: for every metric,
  * float32 and float64, the same neighbours and bit-identical distances (SPARSERING_KNN_OVERLAP=1
  * and the default per-query choice, each against =0), on inputs built to break it: counts that
  * tie (small integers, repeated index rows), empty rows, queries that overlap nothing (columns
@@ -70,10 +70,62 @@ static void run(const char *mode, sr_matrix X, sr_matrix Q, int64_t nq, int64_t 
     unsetenv("SPARSERING_KNN_OVERLAP");
 }
 
+static sr_matrix radius_run(const char *mode, sr_matrix X, sr_matrix Q, double radius, sr_metric m, sr_type type)
+{
+    if (mode)
+        setenv("SPARSERING_KNN_OVERLAP", mode, 1);
+    else
+        unsetenv("SPARSERING_KNN_OVERLAP");
+    sr_radius_options o = sr_radius_options_default();
+    o.type = type;
+    sr_matrix R = NULL;
+    CHECK_OK(sr_radius_neighbors(ctx, X, Q, radius, m, m == SR_METRIC_MINKOWSKI ? 3.0 : 0.0, &o, &R));
+    unsetenv("SPARSERING_KNN_OVERLAP");
+    return R;
+}
+
+/* Radius neighbours of metric m by the overlap path and the default choice against the dense
+ * path, at radii taken from the dense k-NN's distances (a small one, the widest k-th distance,
+ * and, for the index against itself, with each row leaving itself out). */
+static void compare_radius(const char *what, sr_matrix X, sr_matrix Q, sr_metric m, sr_type type, const void *dist,
+                           int64_t nq, int64_t k)
+{
+    double small = INFINITY, wide = -INFINITY;
+    for (int64_t e = 0; e < nq * k; e++) {
+        const double v = type == SR_TYPE_FLOAT32 ? ((const float *)dist)[e] : ((const double *)dist)[e];
+        if (e % k == k / 2)
+            small = fmin(small, v);
+        wide = fmax(wide, v);
+    }
+    if (m == SR_METRIC_INNER_PRODUCT) { /* a similarity: keeps values at least the radius */
+        double t = small;
+        small = wide;
+        wide = t;
+    }
+    const double radii[2] = {small, wide};
+    for (int r = 0; r < 2; r++)
+        for (int self = 0; self < 2; self++) {
+            if (self && X != Q)
+                continue;
+            sr_matrix want = radius_run("0", X, self ? NULL : Q, radii[r], m, type);
+            const char *modes[2] = {"1", NULL};
+            for (int t = 0; t < 2; t++) {
+                sr_matrix got = radius_run(modes[t], X, self ? NULL : Q, radii[r], m, type);
+                bool same = false;
+                if (got && want)
+                    CHECK_OK(sr_matrix_equal(ctx, got, want, &same));
+                CHECK(same, "%s, %s, %s, radius %g%s, mode %s: radius neighbours differ from the dense path", what,
+                      sr_metric_name(m), sr_type_name(type), radii[r], self ? " (self)" : "", modes[t] ? modes[t] : "auto");
+                sr_matrix_free(got);
+            }
+            sr_matrix_free(want);
+        }
+}
+
 /* Every metric on one index / query pair: the overlap path and the default choice equal the dense path. */
 static void compare_paths(const char *what, const test_csr *xi, const test_csr *xq, int64_t k, bool nonnegative)
 {
-    sr_matrix X = test_make_matrix(ctx, xi), Q = test_make_matrix(ctx, xq);
+    sr_matrix X = test_make_matrix(ctx, xi), Q = xi == xq ? X : test_make_matrix(ctx, xq);
     const int64_t nq = xq->nrows;
     const size_t es = sr_type_size(xi->type);
     int64_t *want_i = malloc((size_t)(nq * k) * sizeof(int64_t)), *got_i = malloc((size_t)(nq * k) * sizeof(int64_t));
@@ -98,13 +150,15 @@ static void compare_paths(const char *what, const test_csr *xi, const test_csr *
                   (long long)(first % k), (long long)(first >= 0 ? got_i[first] : -1),
                   (long long)(first >= 0 ? want_i[first] : -1));
         }
+        compare_radius(what, X, Q, (sr_metric)m, xi->type, want_d, nq, k);
     }
     free(want_i);
     free(got_i);
     free(want_d);
     free(got_d);
+    if (Q != X)
+        sr_matrix_free(Q);
     sr_matrix_free(X);
-    sr_matrix_free(Q);
 }
 
 static void synthetic_cases(sr_type type)

@@ -119,6 +119,12 @@ sr_status sr_cpu_select_rows(const void *block, sr_type type, int64_t rows, int6
  * overlap reaches past half the index, mode > 0 never. */
 sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *order, int mode, int64_t q0, int64_t q1,
                                   int64_t k, int64_t *idx, const sr_strided_out *dist, int threads);
+/* Radius neighbours by the overlap: query rows [q0, q1) as a host CSR piece (rows - q0, columns
+ * ascending, values of `type`) of the index rows the rule keeps (its self column is batch row +
+ * self_offset), the dense path's exactly. order and mode as for sr_cpu_knn_overlap_rows. */
+sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance_inputs *in, const int32_t *order,
+                                     int mode, int64_t q0, int64_t q1, const sr_keep_rule *rule, sr_type type,
+                                     struct sr_matrix_s **piece, int threads);
 /* The index rows by (x0, row) ascending, x0 = xnorm[2 * row]. */
 sr_status sr_cpu_disjoint_order(const double *xnorm, int64_t n, int32_t *order);
 

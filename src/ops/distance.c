@@ -358,9 +358,7 @@ static int overlap_mode(void)
     return env && *env ? atoi(env) : -1;
 }
 
-/* Host k-NN for a metric whose no-overlap distance has an order takes the overlap path; an
- * index ordered by its norms keeps the order with them (built here for a cast copy). */
-static sr_status overlap_setup(sr_distance_prep *p, struct sr_matrix_s *index)
+sr_status sr_distance_overlap_setup(sr_distance_prep *p, struct sr_matrix_s *index)
 {
     const sr_disjoint_order kind = sr_metric_disjoint_order(p->in.metric);
     const int64_t n = p->in.X->nrows;
@@ -393,7 +391,7 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
                  (long long)distances->nrows, (long long)distances->ncols, (long long)queries->nrows, (long long)k);
     sr_distance_prep p;
     SR_TRY(sr_distance_prepare(fn, ctx, queries, index, metric, metric_arg, distances->type, &p));
-    sr_status s = overlap_setup(&p, index);
+    sr_status s = sr_distance_overlap_setup(&p, index);
     if (s != SR_SUCCESS) {
         sr_distance_release(&p);
         return s;

@@ -6,6 +6,7 @@
 
 #include "../core/memory.h"
 #include "../core/types.h"
+#include "../cpu/cpu.h"
 #include "../semiring/metric.h"
 #include "distance_prep.h"
 #include "ops_common.h"
@@ -95,17 +96,23 @@ static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double r
                          SR_KEEP_NO_SELF};
     SR_TRY(reserve_pieces(ctx, list, (nq - *done + b - 1) / b));
     void *block = NULL;
-    SR_TRY(sr_mem_alloc_array(ctx, p->where, (size_t)b * (size_t)n, es, &block));
+    const size_t block_elems = p->overlap ? 0 : (size_t)b * (size_t)n; /* the overlap path keeps as it goes */
+    SR_TRY(sr_mem_alloc_array(ctx, p->where, block_elems, es, &block));
     sr_status s = SR_SUCCESS;
     for (int64_t r0 = *done; s == SR_SUCCESS && r0 < nq; r0 += b) {
         const int64_t rows = nq - r0 < b ? nq - r0 : b;
-        const sr_strided_out out = {block, n, 1};
-        s = sr_distance_rows(p, r0, r0 + rows, &out);
-        const sr_dense view = sr_dense_view(block, rows, n, o->type, SR_ROW_MAJOR, p->where);
         rule.self_offset = leave_out_self ? r0 : SR_KEEP_NO_SELF;
         struct sr_matrix_s *piece = NULL;
-        if (s == SR_SUCCESS)
-            s = sr_ops_dense_to_csr(ctx, &view, &rule, &piece);
+        if (p->overlap) {
+            s = sr_cpu_radius_overlap_rows(ctx, &p->in, p->order, p->overlap_mode, r0, r0 + rows, &rule, o->type,
+                                           &piece, sr_context_threads(ctx));
+        } else {
+            const sr_strided_out out = {block, n, 1};
+            s = sr_distance_rows(p, r0, r0 + rows, &out);
+            const sr_dense view = sr_dense_view(block, rows, n, o->type, SR_ROW_MAJOR, p->where);
+            if (s == SR_SUCCESS)
+                s = sr_ops_dense_to_csr(ctx, &view, &rule, &piece);
+        }
         if (s == SR_SUCCESS) { /* each batch's pairs must fit where its distances did */
             const double bytes = (double)piece->nnz * (double)(sizeof(int32_t) + es);
             if (bytes > (double)budget)
@@ -126,7 +133,7 @@ static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double r
             s = sr_error(SR_ERROR_CANCELLED, "%s: stopped by the progress callback after %lld of %lld queries", fn,
                          (long long)(r0 + rows), (long long)nq);
     }
-    sr_mem_free(ctx, p->where, block, (size_t)b * (size_t)n * es);
+    sr_mem_free(ctx, p->where, block, block_elems * es);
     return s;
 }
 
@@ -144,11 +151,15 @@ sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries
     const bool self = queries == NULL;
     sr_distance_prep p;
     SR_TRY(sr_distance_prepare(fn, ctx, self ? index : queries, index, metric, metric_arg, o.type, &p));
+    sr_status s = sr_distance_overlap_setup(&p, index);
+    if (s != SR_SUCCESS) {
+        sr_distance_release(&p);
+        return s;
+    }
     const int64_t nq = p.in.Q->nrows, n = index->nrows;
     int64_t b = sr_distance_batch_rows(ctx, p.where, nq, (size_t)n * sr_type_size(o.type)), done = 0;
     piece_list pieces = {NULL, 0, 0};
     struct sr_matrix_s *out = NULL;
-    sr_status s = SR_SUCCESS;
     if (n > 0)
         do
             s = find_pieces(fn, &p, radius, self && !o.include_self, &o, b, &done, &pieces);
