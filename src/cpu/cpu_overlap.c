@@ -80,6 +80,12 @@ static int64_t accumulate(const sr_distance_inputs *in, int64_t j, overlap_scrat
     return touched;
 }
 
+/* No more threads than queries: each thread's scratch costs O(n) to set up. */
+static int team_for(int threads, int64_t queries)
+{
+    return queries < threads ? (int)(queries > 0 ? queries : 1) : threads;
+}
+
 /* The cost estimate: the index entries query j's columns reach bound the rows it touches; past
  * half the index, scoring every row costs less than the walk's bookkeeping (mode > 0: never). */
 static bool scores_densely(const sr_distance_inputs *in, int64_t j, int mode)
@@ -144,7 +150,7 @@ sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *o
     const bool largest = sr_metric_is_similarity(in->metric);
     const int64_t n = in->X->nrows;
     bool failed = false;
-#pragma omp parallel num_threads(threads) reduction(|| : failed)
+#pragma omp parallel num_threads(team_for(threads, q1 - q0)) reduction(|| : failed)
     {
         overlap_scratch s;
         const bool ok = scratch_init(&s, n, sr_metric_accumulators(in->metric), k);
@@ -242,7 +248,7 @@ sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance
     if (!kept)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "radius: out of host memory");
     bool failed = false;
-#pragma omp parallel num_threads(threads) reduction(|| : failed)
+#pragma omp parallel num_threads(team_for(threads, q1 - q0)) reduction(|| : failed)
     {
         overlap_scratch s;
         bool ok = scratch_init(&s, n, sr_metric_accumulators(in->metric), 0);
