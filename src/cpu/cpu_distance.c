@@ -8,6 +8,7 @@
 #include "../core/types.h"
 #include "../semiring/metric.h"
 #include "cpu.h"
+#include "cpu_chebyshev.h"
 
 void sr_cpu_distance_norms(const struct sr_matrix_s *A, sr_metric metric, double p, double *norms, int threads)
 {
@@ -68,46 +69,25 @@ static inline void store(const sr_strided_out *out, bool single, int64_t r, int6
 
 /* Per-thread scratch. */
 typedef struct scratch {
-    double *acc;        /* accumulators per index row (two planes for Bray-Curtis) */
-    double *qdense;     /* chebyshev: the query scattered over the columns */
-    int64_t *qmark;     /* ... and which query row each column currently holds */
-    int64_t *seen;      /* ... and the last index row that held each column */
-    double *order_abs;  /* ... and the query's |values|, largest first, with their columns */
-    int32_t *order_col;
+    double *acc;         /* accumulators per index row (two planes for Bray-Curtis) */
+    sr_cheb_scratch cheb; /* chebyshev */
 } scratch;
 
 static void scratch_free(scratch *s)
 {
     free(s->acc);
-    free(s->qdense);
-    free(s->qmark);
-    free(s->seen);
-    free(s->order_abs);
-    free(s->order_col);
+    sr_cheb_free(&s->cheb);
 }
 
 static bool scratch_init(scratch *s, const sr_distance_inputs *in)
 {
-    int64_t n = in->X->nrows, d = in->X->ncols;
+    int64_t n = in->X->nrows;
     *s = (scratch){0};
     if (sr_metric_kind_of(in->metric) != SR_MK_MAX) {
         s->acc = malloc((size_t)(n > 0 ? n : 1) * (size_t)sr_metric_accumulators(in->metric) * sizeof *s->acc);
         return s->acc != NULL;
     }
-    int64_t widest = 1;
-    for (int64_t j = 0; j < in->Q->nrows; j++)
-        if (in->Q->rowptr[j + 1] - in->Q->rowptr[j] > widest)
-            widest = in->Q->rowptr[j + 1] - in->Q->rowptr[j];
-    s->qdense = malloc((size_t)(d > 0 ? d : 1) * sizeof *s->qdense);
-    s->qmark = malloc((size_t)(d > 0 ? d : 1) * sizeof *s->qmark);
-    s->seen = malloc((size_t)(d > 0 ? d : 1) * sizeof *s->seen);
-    s->order_abs = malloc((size_t)widest * 2 * sizeof *s->order_abs);
-    s->order_col = malloc((size_t)widest * sizeof *s->order_col);
-    if (!s->qdense || !s->qmark || !s->seen || !s->order_abs || !s->order_col)
-        return false;
-    for (int64_t c = 0; c < d; c++)
-        s->qmark[c] = s->seen[c] = -1;
-    return true;
+    return sr_cheb_init(&s->cheb, in->X->ncols, sr_cheb_widest(in->Q));
 }
 
 /* Sum and max metrics: accumulate the intersection through the inverted index, then finalize
@@ -139,50 +119,13 @@ static void query_by_intersection(const sr_distance_inputs *in, int64_t j, scrat
                                  d, in->p));
 }
 
-static int by_abs_desc(const void *a, const void *b)
+/* Chebyshev: max |q - x| over the union, each index row against the scattered query (cpu_chebyshev.h). */
+static void query_chebyshev(const sr_distance_inputs *in, int64_t j, scratch *s, const sr_strided_out *out, int64_t r)
 {
-    double x = ((const double *)a)[0], y = ((const double *)b)[0];
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-/* Chebyshev: max |q - x| over the union. Each index row's own columns are walked with the query
- * looked up densely; the columns only the query holds contribute the largest |q| among them,
- * found by walking the query's entries from the largest |q| down to the first the row lacks. */
-static void query_chebyshev(const sr_distance_inputs *in, int64_t j, scratch *s, int64_t *seen_stamp,
-                            const sr_strided_out *out, int64_t r)
-{
-    const struct sr_matrix_s *Q = in->Q, *X = in->X;
-    const values qv = values_of(Q), xv = values_of(X);
-    const int64_t qn = Q->rowptr[j + 1] - Q->rowptr[j];
-    for (int64_t t = 0; t < qn; t++) {
-        int64_t e = Q->rowptr[j] + t;
-        s->qdense[Q->colind[e]] = value_at(qv, e);
-        s->qmark[Q->colind[e]] = j;
-        s->order_abs[2 * t] = fabs(value_at(qv, e));
-        s->order_abs[2 * t + 1] = (double)Q->colind[e];
-    }
-    qsort(s->order_abs, (size_t)qn, 2 * sizeof *s->order_abs, by_abs_desc);
-    for (int64_t t = 0; t < qn; t++) {
-        s->order_col[t] = (int32_t)s->order_abs[2 * t + 1];
-        s->order_abs[t] = s->order_abs[2 * t];
-    }
-    const bool single = Q->type == SR_TYPE_FLOAT32;
-    for (int64_t i = 0; i < X->nrows; i++) {
-        int64_t stamp = (*seen_stamp)++;
-        double mx = 0.0;
-        for (int64_t e = X->rowptr[i]; e < X->rowptr[i + 1]; e++) {
-            int32_t c = X->colind[e];
-            double q = s->qmark[c] == j ? s->qdense[c] : 0.0;
-            mx = fmax(mx, fabs(q - value_at(xv, e)));
-            s->seen[c] = stamp;
-        }
-        for (int64_t t = 0; t < qn; t++)
-            if (s->seen[s->order_col[t]] != stamp) {
-                mx = fmax(mx, s->order_abs[t]);
-                break;
-            }
-        store(out, single, r, i, mx);
-    }
+    sr_cheb_prepare(&s->cheb, in->Q, j);
+    const bool single = in->Q->type == SR_TYPE_FLOAT32;
+    for (int64_t i = 0; i < in->X->nrows; i++)
+        store(out, single, r, i, sr_cheb_row(&s->cheb, in->X, j, i));
 }
 
 sr_status sr_cpu_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, const sr_strided_out *out,
@@ -194,13 +137,12 @@ sr_status sr_cpu_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t
     {
         scratch s;
         bool ok = scratch_init(&s, in);
-        int64_t seen_stamp = 0;
 #pragma omp for schedule(dynamic, 4)
         for (int64_t j = q0; j < q1; j++) {
             if (!ok)
                 continue;
             if (chebyshev)
-                query_chebyshev(in, j, &s, &seen_stamp, out, j - q0);
+                query_chebyshev(in, j, &s, out, j - q0);
             else
                 query_by_intersection(in, j, &s, out, j - q0);
         }

@@ -16,16 +16,25 @@
 #include "../core/types.h"
 #include "../semiring/metric.h"
 #include "cpu.h"
+#include "cpu_chebyshev.h"
 
 typedef struct overlap_scratch {
     double *acc;      /* n per accumulator plane, zero between queries */
     int64_t *stamp;   /* per index row: the last query that touched it */
     int32_t *touched; /* the rows the current query touched */
     sr_select_heap heap;
+    bool chebyshev;   /* the union walk for the rows a query touches */
+    sr_cheb_scratch cheb;
 } overlap_scratch;
 
-static bool scratch_init(overlap_scratch *s, int64_t n, int nacc, int64_t k)
+static bool scratch_init(overlap_scratch *s, const sr_distance_inputs *in, int64_t k)
 {
+    const int64_t n = in->X->nrows;
+    const int nacc = sr_metric_accumulators(in->metric);
+    s->chebyshev = in->metric == SR_METRIC_CHEBYSHEV;
+    s->cheb = (sr_cheb_scratch){0};
+    if (s->chebyshev && !sr_cheb_init(&s->cheb, in->X->ncols, sr_cheb_widest(in->Q)))
+        return false;
     const size_t rows = (size_t)(n > 0 ? n : 1);
     s->acc = calloc(rows * (size_t)nacc, sizeof *s->acc);
     s->stamp = malloc(rows * sizeof *s->stamp);
@@ -44,19 +53,12 @@ static void scratch_free(overlap_scratch *s)
     free(s->stamp);
     free(s->touched);
     free(s->heap.e);
+    sr_cheb_free(&s->cheb);
 }
 
 static inline double value_at(const struct sr_matrix_s *A, int64_t e)
 {
     return A->type == SR_TYPE_FLOAT32 ? (double)((const float *)A->values)[e] : ((const double *)A->values)[e];
-}
-
-/* The selection key of a distance: rounded to the output type first, as the dense path stores it
- * before selecting, and negated when the largest are kept. */
-static inline double key_of(double d, bool single, bool largest)
-{
-    const double v = single ? (double)(float)d : d;
-    return largest ? -v : v;
 }
 
 /* The index rows that share a column with query j and their accumulators (the dense path's loop);
@@ -96,29 +98,49 @@ static bool scores_densely(const sr_distance_inputs *in, int64_t j, int mode)
     return mode < 0 && 2 * reach > in->X->nrows;
 }
 
+/* The distance of query j to index row i, rounded to the output type: the accumulated form for a
+ * row the query touched (Chebyshev: the union walk), the no-overlap form from the norms else. */
+static inline double row_value(const sr_distance_inputs *in, overlap_scratch *s, int64_t j, int64_t i)
+{
+    const sr_metric m = in->metric;
+    const int64_t n = in->X->nrows;
+    const double d = (double)in->X->ncols, *qn = in->qnorm + 2 * j, *xn = in->xnorm + 2 * i;
+    double v;
+    if (s->stamp[i] != j)
+        v = sr_metric_disjoint_value(m, qn[0], qn[1], xn[0], xn[1], d, in->p);
+    else if (s->chebyshev)
+        v = sr_cheb_row(&s->cheb, in->X, j, i);
+    else
+        v = sr_metric_finalize(m, s->acc[i], sr_metric_accumulators(m) > 1 ? s->acc[n + i] : 0.0, qn[0], qn[1], xn[0],
+                               xn[1], d, in->p);
+    return in->Q->type == SR_TYPE_FLOAT32 ? (double)(float)v : v;
+}
+
+/* Zeroes the accumulators query j touched, for the next query. */
+static void clear_touched(overlap_scratch *s, int64_t touched, int64_t n, int nacc)
+{
+    for (int64_t t = 0; t < touched; t++)
+        for (int a = 0; a < nacc; a++)
+            s->acc[(int64_t)a * n + s->touched[t]] = 0.0;
+}
+
 /* Query j's k nearest into idx (k a row) and row r of dist. */
 static void query(const sr_distance_inputs *in, const int32_t *order, sr_disjoint_order kind, bool dense, int64_t j,
                   overlap_scratch *s, bool largest, int64_t *idx, const sr_strided_out *dist, int64_t r)
 {
-    const sr_metric m = in->metric;
     const int64_t n = in->X->nrows;
-    const bool single = in->Q->type == SR_TYPE_FLOAT32;
-    const double d = (double)in->X->ncols, qn0 = in->qnorm[2 * j], qn1 = in->qnorm[2 * j + 1];
-    const double *xn = in->xnorm;
-    const bool two = sr_metric_accumulators(m) > 1;
-    double *a0 = s->acc, *a1 = two ? s->acc + n : s->acc;
-    const int64_t touched = accumulate(in, j, s, a0, a1);
+    const int nacc = sr_metric_accumulators(in->metric);
+    const double sign = largest ? -1.0 : 1.0; /* the heap keeps the smallest keys */
+    const int64_t touched = accumulate(in, j, s, s->acc, nacc > 1 ? s->acc + n : s->acc);
+    if (s->chebyshev)
+        sr_cheb_prepare(&s->cheb, in->Q, j);
     sr_select_heap *h = &s->heap;
     if (dense) { /* every row, in index order */
         for (int64_t i = 0; i < n; i++)
-            sr_select_push(h, key_of(sr_metric_finalize(m, a0[i], two ? a1[i] : 0.0, qn0, qn1, xn[2 * i], xn[2 * i + 1],
-                                                        d, in->p), single, largest), i);
+            sr_select_push(h, sign * row_value(in, s, j, i), i);
     } else {
-        for (int64_t t = 0; t < touched; t++) {
-            const int32_t i = s->touched[t];
-            sr_select_push(h, key_of(sr_metric_finalize(m, a0[i], two ? a1[i] : 0.0, qn0, qn1, xn[2 * i], xn[2 * i + 1],
-                                                        d, in->p), single, largest), i);
-        }
+        for (int64_t t = 0; t < touched; t++)
+            sr_select_push(h, sign * row_value(in, s, j, s->touched[t]), s->touched[t]);
         /* the rows that share nothing, best first: along the order their key never improves, so the
          * walk ends at the first one worse than a full heap's worst (for one constant value, at the
          * first that does not beat it, since later rows have larger indices) */
@@ -126,8 +148,7 @@ static void query(const sr_distance_inputs *in, const int32_t *order, sr_disjoin
             const int32_t i = kind == SR_DISJOINT_BY_X0 ? order[w] : (int32_t)w;
             if (s->stamp[i] == j)
                 continue;
-            const double key = key_of(sr_metric_finalize(m, 0.0, 0.0, qn0, qn1, xn[2 * i], xn[2 * i + 1], d, in->p),
-                                      single, largest);
+            const double key = sign * row_value(in, s, j, i);
             if (h->size == h->k) {
                 const sr_select_entry worst = h->e[0];
                 if (key > worst.key || (kind == SR_DISJOINT_BY_INDEX && key == worst.key && i > worst.col))
@@ -136,11 +157,8 @@ static void query(const sr_distance_inputs *in, const int32_t *order, sr_disjoin
             sr_select_push(h, key, i);
         }
     }
-    for (int64_t t = 0; t < touched; t++) { /* zero again for the next query */
-        a0[s->touched[t]] = 0.0;
-        a1[s->touched[t]] = 0.0;
-    }
-    sr_select_store(h, largest, single, idx, dist, r);
+    clear_touched(s, touched, n, nacc);
+    sr_select_store(h, largest, in->Q->type == SR_TYPE_FLOAT32, idx, dist, r);
 }
 
 sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *order, int mode, int64_t q0, int64_t q1,
@@ -148,12 +166,11 @@ sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *o
 {
     const sr_disjoint_order kind = sr_metric_disjoint_order(in->metric);
     const bool largest = sr_metric_is_similarity(in->metric);
-    const int64_t n = in->X->nrows;
     bool failed = false;
 #pragma omp parallel num_threads(team_for(threads, q1 - q0)) reduction(|| : failed)
     {
         overlap_scratch s;
-        const bool ok = scratch_init(&s, n, sr_metric_accumulators(in->metric), k);
+        const bool ok = scratch_init(&s, in, k);
 #pragma omp for schedule(dynamic, 4)
         for (int64_t j = q0; j < q1; j++) {
             if (!ok)
@@ -188,26 +205,22 @@ static int by_col(const void *a, const void *b)
 static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_disjoint_order kind, bool dense,
                          int64_t j, overlap_scratch *s, const sr_keep_rule *rule, kept_row *out)
 {
-    const sr_metric m = in->metric;
     const int64_t n = in->X->nrows, self = rule->self_offset == SR_KEEP_NO_SELF ? -1 : j + rule->self_offset;
-    const bool single = in->Q->type == SR_TYPE_FLOAT32, two = sr_metric_accumulators(m) > 1;
-    const double d = (double)in->X->ncols, qn0 = in->qnorm[2 * j], qn1 = in->qnorm[2 * j + 1];
-    const double *xn = in->xnorm;
-    double *a0 = s->acc, *a1 = two ? s->acc + n : s->acc;
-    const int64_t touched = accumulate(in, j, s, a0, a1);
+    const int nacc = sr_metric_accumulators(in->metric);
+    const int64_t touched = accumulate(in, j, s, s->acc, nacc > 1 ? s->acc + n : s->acc);
+    if (s->chebyshev)
+        sr_cheb_prepare(&s->cheb, in->Q, j);
     int32_t *cols = malloc((size_t)(n > 0 ? n : 1) * sizeof *cols);
     int64_t count = 0;
     bool ok = cols != NULL;
-#define VALUE(i, x0acc, x1acc)                                                                                        \
-    key_of(sr_metric_finalize(m, x0acc, x1acc, qn0, qn1, xn[2 * (i)], xn[2 * (i) + 1], d, in->p), single, false)
     if (ok && dense) {
         for (int64_t i = 0; i < n; i++)
-            if (i != self && keeps(rule, VALUE(i, a0[i], two ? a1[i] : 0.0)))
+            if (i != self && keeps(rule, row_value(in, s, j, i)))
                 cols[count++] = (int32_t)i;
     } else if (ok) {
         for (int64_t t = 0; t < touched; t++) {
             const int32_t i = s->touched[t];
-            if (i != self && keeps(rule, VALUE(i, a0[i], two ? a1[i] : 0.0)))
+            if (i != self && keeps(rule, row_value(in, s, j, i)))
                 cols[count++] = i;
         }
         /* the rows that share nothing: along the order their distance never decreases, so the walk
@@ -216,7 +229,7 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
             const int32_t i = kind == SR_DISJOINT_BY_X0 ? order[w] : (int32_t)w;
             if (s->stamp[i] == j)
                 continue;
-            if (!keeps(rule, VALUE(i, 0.0, 0.0)))
+            if (!keeps(rule, row_value(in, s, j, i)))
                 break;
             if (i != self)
                 cols[count++] = i;
@@ -225,15 +238,9 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
     }
     double *vals = ok ? malloc((size_t)(count > 0 ? count : 1) * sizeof *vals) : NULL;
     ok = ok && vals != NULL;
-    for (int64_t t = 0; ok && t < count; t++) {
-        const int32_t i = cols[t];
-        vals[t] = s->stamp[i] == j ? VALUE(i, a0[i], two ? a1[i] : 0.0) : VALUE(i, 0.0, 0.0);
-    }
-#undef VALUE
-    for (int64_t t = 0; t < touched; t++) {
-        a0[s->touched[t]] = 0.0;
-        a1[s->touched[t]] = 0.0;
-    }
+    for (int64_t t = 0; ok && t < count; t++)
+        vals[t] = row_value(in, s, j, cols[t]);
+    clear_touched(s, touched, n, nacc);
     *out = (kept_row){cols, vals, count};
     return ok;
 }
@@ -251,7 +258,7 @@ sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance
 #pragma omp parallel num_threads(team_for(threads, q1 - q0)) reduction(|| : failed)
     {
         overlap_scratch s;
-        bool ok = scratch_init(&s, n, sr_metric_accumulators(in->metric), 0);
+        bool ok = scratch_init(&s, in, 0);
 #pragma omp for schedule(dynamic, 4)
         for (int64_t j = q0; j < q1; j++)
             if (ok) {

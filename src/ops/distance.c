@@ -121,7 +121,7 @@ static sr_status prepare_steps(const char *fn, sr_distance_prep *p, struct sr_ma
     if (!self)
         SR_TRY(check_values(fn, "the queries", p->in.Q, p->in.metric, threads));
     SR_TRY(check_index(fn, self ? "the queries" : "the index", p, index, keep, threads)); /* self: checked once */
-    if (sr_metric_kind_of(p->in.metric) != SR_MK_MAX || p->where == SR_DEVICE) { /* the CPU merges for Chebyshev */
+    { /* the inverted form (the host's dense Chebyshev merges rows instead, but its overlap path needs it) */
         if (p->x_cast) { /* a cast copy lives for this call only, and so does its transpose */
             SR_TRY(sr_matrix_transpose(p->ctx, (sr_matrix)p->in.X, &p->xt));
             p->in.XT = p->xt;

@@ -140,6 +140,9 @@ SR_HD void sr_metric_norm_add(sr_metric m, double v, double p, double *n0, doubl
         *n0 += sr_metric_union_f(m, v, 0.0, p);
         *n1 += sr_metric_union_g(v, 0.0);
         break;
+    case SR_MK_MAX: /* the row's largest |v|, folded as the union walk folds |0 - x| */
+        *n0 = fmax(*n0, fabs(0.0 - v));
+        break;
     default:
         break;
     }
@@ -246,7 +249,8 @@ SR_HD double sr_metric_finalize(sr_metric m, double a0, double a1, double q0, do
  * non-decreasing function of x0 (every step of its formula is monotone, so its rounding is too;
  * Bray-Curtis's x0 and x1 are the same sum, so its (q0 + x0) / (q1 + x1) is 0 or 1), by index
  * where it is one constant (cosine and Russell-Rao 1, KL divergence and the inner product 0).
- * Correlation's depends on two norms at once and Chebyshev has no norms: they have no order. */
+ * Chebyshev's is max(‖q‖∞, ‖x‖∞), its norms being the rows' largest |v|. Correlation's depends
+ * on two norms at once: it has no order. */
 typedef enum sr_disjoint_order {
     SR_DISJOINT_NONE = 0,  /* no order: every index row is scored */
     SR_DISJOINT_BY_X0 = 1, /* rows by (x0, index) ascending */
@@ -258,11 +262,20 @@ SR_HD sr_disjoint_order sr_metric_disjoint_order(sr_metric m)
     switch (m) {
     case SR_METRIC_COSINE: case SR_METRIC_RUSSELL_RAO: case SR_METRIC_KL_DIVERGENCE: case SR_METRIC_INNER_PRODUCT:
         return SR_DISJOINT_BY_INDEX;
-    case SR_METRIC_CORRELATION: case SR_METRIC_CHEBYSHEV:
+    case SR_METRIC_CORRELATION:
         return SR_DISJOINT_NONE;
     default:
         return SR_DISJOINT_BY_X0;
     }
+}
+
+/* The distance of a pair that shares no column, from the rows' norms: what the dense path
+ * computes for it (Chebyshev's union walk folds the row's |x| and then the query's largest |q|). */
+SR_HD double sr_metric_disjoint_value(sr_metric m, double q0, double q1, double x0, double x1, double d, double p)
+{
+    if (m == SR_METRIC_CHEBYSHEV)
+        return fmax(x0, q0);
+    return sr_metric_finalize(m, 0.0, 0.0, q0, q1, x0, x1, d, p);
 }
 
 /* Host-side helpers (src/semiring/metric.c). */
