@@ -115,7 +115,7 @@ sr_status sr_cpu_select_rows(const void *block, sr_type type, int64_t rows, int6
 
 /* k-NN by the overlap (cpu_knn_overlap.c): query rows [q0, q1), k per row into idx (k a row) and
  * dist (strided), the dense path's results exactly. `order` is sr_cpu_disjoint_order's (for
- * metrics ordered by x0; NULL otherwise); mode < 0 picks the dense scoring per query when its
+ * metrics ordered by a key; NULL otherwise); mode < 0 picks the dense scoring per query when its
  * overlap reaches past half the index, mode > 0 never. */
 sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *order, int mode, int64_t q0, int64_t q1,
                                   int64_t k, int64_t *idx, const sr_strided_out *dist, int threads);
@@ -125,8 +125,8 @@ sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *o
 sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance_inputs *in, const int32_t *order,
                                      int mode, int64_t q0, int64_t q1, const sr_keep_rule *rule, sr_type type,
                                      struct sr_matrix_s **piece, int threads);
-/* The index rows by (x0, row) ascending, x0 = xnorm[2 * row]. */
-sr_status sr_cpu_disjoint_order(const double *xnorm, int64_t n, int32_t *order);
+/* The index rows by (sr_metric_disjoint_key, row) ascending, from their norms (d columns). */
+sr_status sr_cpu_disjoint_order(const double *xnorm, int64_t n, sr_metric metric, double d, int32_t *order);
 
 /* A packed row-major copy (out: B->nrows x B->ncols) of a column-major host view. */
 void sr_cpu_dense_row_major(const sr_dense *B, void *out, int threads);

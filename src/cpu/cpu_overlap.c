@@ -30,17 +30,25 @@ typedef struct overlap_scratch {
 static bool scratch_init(overlap_scratch *s, const sr_distance_inputs *in, int64_t k)
 {
     const int64_t n = in->X->nrows;
-    const int nacc = sr_metric_accumulators(in->metric);
+    *s = (overlap_scratch){0};
     s->chebyshev = in->metric == SR_METRIC_CHEBYSHEV;
-    s->cheb = (sr_cheb_scratch){0};
     if (s->chebyshev && !sr_cheb_init(&s->cheb, in->X->ncols, sr_cheb_widest(in->Q)))
         return false;
+    s->acc = calloc((size_t)(n > 0 ? n : 1) * (size_t)sr_metric_accumulators(in->metric), sizeof *s->acc);
+    s->heap = (sr_select_heap){malloc((size_t)(k > 0 ? k : 1) * sizeof(sr_select_entry)), 0, k};
+    return s->acc && s->heap.e;
+}
+
+/* The touched-row bookkeeping, made at a thread's first query that walks (a query scored densely
+ * needs none, and setting the stamps costs O(n)). */
+static bool walk_ready(overlap_scratch *s, int64_t n)
+{
+    if (s->stamp)
+        return true;
     const size_t rows = (size_t)(n > 0 ? n : 1);
-    s->acc = calloc(rows * (size_t)nacc, sizeof *s->acc);
     s->stamp = malloc(rows * sizeof *s->stamp);
     s->touched = malloc(rows * sizeof *s->touched);
-    s->heap = (sr_select_heap){malloc((size_t)(k > 0 ? k : 1) * sizeof(sr_select_entry)), 0, k};
-    if (!s->acc || !s->stamp || !s->touched || !s->heap.e)
+    if (!s->stamp || !s->touched)
         return false;
     for (int64_t i = 0; i < n; i++)
         s->stamp[i] = -1;
@@ -61,18 +69,19 @@ static inline double value_at(const struct sr_matrix_s *A, int64_t e)
     return A->type == SR_TYPE_FLOAT32 ? (double)((const float *)A->values)[e] : ((const double *)A->values)[e];
 }
 
-/* The index rows that share a column with query j and their accumulators (the dense path's loop);
- * returns how many. */
-static int64_t accumulate(const sr_distance_inputs *in, int64_t j, overlap_scratch *s, double *a0, double *a1)
+/* The accumulators of the index rows that share a column with query j (the dense path's loop);
+ * with `track`, those rows are stamped and listed too. Returns how many were listed. */
+static int64_t accumulate(const sr_distance_inputs *in, int64_t j, overlap_scratch *s, bool track)
 {
     const struct sr_matrix_s *Q = in->Q, *XT = in->XT;
+    double *a0 = s->acc, *a1 = sr_metric_accumulators(in->metric) > 1 ? s->acc + in->X->nrows : s->acc;
     int64_t touched = 0;
     for (int64_t e = Q->rowptr[j]; e < Q->rowptr[j + 1]; e++) {
         const int32_t c = Q->colind[e];
         const double q = value_at(Q, e);
         for (int64_t t = XT->rowptr[c]; t < XT->rowptr[c + 1]; t++) {
             const int32_t i = XT->colind[t];
-            if (s->stamp[i] != j) {
+            if (track && s->stamp[i] != j) {
                 s->stamp[i] = j;
                 s->touched[touched++] = i;
             }
@@ -80,6 +89,25 @@ static int64_t accumulate(const sr_distance_inputs *in, int64_t j, overlap_scrat
         }
     }
     return touched;
+}
+
+/* Zeroes the accumulators query j reached, for the next query: the listed rows, or (untracked)
+ * every row its columns reach. */
+static void clear_reached(const sr_distance_inputs *in, int64_t j, overlap_scratch *s, bool tracked, int64_t touched)
+{
+    const int64_t n = in->X->nrows;
+    const int nacc = sr_metric_accumulators(in->metric);
+    if (tracked) {
+        for (int64_t t = 0; t < touched; t++)
+            for (int a = 0; a < nacc; a++)
+                s->acc[(int64_t)a * n + s->touched[t]] = 0.0;
+        return;
+    }
+    const struct sr_matrix_s *Q = in->Q, *XT = in->XT;
+    for (int64_t e = Q->rowptr[j]; e < Q->rowptr[j + 1]; e++)
+        for (int64_t t = XT->rowptr[Q->colind[e]]; t < XT->rowptr[Q->colind[e] + 1]; t++)
+            for (int a = 0; a < nacc; a++)
+                s->acc[(int64_t)a * n + XT->colind[t]] = 0.0;
 }
 
 /* No more threads than queries: each thread's scratch costs O(n) to set up. */
@@ -116,12 +144,46 @@ static inline double row_value(const sr_distance_inputs *in, overlap_scratch *s,
     return in->Q->type == SR_TYPE_FLOAT32 ? (double)(float)v : v;
 }
 
-/* Zeroes the accumulators query j touched, for the next query. */
-static void clear_touched(overlap_scratch *s, int64_t touched, int64_t n, int nacc)
+/* row_value for every row in turn (a query scored densely): the accumulators of a row the query
+ * did not touch are 0, where the finalizer gives the no-overlap value, so no row needs the
+ * touched test (Chebyshev walks the union of every row, as the dense path does). */
+static inline double dense_value(const sr_distance_inputs *in, overlap_scratch *s, int64_t j, int64_t i)
 {
-    for (int64_t t = 0; t < touched; t++)
-        for (int a = 0; a < nacc; a++)
-            s->acc[(int64_t)a * n + s->touched[t]] = 0.0;
+    const sr_metric m = in->metric;
+    const int64_t n = in->X->nrows;
+    const double d = (double)in->X->ncols, *qn = in->qnorm + 2 * j, *xn = in->xnorm + 2 * i;
+    const double v = s->chebyshev ? sr_cheb_row(&s->cheb, in->X, j, i)
+                                  : sr_metric_finalize(m, s->acc[i], sr_metric_accumulators(m) > 1 ? s->acc[n + i] : 0.0,
+                                                       qn[0], qn[1], xn[0], xn[1], d, in->p);
+    return in->Q->type == SR_TYPE_FLOAT32 ? (double)(float)v : v;
+}
+
+/* How query j walks the rows it shares nothing with: along the order (dir 1), against it (-1),
+ * or by index (0: their distance is one constant). A row ends the walk when its value is past the
+ * bound by more than `slack`: correlation's computed values follow its key only up to rounding
+ * (values in [0, 2] carry about 1e-15 of it, and float32 outputs one more rounding), so its walk
+ * goes on a little past the bound; the other keys bound their values exactly. */
+typedef struct walk_plan {
+    int dir;
+    double slack;
+} walk_plan;
+
+static walk_plan walk_of(const sr_distance_inputs *in, sr_disjoint_order kind, int64_t j)
+{
+    if (kind == SR_DISJOINT_BY_INDEX)
+        return (walk_plan){0, 0.0};
+    if (in->metric != SR_METRIC_CORRELATION)
+        return (walk_plan){1, 0.0};
+    const double d = (double)in->X->ncols, q0 = in->qnorm[2 * j], q1 = in->qnorm[2 * j + 1], vq = q0 - q1 * q1 / d;
+    if (!(vq > 0.0) || q1 == 0.0) /* every no-overlap distance is 1 */
+        return (walk_plan){0, 0.0};
+    return (walk_plan){q1 > 0.0 ? 1 : -1, in->Q->type == SR_TYPE_FLOAT32 ? 1e-6 : 1e-12};
+}
+
+/* The row at step w of the walk over n rows. */
+static inline int32_t walk_row(const int32_t *order, walk_plan plan, int64_t n, int64_t w)
+{
+    return plan.dir == 0 ? (int32_t)w : plan.dir > 0 ? order[w] : order[n - 1 - w];
 }
 
 /* Query j's k nearest into idx (k a row) and row r of dist. */
@@ -129,35 +191,36 @@ static void query(const sr_distance_inputs *in, const int32_t *order, sr_disjoin
                   overlap_scratch *s, bool largest, int64_t *idx, const sr_strided_out *dist, int64_t r)
 {
     const int64_t n = in->X->nrows;
-    const int nacc = sr_metric_accumulators(in->metric);
     const double sign = largest ? -1.0 : 1.0; /* the heap keeps the smallest keys */
-    const int64_t touched = accumulate(in, j, s, s->acc, nacc > 1 ? s->acc + n : s->acc);
+    const int64_t touched = accumulate(in, j, s, !dense);
     if (s->chebyshev)
         sr_cheb_prepare(&s->cheb, in->Q, j);
     sr_select_heap *h = &s->heap;
     if (dense) { /* every row, in index order */
         for (int64_t i = 0; i < n; i++)
-            sr_select_push(h, sign * row_value(in, s, j, i), i);
+            sr_select_push(h, sign * dense_value(in, s, j, i), i);
     } else {
         for (int64_t t = 0; t < touched; t++)
             sr_select_push(h, sign * row_value(in, s, j, s->touched[t]), s->touched[t]);
-        /* the rows that share nothing, best first: along the order their key never improves, so the
-         * walk ends at the first one worse than a full heap's worst (for one constant value, at the
+        /* the rows that share nothing, best first: along the walk their value never improves, so it
+         * ends at the first one worse than a full heap's worst (for one constant value, at the
          * first that does not beat it, since later rows have larger indices) */
+        const walk_plan plan = walk_of(in, kind, j);
         for (int64_t w = 0; w < n; w++) {
-            const int32_t i = kind == SR_DISJOINT_BY_X0 ? order[w] : (int32_t)w;
+            const int32_t i = walk_row(order, plan, n, w);
             if (s->stamp[i] == j)
                 continue;
             const double key = sign * row_value(in, s, j, i);
             if (h->size == h->k) {
                 const sr_select_entry worst = h->e[0];
-                if (key > worst.key || (kind == SR_DISJOINT_BY_INDEX && key == worst.key && i > worst.col))
+                if (plan.dir == 0 ? key > worst.key || (key == worst.key && i > worst.col)
+                                  : key > worst.key + plan.slack)
                     break;
             }
             sr_select_push(h, key, i);
         }
     }
-    clear_touched(s, touched, n, nacc);
+    clear_reached(in, j, s, !dense, touched);
     sr_select_store(h, largest, in->Q->type == SR_TYPE_FLOAT32, idx, dist, r);
 }
 
@@ -170,12 +233,17 @@ sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *o
 #pragma omp parallel num_threads(team_for(threads, q1 - q0)) reduction(|| : failed)
     {
         overlap_scratch s;
-        const bool ok = scratch_init(&s, in, k);
+        bool ok = scratch_init(&s, in, k);
 #pragma omp for schedule(dynamic, 4)
         for (int64_t j = q0; j < q1; j++) {
             if (!ok)
                 continue;
-            query(in, order, kind, scores_densely(in, j, mode), j, &s, largest, idx + (j - q0) * k, dist, j - q0);
+            const bool dense = scores_densely(in, j, mode);
+            if (!dense && !walk_ready(&s, in->X->nrows)) {
+                ok = false;
+                continue;
+            }
+            query(in, order, kind, dense, j, &s, largest, idx + (j - q0) * k, dist, j - q0);
         }
         failed = !ok;
         scratch_free(&s);
@@ -206,8 +274,7 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
                          int64_t j, overlap_scratch *s, const sr_keep_rule *rule, kept_row *out)
 {
     const int64_t n = in->X->nrows, self = rule->self_offset == SR_KEEP_NO_SELF ? -1 : j + rule->self_offset;
-    const int nacc = sr_metric_accumulators(in->metric);
-    const int64_t touched = accumulate(in, j, s, s->acc, nacc > 1 ? s->acc + n : s->acc);
+    const int64_t touched = accumulate(in, j, s, !dense);
     if (s->chebyshev)
         sr_cheb_prepare(&s->cheb, in->Q, j);
     int32_t *cols = malloc((size_t)(n > 0 ? n : 1) * sizeof *cols);
@@ -215,7 +282,7 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
     bool ok = cols != NULL;
     if (ok && dense) {
         for (int64_t i = 0; i < n; i++)
-            if (i != self && keeps(rule, row_value(in, s, j, i)))
+            if (i != self && keeps(rule, dense_value(in, s, j, i)))
                 cols[count++] = (int32_t)i;
     } else if (ok) {
         for (int64_t t = 0; t < touched; t++) {
@@ -223,14 +290,19 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
             if (i != self && keeps(rule, row_value(in, s, j, i)))
                 cols[count++] = i;
         }
-        /* the rows that share nothing: along the order their distance never decreases, so the walk
-         * ends at the first past the radius (for one constant value, at once or never) */
+        /* the rows that share nothing: along the walk their distance never decreases, so it ends
+         * at the first past the radius (for one constant value, at once or never) */
+        const walk_plan plan = walk_of(in, kind, j);
         for (int64_t w = 0; w < n; w++) {
-            const int32_t i = kind == SR_DISJOINT_BY_X0 ? order[w] : (int32_t)w;
+            const int32_t i = walk_row(order, plan, n, w);
             if (s->stamp[i] == j)
                 continue;
-            if (!keeps(rule, row_value(in, s, j, i)))
-                break;
+            const double v = row_value(in, s, j, i);
+            if (!keeps(rule, v)) {
+                if (plan.dir == 0 || v > rule->bound + plan.slack)
+                    break;
+                continue;
+            }
             if (i != self)
                 cols[count++] = i;
         }
@@ -239,8 +311,8 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
     double *vals = ok ? malloc((size_t)(count > 0 ? count : 1) * sizeof *vals) : NULL;
     ok = ok && vals != NULL;
     for (int64_t t = 0; ok && t < count; t++)
-        vals[t] = row_value(in, s, j, cols[t]);
-    clear_touched(s, touched, n, nacc);
+        vals[t] = dense ? dense_value(in, s, j, cols[t]) : row_value(in, s, j, cols[t]);
+    clear_reached(in, j, s, !dense, touched);
     *out = (kept_row){cols, vals, count};
     return ok;
 }
@@ -265,7 +337,8 @@ sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance
                 sr_keep_rule r = *rule;
                 /* the rule's self column is batch row + offset; radius_query takes the query's index */
                 r.self_offset = rule->self_offset == SR_KEEP_NO_SELF ? SR_KEEP_NO_SELF : rule->self_offset - q0;
-                ok = radius_query(in, order, kind, scores_densely(in, j, mode), j, &s, &r, &kept[j - q0]);
+                const bool dense = scores_densely(in, j, mode);
+                ok = (dense || walk_ready(&s, n)) && radius_query(in, order, kind, dense, j, &s, &r, &kept[j - q0]);
             }
         failed = !ok;
         scratch_free(&s);
@@ -280,7 +353,8 @@ sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance
         P->rowptr[0] = 0;
         for (int64_t r = 0; r < rows; r++) {
             const int64_t at = P->rowptr[r];
-            memcpy(P->colind + at, kept[r].cols, (size_t)kept[r].count * sizeof(int32_t));
+            if (kept[r].count > 0) /* an empty result's arrays may be NULL */
+                memcpy(P->colind + at, kept[r].cols, (size_t)kept[r].count * sizeof(int32_t));
             for (int64_t t = 0; t < kept[r].count; t++) {
                 if (type == SR_TYPE_FLOAT32)
                     ((float *)P->values)[at + t] = (float)kept[r].vals[t];
@@ -313,13 +387,13 @@ static int by_key_then_row(const void *a, const void *b)
     return (x->row > y->row) - (x->row < y->row);
 }
 
-sr_status sr_cpu_disjoint_order(const double *xnorm, int64_t n, int32_t *order)
+sr_status sr_cpu_disjoint_order(const double *xnorm, int64_t n, sr_metric metric, double d, int32_t *order)
 {
     keyed_row *rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *rows);
     if (!rows)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "k-NN: out of host memory ordering %lld index rows", (long long)n);
     for (int64_t i = 0; i < n; i++)
-        rows[i] = (keyed_row){xnorm[2 * i], (int32_t)i};
+        rows[i] = (keyed_row){sr_metric_disjoint_key(metric, xnorm[2 * i], xnorm[2 * i + 1], d), (int32_t)i};
     qsort(rows, (size_t)n, sizeof *rows, by_key_then_row);
     for (int64_t i = 0; i < n; i++)
         order[i] = rows[i].row;

@@ -364,13 +364,13 @@ sr_status sr_distance_overlap_setup(sr_distance_prep *p, struct sr_matrix_s *ind
     const int64_t n = p->in.X->nrows;
     p->overlap_mode = overlap_mode();
     p->overlap = p->where == SR_HOST && kind != SR_DISJOINT_NONE && p->overlap_mode != 0;
-    if (!p->overlap || kind != SR_DISJOINT_BY_X0 || n == 0)
+    if (!p->overlap || kind != SR_DISJOINT_BY_KEY || n == 0)
         return SR_SUCCESS;
     if (p->x_cast == NULL)
         return sr_distance_index_order(index, p->in.metric, p->in.p, &p->order);
     SR_TRY(sr_mem_alloc_array(p->ctx, SR_HOST, (size_t)n, sizeof(int32_t), (void **)&p->own_order));
     p->order = p->own_order;
-    return sr_cpu_disjoint_order(p->in.xnorm, n, p->own_order);
+    return sr_cpu_disjoint_order(p->in.xnorm, n, p->in.metric, (double)p->in.X->ncols, p->own_order);
 }
 
 sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, sr_metric metric, double metric_arg,

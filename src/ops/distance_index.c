@@ -19,7 +19,7 @@ typedef struct kept_norms {
     sr_metric metric;
     double p;
     double *norms;          /* 2 a row, where the matrix lives */
-    int32_t *disjoint_order; /* host k-NN's order of the rows by norm (sr_cpu_disjoint_order), once built */
+    int32_t *disjoint_order; /* the host overlap path's order of the rows (sr_cpu_disjoint_order), once built */
     struct kept_norms *next;
 } kept_norms;
 
@@ -184,7 +184,7 @@ sr_status sr_distance_index_order(struct sr_matrix_s *X, sr_metric metric, doubl
     const size_t bytes = sizeof(int32_t) * (size_t)X->nrows;
     int32_t *built = NULL;
     SR_TRY(sr_mem_alloc(X->ctx, SR_HOST, bytes, (void **)&built));
-    sr_status s = sr_cpu_disjoint_order(norms, X->nrows, built);
+    sr_status s = sr_cpu_disjoint_order(norms, X->nrows, metric, (double)X->ncols, built);
     if (s != SR_SUCCESS) {
         sr_mem_free(X->ctx, SR_HOST, built, bytes);
         return s;

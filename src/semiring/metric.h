@@ -244,16 +244,19 @@ SR_HD double sr_metric_finalize(sr_metric m, double a0, double a1, double q0, do
 
 /* For a pair that shares no column the accumulators stay 0, so the distance is
  * sr_metric_finalize(m, 0, 0, query norms, x0, x1): a function of the index row's norms alone.
- * The k-NN overlap path (src/cpu/cpu_knn_overlap.c) needs the index rows ordered so that this
- * no-overlap distance never improves along the order: by x0 ascending where it is a
- * non-decreasing function of x0 (every step of its formula is monotone, so its rounding is too;
- * Bray-Curtis's x0 and x1 are the same sum, so its (q0 + x0) / (q1 + x1) is 0 or 1), by index
+ * The overlap path (src/cpu/cpu_overlap.c) needs the index rows in an order along which this
+ * no-overlap distance never improves: by a key ascending (sr_metric_disjoint_key), or by index
  * where it is one constant (cosine and Russell-Rao 1, KL divergence and the inner product 0).
- * Chebyshev's is max(‖q‖∞, ‖x‖∞), its norms being the rows' largest |v|. Correlation's depends
- * on two norms at once: it has no order. */
+ * The key is x0 where the distance is a non-decreasing function of it (every step of its formula
+ * is monotone, so its rounding is too; Bray-Curtis's x0 and x1 are the same sum, so its
+ * (q0 + x0) / (q1 + x1) is 0 or 1; Chebyshev's is max(‖q‖∞, ‖x‖∞), its norms being the rows'
+ * largest |v|). Correlation's is 1 + q1·t / (d·√vq) with t = x1 / √vx, the row's sum over its
+ * spread (t = 0 where vx is not positive, where the distance is 1, as at t = 0): monotone in t
+ * in exact arithmetic, rising for q1 > 0 and falling for q1 < 0, so the walk runs along the
+ * order or against it and allows for rounding (cpu_overlap.c). */
 typedef enum sr_disjoint_order {
-    SR_DISJOINT_NONE = 0,  /* no order: every index row is scored */
-    SR_DISJOINT_BY_X0 = 1, /* rows by (x0, index) ascending */
+    SR_DISJOINT_NONE = 0,   /* no order: every index row is scored (no metric today) */
+    SR_DISJOINT_BY_KEY = 1, /* rows by (sr_metric_disjoint_key, index) ascending */
     SR_DISJOINT_BY_INDEX = 2
 } sr_disjoint_order;
 
@@ -262,11 +265,18 @@ SR_HD sr_disjoint_order sr_metric_disjoint_order(sr_metric m)
     switch (m) {
     case SR_METRIC_COSINE: case SR_METRIC_RUSSELL_RAO: case SR_METRIC_KL_DIVERGENCE: case SR_METRIC_INNER_PRODUCT:
         return SR_DISJOINT_BY_INDEX;
-    case SR_METRIC_CORRELATION:
-        return SR_DISJOINT_NONE;
     default:
-        return SR_DISJOINT_BY_X0;
+        return SR_DISJOINT_BY_KEY;
     }
+}
+
+/* An index row's key for the no-overlap order, from its norms and the column count d. */
+SR_HD double sr_metric_disjoint_key(sr_metric m, double x0, double x1, double d)
+{
+    if (m != SR_METRIC_CORRELATION)
+        return x0;
+    const double vx = x0 - x1 * x1 / d;
+    return vx > 0.0 ? x1 / sqrt(vx) : 0.0;
 }
 
 /* The distance of a pair that shares no column, from the rows' norms: what the dense path
