@@ -115,7 +115,8 @@ static void compare_radius(const char *what, sr_matrix X, sr_matrix Q, sr_metric
                 if (got && want)
                     CHECK_OK(sr_matrix_equal(ctx, got, want, &same));
                 CHECK(same, "%s, %s, %s, radius %g%s, mode %s: radius neighbours differ from the dense path", what,
-                      sr_metric_name(m), sr_type_name(type), radii[r], self ? " (self)" : "", modes[t] ? modes[t] : "auto");
+                      sr_metric_name(m), sr_type_name(type), radii[r], self ? " (self)" : "",
+                      modes[t] ? modes[t] : "auto");
                 sr_matrix_free(got);
             }
             sr_matrix_free(want);

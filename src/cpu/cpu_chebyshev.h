@@ -26,8 +26,9 @@ typedef struct sr_cheb_scratch {
 static inline bool sr_cheb_init(sr_cheb_scratch *s, int64_t d, int64_t widest)
 {
     const size_t cols = (size_t)(d > 0 ? d : 1), w = (size_t)(widest > 0 ? widest : 1);
-    *s = (sr_cheb_scratch){malloc(cols * sizeof(double)), malloc(cols * sizeof(int64_t)), malloc(cols * sizeof(int64_t)),
-                           malloc(w * 2 * sizeof(double)), malloc(w * sizeof(int32_t)), 0, 0};
+    *s = (sr_cheb_scratch){malloc(cols * sizeof(double)), malloc(cols * sizeof(int64_t)),
+                           malloc(cols * sizeof(int64_t)), malloc(w * 2 * sizeof(double)),
+                           malloc(w * sizeof(int32_t)), 0, 0};
     if (!s->qdense || !s->qmark || !s->seen || !s->order_abs || !s->order_col)
         return false;
     for (int64_t c = 0; c < d; c++)

@@ -1,6 +1,6 @@
-/* k-NN and radius neighbours whose work follows the overlap: a query's distances are accumulated, through the index's
- * inverted form, only for the index rows that share a column with it (as the dense path does),
- * and only those rows are finalized. Every other row shares nothing with the query, so its
+/* k-NN and radius neighbours whose work follows the overlap: a query's distances are accumulated,
+ * through the index's inverted form, only for the index rows that share a column with it (as the
+ * dense path does), and only those rows are finalized. Every other row shares nothing with the query, so its
  * distance is the metric's no-overlap value, a function of the row's norms
  * (sr_metric_disjoint_order): the best of them come first along an order of the index rows
  * computed once, and the walk stops at the first one that cannot enter the k best (or lies past
@@ -126,35 +126,28 @@ static bool scores_densely(const sr_distance_inputs *in, int64_t j, int mode)
     return mode < 0 && 2 * reach > in->X->nrows;
 }
 
-/* The distance of query j to index row i, rounded to the output type: the accumulated form for a
- * row the query touched (Chebyshev: the union walk), the no-overlap form from the norms else. */
-static inline double row_value(const sr_distance_inputs *in, overlap_scratch *s, int64_t j, int64_t i)
-{
-    const sr_metric m = in->metric;
-    const int64_t n = in->X->nrows;
-    const double d = (double)in->X->ncols, *qn = in->qnorm + 2 * j, *xn = in->xnorm + 2 * i;
-    double v;
-    if (s->stamp[i] != j)
-        v = sr_metric_disjoint_value(m, qn[0], qn[1], xn[0], xn[1], d, in->p);
-    else if (s->chebyshev)
-        v = sr_cheb_row(&s->cheb, in->X, j, i);
-    else
-        v = sr_metric_finalize(m, s->acc[i], sr_metric_accumulators(m) > 1 ? s->acc[n + i] : 0.0, qn[0], qn[1], xn[0],
-                               xn[1], d, in->p);
-    return in->Q->type == SR_TYPE_FLOAT32 ? (double)(float)v : v;
-}
-
-/* row_value for every row in turn (a query scored densely): the accumulators of a row the query
- * did not touch are 0, where the finalizer gives the no-overlap value, so no row needs the
- * touched test (Chebyshev walks the union of every row, as the dense path does). */
+/* The distance of query j to index row i as the dense path computes it, rounded to the output
+ * type: the finalizer on the row's accumulators (0 for a row the query does not reach, where it
+ * gives the no-overlap value), or Chebyshev's union walk. */
 static inline double dense_value(const sr_distance_inputs *in, overlap_scratch *s, int64_t j, int64_t i)
 {
     const sr_metric m = in->metric;
     const int64_t n = in->X->nrows;
     const double d = (double)in->X->ncols, *qn = in->qnorm + 2 * j, *xn = in->xnorm + 2 * i;
+    const double a1 = sr_metric_accumulators(m) > 1 ? s->acc[n + i] : 0.0;
     const double v = s->chebyshev ? sr_cheb_row(&s->cheb, in->X, j, i)
-                                  : sr_metric_finalize(m, s->acc[i], sr_metric_accumulators(m) > 1 ? s->acc[n + i] : 0.0,
-                                                       qn[0], qn[1], xn[0], xn[1], d, in->p);
+                                  : sr_metric_finalize(m, s->acc[i], a1, qn[0], qn[1], xn[0], xn[1], d, in->p);
+    return in->Q->type == SR_TYPE_FLOAT32 ? (double)(float)v : v;
+}
+
+/* The same for a walking query: a row it did not touch takes the no-overlap value from the norms
+ * (no union walk for Chebyshev). */
+static inline double row_value(const sr_distance_inputs *in, overlap_scratch *s, int64_t j, int64_t i)
+{
+    if (s->stamp[i] == j)
+        return dense_value(in, s, j, i);
+    const double *qn = in->qnorm + 2 * j, *xn = in->xnorm + 2 * i;
+    const double v = sr_metric_disjoint_value(in->metric, qn[0], qn[1], xn[0], xn[1], (double)in->X->ncols, in->p);
     return in->Q->type == SR_TYPE_FLOAT32 ? (double)(float)v : v;
 }
 
