@@ -106,14 +106,12 @@ typedef struct sr_select_heap {
 void sr_select_push(sr_select_heap *h, double key, int64_t col);
 /* Writes the heap best first into idx[0..size) and row r of dist, and empties it. */
 void sr_select_store(sr_select_heap *h, bool largest, bool single, int64_t *idx, const sr_strided_out *dist, int64_t r);
-/* The key a full heap's worst entry holds (the one a candidate must beat). */
-static inline double sr_select_worst(const sr_select_heap *h) { return h->e[0].key; }
 /* For each of `rows` rows of n values (row r at block + r*ld), the k smallest (largest when
  * `largest`), best first, ties to the smaller column; idx has ld_idx per row, dist is strided. */
 sr_status sr_cpu_select_rows(const void *block, sr_type type, int64_t rows, int64_t n, int64_t ld, int64_t k,
                              bool largest, int64_t *idx, int64_t ld_idx, const sr_strided_out *dist, int threads);
 
-/* k-NN by the overlap (cpu_knn_overlap.c): query rows [q0, q1), k per row into idx (k a row) and
+/* k-NN by the overlap (cpu_overlap.c): query rows [q0, q1), k per row into idx (k a row) and
  * dist (strided), the dense path's results exactly. `order` is sr_cpu_disjoint_order's (for
  * metrics ordered by a key; NULL otherwise); mode < 0 picks the dense scoring per query when its
  * overlap reaches past half the index, mode > 0 never. */

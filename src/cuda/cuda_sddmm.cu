@@ -279,13 +279,13 @@ int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
 // The row panels' order of S's entries, when it pays.
 sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool force, panel_order_view *view);
 
-// Row panels: SPARSERING_SDDMM_PANELS=0 never, =1 whenever they can run (tests, comparisons),
-// otherwise when their reuse pays. They need K within the register fragment (R <= 8) and
-// panels of fewer than 2^24 entries.
 // An optional speed-up's status: success when it failed for want of device memory (the call
 // goes on without it; the context's last error still says what did not fit).
 sr_status without_if_out_of_memory(sr_status st) { return st == SR_ERROR_DEVICE_OUT_OF_MEMORY ? SR_SUCCESS : st; }
 
+// Row panels: SPARSERING_SDDMM_PANELS=0 never, =1 whenever they can run (tests, comparisons),
+// otherwise when their reuse pays. They need K within the register fragment (R <= 8) and
+// panels of fewer than 2^24 entries.
 int panels_setting() {
     const char *env = getenv("SPARSERING_SDDMM_PANELS");
     return env && *env ? atoi(env) : -1;

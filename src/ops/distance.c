@@ -110,6 +110,19 @@ static sr_status magnitude_order(sr_distance_prep *p, const struct sr_matrix_s *
     return sr_cuda_magnitude_order(M, c, a, r);
 }
 
+/* The index's inverted form (for each column, the rows that hold it) in p->in.XT, once: kept with
+ * an index searched in its own type, built for this call for a cast copy. */
+static sr_status inverted_form(sr_distance_prep *p, struct sr_matrix_s *index)
+{
+    if (p->in.XT)
+        return SR_SUCCESS;
+    if (!p->x_cast)
+        return sr_distance_index_transpose(index, &p->in.XT);
+    SR_TRY(sr_matrix_transpose(p->ctx, (sr_matrix)p->in.X, &p->xt));
+    p->in.XT = p->xt;
+    return SR_SUCCESS;
+}
+
 static sr_status prepare_steps(const char *fn, sr_distance_prep *p, struct sr_matrix_s *queries, struct sr_matrix_s *index,
                                sr_type ctype)
 {
@@ -121,14 +134,8 @@ static sr_status prepare_steps(const char *fn, sr_distance_prep *p, struct sr_ma
     if (!self)
         SR_TRY(check_values(fn, "the queries", p->in.Q, p->in.metric, threads));
     SR_TRY(check_index(fn, self ? "the queries" : "the index", p, index, keep, threads)); /* self: checked once */
-    { /* the inverted form (the host's dense Chebyshev merges rows instead, but its overlap path needs it) */
-        if (p->x_cast) { /* a cast copy lives for this call only, and so does its transpose */
-            SR_TRY(sr_matrix_transpose(p->ctx, (sr_matrix)p->in.X, &p->xt));
-            p->in.XT = p->xt;
-        } else {
-            SR_TRY(sr_distance_index_transpose(index, &p->in.XT));
-        }
-    }
+    if (sr_metric_kind_of(p->in.metric) != SR_MK_MAX || p->where == SR_DEVICE) /* the CPU merges for Chebyshev */
+        SR_TRY(inverted_form(p, index));
     if (sr_metric_kind_of(p->in.metric) == SR_MK_MAX && p->where == SR_DEVICE) {
         const int32_t *unused;
         SR_TRY(magnitude_order(p, p->in.Q, &p->q_mag, &p->in.q_mag_col, &p->in.q_rank, &p->in.q_mag_abs));
@@ -360,11 +367,13 @@ static int overlap_mode(void)
 
 sr_status sr_distance_overlap_setup(sr_distance_prep *p, struct sr_matrix_s *index)
 {
-    const sr_disjoint_order kind = sr_metric_disjoint_order(p->in.metric);
     const int64_t n = p->in.X->nrows;
     p->overlap_mode = overlap_mode();
-    p->overlap = p->where == SR_HOST && kind != SR_DISJOINT_NONE && p->overlap_mode != 0;
-    if (!p->overlap || kind != SR_DISJOINT_BY_KEY || n == 0)
+    p->overlap = p->where == SR_HOST && p->overlap_mode != 0;
+    if (!p->overlap)
+        return SR_SUCCESS;
+    SR_TRY(inverted_form(p, index)); /* host Chebyshev's dense path has none; its overlap path walks it */
+    if (sr_metric_disjoint_order(p->in.metric) != SR_DISJOINT_BY_KEY || n == 0)
         return SR_SUCCESS;
     if (p->x_cast == NULL)
         return sr_distance_index_order(index, p->in.metric, p->in.p, &p->order);

@@ -43,10 +43,10 @@ sr_status sr_distance_index_norms(struct sr_context_s *ctx, struct sr_matrix_s *
 /* The host index's rows ordered by their kept norms for a metric and p (sr_cpu_disjoint_order),
  * kept with them; the norms must be kept first. NULL for no rows. */
 sr_status sr_distance_index_order(struct sr_matrix_s *X, sr_metric metric, double p, const int32_t **order);
-/* Host k-NN and radius for a metric whose no-overlap distance has an order take the overlap
- * path (src/cpu/cpu_overlap.c; SPARSERING_KNN_OVERLAP=0 keeps the dense path, =1 takes it for
- * every query, else each query's cost chooses): sets p->overlap, p->overlap_mode and p->order
- * (kept with an index's norms, built for this call for a cast copy). */
+/* Host k-NN and radius take the overlap path (src/cpu/cpu_overlap.c; SPARSERING_KNN_OVERLAP=0
+ * keeps the dense path, =1 takes it for every query, else each query's cost chooses): sets
+ * p->overlap, p->overlap_mode and p->order (kept with an index's norms, built for this call for a
+ * cast copy), and makes sure of the inverted form. */
 sr_status sr_distance_overlap_setup(sr_distance_prep *p, struct sr_matrix_s *index);
 /* Distances of query rows [q0, q1) to every index row, into `out` (where the work runs). */
 sr_status sr_distance_rows(const sr_distance_prep *p, int64_t q0, int64_t q1, const sr_strided_out *out);

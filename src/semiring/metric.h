@@ -255,7 +255,6 @@ SR_HD double sr_metric_finalize(sr_metric m, double a0, double a1, double q0, do
  * in exact arithmetic, rising for q1 > 0 and falling for q1 < 0, so the walk runs along the
  * order or against it and allows for rounding (cpu_overlap.c). */
 typedef enum sr_disjoint_order {
-    SR_DISJOINT_NONE = 0,   /* no order: every index row is scored (no metric today) */
     SR_DISJOINT_BY_KEY = 1, /* rows by (sr_metric_disjoint_key, index) ascending */
     SR_DISJOINT_BY_INDEX = 2
 } sr_disjoint_order;
