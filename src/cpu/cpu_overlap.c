@@ -18,11 +18,18 @@
 #include "cpu.h"
 #include "cpu_chebyshev.h"
 
+/* A row a radius query keeps, and its distance. */
+typedef struct kept_entry {
+    int32_t col;
+    double val;
+} kept_entry;
+
 typedef struct overlap_scratch {
     double *acc;      /* n per accumulator plane, zero between queries */
     int64_t *stamp;   /* per index row: the last query that touched it */
     int32_t *touched; /* the rows the current query touched */
     sr_select_heap heap;
+    kept_entry *kept; /* radius: one query's kept rows, before they are copied out */
     bool chebyshev;   /* the union walk for the rows a query touches */
     sr_cheb_scratch cheb;
 } overlap_scratch;
@@ -61,6 +68,7 @@ static void scratch_free(overlap_scratch *s)
     free(s->stamp);
     free(s->touched);
     free(s->heap.e);
+    free(s->kept);
     sr_cheb_free(&s->cheb);
 }
 
@@ -244,10 +252,9 @@ sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *o
     return failed ? sr_error(SR_ERROR_OUT_OF_MEMORY, "k-NN: out of host memory for per-thread scratch") : SR_SUCCESS;
 }
 
-/* One query's kept rows (columns ascending) and their distances. */
+/* One query's kept rows, columns ascending. */
 typedef struct kept_row {
-    int32_t *cols;
-    double *vals;
+    kept_entry *at;
     int64_t count;
 } kept_row;
 
@@ -258,30 +265,35 @@ static inline bool keeps(const sr_keep_rule *rule, double v)
 
 static int by_col(const void *a, const void *b)
 {
-    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    const int32_t x = ((const kept_entry *)a)->col, y = ((const kept_entry *)b)->col;
     return (x > y) - (x < y);
 }
 
-/* Query j's rows within the rule, columns ascending, into out (false: out of memory). */
+/* Query j's rows within the rule, columns ascending, into out (false: out of memory). They gather
+ * in the thread's scratch (n entries at most), and only what is kept is copied out. */
 static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_disjoint_order kind, bool dense,
                          int64_t j, overlap_scratch *s, const sr_keep_rule *rule, kept_row *out)
 {
     const int64_t n = in->X->nrows, self = rule->self_offset == SR_KEEP_NO_SELF ? -1 : j + rule->self_offset;
+    if (!s->kept && !(s->kept = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->kept)))
+        return false;
     const int64_t touched = accumulate(in, j, s, !dense);
     if (s->chebyshev)
         sr_cheb_prepare(&s->cheb, in->Q, j);
-    int32_t *cols = malloc((size_t)(n > 0 ? n : 1) * sizeof *cols);
+    kept_entry *kept = s->kept;
     int64_t count = 0;
-    bool ok = cols != NULL;
-    if (ok && dense) {
-        for (int64_t i = 0; i < n; i++)
-            if (i != self && keeps(rule, dense_value(in, s, j, i)))
-                cols[count++] = (int32_t)i;
-    } else if (ok) {
+    if (dense) {
+        for (int64_t i = 0; i < n; i++) {
+            const double v = dense_value(in, s, j, i);
+            if (i != self && keeps(rule, v))
+                kept[count++] = (kept_entry){(int32_t)i, v};
+        }
+    } else {
         for (int64_t t = 0; t < touched; t++) {
             const int32_t i = s->touched[t];
-            if (i != self && keeps(rule, row_value(in, s, j, i)))
-                cols[count++] = i;
+            const double v = row_value(in, s, j, i);
+            if (i != self && keeps(rule, v))
+                kept[count++] = (kept_entry){i, v};
         }
         /* the rows that share nothing: along the walk their distance never decreases, so it ends
          * at the first past the radius (for one constant value, at once or never) */
@@ -297,17 +309,17 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
                 continue;
             }
             if (i != self)
-                cols[count++] = i;
+                kept[count++] = (kept_entry){i, v};
         }
-        qsort(cols, (size_t)count, sizeof *cols, by_col);
+        qsort(kept, (size_t)count, sizeof *kept, by_col);
     }
-    double *vals = ok ? malloc((size_t)(count > 0 ? count : 1) * sizeof *vals) : NULL;
-    ok = ok && vals != NULL;
-    for (int64_t t = 0; ok && t < count; t++)
-        vals[t] = dense ? dense_value(in, s, j, cols[t]) : row_value(in, s, j, cols[t]);
     clear_reached(in, j, s, !dense, touched);
-    *out = (kept_row){cols, vals, count};
-    return ok;
+    out->at = malloc((size_t)(count > 0 ? count : 1) * sizeof *out->at);
+    if (!out->at)
+        return false;
+    memcpy(out->at, kept, (size_t)count * sizeof *kept);
+    out->count = count;
+    return true;
 }
 
 sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance_inputs *in, const int32_t *order,
@@ -346,23 +358,20 @@ sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance
         P->rowptr[0] = 0;
         for (int64_t r = 0; r < rows; r++) {
             const int64_t at = P->rowptr[r];
-            if (kept[r].count > 0) /* an empty result's arrays may be NULL */
-                memcpy(P->colind + at, kept[r].cols, (size_t)kept[r].count * sizeof(int32_t));
             for (int64_t t = 0; t < kept[r].count; t++) {
+                P->colind[at + t] = kept[r].at[t].col;
                 if (type == SR_TYPE_FLOAT32)
-                    ((float *)P->values)[at + t] = (float)kept[r].vals[t];
+                    ((float *)P->values)[at + t] = (float)kept[r].at[t].val;
                 else
-                    ((double *)P->values)[at + t] = kept[r].vals[t];
+                    ((double *)P->values)[at + t] = kept[r].at[t].val;
             }
             P->rowptr[r + 1] = at + kept[r].count;
         }
         P->nnz = total;
         *piece = P;
     }
-    for (int64_t r = 0; r < rows; r++) {
-        free(kept[r].cols);
-        free(kept[r].vals);
-    }
+    for (int64_t r = 0; r < rows; r++)
+        free(kept[r].at);
     free(kept);
     return st;
 }
