@@ -1,16 +1,16 @@
 // Sampled products on the device (the cuSDDMM paper, ../shared/papers/sddmm.txt).
 //
-// SDDMM: a group of L lanes computes one entry's dot product, K/L elements a lane read as vectors
-// (VEC elements: 16 bytes) and summed by shuffles within the group (the paper's virtual warps).
-// The groups of a warp take consecutive entries of a chunk of S's entries (so the writes
-// coalesce and power-law rows split evenly: the paper's COO balance, without storing rows), and
-// each group keeps its row's A fragment in registers while its entries stay in that row (the
+// SDDMM: a group of L lanes computes an entry's dot product, K/L elements a lane read as vectors
+// (VEC elements: 16 bytes) and summed by shuffles within the group (the paper's virtual warps),
+// several entries in flight a group. Each group takes a chunk of consecutive entries of S (so
+// the writes coalesce and power-law rows split evenly: the paper's COO balance, without storing
+// rows), and keeps its row's A fragment in registers while its entries stay in that row (the
 // paper keeps A's rows in shared memory for the same reuse). Where rows side by side share
 // columns, row panels (cuda_sddmm_panels.cuh) keep A's rows of a panel in shared memory instead
 // and read each B row once per panel. Otherwise B's rows come through L2: when B is
 // larger than a share of L2 and rows are long, the entries are visited column tile by column tile
 // (column_tile_order) so that a tile of B stays resident, as the paper's SM-L2 scheme does. The
-// comment above launch_entries documents the choices.
+// comment above launch_rounds documents the choices.
 //
 // Fused SDDMM→SpMM: a group per chunk of entries computes each entry's score as above and adds
 // score·V(j) to accumulators in registers (an online softmax rescales them when a larger score
@@ -91,13 +91,13 @@ __device__ __forceinline__ int64_t find_row(const int64_t *rowptr, int64_t nrows
     return row_of_entry(rowptr, nrows, e);
 }
 
-// One warp-chunk of `chunk` entries at a time; group g of the warp takes entries g, g + G, ...
-// of the chunk, U of them a step (U rows of B in flight). With CACHE, the A fragment of the
-// group's current row (R vectors a lane, K <= R·L·VEC) stays in registers while its entries stay
-// in that row, and an entry of another row reads its A fragment from L1; without CACHE, A is read
-// per entry (any K).
-template <class Ops, int VEC, int L, int R, bool CACHE, int U>
-__global__ void __launch_bounds__(kThreads) sddmm_entries(sddmm_params<typename Ops::value> p, int64_t chunk) {
+// A warp per chunk of `chunk` entries (of S, or of the column-tile order), its 32/L groups of L
+// lanes taking entries g, g + G, ... one at a time, so a warp's writes coalesce. With R > 0 the
+// A fragment of the group's row (R vectors a lane, K <= R·L·VEC) stays in registers while its
+// entries stay in that row (small K, where this beats sddmm_rounds); with R = 0 the lanes stride
+// over any K and A's row is read per entry (any K, any semiring).
+template <class Ops, int VEC, int L, int R>
+__global__ void __launch_bounds__(kThreads) sddmm_interleaved(sddmm_params<typename Ops::value> p, int64_t chunk) {
     using T = typename Ops::value;
     constexpr int G = 32 / L;
     const int lane = threadIdx.x % L, group = threadIdx.x % 32 / L;
@@ -105,67 +105,124 @@ __global__ void __launch_bounds__(kThreads) sddmm_entries(sddmm_params<typename 
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
     const int64_t nvec = p.K / VEC;
     for (int64_t c0 = warp * chunk; c0 < p.nnz; c0 += warps * chunk) {
-        const int64_t c1 = min(c0 + chunk, p.nnz);
-        if (c0 + group >= c1)
-            continue;
         int64_t row = -1, cached = -1;
-        frag<T, VEC> a[CACHE ? R : 1];
-        for (int64_t at0 = c0 + group; at0 < c1; at0 += G * U) {
-            int64_t e[U], rows[U];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int64_t at = at0 + (int64_t)u * G;
-                e[u] = at < c1 ? (p.order ? p.order[at] : at) : -1;
-                if (e[u] >= 0)
-                    row = find_row(p.rowptr, p.nrows, row, e[u]);
-                rows[u] = row;
-            }
-            if (CACHE && rows[0] != cached) {
-                const T *arow = p.A + (size_t)rows[0] * (size_t)p.K;
-#pragma unroll
-                for (int r = 0; r < R; r++)
-                    if ((r * L + lane) < nvec)
-                        a[r] = load_frag<T, VEC>(arow + (size_t)(r * L + lane) * VEC);
-                cached = rows[0];
-            }
-            T sum[U];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                sum[u] = Ops::identity();
-                if (e[u] < 0)
-                    continue;
-                const T *arow = p.A + (size_t)rows[u] * (size_t)p.K;
-                const T *brow = p.B + (size_t)p.colind[e[u]] * (size_t)p.K;
-                if (CACHE) {
+        frag<T, VEC> a[R > 0 ? R : 1];
+        for (int64_t at = c0 + group; at < min(c0 + chunk, p.nnz); at += G) {
+            const int64_t e = p.order ? p.order[at] : at;
+            row = find_row(p.rowptr, p.nrows, row, e);
+            const T *arow = p.A + (size_t)row * (size_t)p.K;
+            const T *brow = p.B + (size_t)p.colind[e] * (size_t)p.K;
+            T sum = Ops::identity();
+            if constexpr (R > 0) {
+                if (row != cached) {
 #pragma unroll
                     for (int r = 0; r < R; r++)
-                        if ((r * L + lane) < nvec) {
-                            const frag<T, VEC> b = load_frag<T, VEC>(brow + (size_t)(r * L + lane) * VEC);
-                            const frag<T, VEC> x = rows[u] == cached
-                                                       ? a[CACHE ? r : 0]
-                                                       : load_frag<T, VEC>(arow + (size_t)(r * L + lane) * VEC);
+                        if (r * L + lane < nvec)
+                            a[r] = load_frag<T, VEC>(arow + (size_t)(r * L + lane) * VEC);
+                    cached = row;
+                }
 #pragma unroll
-                            for (int v = 0; v < VEC; v++)
-                                sum[u] = Ops::add(sum[u], Ops::mul(x.v[v], b.v[v]));
-                        }
-                } else {
-#pragma unroll 4
-                    for (int64_t q = lane; q < nvec; q += L) {
-                        const frag<T, VEC> x = load_frag<T, VEC>(arow + q * VEC), b = load_frag<T, VEC>(brow + q * VEC);
+                for (int r = 0; r < R; r++)
+                    if (r * L + lane < nvec) {
+                        const frag<T, VEC> b = load_frag<T, VEC>(brow + (size_t)(r * L + lane) * VEC);
 #pragma unroll
                         for (int v = 0; v < VEC; v++)
-                            sum[u] = Ops::add(sum[u], Ops::mul(x.v[v], b.v[v]));
+                            sum = Ops::add(sum, Ops::mul(a[r].v[v], b.v[v]));
                     }
+            } else {
+#pragma unroll 4
+                for (int64_t q = lane; q < nvec; q += L) {
+                    const frag<T, VEC> x = load_frag<T, VEC>(arow + q * VEC), b = load_frag<T, VEC>(brow + q * VEC);
+#pragma unroll
+                    for (int v = 0; v < VEC; v++)
+                        sum = Ops::add(sum, Ops::mul(x.v[v], b.v[v]));
                 }
             }
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                sum[u] = group_reduce<Ops, L>(sum[u]);
+            sum = group_reduce<Ops, L>(sum);
             if (lane == 0)
+                p.out[e] = finish<Ops>(p, sum, e);
+        }
+    }
+}
+
+// K within registers (K <= R·L·VEC): a group of L lanes takes `chunk` consecutive entries (of S,
+// or of the column-tile order) in rounds of L. Each lane reads one entry of the round (its index,
+// column, row), then the group computes the round's entries U at a time, their U rows of B
+// requested before any is used: one entry at a time a group waits on a chain of dependent loads
+// (index, row, column, B's row), so few lanes an entry and several entries in flight beat wide
+// groups (bench/probes/sddmm_probe.cu: 1.8-2.3x at K = 128). The A fragment of the current row
+// stays in registers while the entries stay in that row; three blocks of 256 an SM (80 registers)
+// hold enough entries in flight. ORDERED: the entries come through the
+// column-tile order (rows rise within a tile only), else in S's order (rows rise throughout).
+template <class Ops, int VEC, int L, int R, int U, bool ORDERED>
+__global__ void __launch_bounds__(kThreads, R <= 4 ? 3 : 2) sddmm_rounds(sddmm_params<typename Ops::value> p, int64_t chunk) {
+    using T = typename Ops::value;
+    const int lane = threadIdx.x % L;
+    const unsigned mask = group_mask<L>();
+    const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / L;
+    const int64_t groups = (int64_t)gridDim.x * blockDim.x / L;
+    const int64_t nvec = p.K / VEC;
+    for (int64_t c0 = group * chunk; c0 < p.nnz; c0 += groups * chunk) {
+        const int64_t c1 = min(c0 + chunk, p.nnz);
+        int64_t row = ORDERED ? -1 : row_of_entry(p.rowptr, p.nrows, c0), cached = -1;
+        frag<T, VEC> a[R];
+        for (int64_t base = c0; base < c1; base += L) {
+            const int count = (int)min((int64_t)L, c1 - base);
+            int64_t my_e = 0, my_row = row;
+            int32_t my_col = 0;
+            if (lane < count) {
+                my_e = ORDERED ? p.order[base + lane] : base + lane;
+                if (ORDERED)
+                    my_row = find_row(p.rowptr, p.nrows, row, my_e);
+                else
+                    while (p.rowptr[my_row + 1] <= my_e)
+                        my_row++;
+                my_col = p.colind[my_e];
+            }
+            row = __shfl_sync(mask, my_row, count - 1, L);
+            for (int j = 0; j < count; j += U) {
+                int64_t rows[U];
+                int32_t cols[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    rows[u] = __shfl_sync(mask, my_row, (j + u) % L, L);
+                    cols[u] = __shfl_sync(mask, my_col, (j + u) % L, L);
+                }
+                frag<T, VEC> b[U][R];
 #pragma unroll
                 for (int u = 0; u < U; u++)
-                    if (e[u] >= 0)
-                        p.out[e[u]] = finish<Ops>(p, sum[u], e[u]);
+                    if (j + u < count)
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+                            if (r * L + lane < nvec)
+                                b[u][r] = load_frag<T, VEC>(p.B + (size_t)cols[u] * (size_t)p.K + (size_t)(r * L + lane) * VEC);
+                T sum[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    sum[u] = Ops::identity();
+                    if (j + u >= count)
+                        continue;
+                    if (rows[u] != cached) {
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+                            if (r * L + lane < nvec)
+                                a[r] = load_frag<T, VEC>(p.A + (size_t)rows[u] * (size_t)p.K + (size_t)(r * L + lane) * VEC);
+                        cached = rows[u];
+                    }
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        if (r * L + lane < nvec)
+#pragma unroll
+                            for (int v = 0; v < VEC; v++)
+                                sum[u] = Ops::add(sum[u], Ops::mul(a[r].v[v], b[u][r].v[v]));
+                }
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    sum[u] = group_reduce<Ops, L>(sum[u]);
+                    if (lane == j + u && j + u < count) // each entry written by the lane that read it
+                        p.out[my_e] = finish<Ops>(p, sum[u], my_e);
+                }
+            }
         }
     }
 }
@@ -181,34 +238,52 @@ template <typename T> bool aligned_for(const void *p, int vec) {
     return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * vec) == 0;
 }
 
-// The launch choices (documented in README, "SDDMM"):
-// - lanes per entry L: the fewest of 4, 8, 16, 32 that read a row of K in one round of 16-byte
-//   vectors (K/VEC <= L), else 32; A's fragment is kept in registers up to K = 8·32·VEC (1,024
-//   floats), beyond that it is re-read from L1 per entry;
+// The launch choices (docs/sddmm.md):
+// - plus_times with K of 9 to 32 vectors (36 to 128 floats): sddmm_rounds, its lanes, vectors
+//   a lane and entries in flight from round_lanes;
+// - other K up to 256 vectors: sddmm_interleaved with the A fragment in registers, the fewest
+//   lanes that cover K in one round of vectors (with_lanes, at most 32, then R up to 8); past 256
+//   vectors, or another semiring: sddmm_interleaved with a warp an entry striding over K;
+// - sddmm_rounds: chunks of 64 entries a group, fewer when S is too small to fill the device;
 // - vectors: 16-byte loads when K is a multiple of VEC and the rows are aligned, else scalars;
-// - chunk: 16 entries a group, fewer when S is too small to give every SM 32 warps;
 // - column tiles (the paper's Tj = sqrt(L2 / (c·ρ)), bounded so a tile of B takes at most half
 //   of L2): only when B is larger than half of L2 and rows are long enough for the tiles to pay,
 //   i.e. the A rows re-read per tile (at most min(row length, tiles) per row) cost less than the
-//   B rows they keep from DRAM (sddmm_tiles_pay).
-template <typename T, int VEC, int L, int R, bool CACHE, class Ops>
-sr_status launch_entries(const sddmm_params<T> &p, cudaStream_t stream) {
-    constexpr int G = 32 / L, U = 1; // 2-4 entries a step measured slower on the H100 (more registers), and so
-    // did loading the next entry's index, row and S value a step ahead (0.36 -> 0.43 ms, bag of words K = 128)
+//   B rows they keep from DRAM (sddmm_tile_cols).
+template <typename T, int VEC, int L, int R, int U, class Ops>
+sr_status launch_rounds(const sddmm_params<T> &p, cudaStream_t stream) {
+    const int64_t groups_wanted = (int64_t)sm_count() * (2048 / L);
+    int64_t chunk = 64;
+    if ((p.nnz + chunk - 1) / chunk < groups_wanted) // whole rounds: a multiple of L
+        chunk = ((p.nnz + groups_wanted - 1) / groups_wanted + L - 1) / L * L;
+    const int64_t groups = (p.nnz + chunk - 1) / chunk;
+    const unsigned blocks = (unsigned)std::max<int64_t>(
+        1, std::min<int64_t>((groups * L + kThreads - 1) / kThreads, (int64_t)sm_count() * 64));
+    if (p.order)
+        sddmm_rounds<Ops, VEC, L, R, U, true><<<blocks, kThreads, 0, stream>>>(p, chunk);
+    else
+        sddmm_rounds<Ops, VEC, L, R, U, false><<<blocks, kThreads, 0, stream>>>(p, chunk);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+template <typename T, int VEC, int L, int R, class Ops>
+sr_status launch_interleaved(const sddmm_params<T> &p, cudaStream_t stream) {
+    constexpr int G = 32 / L;
     const int64_t warps_wanted = (int64_t)sm_count() * 32;
     int64_t chunk = 16 * G;
     if ((p.nnz + chunk - 1) / chunk < warps_wanted)
         chunk = std::max<int64_t>(G, (p.nnz + warps_wanted - 1) / warps_wanted);
     const int64_t warps = (p.nnz + chunk - 1) / chunk;
     const int64_t blocks = std::min<int64_t>((warps * 32 + kThreads - 1) / kThreads, (int64_t)sm_count() * 64);
-    sddmm_entries<Ops, VEC, L, R, CACHE, U><<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, 0, stream>>>(p, chunk);
+    sddmm_interleaved<Ops, VEC, L, R><<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, 0, stream>>>(p, chunk);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }
 
-// The lanes an entry takes (L, a power of two up to a warp) and the vectors each lane holds a row
-// (R) for nvec vectors of A's row: launch(L, R) with both as integral constants. Shared by the
-// entry and the panel kernels so both size their work the same.
+// The lanes an entry (L, a power of two up to a warp) and vectors a lane (R) of the interleaved
+// and panel kernels for nvec vectors of A's row: the fewest lanes that cover K in one round of
+// vectors, launch(L, R) with both as integral constants.
 template <class Launch> sr_status with_lanes(int64_t nvec, Launch launch) {
     using std::integral_constant;
     if (nvec <= 4)
@@ -226,12 +301,33 @@ template <class Launch> sr_status with_lanes(int64_t nvec, Launch launch) {
     return launch(integral_constant<int, 32>{}, integral_constant<int, 8>{});
 }
 
+// sddmm_rounds' lanes an entry (L), vectors a lane (R) and entries in flight a group (U) for 9 to
+// 32 vectors of A's row: launch(L, R, U) as integral constants. Measured on the H100
+// (bench/probes/sddmm_probe.cu, docs/sddmm.md): 8 lanes of 4 vectors and 2 entries in flight at
+// K = 128 floats (a warp an entry waits longer on each).
+template <class Launch> sr_status round_lanes(int64_t nvec, Launch launch) {
+    using std::integral_constant;
+    if (nvec <= 16)
+        return launch(integral_constant<int, 4>{}, integral_constant<int, 4>{}, integral_constant<int, 2>{});
+    return launch(integral_constant<int, 8>{}, integral_constant<int, 4>{}, integral_constant<int, 2>{});
+}
+
+// The kernel for K (the choices above launch_rounds). Measured on the H100 against the
+// interleaved kernel: sddmm_rounds took 0.5x its time at K = 128 floats on PyPI names' 3-grams,
+// 0.7x on PyPI summaries, 1.07x on a power-law graph whose B overflows L2; at K = 32 and 512 it
+// was slower on the bags of words (registers: fewer groups resident).
+bool takes_rounds(int64_t nvec) { return nvec > 8 && nvec <= 32; }
+
 template <typename T, int VEC, class Ops> sr_status launch_fast(const sddmm_params<T> &p, cudaStream_t stream) {
     const int64_t nvec = p.K / VEC;
     if (nvec > 256) // rows past 8 vectors a lane stream through instead of sitting in registers
-        return launch_entries<T, VEC, 32, 1, false, Ops>(p, stream);
+        return launch_interleaved<T, VEC, 32, 0, Ops>(p, stream);
+    if (takes_rounds(nvec))
+        return round_lanes(nvec, [&](auto L, auto R, auto U) {
+            return launch_rounds<T, VEC, decltype(L)::value, decltype(R)::value, decltype(U)::value, Ops>(p, stream);
+        });
     return with_lanes(nvec, [&](auto L, auto R) {
-        return launch_entries<T, VEC, decltype(L)::value, decltype(R)::value, true, Ops>(p, stream);
+        return launch_interleaved<T, VEC, decltype(L)::value, decltype(R)::value, Ops>(p, stream);
     });
 }
 
@@ -252,9 +348,10 @@ size_t l2_share() {
     return bytes;
 }
 
-// Column tiles when B overflows L2 and the mean row is long enough that a tile of it holds a few
-// entries: each tile re-reads the rows of A it touches, so tiles pay when rows are longer than
-// the tile count (NYTimes-like bags of words), not on sparse graphs (degree ~10).
+// Column tiles when B overflows L2 and the mean row holds at least 16 entries a tile: each tile
+// re-reads the rows of A it touches, so tiles pay when rows are much longer than the tile count
+// (NYTimes-like bags of words), not on sparse graphs: a power-law graph of degree 20 in 3 tiles
+// (K = 32) took 0.70 ms through them against 0.41 ms in S's order (H100, sddmm_rounds).
 // SPARSERING_SDDMM_TILES=0 turns the tiles off (for comparison).
 int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
     static int allowed = -1;
@@ -269,7 +366,7 @@ int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
         return 0;
     const int64_t tiles = (int64_t)((b_bytes + l2_share() - 1) / l2_share());
     const double mean_row = (double)S->nnz / (double)S->nrows;
-    if (mean_row < 4.0 * (double)tiles)
+    if (mean_row < 16.0 * (double)tiles)
         return 0;
     return (S->ncols + tiles - 1) / tiles;
 }
@@ -277,7 +374,8 @@ int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
 #include "cuda_sddmm_panels.cuh"
 
 // The row panels' order of S's entries, when it pays.
-sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool force, panel_order_view *view);
+sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool rounds, bool force,
+                      panel_order_view *view);
 
 // An optional speed-up's status: success when it failed for want of device memory (the call
 // goes on without it; the context's last error still says what did not fit).
@@ -319,7 +417,8 @@ template <class Ops> struct sddmm_launcher {
             // The entry orders are kept with S to speed later calls; one that does not fit in
             // device memory is done without (the CSR-order kernel needs nothing beyond the output).
             if (setting != 0 && S->nnz > 0 && p.K / (vectors ? VEC : 1) <= 8 * 32)
-                SR_TRY(without_if_out_of_memory(panel_order(S, P, p.K, sizeof(T), setting == 1, &order)));
+                SR_TRY(without_if_out_of_memory(
+                    panel_order(S, P, p.K, sizeof(T), takes_rounds(p.K / (vectors ? VEC : 1)), setting == 1, &order)));
             if (order.records) {
                 if (vectors)
                     SR_TRY((launch_panels<T, VEC, Ops>(p, order, P, stream)));
@@ -335,7 +434,7 @@ template <class Ops> struct sddmm_launcher {
                     SR_TRY((launch_fast<T, 1, Ops>(p, stream)));
             }
         } else {
-            SR_TRY((launch_entries<T, 1, 32, 1, false, Ops>(p, stream)));
+            SR_TRY((launch_interleaved<T, 1, 32, 0, Ops>(p, stream)));
         }
         SR_CUDA_TRY(cudaStreamSynchronize(stream));
         return SR_SUCCESS;
@@ -442,8 +541,10 @@ sr_status column_tile_order(const sr_matrix_s *S, int64_t tile_cols, const int64
 }
 
 // The panel order for P rows a panel when it pays (panels_pay for rows of K elements of es
-// bytes, or `force` and the order could be built), else an order with no records.
-sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool force, panel_order_view *view) {
+// bytes, against sddmm_rounds when `rounds`, else against sddmm_interleaved; or `force` and the
+// order could be built), else an order with no records.
+sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool rounds, bool force,
+                      panel_order_view *view) {
     std::lock_guard<std::mutex> lock(orders_mutex);
     entry_orders *o = nullptr;
     SR_TRY(orders_of(S, &o));
@@ -476,7 +577,7 @@ sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, boo
         o->panel_bytes = memory ? bytes : 0;
         o->panel_reuse = reuse;
     }
-    const bool use = o->panels && (force || panels_pay(o->panel_reuse, K, es));
+    const bool use = o->panels && (force || panels_pay(o->panel_reuse, K, es, rounds));
     const auto *records = static_cast<const uint32_t *>(o->panels);
     *view = use ? panel_order_view{records, reinterpret_cast<const int32_t *>(records + S->nnz)} : panel_order_view{};
     return SR_SUCCESS;
@@ -787,6 +888,8 @@ sr_status launch_fused(fused_params<T> p, sr_context_s *ctx, cudaStream_t stream
     return SR_SUCCESS;
 }
 
+// Wide groups: few lanes a row, as sddmm_rounds takes, measured slower here (more accumulator
+// registers a lane; PyPI summaries K = 128 0.54 -> 0.67 ms, V = B at K = 32 0.23 -> 0.33 ms).
 template <typename T, int VEC>
 sr_status launch_fused_vec(const fused_params<T> &p, sr_context_s *ctx, cudaStream_t stream) {
     const int64_t n = std::max(p.K, p.p) / VEC;

@@ -17,12 +17,13 @@ inline int64_t panel_rows(int64_t K, size_t es) {
 
 // Panels pay when a panel's column runs are long enough that the B rows they save outweigh what
 // they add: the order's reads (8 bytes an entry), A's panel copied to shared memory, a group
-// working through its entries one after another. The saving grows with B's row: measured on the
-// H100 (README, "SDDMM"), panels against the CSR order took 0.86x the time at K = 32 with 3.0
-// entries a (panel, column) (PyPI names), 0.99x at K = 128 with 2.6 and 0.79x at K = 512 with
-// 2.1, but 1.33x at K = 32 with 2.15 and 1.30x at K = 128 with 1.9 (PyPI summaries).
-inline bool panels_pay(double reuse, int64_t K, size_t es) {
-    return reuse >= 2.5 || (reuse >= 2.0 && (size_t)K * es >= 1024);
+// working through its entries one after another. Measured on the H100 (docs/sddmm.md) against
+// the CSR-order kernel that runs without them: with sddmm_interleaved (K = 32 and 512 floats)
+// panels took 0.86x its time at K = 32 with 3.0 entries a (panel, column) (PyPI names' 3-grams)
+// but 1.33x with 2.15 (PyPI summaries), 0.79x at K = 512 (2 KiB rows) with 2.1; against
+// sddmm_rounds (K = 36 to 128 floats) 2.2x at K = 128 with 2.6, so never against it.
+inline bool panels_pay(double reuse, int64_t K, size_t es, bool against_rounds) {
+    return !against_rounds && (reuse >= 2.5 || (reuse >= 2.0 && (size_t)K * es >= 1024));
 }
 
 // A panel entry's record: its row in the panel (8 bits: P <= 256) over its place in the panel's
@@ -229,7 +230,7 @@ sr_status launch_panel_entries(const sddmm_params<T> &p, panel_order_view order,
     return SR_SUCCESS;
 }
 
-// The same lanes and vectors a lane as launch_fast (cuda_sddmm.cu) picks for K.
+// The fewest lanes an entry that cover K in one round of vectors (with_lanes, cuda_sddmm.cu).
 template <typename T, int VEC, class Ops>
 sr_status launch_panels(const sddmm_params<T> &p, panel_order_view order, int64_t P, cudaStream_t stream) {
     return with_lanes(p.K / VEC, [&](auto L, auto R) {

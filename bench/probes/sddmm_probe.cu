@@ -1,0 +1,392 @@
+// SDDMM's CSR-order kernel on the device alone (cudaEvents, no call overhead): the library's
+// design (a group of L lanes per entry, one entry a step, the row found per entry) against batched
+// forms (a group reads the columns and rows of its next L entries at once, a lane each, then takes
+// U entries a step so that U rows of B are in flight), with L and U varied. float32, plus_times,
+// out = A·Bᵀ at S's entries. Reads S from files that bench/probes/sddmm_probe.py writes.
+//   nvcc -O3 -arch=sm_90 -std=c++17 -o sddmm_probe bench/probes/sddmm_probe.cu
+//   python3 bench/probes/sddmm_probe.py ../shared/data /tmp/sddmm && ./sddmm_probe /tmp/sddmm/*.csr
+// H100 (2026-11-24), kernel medians (floor: bench_sddmm.floor_bytes at 2.95 TB/s):
+//   PyPI summaries K = 32: current L8 0.097 ms, batched L8 U2 0.095 (floor 0.025); K = 128: current
+//   L32 0.290, batched L8 U2 0.160, L16 U4 0.191, L32 U4 0.222 (floor 0.081).
+//   PyPI names 3-grams K = 32: 0.411, batched L4 U4 0.329, folded L4 U4 0.307 (floor 0.090);
+//   K = 128: 1.519, batched L8 U2 0.648, L16 U4 0.780, L32 U4 1.010 (floor 0.211).
+//   power-law 500K avg 20 K = 32: 0.442, batched L4 U4 0.406 (floor 0.107); K = 128: 1.800,
+//   batched L16 U4 1.685, L8 U2 1.714 (floor 0.536): B overflows L2, the gathers go to DRAM.
+//   Chunks of 64 entries a group beat 256 everywhere; the folded reduction (L - 1 shuffles a
+//   round of L entries instead of log2(L) an entry) did not pay beyond 3-grams at K = 32.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#define CK(x)                                                                                                       \
+    do {                                                                                                            \
+        cudaError_t e = (x);                                                                                        \
+        if (e != cudaSuccess) {                                                                                     \
+            printf("%s line %d: %s\n", #x, __LINE__, cudaGetErrorString(e));                                       \
+            exit(1);                                                                                                \
+        }                                                                                                           \
+    } while (0)
+
+struct params {
+    const int64_t *rowptr;
+    const int32_t *colind;
+    const float *A, *B;
+    int64_t K, nrows, nnz;
+    float *out;
+};
+
+template <int L> __device__ __forceinline__ unsigned group_mask() {
+    return L == 32 ? 0xffffffffu : (((1u << L) - 1u) << (threadIdx.x % 32 / L * L));
+}
+template <int L> __device__ __forceinline__ float group_sum(float x) {
+#pragma unroll
+    for (int o = L / 2; o > 0; o /= 2)
+        x += __shfl_xor_sync(group_mask<L>(), x, o, L);
+    return x;
+}
+__device__ __forceinline__ int64_t row_of_entry(const int64_t *rowptr, int64_t nrows, int64_t k) {
+    int64_t lo = 0, hi = nrows;
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (rowptr[mid] <= k)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+__device__ __forceinline__ int64_t find_row(const int64_t *rowptr, int64_t nrows, int64_t row, int64_t e) {
+    if (row >= 0 && rowptr[row] <= e)
+        for (int step = 0; step < 8; step++, row++)
+            if (rowptr[row + 1] > e)
+                return row;
+    return row_of_entry(rowptr, nrows, e);
+}
+__device__ __forceinline__ float dot4(float4 a, float4 b, float s) {
+    return s + a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+}
+
+// The library's kernel today (sddmm_entries with CACHE, U = 1, VEC = 4).
+template <int L, int R> __global__ void __launch_bounds__(256) current(params p, int64_t chunk) {
+    constexpr int G = 32 / L;
+    const int lane = threadIdx.x % L, group = threadIdx.x % 32 / L;
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+    const int64_t nvec = p.K / 4;
+    for (int64_t c0 = warp * chunk; c0 < p.nnz; c0 += warps * chunk) {
+        const int64_t c1 = min(c0 + chunk, p.nnz);
+        int64_t row = -1, cached = -1;
+        float4 a[R];
+        for (int64_t e = c0 + group; e < c1; e += G) {
+            row = find_row(p.rowptr, p.nrows, row, e);
+            if (row != cached) {
+                for (int r = 0; r < R; r++)
+                    if (r * L + lane < nvec)
+                        a[r] = reinterpret_cast<const float4 *>(p.A + row * p.K)[r * L + lane];
+                cached = row;
+            }
+            const float4 *b = reinterpret_cast<const float4 *>(p.B + (int64_t)p.colind[e] * p.K);
+            float s = 0;
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                if (r * L + lane < nvec)
+                    s = dot4(a[r], b[r * L + lane], s);
+            s = group_sum<L>(s);
+            if (lane == 0)
+                p.out[e] = s;
+        }
+    }
+}
+
+// Batched: a group takes `chunk` consecutive entries; per round of L entries each lane reads one
+// entry's column and finds its row (stepping from the round's first row), then the group takes
+// the round's entries U at a time, their U rows of B loaded before any is used.
+template <int L, int R, int U> __global__ void __launch_bounds__(256) batched(params p, int64_t chunk) {
+    const int lane = threadIdx.x % L;
+    const unsigned mask = group_mask<L>();
+    const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / L;
+    const int64_t groups = (int64_t)gridDim.x * blockDim.x / L;
+    const int64_t nvec = p.K / 4;
+    for (int64_t c0 = group * chunk; c0 < p.nnz; c0 += groups * chunk) {
+        const int64_t c1 = min(c0 + chunk, p.nnz);
+        int64_t row = row_of_entry(p.rowptr, p.nrows, c0), cached = -1;
+        float4 a[R];
+        for (int64_t base = c0; base < c1; base += L) {
+            const int64_t mine = base + lane;
+            const int count = (int)min((int64_t)L, c1 - base);
+            int32_t my_col = 0;
+            int64_t my_row = row;
+            if (lane < count) {
+                my_col = p.colind[mine];
+                while (p.rowptr[my_row + 1] <= mine)
+                    my_row++;
+            }
+            row = __shfl_sync(mask, my_row, count - 1, L);
+            for (int j = 0; j < count; j += U) {
+                int32_t col[U];
+                int64_t rw[U];
+                float4 b[U][R];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    col[u] = __shfl_sync(mask, my_col, (j + u) % L, L);
+                    rw[u] = __shfl_sync(mask, my_row, (j + u) % L, L);
+                }
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (j + u < count)
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+                            if (r * L + lane < nvec)
+                                b[u][r] = reinterpret_cast<const float4 *>(p.B + (int64_t)col[u] * p.K)[r * L + lane];
+                float s[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    s[u] = 0;
+                    if (j + u >= count)
+                        continue;
+                    if (rw[u] != cached) {
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+                            if (r * L + lane < nvec)
+                                a[r] = reinterpret_cast<const float4 *>(p.A + rw[u] * p.K)[r * L + lane];
+                        cached = rw[u];
+                    }
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        if (r * L + lane < nvec)
+                            s[u] = dot4(a[r], b[u][r], s[u]);
+                }
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    s[u] = group_sum<L>(s[u]);
+                if (lane == 0)
+#pragma unroll
+                    for (int u = 0; u < U; u++)
+                        if (j + u < count)
+                            p.out[base + j + u] = s[u];
+            }
+        }
+    }
+}
+
+// Batched with the transposed reduction: the group's L lanes hold partial sums of L entries (a
+// round) and fold them in L - 1 shuffles, halving the entries a lane keeps each step, so lane i
+// ends with the whole sum of one entry (i, bit-reversed by the folds' order) instead of every lane
+// paying log2(L) shuffles per entry. Rows of B for U entries are loaded before any is used.
+template <int L, int R, int U> __global__ void __launch_bounds__(256) folded(params p, int64_t chunk) {
+    const int lane = threadIdx.x % L;
+    const unsigned mask = group_mask<L>();
+    const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / L;
+    const int64_t groups = (int64_t)gridDim.x * blockDim.x / L;
+    const int64_t nvec = p.K / 4;
+    for (int64_t c0 = group * chunk; c0 < p.nnz; c0 += groups * chunk) {
+        const int64_t c1 = min(c0 + chunk, p.nnz);
+        int64_t row = row_of_entry(p.rowptr, p.nrows, c0), cached = -1;
+        float4 a[R];
+        for (int64_t base = c0; base < c1; base += L) {
+            const int64_t mine = base + lane;
+            const int count = (int)min((int64_t)L, c1 - base);
+            int32_t my_col = 0;
+            int64_t my_row = row;
+            if (lane < count) {
+                my_col = p.colind[mine];
+                while (p.rowptr[my_row + 1] <= mine)
+                    my_row++;
+            }
+            row = __shfl_sync(mask, my_row, count - 1, L);
+            float part[L];
+#pragma unroll
+            for (int j = 0; j < L; j += U) {
+                int32_t col[U];
+                int64_t rw[U];
+                float4 b[U][R];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    col[u] = __shfl_sync(mask, my_col, j + u, L);
+                    rw[u] = __shfl_sync(mask, my_row, j + u, L);
+                }
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (j + u < count)
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+                            if (r * L + lane < nvec)
+                                b[u][r] = reinterpret_cast<const float4 *>(p.B + (int64_t)col[u] * p.K)[r * L + lane];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    part[j + u] = 0;
+                    if (j + u >= count)
+                        continue;
+                    if (rw[u] != cached) {
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+                            if (r * L + lane < nvec)
+                                a[r] = reinterpret_cast<const float4 *>(p.A + rw[u] * p.K)[r * L + lane];
+                        cached = rw[u];
+                    }
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        if (r * L + lane < nvec)
+                            part[j + u] = dot4(a[r], b[u][r], part[j + u]);
+                }
+            }
+            // fold: at width w, lanes with bit w/2 set keep the upper half of the w entries
+#pragma unroll
+            for (int w = L; w > 1; w /= 2) {
+                const bool upper = lane & (w / 2);
+#pragma unroll
+                for (int i = 0; i < w / 2; i++) {
+                    const float send = upper ? part[i] : part[i + w / 2];
+                    const float keep = upper ? part[i + w / 2] : part[i];
+                    part[i] = keep + __shfl_xor_sync(mask, send, w / 2, L);
+                }
+            }
+            // lane l holds entry sum(bit b of l set -> w/2 offset) = l itself: the upper lanes kept
+            // index i + w/2 at each width, so lane l ends with entry l
+            if (lane < count)
+                p.out[mine] = part[0];
+        }
+    }
+}
+
+static std::vector<char> slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    std::vector<char> b((size_t)ftell(f));
+    fseek(f, 0, SEEK_SET);
+    if (fread(b.data(), 1, b.size(), f) != b.size())
+        exit(1);
+    fclose(f);
+    return b;
+}
+
+__global__ void fill(float *x, int64_t n, uint32_t seed) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+        h ^= h >> 16, h *= 0x85ebca6bu, h ^= h >> 13;
+        x[i] = (float)(h & 0xffff) / 65536.0f - 0.5f;
+    }
+}
+
+int main(int argc, char **argv) {
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    for (int f = 1; f < argc; f++) {
+        // file: int64 m, n, nnz, then m + 1 int64 row pointers, then nnz int32 columns
+        std::vector<char> raw = slurp(argv[f]);
+        const int64_t *h = reinterpret_cast<const int64_t *>(raw.data());
+        const int64_t m = h[0], n = h[1], nnz = h[2];
+        params p{};
+        int64_t *rowptr;
+        int32_t *colind;
+        CK(cudaMalloc(&rowptr, (m + 1) * 8));
+        CK(cudaMalloc(&colind, nnz * 4));
+        CK(cudaMemcpy(rowptr, h + 3, (m + 1) * 8, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(colind, h + 3 + m + 1, nnz * 4, cudaMemcpyHostToDevice));
+        p.rowptr = rowptr, p.colind = colind, p.nrows = m, p.nnz = nnz;
+        float *out, *ref;
+        CK(cudaMalloc(&out, nnz * 4));
+        CK(cudaMalloc(&ref, nnz * 4));
+        printf("%s: %lld x %lld, %lld entries\n", argv[f], (long long)m, (long long)n, (long long)nnz);
+        for (int K : {32, 128}) {
+            float *A, *B;
+            CK(cudaMalloc(&A, m * K * 4));
+            CK(cudaMalloc(&B, n * K * 4));
+            fill<<<1024, 256>>>(A, m * K, 1);
+            fill<<<1024, 256>>>(B, n * K, 2);
+            p.A = A, p.B = B, p.K = K;
+            std::vector<float> want(nnz), got(nnz);
+            cudaEvent_t t0, t1;
+            CK(cudaEventCreate(&t0));
+            CK(cudaEventCreate(&t1));
+            auto timed = [&](const char *name, auto launch, bool is_ref) {
+                p.out = is_ref ? ref : out;
+                CK(cudaMemset(p.out, 0, nnz * 4));
+                launch();
+                CK(cudaGetLastError());
+                CK(cudaDeviceSynchronize());
+                std::vector<float> ts;
+                for (int rep = 0; rep < 15; rep++) {
+                    CK(cudaEventRecord(t0));
+                    launch();
+                    CK(cudaEventRecord(t1));
+                    CK(cudaEventSynchronize(t1));
+                    float ms = 0;
+                    CK(cudaEventElapsedTime(&ms, t0, t1));
+                    ts.push_back(ms);
+                }
+                std::sort(ts.begin(), ts.end());
+                double err = 0;
+                if (is_ref) {
+                    CK(cudaMemcpy(want.data(), ref, nnz * 4, cudaMemcpyDeviceToHost));
+                } else {
+                    CK(cudaMemcpy(got.data(), out, nnz * 4, cudaMemcpyDeviceToHost));
+                    for (int64_t i = 0; i < nnz; i++)
+                        err = std::max(err, (double)std::abs(got[i] - want[i]) / (std::abs(want[i]) + 1e-3));
+                }
+                printf("  K %4d %-26s %8.3f ms  %7.0f GFLOP/s  err %.1e\n", K, name, ts[ts.size() / 2],
+                       2.0 * nnz * K / ts[ts.size() / 2] / 1e6, err);
+                fflush(stdout);
+            };
+            auto cur_launch = [&](auto kernel, int G) {
+                const int64_t warps_wanted = (int64_t)sms * 32;
+                int64_t chunk = 16 * G;
+                if ((nnz + chunk - 1) / chunk < warps_wanted)
+                    chunk = std::max<int64_t>(G, (nnz + warps_wanted - 1) / warps_wanted);
+                const int64_t warps = (nnz + chunk - 1) / chunk;
+                const int64_t blocks = std::min<int64_t>((warps * 32 + 255) / 256, (int64_t)sms * 64);
+                kernel<<<(unsigned)blocks, 256>>>(p, chunk);
+            };
+            auto group_launch = [&](auto kernel, int L, int64_t chunk) {
+                const int64_t groups = (nnz + chunk - 1) / chunk;
+                const int64_t blocks = std::min<int64_t>((groups * L + 255) / 256, (int64_t)sms * 64);
+                kernel<<<(unsigned)std::max<int64_t>(blocks, 1), 256>>>(p, chunk);
+            };
+            if (K == 32) {
+                timed("current L8", [&] { cur_launch(current<8, 1>, 4); }, true);
+                for (int64_t chunk : {64, 256}) {
+                    char name[64];
+                    snprintf(name, sizeof name, "batched L8 U2 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(batched<8, 1, 2>, 8, chunk); }, false);
+                    snprintf(name, sizeof name, "batched L8 U4 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(batched<8, 1, 4>, 8, chunk); }, false);
+                    snprintf(name, sizeof name, "batched L4 U4 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(batched<4, 2, 4>, 4, chunk); }, false);
+                    snprintf(name, sizeof name, "folded L8 U4 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(folded<8, 1, 4>, 8, chunk); }, false);
+                    snprintf(name, sizeof name, "folded L4 U4 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(folded<4, 2, 4>, 4, chunk); }, false);
+                }
+            } else {
+                timed("current L32", [&] { cur_launch(current<32, 1>, 1); }, true);
+                for (int64_t chunk : {64, 256}) {
+                    char name[64];
+                    snprintf(name, sizeof name, "batched L32 U4 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(batched<32, 1, 4>, 32, chunk); }, false);
+                    snprintf(name, sizeof name, "batched L16 U4 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(batched<16, 2, 4>, 16, chunk); }, false);
+                    snprintf(name, sizeof name, "batched L8 U2 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(batched<8, 4, 2>, 8, chunk); }, false);
+                    snprintf(name, sizeof name, "batched L8 U4 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(batched<8, 4, 4>, 8, chunk); }, false);
+                    snprintf(name, sizeof name, "folded L8 U4 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(folded<8, 4, 4>, 8, chunk); }, false);
+                    snprintf(name, sizeof name, "folded L16 U4 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(folded<16, 2, 4>, 16, chunk); }, false);
+                }
+            }
+            CK(cudaFree(A));
+            CK(cudaFree(B));
+        }
+        CK(cudaFree(rowptr));
+        CK(cudaFree(colind));
+        CK(cudaFree(out));
+        CK(cudaFree(ref));
+    }
+    return 0;
+}
