@@ -392,7 +392,10 @@ static void check_plus_times(void)
     check_sddmm(70, 40, 1024, 9, f, f, SR_PLUS_TIMES, 1, 0, false, R, R);  /* the widest register fragment */
     check_sddmm(50, 70, 1100, 5, f, f, SR_PLUS_TIMES, 1, 2, false, R, Cm); /* past the register fragment */
     check_sddmm(80, 60, 96, 5, f, f, SR_PLUS_TIMES, 0, 1, false, R, R);    /* α = 0: β·S alone */
-    check_sddmm(1500, 200000, 64, 24, f, f, SR_PLUS_TIMES, 1, 0, false, R, R); /* B past L2: column tiles on a GPU */
+    check_sddmm(1500, 200000, 64, 24, f, f, SR_PLUS_TIMES, 1, 0, false, R, R); /* B past L2, rows too short for tiles */
+    check_sddmm(300, 200000, 64, 60, f, f, SR_PLUS_TIMES, 1, 0.5, false, R, R); /* long rows: column tiles on a GPU */
+    check_sddmm(100, 80, 128, 7, f, f, SR_PLUS_TIMES, 1, 0, false, R, R);   /* K = 128 floats: 8 lanes, 2 in flight */
+    check_sddmm(90, 70, 30, 6, f, f, SR_PLUS_TIMES, 1, 0.5, false, R, Cm);  /* K = 30: the same kernel, scalar loads */
     /* many rows over few columns: each panel meets a column many times, and rows span panels' ends */
     check_sddmm(5000, 40, 32, 12, f, f, SR_PLUS_TIMES, 1, 0.5, false, R, R);
     check_sddmm(3000, 64, 64, 30, d, d, SR_PLUS_TIMES, -2, 0, true, R, R);
