@@ -104,6 +104,13 @@ typedef struct sr_select_heap {
     int64_t size, k;
 } sr_select_heap;
 void sr_select_push(sr_select_heap *h, double key, int64_t col);
+/* sr_select_push, with the common case inline: a full heap that (key, col) would not enter. */
+static inline void sr_select_offer(sr_select_heap *h, double key, int64_t col)
+{
+    if (h->size == h->k && (key > h->e[0].key || (key == h->e[0].key && col > h->e[0].col)))
+        return;
+    sr_select_push(h, key, col);
+}
 /* Writes the heap best first into idx[0..size) and row r of dist, and empties it. */
 void sr_select_store(sr_select_heap *h, bool largest, bool single, int64_t *idx, const sr_strided_out *dist, int64_t r);
 /* For each of `rows` rows of n values (row r at block + r*ld), the k smallest (largest when

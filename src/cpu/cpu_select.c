@@ -82,7 +82,7 @@ sr_status sr_cpu_select_rows(const void *block, sr_type type, int64_t rows, int6
             const char *row = (const char *)block + (size_t)r * (size_t)ld * es;
             for (int64_t i = 0; i < n; i++) {
                 double v = single ? (double)((const float *)row)[i] : ((const double *)row)[i];
-                sr_select_push(&heap, largest ? -v : v, i);
+                sr_select_offer(&heap, largest ? -v : v, i);
             }
             sr_select_store(&heap, largest, single, idx + r * ld_idx, dist, r);
         }
