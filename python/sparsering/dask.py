@@ -89,11 +89,11 @@ def kneighbors(client, index, queries=None, k=5, metric="euclidean", *, p=None, 
         raise InvalidArgumentError(f"kneighbors: the queries have {queries.shape[1]} columns, the index {index.shape[1]}")
     workers = list(client.scheduler_info()["workers"])
     blocks = balanced_row_blocks(index, parts or len(workers))
-    placed = [client.scatter(_Block(index[a:b], a), workers=[workers[j % len(workers)]], hash=False)
-              for j, (a, b) in enumerate(blocks)]
     where = [workers[j % len(workers)] for j in range(len(blocks))]
+    placed = [client.scatter(_Block(index[a:b], a), workers=[w], hash=False) for (a, b), w in zip(blocks, where)]
+    batch_rows = max(1, int(batch_rows))
     dist = ind = None
-    for q0 in range(0, queries.shape[0], max(1, int(batch_rows))):
+    for q0 in range(0, queries.shape[0], batch_rows):
         batch = client.scatter(queries[q0:q0 + batch_rows], broadcast=True, hash=False)
         futures = [client.submit(_block_knn, blk, batch, k, metric, p, dtype, backend, workers=[w],
                                  allow_other_workers=False, pure=False) for blk, w in zip(placed, where)]
