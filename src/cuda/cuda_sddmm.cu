@@ -45,6 +45,16 @@ template <typename T, int VEC> __device__ __forceinline__ frag<T, VEC> load_frag
     return *reinterpret_cast<const frag<T, VEC> *>(p);
 }
 
+// A lane's share of a row of nvec vectors held by a group of L lanes: vectors lane, L + lane, ...
+// (R of them; those past the row's end are left as they are).
+template <typename T, int VEC, int L, int R>
+__device__ __forceinline__ void load_row(frag<T, VEC> (&f)[R], const T *row, int lane, int64_t nvec) {
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        if (r * L + lane < nvec)
+            f[r] = load_frag<T, VEC>(row + (size_t)(r * L + lane) * VEC);
+}
+
 // The lanes of this thread's group of L (for shuffles among diverged groups).
 template <int L> __device__ __forceinline__ unsigned group_mask() {
     return L == 32 ? 0xffffffffu : (((1u << L) - 1u) << (threadIdx.x % 32 / L * L));
@@ -115,10 +125,7 @@ __global__ void __launch_bounds__(kThreads) sddmm_interleaved(sddmm_params<typen
             T sum = Ops::identity();
             if constexpr (R > 0) {
                 if (row != cached) {
-#pragma unroll
-                    for (int r = 0; r < R; r++)
-                        if (r * L + lane < nvec)
-                            a[r] = load_frag<T, VEC>(arow + (size_t)(r * L + lane) * VEC);
+                    load_row<T, VEC, L, R>(a, arow, lane, nvec);
                     cached = row;
                 }
 #pragma unroll
@@ -192,10 +199,7 @@ __global__ void __launch_bounds__(kThreads, R <= 4 ? 3 : 2) sddmm_rounds(sddmm_p
 #pragma unroll
                 for (int u = 0; u < U; u++)
                     if (j + u < count)
-#pragma unroll
-                        for (int r = 0; r < R; r++)
-                            if (r * L + lane < nvec)
-                                b[u][r] = load_frag<T, VEC>(p.B + (size_t)cols[u] * (size_t)p.K + (size_t)(r * L + lane) * VEC);
+                        load_row<T, VEC, L, R>(b[u], p.B + (size_t)cols[u] * (size_t)p.K, lane, nvec);
                 T sum[U];
 #pragma unroll
                 for (int u = 0; u < U; u++) {
@@ -203,10 +207,7 @@ __global__ void __launch_bounds__(kThreads, R <= 4 ? 3 : 2) sddmm_rounds(sddmm_p
                     if (j + u >= count)
                         continue;
                     if (rows[u] != cached) {
-#pragma unroll
-                        for (int r = 0; r < R; r++)
-                            if (r * L + lane < nvec)
-                                a[r] = load_frag<T, VEC>(p.A + (size_t)rows[u] * (size_t)p.K + (size_t)(r * L + lane) * VEC);
+                        load_row<T, VEC, L, R>(a, p.A + (size_t)rows[u] * (size_t)p.K, lane, nvec);
                         cached = rows[u];
                     }
 #pragma unroll
@@ -374,8 +375,7 @@ int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
 #include "cuda_sddmm_panels.cuh"
 
 // The row panels' order of S's entries, when it pays.
-sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool rounds, bool force,
-                      panel_order_view *view);
+sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool force, panel_order_view *view);
 
 // An optional speed-up's status: success when it failed for want of device memory (the call
 // goes on without it; the context's last error still says what did not fit).
@@ -416,9 +416,12 @@ template <class Ops> struct sddmm_launcher {
             const int64_t P = panel_rows(p.K, sizeof(T));
             // The entry orders are kept with S to speed later calls; one that does not fit in
             // device memory is done without (the CSR-order kernel needs nothing beyond the output).
-            if (setting != 0 && S->nnz > 0 && p.K / (vectors ? VEC : 1) <= 8 * 32)
-                SR_TRY(without_if_out_of_memory(
-                    panel_order(S, P, p.K, sizeof(T), takes_rounds(p.K / (vectors ? VEC : 1)), setting == 1, &order)));
+            // Panels never beat sddmm_rounds (panels_pay): where it runs the order is not even
+            // built, unless forced (the first call would sort S's entries for nothing).
+            const int64_t nvec = p.K / (vectors ? VEC : 1);
+            const bool wanted = setting == 1 || (setting != 0 && !takes_rounds(nvec));
+            if (wanted && S->nnz > 0 && nvec <= 8 * 32)
+                SR_TRY(without_if_out_of_memory(panel_order(S, P, p.K, sizeof(T), setting == 1, &order)));
             if (order.records) {
                 if (vectors)
                     SR_TRY((launch_panels<T, VEC, Ops>(p, order, P, stream)));
@@ -540,11 +543,10 @@ sr_status column_tile_order(const sr_matrix_s *S, int64_t tile_cols, const int64
     return SR_SUCCESS;
 }
 
-// The panel order for P rows a panel when it pays (panels_pay for rows of K elements of es
-// bytes, against sddmm_rounds when `rounds`, else against sddmm_interleaved; or `force` and the
-// order could be built), else an order with no records.
-sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool rounds, bool force,
-                      panel_order_view *view) {
+// The panel order for P rows a panel when it pays against sddmm_interleaved (panels_pay for rows
+// of K elements of es bytes; or `force` and the order could be built), else an order with no
+// records.
+sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool force, panel_order_view *view) {
     std::lock_guard<std::mutex> lock(orders_mutex);
     entry_orders *o = nullptr;
     SR_TRY(orders_of(S, &o));
@@ -577,7 +579,7 @@ sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, boo
         o->panel_bytes = memory ? bytes : 0;
         o->panel_reuse = reuse;
     }
-    const bool use = o->panels && (force || panels_pay(o->panel_reuse, K, es, rounds));
+    const bool use = o->panels && (force || panels_pay(o->panel_reuse, K, es));
     const auto *records = static_cast<const uint32_t *>(o->panels);
     *view = use ? panel_order_view{records, reinterpret_cast<const int32_t *>(records + S->nnz)} : panel_order_view{};
     return SR_SUCCESS;
@@ -678,16 +680,6 @@ __device__ __forceinline__ void add_row(const fused_params<T> &p, row_state<T, V
 }
 
 template <typename T, int VEC, int L, int R>
-__device__ __forceinline__ void load_a(const fused_params<T> &p, frag<T, VEC> (&a)[R], int lane, int64_t row) {
-    const int64_t nvec = p.K / VEC;
-    const T *arow = p.A + (size_t)row * (size_t)p.K;
-#pragma unroll
-    for (int r = 0; r < R; r++)
-        if (r * L + lane < nvec)
-            a[r] = load_frag<T, VEC>(arow + (size_t)(r * L + lane) * VEC);
-}
-
-template <typename T, int VEC, int L, int R>
 __device__ __forceinline__ void store_row(const fused_params<T> &p, const row_state<T, VEC, R> &s, int lane, int64_t row,
                                           T divide) {
     const int64_t pvec = p.p / VEC;
@@ -740,7 +732,7 @@ __global__ void __launch_bounds__(kThreads) fused_chunks(fused_params<T> p) {
                 continue;
             const int64_t s0 = is_long ? max(r0, e0) : r0, s1 = is_long ? min(r1, e1) : r1;
             frag<T, VEC> a[R];
-            load_a<T, VEC, L, R>(p, a, lane, row);
+            load_row<T, VEC, L, R>(a, p.A + (size_t)row * (size_t)p.K, lane, p.K / VEC);
             row_state<T, VEC, R> s;
             s.clear();
             for (int64_t e = s0; e < s1; e += U) {

@@ -21,9 +21,10 @@ inline int64_t panel_rows(int64_t K, size_t es) {
 // the CSR-order kernel that runs without them: with sddmm_interleaved (K = 32 and 512 floats)
 // panels took 0.86x its time at K = 32 with 3.0 entries a (panel, column) (PyPI names' 3-grams)
 // but 1.33x with 2.15 (PyPI summaries), 0.79x at K = 512 (2 KiB rows) with 2.1; against
-// sddmm_rounds (K = 36 to 128 floats) 2.2x at K = 128 with 2.6, so never against it.
-inline bool panels_pay(double reuse, int64_t K, size_t es, bool against_rounds) {
-    return !against_rounds && (reuse >= 2.5 || (reuse >= 2.0 && (size_t)K * es >= 1024));
+// sddmm_rounds (K = 36 to 128 floats) 2.2x at K = 128 with 2.6, so never against it (the
+// launcher does not build the order where sddmm_rounds runs).
+inline bool panels_pay(double reuse, int64_t K, size_t es) {
+    return reuse >= 2.5 || (reuse >= 2.0 && (size_t)K * es >= 1024);
 }
 
 // A panel entry's record: its row in the panel (8 bits: P <= 256) over its place in the panel's
@@ -186,11 +187,7 @@ __global__ void __launch_bounds__(kThreads) sddmm_panel_entries(sddmm_params<typ
                 const uint32_t record = __shfl_sync(mask, my_record, j, L);
                 const int32_t col = __shfl_sync(mask, my_col, j, L);
                 if (col != cached) {
-                    const T *brow = p.B + (size_t)col * (size_t)p.K;
-#pragma unroll
-                    for (int r = 0; r < R; r++)
-                        if (r * L + lane < nvec)
-                            b[r] = load_frag<T, VEC>(brow + (size_t)(r * L + lane) * VEC);
+                    load_row<T, VEC, L, R>(b, p.B + (size_t)col * (size_t)p.K, lane, nvec);
                     cached = col;
                 }
                 const frag<T, VEC> *arow = As + (int64_t)(record >> kPanelPlaceBits) * nvec;
