@@ -283,8 +283,8 @@ def kind_of(obj):
 def operand(obj, dtype, kind, like=None):
     """A DeviceArray of obj in a numpy dtype: a device array read in place (converted on the device
     when its dtype or strides differ), or a host array copied onto the device by the kind's
-    framework (the one copy a host input needs to meet device data)."""
-    d = device_array(obj)
+    framework (the one copy a host input needs to meet device data). obj may be a DeviceArray."""
+    d = obj if isinstance(obj, DeviceArray) else device_array(obj)
     if d is None:
         host = np.asarray(obj, dtype=dtype)
         if kind == "torch":

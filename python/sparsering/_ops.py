@@ -102,6 +102,8 @@ def _ptr_of(obj):
 
 def _dtype_of(x):
     """The numpy dtype of a numpy, cupy or torch array (or anything np.asarray takes)."""
+    if isinstance(x, _device.DeviceArray):
+        return x.dtype
     d = None if isinstance(x, np.ndarray) else _device.device_array(x)
     return d.dtype if d is not None else np.asarray(x).dtype
 
