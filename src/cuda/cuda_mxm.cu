@@ -229,7 +229,10 @@ template <class Ops> struct mxm_launcher {
         }
         timer.mark(FILL ? "fill: dense, global" : "count: dense, global");
         if (sizes[kBinTiled] > 0) {
-            const size_t smem = dense_tile_bytes<Ops>(tile);
+            constexpr bool values = tile_has_values<Ops>(FILL);
+            if (!values) // counting: bitmap tiles, wider than the fill's
+                tile = dense_tile<Ops>(p.ncols, false);
+            const size_t smem = dense_tile_bytes<Ops>(tile, values);
             SR_CUDA_TRY(cudaFuncSetAttribute(dense_rows_tiled<Ops, FILL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              (int)smem));
             int per_sm = 1;

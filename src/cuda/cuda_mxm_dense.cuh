@@ -2,7 +2,7 @@
 // products overflow the largest hash table accumulate into a column bitmap and a value array, and
 // the bitmap, walked in column order, gives the row sorted without a sort. Two kernels:
 //   tiled   the row's columns a tile at a time, the tile's bitmap and values in shared memory
-//           (shared atomics); every tile costs each A entry a binary search in its B row, so it
+//           (shared atomics); every tile costs each A entry two binary searches in its B row, so it
 //           suits rows of few A entries whose B rows are long (Debian's A·Aᵀ: 19.4 ms against
 //           31.9 ms global, measured on the H100)
 //   global  a bitmap and value row of all the columns in device memory per row of a wave, the
@@ -20,41 +20,74 @@ __host__ __device__ inline int64_t bitmap_words(int64_t ncols) { return (ncols +
 // and drains only the words it has and leaves the rest of the multiprocessor's shared memory to
 // L1. (A block of kDenseThreads at its register count is alone on its multiprocessor whatever
 // the tile.)
-template <class Ops> constexpr int64_t dense_tile_max() {
+// The count pass needs no values: its tiles are bitmaps alone (`values` false), so a product of
+// up to 512K columns is counted in one tile (R-MAT 18 A·A: 8 tiles of 32K float columns before).
+template <class Ops> __host__ __device__ constexpr bool tile_has_values(bool fill) { return Ops::type != SR_TYPE_BOOL && fill; }
+template <class Ops> constexpr int64_t dense_tile_max(bool values) {
     using T = typename Ops::value;
-    return Ops::type == SR_TYPE_BOOL ? 512 * 1024 : 128 * 1024 / (sizeof(T) < 4 ? 4 : sizeof(T));
+    return values ? 128 * 1024 / (sizeof(T) < 4 ? 4 : sizeof(T)) : 512 * 1024;
 }
-template <class Ops> inline int64_t dense_tile(int64_t ncols) {
-    return std::min<int64_t>(dense_tile_max<Ops>(), bitmap_words(ncols > 0 ? ncols : 1) * 32);
+template <class Ops> inline int64_t dense_tile(int64_t ncols, bool values = tile_has_values<Ops>(true)) {
+    return std::min<int64_t>(dense_tile_max<Ops>(values), bitmap_words(ncols > 0 ? ncols : 1) * 32);
 }
-template <class Ops> inline size_t dense_tile_bytes(int64_t tile) {
-    return (Ops::type == SR_TYPE_BOOL ? 0 : sizeof(typename Ops::value) * (size_t)tile) + (size_t)tile / 8;
+template <class Ops> inline size_t dense_tile_bytes(int64_t tile, bool values) {
+    return (values ? sizeof(typename Ops::value) * (size_t)tile : 0) + (size_t)tile / 8;
 }
 
 // A row whose tiles cost little next to its products goes to the tiled kernel: a binary search
 // per A entry and tile against its ub products (the factor leaves room for the searches' latency).
 __device__ inline bool tiled_is_cheaper(int64_t ub, int64_t a_len, int64_t tiles) { return tiles * a_len * 8 <= ub; }
 
-// Calls visit(j, a_ik * b_kj) for the row's products with j in [c0, c1) (that the mask allows, with
-// check_mask).
-// B's rows are sorted, so each entry's part in the range is found by a binary search.
-template <int TEAM, class Ops, class Visit>
-__device__ void for_each_product_in(const mxm_args<Ops> &p, int64_t row, int64_t ub, int lane, int64_t c0, int64_t c1,
-                                    bool check_mask, Visit visit) {
+// Calls visit(j, a_ik * b_kj) for the row's products with j in [c0, c1) (that the mask allows,
+// with check_mask), the block's threads dealt them out evenly: the row's A entries are taken
+// kDenseThreads at a time, each thread finding its entry's part of its B row in [c0, c1) (two
+// binary searches), a block scan placing the parts end to end, and then thread t takes products
+// t, t + kDenseThreads, ... of the chunk, each found in the placed parts by a search in shared
+// memory. Consecutive threads read consecutive B entries, and a long B row (a hub's) is shared by
+// the whole block: with a group of lanes an A entry, sized from the mean B row, R-MAT's skewed B
+// rows left most lanes idle behind the few walking a hub's row. Contains barriers: the whole
+// block calls it.
+struct balanced_scratch {
+    int64_t start[kDenseThreads];  // the part's first B entry
+    int64_t offset[kDenseThreads]; // the part's first product in the chunk
+    cub::BlockScan<int64_t, kDenseThreads>::TempStorage scan;
+};
+template <class Ops, class Visit>
+__device__ void for_each_product_balanced(const mxm_args<Ops> &p, int64_t row, int64_t c0, int64_t c1, bool check_mask,
+                                          balanced_scratch &s, Visit visit) {
+    using T = typename Ops::value;
     const int64_t a_start = p.a_rowptr[row], a_end = p.a_rowptr[row + 1];
-    const int width = lanes_per_entry<TEAM>(ub, a_end - a_start), sub = lane % width;
-    for (int64_t ka = a_start + lane / width; ka < a_end; ka += TEAM / width) {
-        const int32_t k = p.a_colind[ka];
-        const typename Ops::value a = p.a(ka);
-        const int64_t b0 = p.b_rowptr[k], bn = p.b_rowptr[k + 1] - b0;
-        const int64_t first = c0 > 0 ? lower_bound(p.b_colind + b0, bn, (int32_t)c0) : 0; // one tile: no search
-        for (int64_t kb = b0 + first + sub; kb < b0 + bn; kb += width) {
-            const int32_t j = p.b_colind[kb];
-            if (j >= c1)
-                break;
-            if (!check_mask || p.mask.allows(row, j))
-                visit(j, Ops::mul(a, p.b(kb)));
+    for (int64_t chunk = a_start; chunk < a_end; chunk += kDenseThreads) {
+        const int count = (int)(a_end - chunk < kDenseThreads ? a_end - chunk : kDenseThreads);
+        int64_t first = 0, len = 0;
+        if (threadIdx.x < count) {
+            const int32_t k = p.a_colind[chunk + threadIdx.x];
+            const int64_t b0 = p.b_rowptr[k], bn = p.b_rowptr[k + 1] - b0;
+            const int64_t lo = c0 > 0 ? lower_bound(p.b_colind + b0, bn, (int32_t)c0) : 0;
+            const int64_t hi = c1 < p.ncols ? lo + lower_bound(p.b_colind + b0 + lo, bn - lo, (int32_t)c1) : bn;
+            first = b0 + lo;
+            len = hi - lo;
         }
+        int64_t offset = 0, total = 0;
+        cub::BlockScan<int64_t, kDenseThreads>(s.scan).ExclusiveSum(len, offset, total);
+        s.start[threadIdx.x] = first;
+        s.offset[threadIdx.x] = offset;
+        __syncthreads();
+        for (int64_t q = threadIdx.x; q < total; q += kDenseThreads) {
+            int lo = 0, hi = count; // the last part starting at or before q (it holds q: q < total)
+            while (hi - lo > 1) {
+                const int mid = (lo + hi) / 2;
+                if (s.offset[mid] <= q)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            const int64_t kb = s.start[lo] + (q - s.offset[lo]);
+            const int32_t j = p.b_colind[kb];
+            if (!check_mask || p.mask.allows(row, j))
+                visit(j, Ops::mul(p.a(chunk + lo), p.b(kb)));
+        }
+        __syncthreads(); // the scratch is rewritten by the next chunk
     }
 }
 
@@ -171,12 +204,13 @@ template <class Ops, bool FILL>
 __global__ void __launch_bounds__(kDenseThreads)
     dense_rows_tiled(mxm_args<Ops> p, const int64_t *rows, const unsigned long long *row_count, int64_t tile) {
     using T = typename Ops::value;
-    constexpr bool has_values = Ops::type != SR_TYPE_BOOL;
+    constexpr bool has_values = tile_has_values<Ops>(FILL);
     const int64_t words = tile / 32;
     extern __shared__ __align__(16) unsigned char dense_smem[];
     T *vals = has_values ? reinterpret_cast<T *>(dense_smem) : nullptr;
     uint32_t *bits = reinterpret_cast<uint32_t *>(dense_smem + (has_values ? sizeof(T) * tile : 0));
     __shared__ typename cub::BlockScan<int, kDenseThreads>::TempStorage scan_storage;
+    __shared__ balanced_scratch walk;
     __shared__ int64_t running;
     const bool with_values = FILL && p.c_values != nullptr;
     for (int64_t t = threadIdx.x; has_values && t < tile; t += kDenseThreads)
@@ -185,19 +219,18 @@ __global__ void __launch_bounds__(kDenseThreads)
         bits[w] = 0u;
     const int64_t n = (int64_t)*row_count;
     for (int64_t idx = blockIdx.x; idx < n; idx += gridDim.x) {
-        const int64_t entry = rows[idx], row = packed_row(entry), ub = packed_bound(entry);
+        const int64_t row = packed_row(rows[idx]);
         if (threadIdx.x == 0)
             running = FILL ? p.c_rowptr[row] : 0;
         __syncthreads(); // also orders the setup above and the previous row's last read of running
         for (int64_t c0 = 0; c0 < p.ncols; c0 += tile) {
             const int64_t c1 = c0 + tile < p.ncols ? c0 + tile : p.ncols;
-            for_each_product_in<kDenseThreads>(p, row, ub, threadIdx.x, c0, c1, !skips_mask(p), [&](int32_t j, T product) {
+            for_each_product_balanced(p, row, c0, c1, !skips_mask(p), walk, [&](int32_t j, T product) {
                 const int t = (int)(j - c0);
                 atomicOr(&bits[t >> 5], 1u << (t & 31));
                 if (with_values)
                     atomic_combine<Ops>(&vals[t], product);
             });
-            __syncthreads();
             clear_complement(p, row, bits, with_values ? vals : nullptr, c0, c1);
             drain_bitmap<Ops, kDenseThreads, FILL>(p, bits, vals, words, c0, with_values, running, scan_storage);
         }
