@@ -58,7 +58,11 @@ const char *sr_version_string(void);
 typedef enum sr_backend {
     SR_BACKEND_AUTO = 0, /* CUDA when built in and a GPU is usable, else CPU; SPARSERING_BACKEND overrides */
     SR_BACKEND_CPU = 1,
-    SR_BACKEND_CUDA = 2
+    SR_BACKEND_CUDA = 2,
+    SR_BACKEND_OPENCL = 3 /* the Boolean operations on an OpenCL device (any vendor's GPU, or a CPU through
+                             PoCL), everything else on the CPU backend; matrices stay in host memory and
+                             each call moves its operands. Built when OpenCL headers and an ICD loader
+                             are found; never chosen by AUTO */
 } sr_backend;
 
 typedef enum sr_type {
@@ -96,7 +100,8 @@ typedef struct sr_context_s *sr_context;
 
 typedef struct sr_context_options {
     sr_backend backend;       /* default SR_BACKEND_AUTO */
-    int device;               /* CUDA device ordinal; default 0 */
+    int device;               /* CUDA device ordinal; for OpenCL, the index in the list of every
+                                 platform's devices, GPUs and accelerators first; default 0 */
     void *stream;             /* cudaStream_t to run on; NULL: the context makes its own
                                  (blocking: it waits for the legacy default stream) */
     int threads;              /* CPU threads; 0: OpenMP's default */
@@ -118,7 +123,7 @@ sr_context_options sr_context_options_default(void);
 sr_status sr_context_create(sr_context *ctx, const sr_context_options *options);
 sr_status sr_context_destroy(sr_context ctx); /* NULL is allowed */
 
-/* The backend the context resolved to: SR_BACKEND_CPU or SR_BACKEND_CUDA. */
+/* The backend the context resolved to: SR_BACKEND_CPU, SR_BACKEND_CUDA or SR_BACKEND_OPENCL. */
 sr_status sr_context_get_backend(sr_context ctx, sr_backend *backend);
 sr_status sr_context_get_options(sr_context ctx, sr_context_options *options);
 sr_status sr_context_set_threads(sr_context ctx, int threads);

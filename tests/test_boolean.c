@@ -89,7 +89,7 @@ static void check_mxm(int64_t m, int64_t k, int64_t n, double da, double db)
         sr_semiring s = variant == 5 ? SR_ANY_PAIR : SR_OR_AND;
         CHECK_OK(sr_mxm(ctx, &C, masked ? mats[2] : NULL, s, mats[0], mats[1], &d));
         snprintf(what, sizeof what, "mxm %lldx%lldx%lld variant %d on %s", (long long)m, (long long)k, (long long)n,
-                 variant, where == SR_DEVICE ? "cuda" : "cpu");
+                 variant, test_backend_name(ctx));
         check_pattern(C, &E, what);
         sr_matrix_free(C);
         free(E.at);
@@ -403,6 +403,6 @@ static void run_all(void)
 int main(void)
 {
     test_seed("test_boolean");
-    test_on_each_backend(&ctx, &where, run_all);
+    test_on_each_backend_and_opencl(&ctx, &where, run_all);
     return test_finish("test_boolean");
 }

@@ -275,7 +275,7 @@ static void check_debian(void)
     CHECK(same, "debian closure: the two methods disagree");
     CHECK(info.nnz > 3800000 && info.nnz < 3900000, "debian closure has %lld pairs", (long long)info.nnz);
     printf("debian-depends closure on %s: %lld pairs; semi-naive %lld rounds %.3f s, squaring %lld rounds %.3f s\n",
-           where == SR_DEVICE ? "cuda" : "cpu", (long long)info.nnz, (long long)s1.rounds, s1.seconds,
+           test_backend_name(ctx), (long long)info.nnz, (long long)s1.rounds, s1.seconds,
            (long long)s2.rounds, s2.seconds);
     sr_matrix_free(C1), sr_matrix_free(C2), sr_matrix_free(G), sr_matrix_free(A);
 }
@@ -294,6 +294,6 @@ static void run_all(void)
 int main(void)
 {
     test_seed("test_graph_queries");
-    test_on_each_backend(&ctx, &where, run_all);
+    test_on_each_backend_and_opencl(&ctx, &where, run_all);
     return test_finish("test_graph_queries");
 }

@@ -210,6 +210,8 @@ static inline void test_on_each_backend(sr_context *ctx, sr_location *where, voi
 {
     const char *only = getenv("SR_TEST_BACKENDS");
     sr_context_options o = sr_context_options_default();
+    if (only && strcmp(only, "opencl") == 0)
+        return;
     if (!(only && strcmp(only, "cuda") == 0)) {
         o.backend = SR_BACKEND_CPU;
         CHECK_OK(sr_context_create(ctx, &o));
@@ -225,6 +227,33 @@ static inline void test_on_each_backend(sr_context *ctx, sr_location *where, voi
     } else {
         printf("device part skipped: %s\n", sr_last_error());
     }
+}
+
+/* test_on_each_backend, then an OpenCL context when one can be made (the suites of the Boolean
+ * operations, which the OpenCL backend runs; on a machine without a GPU, PoCL's CPU device).
+ * SR_TEST_BACKENDS=opencl runs the OpenCL part alone. */
+static inline void test_on_each_backend_and_opencl(sr_context *ctx, sr_location *where, void (*run)(void))
+{
+    const char *only = getenv("SR_TEST_BACKENDS");
+    if (!(only && strcmp(only, "opencl") == 0))
+        test_on_each_backend(ctx, where, run);
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_OPENCL;
+    if (sr_context_create(ctx, &o) == SR_SUCCESS) {
+        *where = SR_HOST;
+        run();
+        sr_context_destroy(*ctx);
+    } else {
+        printf("OpenCL part skipped: %s\n", sr_last_error());
+    }
+}
+
+/* "cpu", "cuda" or "opencl": the backend of a context, for messages. */
+static inline const char *test_backend_name(sr_context ctx)
+{
+    sr_backend b = SR_BACKEND_CPU;
+    sr_context_get_backend(ctx, &b);
+    return b == SR_BACKEND_CUDA ? "cuda" : b == SR_BACKEND_OPENCL ? "opencl" : "cpu";
 }
 
 /* A progress callback that records how many rows were done and asks to stop. */

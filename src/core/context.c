@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../opencl/opencl.h"
 #include "device_api.h"
 #include "error.h"
 
@@ -21,7 +22,7 @@ sr_context_options sr_context_options_default(void)
     return o;
 }
 
-/* SPARSERING_BACKEND=cpu|cuda|auto overrides an AUTO request. */
+/* SPARSERING_BACKEND=cpu|cuda|opencl|auto overrides an AUTO request. */
 static sr_status backend_from_environment(sr_backend *backend)
 {
     const char *env = getenv("SPARSERING_BACKEND");
@@ -31,9 +32,11 @@ static sr_status backend_from_environment(sr_backend *backend)
         *backend = SR_BACKEND_CPU;
     else if (strcasecmp(env, "cuda") == 0 || strcasecmp(env, "gpu") == 0)
         *backend = SR_BACKEND_CUDA;
+    else if (strcasecmp(env, "opencl") == 0)
+        *backend = SR_BACKEND_OPENCL;
     else
         return sr_error(SR_ERROR_INVALID_ARGUMENT,
-                        "SPARSERING_BACKEND is '%s'; expected cpu, cuda or auto", env);
+                        "SPARSERING_BACKEND is '%s'; expected cpu, cuda, opencl or auto", env);
     return SR_SUCCESS;
 }
 
@@ -41,7 +44,7 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
 {
     SR_CHECK_ARG(out != NULL, "sr_context_create: the output pointer is NULL");
     sr_context_options o = options ? *options : sr_context_options_default();
-    SR_CHECK_ARG(o.backend >= SR_BACKEND_AUTO && o.backend <= SR_BACKEND_CUDA,
+    SR_CHECK_ARG(o.backend >= SR_BACKEND_AUTO && o.backend <= SR_BACKEND_OPENCL,
                  "sr_context_create: unknown backend %d", (int)o.backend);
     SR_CHECK_ARG(o.device >= 0, "sr_context_create: device ordinal %d is negative", o.device);
     SR_CHECK_ARG(o.threads >= 0, "sr_context_create: thread count %d is negative", o.threads);
@@ -50,7 +53,8 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
     if (wanted == SR_BACKEND_AUTO)
         SR_TRY(backend_from_environment(&wanted));
 
-    bool device_usable = sr_device_built() && sr_device_check(o.device) == SR_SUCCESS;
+    /* an OpenCL context's device ordinal is OpenCL's: it does not look for a CUDA device */
+    bool device_usable = wanted != SR_BACKEND_OPENCL && sr_device_built() && sr_device_check(o.device) == SR_SUCCESS;
     if (wanted == SR_BACKEND_CUDA && !device_usable) {
         if (!sr_device_built())
             return sr_error(SR_ERROR_NO_DEVICE, "the CUDA backend was asked for, but this build of "
@@ -58,12 +62,20 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
         return sr_device_check(o.device); /* its message says why */
     }
     sr_backend resolved = (wanted == SR_BACKEND_CPU || !device_usable) ? SR_BACKEND_CPU : SR_BACKEND_CUDA;
+    void *opencl = NULL;
+    if (wanted == SR_BACKEND_OPENCL) {
+        SR_TRY(sr_opencl_open(o.device, &opencl)); /* its message says why not */
+        resolved = SR_BACKEND_OPENCL;
+    }
 
     struct sr_context_s *ctx = calloc(1, sizeof *ctx);
-    if (ctx == NULL)
+    if (ctx == NULL) {
+        sr_opencl_close(opencl);
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_context_create: out of host memory");
+    }
     ctx->refcount = 1;
     ctx->backend = resolved;
+    ctx->opencl = opencl;
     ctx->device_usable = device_usable;
     ctx->device = o.device;
     ctx->threads = o.threads;
@@ -93,6 +105,7 @@ void sr_context_release(sr_context ctx)
         return;
     if (ctx->owns_stream)
         sr_device_stream_destroy(ctx->device, ctx->stream);
+    sr_opencl_close(ctx->opencl);
     free(ctx);
 }
 

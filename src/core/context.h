@@ -11,7 +11,8 @@ extern "C" {
 struct sr_context_s {
     int refcount;              /* one for the caller's handle, one per live matrix */
     bool destroyed;            /* the caller's handle has been released */
-    sr_backend backend;        /* resolved: CPU or CUDA */
+    sr_backend backend;        /* resolved: CPU, CUDA or OpenCL */
+    void *opencl;              /* an OpenCL context's device and queue (src/opencl) */
     bool device_usable;        /* a device was found (even for a CPU context with device data) */
     int device;
     void *stream;

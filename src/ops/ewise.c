@@ -3,6 +3,7 @@
 #include "../core/types.h"
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
+#include "../opencl/opencl.h"
 #include "ops_common.h"
 
 /* A and B can be combined element-wise or by Kronecker under s: one type, one place, and s keeps
@@ -72,7 +73,10 @@ sr_status sr_kronecker(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring
     SR_TRY(sr_ops_check_mask(fn, ctx, mask, A, (int64_t)nrows, (int64_t)ncols));
     struct sr_matrix_s *old, *T = NULL, *M = NULL;
     SR_TRY(sr_ops_accumulator(fn, ctx, C, d.accumulate, (int64_t)nrows, (int64_t)ncols, A->type, A->location, &old));
-    SR_TRY(A->location == SR_DEVICE ? sr_cuda_kronecker(ctx, A, B, s, &T) : sr_cpu_kronecker(ctx, A, B, s, &T));
+    if (A->location == SR_DEVICE)
+        SR_TRY(sr_cuda_kronecker(ctx, A, B, s, &T));
+    else
+        SR_TRY(sr_ops_on_opencl(ctx, A) ? sr_ocl_kronecker_bool(ctx, A, B, &T) : sr_cpu_kronecker(ctx, A, B, s, &T));
     if (mask) { /* the product's entries the mask allows */
         sr_status st = sr_ops_ewise(ctx, T, NULL, mask, d.mask_complement, SR_MERGE_LEFT, s, &M);
         sr_matrix_destroy(T);
@@ -94,7 +98,9 @@ sr_status sr_extract(sr_context ctx, sr_matrix *C, sr_matrix A, int64_t row0, in
     SR_CHECK_ARG(col0 >= 0 && ncols >= 0 && col0 <= A->ncols && ncols <= A->ncols - col0,
                  "%s: columns [%lld, %lld + %lld) are outside A's %lld columns", fn, (long long)col0, (long long)col0,
                  (long long)ncols, (long long)A->ncols);
-    return A->location == SR_DEVICE ? sr_cuda_extract(ctx, A, row0, col0, nrows, ncols, C)
+    if (A->location == SR_DEVICE)
+        return sr_cuda_extract(ctx, A, row0, col0, nrows, ncols, C);
+    return sr_ops_on_opencl(ctx, A) ? sr_ocl_extract_bool(ctx, A, row0, col0, nrows, ncols, C)
                                     : sr_cpu_extract(ctx, A, row0, col0, nrows, ncols, C);
 }
 
@@ -107,5 +113,7 @@ sr_status sr_reduce_rows(sr_context ctx, sr_matrix *v, sr_semiring s, sr_matrix 
     SR_TRY(sr_semiring_output_type(s, A->type, &out));
     SR_CHECK_ARG(out == A->type, "%s: %s turns %s into %s; the reduction keeps the type (for bool use or_and)", fn,
                  sr_semiring_name(s), sr_type_name(A->type), sr_type_name(out));
-    return A->location == SR_DEVICE ? sr_cuda_reduce_rows(ctx, A, s, v) : sr_cpu_reduce_rows(ctx, A, s, v);
+    if (A->location == SR_DEVICE)
+        return sr_cuda_reduce_rows(ctx, A, s, v);
+    return sr_ops_on_opencl(ctx, A) ? sr_ocl_reduce_rows_bool(ctx, A, v) : sr_cpu_reduce_rows(ctx, A, s, v);
 }

@@ -6,6 +6,7 @@
 #include "../core/types.h"
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
+#include "../opencl/opencl.h"
 #include "ops_common.h"
 
 /* A new matrix in `where` with A's shape and pattern, and values converted to `type`. */
@@ -62,7 +63,11 @@ sr_status sr_matrix_transpose(sr_context ctx, sr_matrix A, sr_matrix *out)
                         (long long)A->nrows);
     struct sr_matrix_s *AT;
     SR_TRY(sr_matrix_alloc(ctx, A->ncols, A->nrows, A->nnz, A->type, A->location, &AT));
-    sr_status s = A->location == SR_DEVICE ? sr_cuda_transpose(A, AT) : sr_cpu_transpose(A, AT);
+    sr_status s;
+    if (A->location == SR_DEVICE)
+        s = sr_cuda_transpose(A, AT);
+    else
+        s = sr_ops_on_opencl(ctx, A) ? sr_ocl_transpose_bool(ctx, A, AT) : sr_cpu_transpose(A, AT);
     if (s != SR_SUCCESS) {
         sr_matrix_destroy(AT);
         return s;

@@ -6,6 +6,7 @@
 #include "../cuda/cuda.h"
 #include "../core/memory.h"
 #include "../core/types.h"
+#include "../opencl/opencl.h"
 
 const char *sr_ops_place(sr_location where) { return where == SR_DEVICE ? "device" : "host"; }
 
@@ -15,6 +16,11 @@ bool sr_ops_batch_shrinks(sr_status s, int64_t *rows)
         return false;
     *rows = (*rows + 1) / 2;
     return true;
+}
+
+bool sr_ops_on_opencl(const struct sr_context_s *ctx, const struct sr_matrix_s *A)
+{
+    return ctx->backend == SR_BACKEND_OPENCL && A->location == SR_HOST && A->type == SR_TYPE_BOOL;
 }
 
 sr_status sr_ops_check_matrix(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *A)
@@ -56,7 +62,9 @@ sr_status sr_ops_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
                        const struct sr_matrix_s *mask, bool complement, sr_merge merge, sr_semiring s,
                        struct sr_matrix_s **C)
 {
-    return A->location == SR_DEVICE ? sr_cuda_ewise(ctx, A, B, mask, complement, merge, s, C)
+    if (A->location == SR_DEVICE)
+        return sr_cuda_ewise(ctx, A, B, mask, complement, merge, s, C);
+    return sr_ops_on_opencl(ctx, A) ? sr_ocl_ewise_bool(ctx, A, B, mask, complement, merge, C)
                                     : sr_cpu_ewise(ctx, A, B, mask, complement, merge, s, C);
 }
 

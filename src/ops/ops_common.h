@@ -18,6 +18,10 @@ const char *sr_ops_place(sr_location where);
  * call's answer (SR_ERROR_DEVICE_OUT_OF_MEMORY only when not even one row fits). */
 bool sr_ops_batch_shrinks(sr_status s, int64_t *rows);
 
+/* The work on A goes to the OpenCL backend: ctx is an OpenCL context and A a host bool matrix
+ * (the backend's Boolean kernels; an OpenCL context runs everything else on the CPU backend). */
+bool sr_ops_on_opencl(const struct sr_context_s *ctx, const struct sr_matrix_s *A);
+
 /* ctx and A are usable together: both non-NULL, and a device matrix is on ctx's device. */
 sr_status sr_ops_check_matrix(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *A);
 

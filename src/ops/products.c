@@ -5,6 +5,7 @@
 #include "../core/types.h"
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
+#include "../opencl/opencl.h"
 #include "../semiring/semiring.h"
 #include "ops_common.h"
 
@@ -93,8 +94,13 @@ sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr
     if (d.transpose_b)
         SR_TRY(sr_matrix_transpose(ctx, B, &Bt));
     const struct sr_matrix_s *right = Bt ? Bt : B;
-    sr_status st = A->location == SR_DEVICE ? sr_cuda_mxm(ctx, A, right, mask, d.mask_complement, s, out, &T)
-                                            : sr_cpu_mxm(ctx, A, right, mask, d.mask_complement, s, out, &T);
+    sr_status st;
+    if (A->location == SR_DEVICE)
+        st = sr_cuda_mxm(ctx, A, right, mask, d.mask_complement, s, out, &T);
+    else if (sr_ops_on_opencl(ctx, A) && out == SR_TYPE_BOOL)
+        st = sr_ocl_mxm_bool(ctx, A, right, mask, d.mask_complement, &T);
+    else
+        st = sr_cpu_mxm(ctx, A, right, mask, d.mask_complement, s, out, &T);
     sr_matrix_destroy(Bt);
     SR_TRY(st);
     return sr_ops_finish(ctx, C, T, old, s);

@@ -1,0 +1,376 @@
+/* The Boolean operations of the OpenCL backend (kernels/bool.cl): operands are copied to the
+ * device, each output row is counted, the host scans the counts into row pointers, and the rows
+ * are filled in batches that fit one device buffer and copied back into the result. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/error.h"
+#include "../core/memory.h"
+#include "ocl_runtime.h"
+#include "opencl.h"
+
+/* A matrix's pattern on the device. */
+typedef struct {
+    cl_mem rowptr, colind;
+} ocl_pattern;
+
+static sr_status pattern_upload(sr_ocl *o, const struct sr_matrix_s *A, ocl_pattern *p)
+{
+    p->rowptr = p->colind = NULL;
+    if (!A) { /* an absent operand (no mask): placeholders the kernels never read */
+        SR_TRY(sr_ocl_upload(o, NULL, 0, &p->rowptr));
+        return sr_ocl_upload(o, NULL, 0, &p->colind);
+    }
+    SR_TRY(sr_ocl_upload(o, A->rowptr, sr_matrix_rowptr_bytes(A), &p->rowptr));
+    return sr_ocl_upload(o, A->colind, (size_t)A->nnz * sizeof(int32_t), &p->colind);
+}
+
+static void pattern_release(ocl_pattern *p)
+{
+    sr_ocl_release(p->rowptr);
+    sr_ocl_release(p->colind);
+}
+
+/* One pass of a row kernel over rows [r_begin, r_end): counting (fill 0, into counts) or filling
+ * (c_colind holds the batch's entries, the first at C's entry c_base). */
+typedef struct {
+    cl_long r_begin, r_end;
+    cl_int fill;
+    cl_mem counts, c_rowptr, c_colind;
+    cl_long c_base;
+} row_pass;
+typedef sr_status (*row_launch)(sr_ocl *o, const void *op, const row_pass *pass);
+
+/* Builds C (nrows set, rowptr allocated) by `launch`: a count pass unless C->rowptr already holds
+ * the row pointers (`counted`), then fill passes in batches of whole rows that fit one buffer. */
+static sr_status build_rows(sr_ocl *o, struct sr_context_s *ctx, struct sr_matrix_s *C, bool counted,
+                            row_launch launch, const void *op)
+{
+    const int64_t n = C->nrows;
+    row_pass pass = {0, n, 0, NULL, NULL, NULL, 0};
+    sr_status s = SR_SUCCESS;
+    if (!counted) {
+        C->rowptr[0] = 0;
+        s = sr_ocl_alloc(o, (size_t)n * sizeof(int64_t), false, &pass.counts);
+        if (s == SR_SUCCESS)
+            s = launch(o, op, &pass);
+        if (s == SR_SUCCESS)
+            s = sr_ocl_download(o, pass.counts, C->rowptr + 1, (size_t)n * sizeof(int64_t));
+        sr_ocl_release(pass.counts);
+        pass.counts = NULL;
+        SR_TRY(s);
+        for (int64_t i = 0; i < n; i++)
+            C->rowptr[i + 1] += C->rowptr[i];
+    }
+    SR_TRY(sr_matrix_alloc_entries(C, C->rowptr[n]));
+    if (C->rowptr[n] == 0)
+        return SR_SUCCESS;
+    SR_TRY(sr_ocl_upload(o, C->rowptr, sr_matrix_rowptr_bytes(C), &pass.c_rowptr));
+    /* a batch's entries fit one buffer and the workspace limit (a longer row goes alone) */
+    size_t limit = sr_context_workspace(ctx, SR_HOST);
+    if (limit > o->dev->max_alloc)
+        limit = o->dev->max_alloc;
+    const int64_t most = (int64_t)(limit / sizeof(int32_t)) > 0 ? (int64_t)(limit / sizeof(int32_t)) : 1;
+    for (int64_t r0 = 0; r0 < n && s == SR_SUCCESS;) {
+        int64_t lo = r0 + 1, hi = n; /* the last row end whose entries fit, found by bisection */
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo + 1) / 2;
+            if (C->rowptr[mid] - C->rowptr[r0] <= most)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        const int64_t r1 = lo, entries = C->rowptr[r1] - C->rowptr[r0]; /* one row at least */
+        if ((size_t)entries > o->dev->max_alloc / sizeof(int32_t)) {
+            s = sr_error(SR_ERROR_DEVICE_OUT_OF_MEMORY, "OpenCL: row %lld of the result has %lld entries, more than "
+                         "one device buffer holds (%zu bytes)", (long long)r0, (long long)entries, o->dev->max_alloc);
+            break;
+        }
+        pass.r_begin = r0;
+        pass.r_end = r1;
+        pass.fill = 1;
+        pass.c_base = C->rowptr[r0];
+        s = sr_ocl_alloc(o, (size_t)entries * sizeof(int32_t), false, &pass.c_colind);
+        if (s == SR_SUCCESS)
+            s = launch(o, op, &pass);
+        if (s == SR_SUCCESS)
+            s = sr_ocl_download(o, pass.c_colind, C->colind + C->rowptr[r0], (size_t)entries * sizeof(int32_t));
+        sr_ocl_release(pass.c_colind);
+        pass.c_colind = NULL;
+        r0 = r1;
+    }
+    sr_ocl_release(pass.c_rowptr);
+    return s;
+}
+
+/* A new host bool matrix of nrows x ncols whose entries build_rows fills. */
+static sr_status new_result(struct sr_context_s *ctx, int64_t nrows, int64_t ncols, struct sr_matrix_s **C)
+{
+    return sr_matrix_alloc(ctx, nrows, ncols, 0, SR_TYPE_BOOL, SR_HOST, C);
+}
+
+/* Builds *out by build_rows; on failure nothing is left behind. */
+static sr_status build_result(struct sr_context_s *ctx, int64_t nrows, int64_t ncols, bool (*counts_on_host)(
+                                  struct sr_matrix_s *, const void *), row_launch launch, const void *op,
+                              struct sr_matrix_s **out)
+{
+    struct sr_matrix_s *C;
+    SR_TRY(new_result(ctx, nrows, ncols, &C));
+    const bool counted = counts_on_host && counts_on_host(C, op);
+    sr_status s = build_rows(sr_ocl_of(ctx), ctx, C, counted, launch, op);
+    if (s != SR_SUCCESS) {
+        sr_matrix_destroy(C);
+        return s;
+    }
+    *out = C;
+    return SR_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ mxm */
+
+typedef struct {
+    ocl_pattern a, b, m;
+    cl_int mask_mode, ncols;
+} mxm_op;
+
+/* Work-groups of one product launch: each takes rows in turn, so a few thousand keep any device
+ * busy without a launch too large for small devices. */
+static size_t row_groups(int64_t rows) { return (size_t)(rows < 16384 ? (rows > 0 ? rows : 1) : 16384); }
+
+static sr_status mxm_launch(sr_ocl *o, const void *opaque, const row_pass *p)
+{
+    const mxm_op *op = opaque;
+    const size_t g = o->dev->group;
+    cl_mem counts = p->counts ? p->counts : p->c_rowptr, c_rowptr = p->c_rowptr ? p->c_rowptr : p->counts,
+           c_colind = p->c_colind ? p->c_colind : p->counts;
+    const sr_ocl_arg args[] = {SR_OCL_ARG(op->a.rowptr), SR_OCL_ARG(op->a.colind), SR_OCL_ARG(op->b.rowptr),
+                               SR_OCL_ARG(op->b.colind), SR_OCL_ARG(op->m.rowptr), SR_OCL_ARG(op->m.colind),
+                               SR_OCL_ARG(op->mask_mode), SR_OCL_ARG(op->ncols), SR_OCL_ARG(p->r_begin),
+                               SR_OCL_ARG(p->r_end), SR_OCL_ARG(p->fill), SR_OCL_ARG(counts),
+                               SR_OCL_ARG(c_rowptr), SR_OCL_ARG(c_colind), SR_OCL_ARG(p->c_base)};
+    return sr_ocl_run(o, "mxm_bool", row_groups(p->r_end - p->r_begin) * g, g, 15, args);
+}
+
+sr_status sr_ocl_mxm_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                          const struct sr_matrix_s *mask, bool complement, struct sr_matrix_s **C)
+{
+    sr_ocl *o = sr_ocl_of(ctx);
+    mxm_op op = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, mask ? (complement ? 2 : 1) : 0, (cl_int)B->ncols};
+    sr_status s = pattern_upload(o, A, &op.a);
+    if (s == SR_SUCCESS)
+        s = pattern_upload(o, B, &op.b);
+    if (s == SR_SUCCESS)
+        s = pattern_upload(o, mask, &op.m);
+    if (s == SR_SUCCESS)
+        s = build_result(ctx, A->nrows, B->ncols, NULL, mxm_launch, &op, C);
+    pattern_release(&op.a);
+    pattern_release(&op.b);
+    pattern_release(&op.m);
+    return s;
+}
+
+/* ------------------------------------------------------------------ element-wise */
+
+typedef struct {
+    ocl_pattern a, b, m;
+    cl_int mask_mode, merge;
+} ewise_op;
+
+static sr_status ewise_launch(sr_ocl *o, const void *opaque, const row_pass *p)
+{
+    const ewise_op *op = opaque;
+    cl_mem counts = p->counts ? p->counts : p->c_rowptr, c_rowptr = p->c_rowptr ? p->c_rowptr : p->counts,
+           c_colind = p->c_colind ? p->c_colind : p->counts;
+    const sr_ocl_arg args[] = {SR_OCL_ARG(op->a.rowptr), SR_OCL_ARG(op->a.colind), SR_OCL_ARG(op->b.rowptr),
+                               SR_OCL_ARG(op->b.colind), SR_OCL_ARG(op->m.rowptr), SR_OCL_ARG(op->m.colind),
+                               SR_OCL_ARG(op->mask_mode), SR_OCL_ARG(op->merge), SR_OCL_ARG(p->r_begin),
+                               SR_OCL_ARG(p->r_end), SR_OCL_ARG(p->fill), SR_OCL_ARG(counts),
+                               SR_OCL_ARG(c_rowptr), SR_OCL_ARG(c_colind), SR_OCL_ARG(p->c_base)};
+    return sr_ocl_run(o, "ewise_bool", (size_t)(p->r_end - p->r_begin), 0, 15, args);
+}
+
+sr_status sr_ocl_ewise_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                            const struct sr_matrix_s *mask, bool complement, sr_merge merge, struct sr_matrix_s **C)
+{
+    sr_ocl *o = sr_ocl_of(ctx);
+    ewise_op op = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, mask ? (complement ? 2 : 1) : 0, (cl_int)merge};
+    sr_status s = pattern_upload(o, A, &op.a);
+    if (s == SR_SUCCESS)
+        s = pattern_upload(o, merge == SR_MERGE_LEFT ? NULL : B, &op.b);
+    if (s == SR_SUCCESS)
+        s = pattern_upload(o, mask, &op.m);
+    if (s == SR_SUCCESS)
+        s = build_result(ctx, A->nrows, A->ncols, NULL, ewise_launch, &op, C);
+    pattern_release(&op.a);
+    pattern_release(&op.b);
+    pattern_release(&op.m);
+    return s;
+}
+
+/* ------------------------------------------------------------------ Kronecker */
+
+typedef struct {
+    const struct sr_matrix_s *A, *B;
+    ocl_pattern a, b;
+} kron_op;
+
+/* Row i·p + k of A ⊗ B has len_A(i)·len_B(k) entries: the row pointers need no pass. */
+static bool kron_rows(struct sr_matrix_s *C, const void *opaque)
+{
+    const kron_op *op = opaque;
+    const int64_t p = op->B->nrows;
+    C->rowptr[0] = 0;
+    for (int64_t r = 0; r < C->nrows; r++) {
+        const int64_t i = r / p, k = r % p;
+        C->rowptr[r + 1] = C->rowptr[r] + (op->A->rowptr[i + 1] - op->A->rowptr[i]) *
+                                              (op->B->rowptr[k + 1] - op->B->rowptr[k]);
+    }
+    return true;
+}
+
+static sr_status kron_launch(sr_ocl *o, const void *opaque, const row_pass *p)
+{
+    const kron_op *op = opaque;
+    const cl_long rows_b = op->B->nrows;
+    const cl_int cols_b = (cl_int)op->B->ncols;
+    const sr_ocl_arg args[] = {SR_OCL_ARG(op->a.rowptr), SR_OCL_ARG(op->a.colind), SR_OCL_ARG(op->b.rowptr),
+                               SR_OCL_ARG(op->b.colind), SR_OCL_ARG(rows_b),       SR_OCL_ARG(cols_b),
+                               SR_OCL_ARG(p->r_begin),   SR_OCL_ARG(p->r_end),     SR_OCL_ARG(p->c_rowptr),
+                               SR_OCL_ARG(p->c_colind),  SR_OCL_ARG(p->c_base)};
+    return sr_ocl_run(o, "kronecker_bool", (size_t)(p->r_end - p->r_begin), 0, 11, args);
+}
+
+sr_status sr_ocl_kronecker_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                                struct sr_matrix_s **C)
+{
+    sr_ocl *o = sr_ocl_of(ctx);
+    kron_op op = {A, B, {NULL, NULL}, {NULL, NULL}};
+    sr_status s = pattern_upload(o, A, &op.a);
+    if (s == SR_SUCCESS)
+        s = pattern_upload(o, B, &op.b);
+    if (s == SR_SUCCESS)
+        s = build_result(ctx, A->nrows * B->nrows, A->ncols * B->ncols, kron_rows, kron_launch, &op, C);
+    pattern_release(&op.a);
+    pattern_release(&op.b);
+    return s;
+}
+
+/* ------------------------------------------------------------------ extract and reduce */
+
+typedef struct {
+    ocl_pattern a;
+    cl_long row0;
+    cl_int col0, ncols;
+} extract_op;
+
+static sr_status extract_launch(sr_ocl *o, const void *opaque, const row_pass *p)
+{
+    const extract_op *op = opaque;
+    cl_mem counts = p->counts ? p->counts : p->c_rowptr, c_rowptr = p->c_rowptr ? p->c_rowptr : p->counts,
+           c_colind = p->c_colind ? p->c_colind : p->counts;
+    const sr_ocl_arg args[] = {SR_OCL_ARG(op->a.rowptr), SR_OCL_ARG(op->a.colind), SR_OCL_ARG(op->row0),
+                               SR_OCL_ARG(op->col0),     SR_OCL_ARG(op->ncols),    SR_OCL_ARG(p->r_begin),
+                               SR_OCL_ARG(p->r_end),     SR_OCL_ARG(p->fill),      SR_OCL_ARG(counts),
+                               SR_OCL_ARG(c_rowptr),     SR_OCL_ARG(c_colind),     SR_OCL_ARG(p->c_base)};
+    return sr_ocl_run(o, "extract_bool", (size_t)(p->r_end - p->r_begin), 0, 12, args);
+}
+
+sr_status sr_ocl_extract_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A, int64_t row0, int64_t col0,
+                              int64_t nrows, int64_t ncols, struct sr_matrix_s **C)
+{
+    sr_ocl *o = sr_ocl_of(ctx);
+    extract_op op = {{NULL, NULL}, row0, (cl_int)col0, (cl_int)ncols};
+    sr_status s = pattern_upload(o, A, &op.a);
+    if (s == SR_SUCCESS)
+        s = build_result(ctx, nrows, ncols, NULL, extract_launch, &op, C);
+    pattern_release(&op.a);
+    return s;
+}
+
+sr_status sr_ocl_reduce_rows_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A, struct sr_matrix_s **v)
+{
+    sr_ocl *o = sr_ocl_of(ctx);
+    struct sr_matrix_s *V;
+    SR_TRY(new_result(ctx, A->nrows, 1, &V));
+    cl_mem rowptr = NULL, counts = NULL;
+    const cl_long nrows = A->nrows;
+    sr_status s = sr_ocl_upload(o, A->rowptr, sr_matrix_rowptr_bytes(A), &rowptr);
+    if (s == SR_SUCCESS)
+        s = sr_ocl_alloc(o, (size_t)nrows * sizeof(int64_t), false, &counts);
+    if (s == SR_SUCCESS) {
+        const sr_ocl_arg args[] = {SR_OCL_ARG(rowptr), SR_OCL_ARG(nrows), SR_OCL_ARG(counts)};
+        s = sr_ocl_run(o, "reduce_rows_bool", (size_t)nrows, 0, 3, args);
+    }
+    V->rowptr[0] = 0;
+    if (s == SR_SUCCESS)
+        s = sr_ocl_download(o, counts, V->rowptr + 1, (size_t)nrows * sizeof(int64_t));
+    sr_ocl_release(rowptr);
+    sr_ocl_release(counts);
+    for (int64_t i = 0; s == SR_SUCCESS && i < nrows; i++)
+        V->rowptr[i + 1] += V->rowptr[i];
+    if (s == SR_SUCCESS && (s = sr_matrix_alloc_entries(V, V->rowptr[nrows])) == SR_SUCCESS && V->nnz > 0)
+        memset(V->colind, 0, (size_t)V->nnz * sizeof(int32_t)); /* every entry is in column 0 */
+    if (s != SR_SUCCESS) {
+        sr_matrix_destroy(V);
+        return s;
+    }
+    *v = V;
+    return SR_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ transpose */
+
+sr_status sr_ocl_transpose_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A, struct sr_matrix_s *AT)
+{
+    sr_ocl *o = sr_ocl_of(ctx);
+    if (A->nnz > (int64_t)UINT32_MAX)
+        return sr_error(SR_ERROR_UNSUPPORTED, "OpenCL transpose: %lld entries; the backend counts a column's "
+                        "entries in 32 bits (use the CPU or CUDA backend)", (long long)A->nnz);
+    const cl_long nnz = A->nnz, nrows = A->nrows, ncols = A->ncols;
+    uint32_t *counts = malloc((size_t)(ncols > 0 ? ncols : 1) * sizeof(uint32_t));
+    if (!counts)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "OpenCL transpose: out of host memory for %lld column counts",
+                        (long long)ncols);
+    ocl_pattern a = {NULL, NULL};
+    cl_mem cursor = NULL, t_rowptr = NULL, t_colind = NULL;
+    sr_status s = pattern_upload(o, A, &a);
+    if (s == SR_SUCCESS)
+        s = sr_ocl_alloc(o, (size_t)ncols * sizeof(uint32_t), true, &cursor);
+    if (s == SR_SUCCESS) {
+        const sr_ocl_arg args[] = {SR_OCL_ARG(a.colind), SR_OCL_ARG(nnz), SR_OCL_ARG(cursor)};
+        s = sr_ocl_run(o, "transpose_count", (size_t)(nnz < 65536 * 256 ? nnz : 65536 * 256), 0, 3, args);
+    }
+    if (s == SR_SUCCESS)
+        s = sr_ocl_download(o, cursor, counts, (size_t)ncols * sizeof(uint32_t));
+    if (s == SR_SUCCESS) {
+        AT->rowptr[0] = 0;
+        for (int64_t j = 0; j < ncols; j++)
+            AT->rowptr[j + 1] = AT->rowptr[j] + counts[j];
+        s = sr_ocl_upload(o, AT->rowptr, sr_matrix_rowptr_bytes(AT), &t_rowptr);
+    }
+    if (s == SR_SUCCESS)
+        s = sr_ocl_alloc(o, (size_t)nnz * sizeof(int32_t), false, &t_colind);
+    if (s == SR_SUCCESS) {
+        const cl_uchar z = 0; /* the counts again from zero, as each column's cursor */
+        s = sr_ocl_check(clEnqueueFillBuffer(o->queue, cursor, &z, 1, 0, (size_t)(ncols > 0 ? ncols : 2) *
+                                             sizeof(uint32_t), 0, NULL, NULL), "clEnqueueFillBuffer");
+    }
+    if (s == SR_SUCCESS) {
+        const sr_ocl_arg args[] = {SR_OCL_ARG(a.rowptr), SR_OCL_ARG(a.colind), SR_OCL_ARG(nrows),
+                                   SR_OCL_ARG(t_rowptr), SR_OCL_ARG(cursor),   SR_OCL_ARG(t_colind)};
+        s = sr_ocl_run(o, "transpose_scatter", (size_t)nrows, 0, 6, args);
+    }
+    if (s == SR_SUCCESS) { /* the scatter leaves each row in no order */
+        const size_t g = o->dev->group;
+        const sr_ocl_arg args[] = {SR_OCL_ARG(t_rowptr), SR_OCL_ARG(t_colind), SR_OCL_ARG(ncols)};
+        s = sr_ocl_run(o, "sort_rows", row_groups(ncols) * g, g, 3, args);
+    }
+    if (s == SR_SUCCESS)
+        s = sr_ocl_download(o, t_colind, AT->colind, (size_t)nnz * sizeof(int32_t));
+    pattern_release(&a);
+    sr_ocl_release(cursor);
+    sr_ocl_release(t_rowptr);
+    sr_ocl_release(t_colind);
+    free(counts);
+    return s;
+}
