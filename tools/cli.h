@@ -22,6 +22,7 @@ extern volatile sig_atomic_t cli_interrupted;
 typedef struct {
     sr_backend backend;
     int threads;
+    int device;         /* --device: the CUDA device, or the OpenCL device's index */
     size_t host_memory; /* --host-memory: sr_context_options.host_memory_limit */
 } cli_globals;
 
@@ -32,7 +33,7 @@ int cli_main(int argc, char **argv);
 int cli_fail(sr_status status, const char *what);
 /* Creates the context the global options ask for. */
 int cli_context(const cli_globals *g, sr_context *ctx);
-/* "cuda" or "cpu": where the context computes, for the commands' timing lines. */
+/* "cuda", "opencl" or "cpu": where the context computes, for the commands' timing lines. */
 const char *cli_backend_name(sr_context ctx);
 double cli_seconds(void);
 

@@ -8,7 +8,8 @@
 #include "cli.h"
 
 static const char usage_text[] =
-            "usage: sparsering [--backend auto|cpu|cuda] [--threads N] [--host-memory SIZE] COMMAND [ARGS]\n"
+            "usage: sparsering [--backend auto|cpu|cuda|opencl] [--device N] [--threads N] [--host-memory SIZE]\n"
+            "                  COMMAND [ARGS]\n"
             "       sparsering COMMAND --help    sparsering --version\n"
             "\n"
             "commands:\n"
@@ -53,9 +54,11 @@ static const char usage_text[] =
             "  version                         print the library version\n"
             "\n"
             "exit codes: 0 success, 1 the operation failed, 2 bad command line, 3 unreadable or malformed\n"
-            "input file, 4 the CUDA backend was asked for but no GPU is usable, 130 interrupted (Ctrl-C).\n"
-            "SPARSERING_BACKEND=cpu|cuda sets the default backend. --host-memory (e.g. 64G) caps one host\n"
-            "allocation and lets a file whose row pointers dwarf its entries be read.\n";
+            "input file, 4 the CUDA or OpenCL backend was asked for but no device is usable, 130 interrupted\n"
+            "(Ctrl-C). SPARSERING_BACKEND=cpu|cuda|opencl sets the default backend. opencl runs the Boolean\n"
+            "operations (bool, closure, cfpq) on an OpenCL device and the rest on the CPU; --device N picks\n"
+            "the CUDA device, or the OpenCL device (GPUs first, in platform order). --host-memory (e.g. 64G)\n"
+            "caps one host allocation and lets a file whose row pointers dwarf its entries be read.\n";
 
 static void usage(FILE *out) { fputs(usage_text, out); }
 
@@ -75,7 +78,8 @@ static bool command_usage(FILE *out, const char *name)
         end = end ? end + 1 : line + strlen(line);
         if (strncmp(line, "  ", 2) == 0 && line[2] != ' ' && strncmp(line + 2, name, len) == 0 &&
             (line[2 + len] == ' ' || line[2 + len] == '\n')) {
-            fputs("usage: sparsering [--backend auto|cpu|cuda] [--threads N] [--host-memory SIZE]\n", out);
+            fputs("usage: sparsering [--backend auto|cpu|cuda|opencl] [--device N] [--threads N] [--host-memory SIZE]\n",
+                  out);
             fwrite(line, 1, (size_t)(end - line), out);
             for (line = end; strncmp(line, "   ", 3) == 0;) { /* continuation lines */
                 end = strchr(line, '\n');
@@ -120,13 +124,14 @@ const char *cli_backend_name(sr_context ctx)
 {
     sr_backend b;
     sr_context_get_backend(ctx, &b);
-    return b == SR_BACKEND_CUDA ? "cuda" : "cpu";
+    return b == SR_BACKEND_CUDA ? "cuda" : b == SR_BACKEND_OPENCL ? "opencl" : "cpu";
 }
 
 int cli_context(const cli_globals *g, sr_context *ctx)
 {
     sr_context_options o = sr_context_options_default();
     o.backend = g->backend;
+    o.device = g->device;
     o.threads = g->threads;
     o.host_memory_limit = g->host_memory;
     sr_status s = sr_context_create(ctx, &o);
@@ -135,7 +140,7 @@ int cli_context(const cli_globals *g, sr_context *ctx)
 
 int cli_main(int argc, char **argv)
 {
-    cli_globals g = {SR_BACKEND_AUTO, 0, 0};
+    cli_globals g = {SR_BACKEND_AUTO, 0, 0, 0};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -151,10 +156,20 @@ int cli_main(int argc, char **argv)
                 g.backend = SR_BACKEND_CPU;
             else if (strcmp(b, "cuda") == 0 || strcmp(b, "gpu") == 0)
                 g.backend = SR_BACKEND_CUDA;
+            else if (strcmp(b, "opencl") == 0)
+                g.backend = SR_BACKEND_OPENCL;
             else {
-                fprintf(stderr, "sparsering: unknown backend '%s' (auto, cpu or cuda)\n", b);
+                fprintf(stderr, "sparsering: unknown backend '%s' (auto, cpu, cuda or opencl)\n", b);
                 return CLI_USAGE;
             }
+        } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+            char *end;
+            const long d = strtol(argv[++i], &end, 10);
+            if (*end != '\0' || end == argv[i] || d < 0 || d > 1024) {
+                fprintf(stderr, "sparsering: --device takes a device number (0, 1, ...), not '%s'\n", argv[i]);
+                return CLI_USAGE;
+            }
+            g.device = (int)d;
         } else if (strcmp(argv[i], "--host-memory") == 0 && i + 1 < argc) {
             char *end;
             const double v = strtod(argv[++i], &end);

@@ -13,7 +13,7 @@ library (this package is a binding of it, not a second implementation).
     >>> C = sr.transitive_closure(G)                          # also reachability, cfpq, ewise_add, ...
 X
 
-Backends: a Context picks "cpu", "cuda" or "auto" (the default: CUDA when a GPU is usable);
+Backends: a Context picks "cpu", "cuda", "opencl" (Boolean operations) or "auto" (the default: CUDA when a GPU is usable);
 set_default_context("cpu") changes what calls use when they name none.
 """
 from . import _core

@@ -216,7 +216,7 @@ static PyObject *context_set_host_memory_limit(ContextObject *self, PyObject *ar
 }
 
 static PyMethodDef context_methods[] = {
-    {"backend", (PyCFunction)context_backend, METH_NOARGS, "The resolved backend: 1 cpu, 2 cuda."},
+    {"backend", (PyCFunction)context_backend, METH_NOARGS, "The resolved backend: 1 cpu, 2 cuda, 3 opencl."},
     {"options", (PyCFunction)context_options, METH_NOARGS, "The context's options as a dict."},
     {"synchronize", (PyCFunction)context_synchronize, METH_NOARGS, "Waits for device work."},
     {"device_memory", (PyCFunction)context_device_memory, METH_NOARGS, "(current, peak) device bytes."},

@@ -11,7 +11,8 @@ BOOL, INT32, FLOAT32, FLOAT64 = 0, 1, 2, 3
 ROW_MAJOR, COL_MAJOR = 0, 1
 _DTYPES = {BOOL: np.dtype(np.bool_), INT32: np.dtype(np.int32), FLOAT32: np.dtype(np.float32),
            FLOAT64: np.dtype(np.float64)}
-_BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
+_BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2, "opencl": 3}
+_BACKEND_NAMES = {1: "cpu", 2: "cuda", 3: "opencl"}
 _INT32 = np.iinfo(np.int32)
 
 
@@ -48,7 +49,10 @@ class Context:
     """Where and how sparsering works.
 
     backend: "auto" (CUDA when a GPU is usable, else the CPU; the SPARSERING_BACKEND environment
-    variable overrides), "cpu" or "cuda". threads: CPU threads (0: OpenMP's default).
+    variable overrides), "cpu", "cuda" or "opencl" (the Boolean operations, closure and CFPQ on an
+    OpenCL device, any vendor's GPU or a CPU through PoCL, and everything else on the CPU; its
+    matrices stay in host memory). device: the CUDA device, or the OpenCL device's index (GPUs
+    first, in platform order). threads: CPU threads (0: OpenMP's default).
     workspace_limit: bytes of temporary memory one call may take (0: automatic, half the free
     device memory or 1 GiB on the host); k-NN works in batches under it. host_memory_limit: the
     most bytes one host allocation may take (0: no fixed limit); a matrix read from a file or built
@@ -62,8 +66,8 @@ class Context:
 
     @property
     def backend(self):
-        """"cpu" or "cuda": what "auto" resolved to."""
-        return "cuda" if self._ctx.backend() == 2 else "cpu"
+        """"cpu", "cuda" or "opencl": what "auto" resolved to."""
+        return _BACKEND_NAMES[self._ctx.backend()]
 
     @property
     def on_device(self):

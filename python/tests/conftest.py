@@ -31,6 +31,19 @@ def _contexts():
 CONTEXTS = _contexts()
 
 
+def _opencl_contexts():
+    """An OpenCL context where a device is found (PoCL's CPU device on machines without a GPU):
+    the Boolean tests run on it too."""
+    try:
+        return [("opencl", sr.Context("opencl"))]
+    except sr.NoDeviceError as e:
+        print(f"SKIP opencl backend: {e}")
+        return []
+
+
+BOOL_CONTEXTS = CONTEXTS + _opencl_contexts()
+
+
 @pytest.fixture(params=CONTEXTS, ids=lambda c: c[0])
 def ctx(request):
     return request.param[1]

@@ -7,10 +7,16 @@ import pytest
 import scipy.sparse as sp
 
 import sparsering as sr
-from conftest import DATA
+from conftest import BOOL_CONTEXTS, DATA
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from cfpq_graphs import cfpq_data_generators  # noqa: E402
+
+
+@pytest.fixture(params=BOOL_CONTEXTS, ids=lambda c: c[0])
+def ctx(request):
+    """The Boolean operations run on every backend, OpenCL included."""
+    return request.param[1]
 
 
 def rand_bool(rng, m, n, density):

@@ -51,7 +51,7 @@ static sr_status build_rows(sr_ocl *o, struct sr_context_s *ctx, struct sr_matri
     sr_status s = SR_SUCCESS;
     if (!counted) {
         C->rowptr[0] = 0;
-        s = sr_ocl_alloc(o, (size_t)n * sizeof(int64_t), false, &pass.counts);
+        s = sr_ocl_alloc(o, (size_t)n * sizeof(int64_t), true, &pass.counts); /* rows not visited count 0 */
         if (s == SR_SUCCESS)
             s = launch(o, op, &pass);
         if (s == SR_SUCCESS)
@@ -131,11 +131,59 @@ static sr_status build_result(struct sr_context_s *ctx, int64_t nrows, int64_t n
 typedef struct {
     ocl_pattern a, b, m;
     cl_int mask_mode, ncols;
+    cl_mem bounds;             /* each row's product bound */
+    cl_mem short_rows, rows;   /* rows of 1 to 32 products (a work-item each), of more (a group each) */
+    cl_long n_short, n_rows;
 } mxm_op;
 
-/* Work-groups of one product launch: each takes rows in turn, so a few thousand keep any device
+/* Work-groups of one group launch: each takes rows in turn, so a few thousand keep any device
  * busy without a launch too large for small devices. */
 static size_t row_groups(int64_t rows) { return (size_t)(rows < 16384 ? (rows > 0 ? rows : 1) : 16384); }
+
+#define SHORT_ROW 32 /* as in bool.cl */
+
+/* The rows' product bounds (on the device, then here) and the two row lists: rows of at most
+ * SHORT_ROW products, and the rest, heaviest first (by powers of two of their bounds) so the
+ * groups that take them in turn do not end on a hub. Rows of no products are in neither. */
+static sr_status mxm_plan(sr_ocl *o, const struct sr_matrix_s *A, mxm_op *op)
+{
+    const cl_long nrows = A->nrows;
+    SR_TRY(sr_ocl_alloc(o, (size_t)nrows * sizeof(int64_t), false, &op->bounds));
+    const sr_ocl_arg args[] = {SR_OCL_ARG(op->a.rowptr), SR_OCL_ARG(op->a.colind), SR_OCL_ARG(op->b.rowptr),
+                               SR_OCL_ARG(nrows), SR_OCL_ARG(op->bounds)};
+    SR_TRY(sr_ocl_run(o, "mxm_bounds", (size_t)nrows, 0, 5, args));
+    int64_t *bounds = malloc((size_t)(nrows + 1) * sizeof(int64_t)), *lists = malloc((size_t)(nrows + 1) * sizeof(int64_t));
+    if (!bounds || !lists) {
+        free(bounds), free(lists);
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_mxm (OpenCL): out of host memory for %lld row bounds",
+                        (long long)nrows);
+    }
+    sr_status s = sr_ocl_download(o, op->bounds, bounds, (size_t)nrows * sizeof(int64_t));
+    int64_t per_scale[64] = {0}, n_short = 0;
+    for (int64_t i = 0; s == SR_SUCCESS && i < nrows; i++) {
+        if (bounds[i] > SHORT_ROW)
+            per_scale[63 - __builtin_clzll((unsigned long long)bounds[i])]++;
+        else if (bounds[i] > 0)
+            lists[n_short++] = i;
+    }
+    int64_t next[64], at = n_short; /* the long rows after the short ones, largest scale first */
+    for (int b = 63; b >= 0; b--) {
+        next[b] = at;
+        at += per_scale[b];
+    }
+    for (int64_t i = 0; s == SR_SUCCESS && i < nrows; i++)
+        if (bounds[i] > SHORT_ROW)
+            lists[next[63 - __builtin_clzll((unsigned long long)bounds[i])]++] = i;
+    op->n_short = n_short;
+    op->n_rows = at - n_short;
+    if (s == SR_SUCCESS)
+        s = sr_ocl_upload(o, lists, (size_t)n_short * sizeof(int64_t), &op->short_rows);
+    if (s == SR_SUCCESS)
+        s = sr_ocl_upload(o, lists + n_short, (size_t)op->n_rows * sizeof(int64_t), &op->rows);
+    free(bounds);
+    free(lists);
+    return s;
+}
 
 static sr_status mxm_launch(sr_ocl *o, const void *opaque, const row_pass *p)
 {
@@ -143,29 +191,44 @@ static sr_status mxm_launch(sr_ocl *o, const void *opaque, const row_pass *p)
     const size_t g = o->dev->group;
     cl_mem counts = p->counts ? p->counts : p->c_rowptr, c_rowptr = p->c_rowptr ? p->c_rowptr : p->counts,
            c_colind = p->c_colind ? p->c_colind : p->counts;
-    const sr_ocl_arg args[] = {SR_OCL_ARG(op->a.rowptr), SR_OCL_ARG(op->a.colind), SR_OCL_ARG(op->b.rowptr),
-                               SR_OCL_ARG(op->b.colind), SR_OCL_ARG(op->m.rowptr), SR_OCL_ARG(op->m.colind),
-                               SR_OCL_ARG(op->mask_mode), SR_OCL_ARG(op->ncols), SR_OCL_ARG(p->r_begin),
-                               SR_OCL_ARG(p->r_end), SR_OCL_ARG(p->fill), SR_OCL_ARG(counts),
-                               SR_OCL_ARG(c_rowptr), SR_OCL_ARG(c_colind), SR_OCL_ARG(p->c_base)};
-    return sr_ocl_run(o, "mxm_bool", row_groups(p->r_end - p->r_begin) * g, g, 15, args);
+    const sr_ocl_arg short_args[] = {
+        SR_OCL_ARG(op->short_rows), SR_OCL_ARG(op->n_short),  SR_OCL_ARG(op->a.rowptr), SR_OCL_ARG(op->a.colind),
+        SR_OCL_ARG(op->b.rowptr),   SR_OCL_ARG(op->b.colind), SR_OCL_ARG(op->m.rowptr), SR_OCL_ARG(op->m.colind),
+        SR_OCL_ARG(op->mask_mode),  SR_OCL_ARG(p->r_begin),   SR_OCL_ARG(p->r_end),     SR_OCL_ARG(p->fill),
+        SR_OCL_ARG(counts),         SR_OCL_ARG(c_rowptr),     SR_OCL_ARG(c_colind),     SR_OCL_ARG(p->c_base)};
+    SR_TRY(sr_ocl_run(o, "mxm_short_rows", (size_t)op->n_short, 0, 16, short_args));
+    const sr_ocl_arg args[] = {SR_OCL_ARG(op->rows),      SR_OCL_ARG(op->n_rows),    SR_OCL_ARG(op->bounds),
+                               SR_OCL_ARG(op->a.rowptr),  SR_OCL_ARG(op->a.colind),  SR_OCL_ARG(op->b.rowptr),
+                               SR_OCL_ARG(op->b.colind),  SR_OCL_ARG(op->m.rowptr),  SR_OCL_ARG(op->m.colind),
+                               SR_OCL_ARG(op->mask_mode), SR_OCL_ARG(op->ncols),     SR_OCL_ARG(p->r_begin),
+                               SR_OCL_ARG(p->r_end),      SR_OCL_ARG(p->fill),       SR_OCL_ARG(counts),
+                               SR_OCL_ARG(c_rowptr),      SR_OCL_ARG(c_colind),      SR_OCL_ARG(p->c_base)};
+    return op->n_rows ? sr_ocl_run(o, "mxm_rows", row_groups(op->n_rows) * g, g, 18, args) : SR_SUCCESS;
 }
 
 sr_status sr_ocl_mxm_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                           const struct sr_matrix_s *mask, bool complement, struct sr_matrix_s **C)
 {
     sr_ocl *o = sr_ocl_of(ctx);
-    mxm_op op = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, mask ? (complement ? 2 : 1) : 0, (cl_int)B->ncols};
+    mxm_op op;
+    memset(&op, 0, sizeof op);
+    op.mask_mode = mask ? (complement ? 2 : 1) : 0;
+    op.ncols = (cl_int)B->ncols;
     sr_status s = pattern_upload(o, A, &op.a);
     if (s == SR_SUCCESS)
         s = pattern_upload(o, B, &op.b);
     if (s == SR_SUCCESS)
         s = pattern_upload(o, mask, &op.m);
     if (s == SR_SUCCESS)
+        s = mxm_plan(o, A, &op);
+    if (s == SR_SUCCESS)
         s = build_result(ctx, A->nrows, B->ncols, NULL, mxm_launch, &op, C);
     pattern_release(&op.a);
     pattern_release(&op.b);
     pattern_release(&op.m);
+    sr_ocl_release(op.bounds);
+    sr_ocl_release(op.short_rows);
+    sr_ocl_release(op.rows);
     return s;
 }
 
@@ -320,6 +383,32 @@ sr_status sr_ocl_reduce_rows_bool(struct sr_context_s *ctx, const struct sr_matr
 
 /* ------------------------------------------------------------------ transpose */
 
+/* Sorts the rows of a pattern on the device (row pointers C->rowptr here, t_rowptr there): short
+ * rows a work-item each, the longer ones, listed here, a work-group each. */
+static sr_status sort_rows(sr_ocl *o, const struct sr_matrix_s *C, cl_mem t_rowptr, cl_mem t_colind)
+{
+    const cl_long nrows = C->nrows;
+    const sr_ocl_arg short_args[] = {SR_OCL_ARG(t_rowptr), SR_OCL_ARG(t_colind), SR_OCL_ARG(nrows)};
+    SR_TRY(sr_ocl_run(o, "sort_short_rows", (size_t)nrows, 0, 3, short_args));
+    int64_t *rows = malloc((size_t)(nrows + 1) * sizeof(int64_t));
+    if (!rows)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory for a row list");
+    cl_long listed = 0;
+    for (int64_t i = 0; i < nrows; i++)
+        if (C->rowptr[i + 1] - C->rowptr[i] > SHORT_ROW)
+            rows[listed++] = i;
+    cl_mem list = NULL;
+    sr_status s = listed ? sr_ocl_upload(o, rows, (size_t)listed * sizeof(int64_t), &list) : SR_SUCCESS;
+    free(rows);
+    if (s == SR_SUCCESS && listed) {
+        const size_t g = o->dev->group;
+        const sr_ocl_arg args[] = {SR_OCL_ARG(list), SR_OCL_ARG(listed), SR_OCL_ARG(t_rowptr), SR_OCL_ARG(t_colind)};
+        s = sr_ocl_run(o, "sort_rows", row_groups(listed) * g, g, 4, args);
+    }
+    sr_ocl_release(list);
+    return s;
+}
+
 sr_status sr_ocl_transpose_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A, struct sr_matrix_s *AT)
 {
     sr_ocl *o = sr_ocl_of(ctx);
@@ -360,11 +449,8 @@ sr_status sr_ocl_transpose_bool(struct sr_context_s *ctx, const struct sr_matrix
                                    SR_OCL_ARG(t_rowptr), SR_OCL_ARG(cursor),   SR_OCL_ARG(t_colind)};
         s = sr_ocl_run(o, "transpose_scatter", (size_t)nrows, 0, 6, args);
     }
-    if (s == SR_SUCCESS) { /* the scatter leaves each row in no order */
-        const size_t g = o->dev->group;
-        const sr_ocl_arg args[] = {SR_OCL_ARG(t_rowptr), SR_OCL_ARG(t_colind), SR_OCL_ARG(ncols)};
-        s = sr_ocl_run(o, "sort_rows", row_groups(ncols) * g, g, 3, args);
-    }
+    if (s == SR_SUCCESS) /* the scatter leaves each row in no order */
+        s = sort_rows(o, AT, t_rowptr, t_colind);
     if (s == SR_SUCCESS)
         s = sr_ocl_download(o, t_colind, AT->colind, (size_t)nnz * sizeof(int32_t));
     pattern_release(&a);

@@ -9,6 +9,7 @@
 
 #define NO_COL 0x7fffffff
 #define TILE_COLS (BITMAP_WORDS * 32)
+#define SHORT_ROW 32 // rows of at most this many products or entries take a work-item each
 
 // The first position in a[0, n) whose value is not below key.
 #define LOWER_BOUND(NAME, SPACE)                                                                   \
@@ -162,7 +163,7 @@ inline long small_row(__global const long *a_rowptr, __global const int *a_colin
         base += total;
         barrier(CLK_LOCAL_MEM_FENCE); // the stretches are rewritten by the next chunk
     }
-    sort_local(keys, 2 * WG);
+    sort_local(keys, base); // the keys past the products are NO_COL already, the largest
     // item lid judges keys 2·lid and 2·lid + 1: kept when set and unlike the key before
     int kept[2];
     for (int u = 0; u < 2; u++) {
@@ -230,38 +231,88 @@ inline long bitmap_row(__global const long *a_rowptr, __global const int *a_coli
     return written;
 }
 
-// C = A·B (under the mask), rows [r_begin, r_end). Count pass (fill 0): counts[row - r_begin] =
-// the row's entries. Fill pass: its columns at c_colind[c_rowptr[row] - c_base ...].
+// Each row's product bound: the entries of the B rows its A entries name (a work-item a row).
+__kernel void mxm_bounds(__global const long *a_rowptr, __global const int *a_colind, __global const long *b_rowptr,
+                         long nrows, __global long *bounds)
+{
+    const long row = get_global_id(0);
+    if (row >= nrows)
+        return;
+    long bound = 0;
+    for (long ka = a_rowptr[row]; ka < a_rowptr[row + 1]; ka++)
+        bound += b_rowptr[a_colind[ka] + 1] - b_rowptr[a_colind[ka]];
+    bounds[row] = bound;
+}
+
+// The listed rows of C = A·B (under the mask) that lie in [r_begin, r_end), a work-group a row:
+// count pass (fill 0): counts[row] = the row's entries; fill pass: its columns at
+// c_colind[c_rowptr[row] - c_base ...]. Rows of up to 2·WG products sort in local memory, longer
+// ones take the bitmap.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-mxm_bool(__global const long *a_rowptr, __global const int *a_colind, __global const long *b_rowptr,
-         __global const int *b_colind, __global const long *m_rowptr, __global const int *m_colind, int mask_mode,
-         int ncols, long r_begin, long r_end, int fill, __global long *counts, __global const long *c_rowptr,
-         __global int *c_colind, long c_base)
+mxm_rows(__global const long *rows, long listed, __global const long *bounds, __global const long *a_rowptr,
+         __global const int *a_colind, __global const long *b_rowptr, __global const int *b_colind,
+         __global const long *m_rowptr, __global const int *m_colind, int mask_mode, int ncols, long r_begin,
+         long r_end, int fill, __global long *counts, __global const long *c_rowptr, __global int *c_colind,
+         long c_base)
 {
     __local long start[WG], offset[WG], scan[WG];
     __local int keys[2 * WG];
     __local uint bits[BITMAP_WORDS];
     chunk_space s = {start, offset, scan};
-    const int lid = get_local_id(0);
-    for (long row = r_begin + get_group_id(0); row < r_end; row += get_num_groups(0)) {
-        const long a_start = a_rowptr[row], a_end = a_rowptr[row + 1];
-        long mine = 0, bound;
-        for (long ka = a_start + lid; ka < a_end; ka += WG) {
-            const int k = a_colind[ka];
-            mine += b_rowptr[k + 1] - b_rowptr[k];
-        }
-        group_scan(mine, scan, &bound);
+    for (long idx = get_group_id(0); idx < listed; idx += get_num_groups(0)) {
+        const long row = rows[idx];
+        if (row < r_begin || row >= r_end)
+            continue;
         __global int *out = fill ? c_colind + (c_rowptr[row] - c_base) : 0;
-        long n = 0;
-        if (bound > 0 && bound <= 2 * WG)
-            n = small_row(a_rowptr, a_colind, b_rowptr, b_colind, m_rowptr, m_colind, mask_mode, ncols, row, out,
-                          s, keys);
-        else if (bound > 0)
-            n = bitmap_row(a_rowptr, a_colind, b_rowptr, b_colind, m_rowptr, m_colind, mask_mode, ncols, row, out,
-                           s, bits);
-        if (!fill && lid == 0)
-            counts[row - r_begin] = n;
+        const long n = bounds[row] <= 2 * WG ? small_row(a_rowptr, a_colind, b_rowptr, b_colind, m_rowptr, m_colind,
+                                                         mask_mode, ncols, row, out, s, keys)
+                                             : bitmap_row(a_rowptr, a_colind, b_rowptr, b_colind, m_rowptr, m_colind,
+                                                          mask_mode, ncols, row, out, s, bits);
+        if (!fill && get_local_id(0) == 0)
+            counts[row] = n;
     }
+}
+
+// The listed rows of at most SHORT_ROW products, a work-item a row: the products are kept sorted
+// and unique in private memory as they come (no barriers, no local memory: most rows of sparse
+// graphs are such rows, and a work-group each would spend far more on its scans and sort).
+__kernel void mxm_short_rows(__global const long *rows, long listed, __global const long *a_rowptr,
+                             __global const int *a_colind, __global const long *b_rowptr,
+                             __global const int *b_colind, __global const long *m_rowptr,
+                             __global const int *m_colind, int mask_mode, long r_begin, long r_end, int fill,
+                             __global long *counts, __global const long *c_rowptr, __global int *c_colind,
+                             long c_base)
+{
+    const long idx = get_global_id(0);
+    if (idx >= listed)
+        return;
+    const long row = rows[idx];
+    if (row < r_begin || row >= r_end)
+        return;
+    int cols[SHORT_ROW];
+    int n = 0;
+    for (long ka = a_rowptr[row]; ka < a_rowptr[row + 1]; ka++) {
+        const int k = a_colind[ka];
+        for (long kb = b_rowptr[k]; kb < b_rowptr[k + 1]; kb++) {
+            const int col = b_colind[kb];
+            int p = n;
+            while (p > 0 && cols[p - 1] > col)
+                p--;
+            if ((p > 0 && cols[p - 1] == col) || !mask_allows(mask_mode, m_rowptr, m_colind, row, col))
+                continue;
+            for (int q = n; q > p; q--)
+                cols[q] = cols[q - 1];
+            cols[p] = col;
+            n++;
+        }
+    }
+    if (!fill) {
+        counts[row] = n;
+        return;
+    }
+    __global int *out = c_colind + (c_rowptr[row] - c_base);
+    for (int i = 0; i < n; i++)
+        out[i] = cols[i];
 }
 
 // ------------------------------------------------------------------------------- element-wise
@@ -375,17 +426,15 @@ __kernel void transpose_scatter(__global const long *a_rowptr, __global const in
     }
 }
 
-// Sorts each row of a CSR pattern: a work-group a row, in local memory when the row fits
-// 2·WG, in place in global memory otherwise.
+// Sorts the listed rows of a CSR pattern (those of more than SHORT_ROW entries): a work-group a
+// row, in local memory when the row fits 2·WG, in place in global memory otherwise.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-sort_rows(__global const long *rowptr, __global int *colind, long nrows)
+sort_rows(__global const long *rows, long listed, __global const long *rowptr, __global int *colind)
 {
     __local int keys[2 * WG];
     const int lid = get_local_id(0);
-    for (long row = get_group_id(0); row < nrows; row += get_num_groups(0)) {
-        const long s = rowptr[row], n = rowptr[row + 1] - s;
-        if (n < 2)
-            continue;
+    for (long idx = get_group_id(0); idx < listed; idx += get_num_groups(0)) {
+        const long row = rows[idx], s = rowptr[row], n = rowptr[row + 1] - s;
         if (n <= 2 * WG) {
             for (long i = lid; i < n; i += WG)
                 keys[i] = colind[s + i];
@@ -398,4 +447,25 @@ sort_rows(__global const long *rowptr, __global int *colind, long nrows)
             sort_global(colind + s, n);
         }
     }
+}
+
+// The rows of 2 to SHORT_ROW entries, a work-item a row: an insertion sort in private memory.
+__kernel void sort_short_rows(__global const long *rowptr, __global int *colind, long nrows)
+{
+    const long row = get_global_id(0);
+    if (row >= nrows)
+        return;
+    const long s = rowptr[row], n = rowptr[row + 1] - s;
+    if (n < 2 || n > SHORT_ROW)
+        return;
+    int v[SHORT_ROW];
+    for (int i = 0; i < n; i++) {
+        const int x = colind[s + i];
+        int p = i;
+        for (; p > 0 && v[p - 1] > x; p--)
+            v[p] = v[p - 1];
+        v[p] = x;
+    }
+    for (int i = 0; i < n; i++)
+        colind[s + i] = v[i];
 }
