@@ -3,9 +3,11 @@
  * moving its operands to the device and its result back). Each result is checked against the
  * CPU backend's. Prints a table of medians and writes one JSON object per row.
  *
- * usage: bench_opencl [--data DIR] [--reps N] [--opencl I[,J...]] [--json FILE] [--quick]
+ * usage: bench_opencl [--data DIR] [--reps N] [--opencl I[,J...]] [--json FILE] [--quick] [--only TEXT] [--op NAME]
  *   --opencl: the OpenCL device indices to run (default 0: GPUs first, in platform order)
- *   --quick:  debian-depends and R-MAT 14 only */
+ *   --quick:  debian-depends and R-MAT 14 only
+ *   --only:   the inputs whose name contains TEXT; --op: that operation alone (as printed, e.g. "M·M")
+ * SPARSERING_PROFILE=1 prints each OpenCL kernel's device time and each copy on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +104,7 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
-    const char *data = "../shared/data", *json_path = NULL, *opencl_list = "0";
+    const char *data = "../shared/data", *json_path = NULL, *opencl_list = "0", *only = NULL, *only_op = NULL;
     int reps = 5;
     int quick = 0;
     for (int i = 1; i < argc; i++) {
@@ -116,8 +118,13 @@ int main(int argc, char **argv)
             json_path = argv[++i];
         else if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--op") == 0 && i + 1 < argc)
+            only_op = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_opencl [--data DIR] [--reps N] [--opencl I[,J...]] [--json FILE] [--quick]\n");
+            fprintf(stderr, "usage: bench_opencl [--data DIR] [--reps N] [--opencl I[,J...]] [--json FILE] [--quick] "
+                    "[--only TEXT] [--op NAME]\n");
             return 2;
         }
     }
@@ -163,14 +170,17 @@ int main(int argc, char **argv)
     int ni = 0;
     char path[1024];
     snprintf(path, sizeof path, "%s/graphs/debian-depends.mtx.gz", data);
-    if (sr_matrix_read_mm(cpu, path, SR_TYPE_BOOL, &inputs[ni].M, NULL) == SR_SUCCESS)
+    if (only && !strstr("debian-depends", only))
+        ; /* not asked for */
+    else if (sr_matrix_read_mm(cpu, path, SR_TYPE_BOOL, &inputs[ni].M, NULL) == SR_SUCCESS)
         snprintf(inputs[ni++].name, 64, "debian-depends");
     else
         printf("debian-depends skipped: %s\n", sr_last_error());
     const int scales[] = {14, 16, 17};
     for (int s = 0; s < (quick ? 1 : 3); s++) {
-        inputs[ni].M = rmat(cpu, scales[s], 8, 7);
-        snprintf(inputs[ni++].name, 64, "R-MAT %d, ef 8", scales[s]);
+        snprintf(inputs[ni].name, 64, "R-MAT %d, ef 8", scales[s]);
+        if (!only || strstr(inputs[ni].name, only))
+            inputs[ni++].M = rmat(cpu, scales[s], 8, 7);
     }
 
     printf("\n%-18s %-9s %12s", "input", "operation", "result nnz");
@@ -183,6 +193,8 @@ int main(int argc, char **argv)
         for (int op = 0; op < OP_COUNT; op++) {
             if (op == OP_CLOSURE && strcmp(inputs[i].name, "debian-depends") != 0)
                 continue; /* R-MAT's closure is nearly complete: n² entries */
+            if (only_op && strcmp(op_names[op], only_op) != 0)
+                continue;
             sr_matrix expected = NULL;
             double ms[10] = {0};
             int64_t nnz = -1;

@@ -107,6 +107,18 @@ grep -q "closure: 12 pairs" "$tmp/out" || { echo "FAIL: closure: $(cat "$tmp/out
 expect 0 "$cli" reach "$tmp/g.mtx" --sources 2,0
 grep -q "reach: 7 pairs" "$tmp/out" || { echo "FAIL: reach: $(cat "$tmp/out")"; failures=$((failures + 1)); }
 expect 2 "$cli" reach "$tmp/g.mtx"
+# the OpenCL backend: the same answers as the CPU's where a device is found, else exit code 4
+expect 2 "$cli" --device x bool nnz "$tmp/g.mtx"
+if "$cli" --backend opencl bool nnz "$tmp/g.mtx" >/dev/null 2>&1; then
+    expect 0 "$cli" --backend opencl bool mxm "$tmp/g.mtx" "$tmp/g.mtx" --out "$tmp/g2_ocl.mtx"
+    grep -q "opencl backend" "$tmp/out" || { echo "FAIL: opencl mxm: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+    cmp -s "$tmp/g2.mtx" "$tmp/g2_ocl.mtx" || { echo "FAIL: opencl mxm differs from cpu"; failures=$((failures + 1)); }
+    expect 0 "$cli" --backend opencl closure "$tmp/g.mtx"
+    grep -q "closure: 12 pairs" "$tmp/out" || { echo "FAIL: opencl closure: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+    expect 4 "$cli" --backend opencl --device 99 bool nnz "$tmp/g.mtx"
+else
+    expect 4 "$cli" --backend opencl bool nnz "$tmp/g.mtx"
+fi
 printf 'S -> a S b | a b\n' > "$tmp/anbn.txt"
 printf '0 1 a\n1 2 a\n2 3 b\n3 4 b\n' > "$tmp/edges.txt"
 expect 0 "$cli" cfpq "$tmp/anbn.txt" --graph "$tmp/edges.txt"

@@ -166,7 +166,8 @@ int main(void)
     o.backend = SR_BACKEND_OPENCL;
     if (sr_context_create(&ocl, &o) != SR_SUCCESS) {
         printf("SKIP test_opencl: %s\n", sr_last_error());
-        return SR_TEST_SKIP;
+        /* CI installs PoCL: there a skip would hide a broken backend */
+        return getenv("SR_TEST_REQUIRE_OPENCL") ? 1 : SR_TEST_SKIP;
     }
     o.backend = SR_BACKEND_CPU;
     CHECK_OK(sr_context_create(&cpu, &o));
@@ -190,9 +191,22 @@ int main(void)
     check_structure(400, 700, 12);
     CHECK_OK(sr_context_set_workspace_limit(ocl, 0));
 
+    /* copies through a pinned staging buffer (GPUs take it; here forced, in 4 KiB pieces) */
+    setenv("SPARSERING_OPENCL_STAGING", "1", 1);
+    setenv("SPARSERING_OPENCL_STAGING_BYTES", "4096", 1);
+    sr_context plain = ocl;
+    o.backend = SR_BACKEND_OPENCL;
+    CHECK_OK(sr_context_create(&ocl, &o));
+    check_mxm(300, 400, 500, 30, 40, "bitmap rows, staged copies");
+    check_square(1000, 8);
+    check_structure(400, 700, 12);
+    sr_context_destroy(ocl);
+    ocl = plain;
+    unsetenv("SPARSERING_OPENCL_STAGING");
+    unsetenv("SPARSERING_OPENCL_STAGING_BYTES");
+
     /* a second context on the device reuses its built program; a device past the list is refused */
     sr_context again = NULL;
-    o.backend = SR_BACKEND_OPENCL;
     CHECK_OK(sr_context_create(&again, &o));
     sr_context_destroy(again);
     o.device = 999;

@@ -6,9 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../core/error.h"
 #include "opencl.h"
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 extern const char sr_ocl_bool_source[]; /* kernels/bool.cl, embedded by CMake */
 
@@ -96,14 +104,23 @@ static cl_int list_devices(cl_device_id *out, int cap, int *n)
 static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static sr_ocl_device *devices[64]; /* built programs, by device: kept for the process */
 
-/* WG (a power of two, at most 256) and the local bitmap of the product kernel, from the device. */
+/* A power of two from the environment (for tuning runs), else `fallback`. */
+static long power_of_two_from(const char *name, long fallback, long lo, long hi)
+{
+    const char *env = getenv(name);
+    const long v = env ? strtol(env, NULL, 10) : 0;
+    return v >= lo && v <= hi && (v & (v - 1)) == 0 ? v : fallback;
+}
+
+/* WG (a power of two, at most 256) and the local bitmap of the product kernel, from the device;
+ * SPARSERING_OPENCL_WG and SPARSERING_OPENCL_BITMAP_WORDS override them (tuning runs). */
 static void group_sizes(cl_device_id id, size_t *group, int *bitmap_words)
 {
     size_t max_group = 256;
     cl_ulong local = 32768;
     clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_group, &max_group, NULL);
     clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
-    size_t g = 256;
+    size_t g = (size_t)power_of_two_from("SPARSERING_OPENCL_WG", 256, 32, 1024);
     while (g > max_group && g > 1)
         g /= 2;
     *group = g;
@@ -112,7 +129,7 @@ static void group_sizes(cl_device_id id, size_t *group, int *bitmap_words)
     int words = 8192; /* 256K columns a tile at most: enough for most graphs in one tile */
     while (words > 32 && (cl_ulong)words * 4 > room)
         words /= 2;
-    *bitmap_words = words;
+    *bitmap_words = (int)power_of_two_from("SPARSERING_OPENCL_BITMAP_WORDS", words, 32, words);
 }
 
 static sr_status build_program(sr_ocl_device *d)
@@ -124,7 +141,11 @@ static sr_status build_program(sr_ocl_device *d)
     d->program = clCreateProgramWithSource(d->context, 1, &src, NULL, &err);
     SR_TRY(sr_ocl_check(err, "clCreateProgramWithSource"));
     char options[128];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DWG=%zu -DBITMAP_WORDS=%d", d->group, bitmap_words);
+    const long small = power_of_two_from("SPARSERING_OPENCL_SMALL_LIMIT", (long)(2 * d->group), 32, (long)(2 * d->group));
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DWG=%zu -DBITMAP_WORDS=%d -DSMALL_LIMIT=%ld", d->group,
+             bitmap_words, small);
+    if (getenv("SPARSERING_PROFILE"))
+        fprintf(stderr, "  [opencl] building for %s: %s\n", d->name, options);
     err = clBuildProgram(d->program, 1, &d->id, options, NULL, NULL);
     if (err == CL_SUCCESS)
         return SR_SUCCESS;
@@ -168,6 +189,9 @@ static sr_status device_get(cl_device_id id, sr_ocl_device **out)
     snprintf(d->name, sizeof d->name, "%s (%s)", device, version);
     cl_ulong max_alloc = 0;
     clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+    cl_device_type type = 0;
+    clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    d->cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
     d->max_alloc = max_alloc > 0 ? (size_t)max_alloc : (size_t)128 << 20;
     cl_int err;
     d->context = clCreateContext(NULL, 1, &id, NULL, NULL, &err);
@@ -205,7 +229,12 @@ sr_status sr_opencl_open(int device, void **state)
         o->dev->users++;
     pthread_mutex_unlock(&devices_lock);
     if (s == SR_SUCCESS) {
-        o->queue = clCreateCommandQueue(o->dev->context, o->dev->id, 0, &err);
+        const char *profile = getenv("SPARSERING_PROFILE"), *stage = getenv("SPARSERING_OPENCL_STAGING");
+        o->profile = profile && *profile && strcmp(profile, "0") != 0;
+        /* SPARSERING_OPENCL_STAGING=0|1 and _STAGING_BYTES: for tests and tuning runs */
+        o->stage = stage && *stage ? strcmp(stage, "0") != 0 : !o->dev->cpu;
+        o->stage_bytes = (size_t)power_of_two_from("SPARSERING_OPENCL_STAGING_BYTES", 64L << 20, 4096, 1L << 30);
+        o->queue = clCreateCommandQueue(o->dev->context, o->dev->id, o->profile ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
         s = sr_ocl_check(err, "clCreateCommandQueue");
         if (s != SR_SUCCESS) {
             sr_opencl_close(o);
@@ -224,9 +253,13 @@ void sr_opencl_close(void *state)
     if (!o)
         return;
     if (o->queue) {
+        if (o->staging_ptr)
+            clEnqueueUnmapMemObject(o->queue, o->staging, o->staging_ptr, 0, NULL, NULL);
         clFinish(o->queue);
         clReleaseCommandQueue(o->queue);
     }
+    if (o->staging)
+        clReleaseMemObject(o->staging);
     /* the device's program stays for the next context on it: building it costs far more */
     pthread_mutex_lock(&devices_lock);
     if (o->dev)
@@ -248,6 +281,64 @@ static sr_status check_size(sr_ocl *o, size_t bytes)
     return SR_SUCCESS;
 }
 
+/* Copies of more than this (or than the staging buffer) take the staging buffer. */
+#define SR_OCL_STAGE_MIN ((size_t)1 << 20)
+static bool staged_size(const sr_ocl *o, size_t bytes)
+{
+    return o->stage && (bytes > SR_OCL_STAGE_MIN || bytes > o->stage_bytes);
+}
+
+/* The pinned staging buffer, made and mapped on first use. */
+static sr_status staging(sr_ocl *o)
+{
+    if (o->staging_ptr)
+        return SR_SUCCESS;
+    cl_int err;
+    o->staging = clCreateBuffer(o->dev->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, o->stage_bytes, NULL, &err);
+    SR_TRY(sr_ocl_check(err, "clCreateBuffer (pinned staging)"));
+    o->staging_ptr = clEnqueueMapBuffer(o->queue, o->staging, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, o->stage_bytes,
+                                        0, NULL, NULL, &err);
+    if (err != CL_SUCCESS) {
+        clReleaseMemObject(o->staging);
+        o->staging = NULL;
+        o->staging_ptr = NULL;
+    }
+    return sr_ocl_check(err, "clEnqueueMapBuffer (pinned staging)");
+}
+
+/* memcpy in 1 MiB pieces over the threads: one thread copies at a fraction of the bus's rate. */
+static void copy_parallel(void *dst, const void *src, size_t n)
+{
+    const size_t piece = (size_t)1 << 20;
+    const int64_t pieces = (int64_t)((n + piece - 1) / piece);
+#pragma omp parallel for schedule(static) if (pieces > 4)
+    for (int64_t p = 0; p < pieces; p++) {
+        const size_t off = (size_t)p * piece, len = n - off < piece ? n - off : piece;
+        memcpy((char *)dst + off, (const char *)src + off, len);
+    }
+}
+
+/* Host bytes into a device buffer (dir 0) or out of it (dir 1), through the staging buffer a
+ * piece at a time. */
+static sr_status staged_copy(sr_ocl *o, cl_mem buffer, void *host, size_t bytes, int dir)
+{
+    SR_TRY(staging(o));
+    for (size_t off = 0; off < bytes; off += o->stage_bytes) {
+        const size_t n = bytes - off < o->stage_bytes ? bytes - off : o->stage_bytes;
+        cl_int err;
+        if (dir == 0) {
+            copy_parallel(o->staging_ptr, (const char *)host + off, n);
+            err = clEnqueueWriteBuffer(o->queue, buffer, CL_TRUE, off, n, o->staging_ptr, 0, NULL, NULL);
+        } else {
+            err = clEnqueueReadBuffer(o->queue, buffer, CL_TRUE, off, n, o->staging_ptr, 0, NULL, NULL);
+            if (err == CL_SUCCESS)
+                copy_parallel((char *)host + off, o->staging_ptr, n);
+        }
+        SR_TRY(sr_ocl_check(err, dir == 0 ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer"));
+    }
+    return SR_SUCCESS;
+}
+
 sr_status sr_ocl_upload(sr_ocl *o, const void *host, size_t bytes, cl_mem *out)
 {
     static const int64_t nothing = 0;
@@ -257,8 +348,19 @@ sr_status sr_ocl_upload(sr_ocl *o, const void *host, size_t bytes, cl_mem *out)
     }
     SR_TRY(check_size(o, bytes));
     cl_int err;
-    *out = clCreateBuffer(o->dev->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, (void *)host, &err);
-    return sr_ocl_check(err, "clCreateBuffer (an operand)");
+    const double t0 = o->profile ? seconds() : 0;
+    const bool staged = staged_size(o, bytes);
+    *out = clCreateBuffer(o->dev->context, CL_MEM_READ_ONLY | (staged ? 0 : CL_MEM_COPY_HOST_PTR), bytes,
+                          staged ? NULL : (void *)host, &err);
+    sr_status s = sr_ocl_check(err, "clCreateBuffer (an operand)");
+    if (s == SR_SUCCESS && staged && (s = staged_copy(o, *out, (void *)host, bytes, 0)) != SR_SUCCESS) {
+        clReleaseMemObject(*out);
+        *out = NULL;
+    }
+    if (o->profile)
+        fprintf(stderr, "  [opencl] upload %12zu bytes %8.3f ms%s\n", bytes, 1e3 * (seconds() - t0),
+                staged ? " (staged)" : "");
+    return s;
 }
 
 sr_status sr_ocl_alloc(sr_ocl *o, size_t bytes, bool zero, cl_mem *out)
@@ -285,8 +387,15 @@ sr_status sr_ocl_download(sr_ocl *o, cl_mem buffer, void *host, size_t bytes)
 {
     if (bytes == 0)
         return SR_SUCCESS;
-    return sr_ocl_check(clEnqueueReadBuffer(o->queue, buffer, CL_TRUE, 0, bytes, host, 0, NULL, NULL),
-                        "clEnqueueReadBuffer");
+    const double t0 = o->profile ? seconds() : 0;
+    const bool staged = staged_size(o, bytes);
+    const sr_status s = staged ? staged_copy(o, buffer, host, bytes, 1)
+                               : sr_ocl_check(clEnqueueReadBuffer(o->queue, buffer, CL_TRUE, 0, bytes, host, 0, NULL,
+                                                                  NULL), "clEnqueueReadBuffer");
+    if (o->profile)
+        fprintf(stderr, "  [opencl] download %10zu bytes %8.3f ms (with the work queued before it)%s\n", bytes,
+                1e3 * (seconds() - t0), staged ? " (staged)" : "");
+    return s;
 }
 
 void sr_ocl_release(cl_mem buffer)
@@ -311,8 +420,19 @@ sr_status sr_ocl_run(sr_ocl *o, const char *name, size_t items, size_t group, in
         size_t global = group ? (items + group - 1) / group * group : items;
         char what[96];
         snprintf(what, sizeof what, "the kernel %s", name);
-        s = sr_ocl_check(clEnqueueNDRangeKernel(o->queue, k, 1, NULL, &global, group ? &group : NULL, 0, NULL, NULL),
+        cl_event done = NULL;
+        s = sr_ocl_check(clEnqueueNDRangeKernel(o->queue, k, 1, NULL, &global, group ? &group : NULL, 0, NULL,
+                                                o->profile ? &done : NULL),
                          what);
+        if (s == SR_SUCCESS && done) { /* profiling: wait for it and print its device time */
+            cl_ulong start = 0, end = 0;
+            clWaitForEvents(1, &done);
+            clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+            clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+            fprintf(stderr, "  [opencl] %-18s %8.3f ms (%zu items)\n", name, 1e-6 * (double)(end - start), global);
+        }
+        if (done)
+            clReleaseEvent(done);
     }
     clReleaseKernel(k);
     return s;

@@ -19,6 +19,7 @@ typedef struct sr_ocl_device {
     char name[256];
     size_t max_alloc;  /* CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest one buffer */
     size_t group;      /* WG of the group kernels */
+    bool cpu;          /* a CPU device (PoCL): host memory is its memory */
     int users;         /* open contexts */
 } sr_ocl_device;
 
@@ -26,6 +27,14 @@ typedef struct sr_ocl_device {
 typedef struct sr_ocl {
     sr_ocl_device *dev;
     cl_command_queue queue;
+    bool profile; /* SPARSERING_PROFILE=1: each kernel's device time and each copy on stderr */
+    /* Large copies go through pinned host memory, a buffer made with CL_MEM_ALLOC_HOST_PTR and kept
+     * mapped (made on the first large copy; not on CPU devices): NVIDIA's OpenCL copied to and
+     * from pageable memory at about 1 GB/s (R-MAT 17's 735 MB product: 0.7 s a call). */
+    bool stage;
+    size_t stage_bytes;
+    cl_mem staging;
+    void *staging_ptr;
 } sr_ocl;
 
 /* The context's OpenCL state (an OpenCL context has one). */

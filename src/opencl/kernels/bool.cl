@@ -4,8 +4,9 @@
 // row's length, the host scans the lengths into row pointers, and a fill pass writes the columns
 // of a batch of rows [r_begin, r_end) whose entries start at c_base.
 //
-// Set at build time: WG (work-group size of the group kernels, a power of two) and BITMAP_WORDS
-// (the words of a product row's column bitmap in local memory).
+// Set at build time: WG (work-group size of the group kernels, a power of two), BITMAP_WORDS
+// (the words of a product row's column bitmap in local memory) and SMALL_LIMIT (the most
+// products of a row that sorts in local memory, at most 2·WG; longer rows take the bitmap).
 
 #define NO_COL 0x7fffffff
 #define TILE_COLS (BITMAP_WORDS * 32)
@@ -246,8 +247,8 @@ __kernel void mxm_bounds(__global const long *a_rowptr, __global const int *a_co
 
 // The listed rows of C = A·B (under the mask) that lie in [r_begin, r_end), a work-group a row:
 // count pass (fill 0): counts[row] = the row's entries; fill pass: its columns at
-// c_colind[c_rowptr[row] - c_base ...]. Rows of up to 2·WG products sort in local memory, longer
-// ones take the bitmap.
+// c_colind[c_rowptr[row] - c_base ...]. Rows of up to SMALL_LIMIT products sort in local memory,
+// longer ones take the bitmap.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 mxm_rows(__global const long *rows, long listed, __global const long *bounds, __global const long *a_rowptr,
          __global const int *a_colind, __global const long *b_rowptr, __global const int *b_colind,
@@ -264,7 +265,7 @@ mxm_rows(__global const long *rows, long listed, __global const long *bounds, __
         if (row < r_begin || row >= r_end)
             continue;
         __global int *out = fill ? c_colind + (c_rowptr[row] - c_base) : 0;
-        const long n = bounds[row] <= 2 * WG ? small_row(a_rowptr, a_colind, b_rowptr, b_colind, m_rowptr, m_colind,
+        const long n = bounds[row] <= SMALL_LIMIT ? small_row(a_rowptr, a_colind, b_rowptr, b_colind, m_rowptr, m_colind,
                                                          mask_mode, ncols, row, out, s, keys)
                                              : bitmap_row(a_rowptr, a_colind, b_rowptr, b_colind, m_rowptr, m_colind,
                                                           mask_mode, ncols, row, out, s, bits);
