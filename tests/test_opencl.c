@@ -164,6 +164,17 @@ int main(void)
     test_seed("test_opencl");
     sr_context_options o = sr_context_options_default();
     o.backend = SR_BACKEND_OPENCL;
+    /* kernels that do not compile (an empty bitmap size) fail the context with the compiler's log;
+     * a failed build is not kept, so the next context builds again */
+    setenv("SPARSERING_OPENCL_OPTIONS", "-DBITMAP_WORDS=", 1);
+    sr_status broken = sr_context_create(&ocl, &o);
+    unsetenv("SPARSERING_OPENCL_OPTIONS");
+    if (broken != SR_ERROR_NO_DEVICE) {
+        CHECK(broken == SR_ERROR_DEVICE && strstr(sr_last_error(), "the kernels did not build for"),
+              "a broken kernel build gave %s: %s", sr_status_name(broken), sr_last_error());
+        if (broken == SR_SUCCESS)
+            sr_context_destroy(ocl);
+    }
     if (sr_context_create(&ocl, &o) != SR_SUCCESS) {
         printf("SKIP test_opencl: %s\n", sr_last_error());
         /* CI installs PoCL: there a skip would hide a broken backend */

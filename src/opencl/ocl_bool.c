@@ -32,7 +32,8 @@ static void pattern_release(ocl_pattern *p)
 }
 
 /* One pass of a row kernel over rows [r_begin, r_end): counting (fill 0, into counts) or filling
- * (c_colind holds the batch's entries, the first at C's entry c_base). */
+ * (c_colind holds the batch's entries, the first at C's entry c_base). The buffers a pass does not
+ * use name one it does: every kernel argument is a valid buffer. */
 typedef struct {
     cl_long r_begin, r_end;
     cl_int fill;
@@ -52,12 +53,12 @@ static sr_status build_rows(sr_ocl *o, struct sr_context_s *ctx, struct sr_matri
     if (!counted) {
         C->rowptr[0] = 0;
         s = sr_ocl_alloc(o, (size_t)n * sizeof(int64_t), true, &pass.counts); /* rows not visited count 0 */
+        pass.c_rowptr = pass.c_colind = pass.counts;
         if (s == SR_SUCCESS)
             s = launch(o, op, &pass);
         if (s == SR_SUCCESS)
             s = sr_ocl_download(o, pass.counts, C->rowptr + 1, (size_t)n * sizeof(int64_t));
         sr_ocl_release(pass.counts);
-        pass.counts = NULL;
         SR_TRY(s);
         for (int64_t i = 0; i < n; i++)
             C->rowptr[i + 1] += C->rowptr[i];
@@ -66,6 +67,7 @@ static sr_status build_rows(sr_ocl *o, struct sr_context_s *ctx, struct sr_matri
     if (C->rowptr[n] == 0)
         return SR_SUCCESS;
     SR_TRY(sr_ocl_upload(o, C->rowptr, sr_matrix_rowptr_bytes(C), &pass.c_rowptr));
+    pass.counts = pass.c_rowptr;
     /* a batch's entries fit one buffer and the workspace limit (a longer row goes alone) */
     size_t limit = sr_context_workspace(ctx, SR_HOST);
     if (limit > o->dev->max_alloc)
@@ -189,20 +191,18 @@ static sr_status mxm_launch(sr_ocl *o, const void *opaque, const row_pass *p)
 {
     const mxm_op *op = opaque;
     const size_t g = o->dev->group;
-    cl_mem counts = p->counts ? p->counts : p->c_rowptr, c_rowptr = p->c_rowptr ? p->c_rowptr : p->counts,
-           c_colind = p->c_colind ? p->c_colind : p->counts;
     const sr_ocl_arg short_args[] = {
         SR_OCL_ARG(op->short_rows), SR_OCL_ARG(op->n_short),  SR_OCL_ARG(op->a.rowptr), SR_OCL_ARG(op->a.colind),
         SR_OCL_ARG(op->b.rowptr),   SR_OCL_ARG(op->b.colind), SR_OCL_ARG(op->m.rowptr), SR_OCL_ARG(op->m.colind),
         SR_OCL_ARG(op->mask_mode),  SR_OCL_ARG(p->r_begin),   SR_OCL_ARG(p->r_end),     SR_OCL_ARG(p->fill),
-        SR_OCL_ARG(counts),         SR_OCL_ARG(c_rowptr),     SR_OCL_ARG(c_colind),     SR_OCL_ARG(p->c_base)};
+        SR_OCL_ARG(p->counts),         SR_OCL_ARG(p->c_rowptr),     SR_OCL_ARG(p->c_colind),     SR_OCL_ARG(p->c_base)};
     SR_TRY(sr_ocl_run(o, "mxm_short_rows", (size_t)op->n_short, 0, 16, short_args));
     const sr_ocl_arg args[] = {SR_OCL_ARG(op->rows),      SR_OCL_ARG(op->n_rows),    SR_OCL_ARG(op->bounds),
                                SR_OCL_ARG(op->a.rowptr),  SR_OCL_ARG(op->a.colind),  SR_OCL_ARG(op->b.rowptr),
                                SR_OCL_ARG(op->b.colind),  SR_OCL_ARG(op->m.rowptr),  SR_OCL_ARG(op->m.colind),
                                SR_OCL_ARG(op->mask_mode), SR_OCL_ARG(op->ncols),     SR_OCL_ARG(p->r_begin),
-                               SR_OCL_ARG(p->r_end),      SR_OCL_ARG(p->fill),       SR_OCL_ARG(counts),
-                               SR_OCL_ARG(c_rowptr),      SR_OCL_ARG(c_colind),      SR_OCL_ARG(p->c_base)};
+                               SR_OCL_ARG(p->r_end),      SR_OCL_ARG(p->fill),       SR_OCL_ARG(p->counts),
+                               SR_OCL_ARG(p->c_rowptr),      SR_OCL_ARG(p->c_colind),      SR_OCL_ARG(p->c_base)};
     return op->n_rows ? sr_ocl_run(o, "mxm_rows", row_groups(op->n_rows) * g, g, 18, args) : SR_SUCCESS;
 }
 
@@ -242,13 +242,11 @@ typedef struct {
 static sr_status ewise_launch(sr_ocl *o, const void *opaque, const row_pass *p)
 {
     const ewise_op *op = opaque;
-    cl_mem counts = p->counts ? p->counts : p->c_rowptr, c_rowptr = p->c_rowptr ? p->c_rowptr : p->counts,
-           c_colind = p->c_colind ? p->c_colind : p->counts;
     const sr_ocl_arg args[] = {SR_OCL_ARG(op->a.rowptr), SR_OCL_ARG(op->a.colind), SR_OCL_ARG(op->b.rowptr),
                                SR_OCL_ARG(op->b.colind), SR_OCL_ARG(op->m.rowptr), SR_OCL_ARG(op->m.colind),
                                SR_OCL_ARG(op->mask_mode), SR_OCL_ARG(op->merge), SR_OCL_ARG(p->r_begin),
-                               SR_OCL_ARG(p->r_end), SR_OCL_ARG(p->fill), SR_OCL_ARG(counts),
-                               SR_OCL_ARG(c_rowptr), SR_OCL_ARG(c_colind), SR_OCL_ARG(p->c_base)};
+                               SR_OCL_ARG(p->r_end), SR_OCL_ARG(p->fill), SR_OCL_ARG(p->counts),
+                               SR_OCL_ARG(p->c_rowptr), SR_OCL_ARG(p->c_colind), SR_OCL_ARG(p->c_base)};
     return sr_ocl_run(o, "ewise_bool", (size_t)(p->r_end - p->r_begin), 0, 15, args);
 }
 
@@ -329,12 +327,10 @@ typedef struct {
 static sr_status extract_launch(sr_ocl *o, const void *opaque, const row_pass *p)
 {
     const extract_op *op = opaque;
-    cl_mem counts = p->counts ? p->counts : p->c_rowptr, c_rowptr = p->c_rowptr ? p->c_rowptr : p->counts,
-           c_colind = p->c_colind ? p->c_colind : p->counts;
     const sr_ocl_arg args[] = {SR_OCL_ARG(op->a.rowptr), SR_OCL_ARG(op->a.colind), SR_OCL_ARG(op->row0),
                                SR_OCL_ARG(op->col0),     SR_OCL_ARG(op->ncols),    SR_OCL_ARG(p->r_begin),
-                               SR_OCL_ARG(p->r_end),     SR_OCL_ARG(p->fill),      SR_OCL_ARG(counts),
-                               SR_OCL_ARG(c_rowptr),     SR_OCL_ARG(c_colind),     SR_OCL_ARG(p->c_base)};
+                               SR_OCL_ARG(p->r_end),     SR_OCL_ARG(p->fill),      SR_OCL_ARG(p->counts),
+                               SR_OCL_ARG(p->c_rowptr),     SR_OCL_ARG(p->c_colind),     SR_OCL_ARG(p->c_base)};
     return sr_ocl_run(o, "extract_bool", (size_t)(p->r_end - p->r_begin), 0, 12, args);
 }
 

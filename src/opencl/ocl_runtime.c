@@ -140,10 +140,12 @@ static sr_status build_program(sr_ocl_device *d)
     const char *src = sr_ocl_bool_source;
     d->program = clCreateProgramWithSource(d->context, 1, &src, NULL, &err);
     SR_TRY(sr_ocl_check(err, "clCreateProgramWithSource"));
-    char options[128];
     const long small = power_of_two_from("SPARSERING_OPENCL_SMALL_LIMIT", (long)(2 * d->group), 32, (long)(2 * d->group));
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DWG=%zu -DBITMAP_WORDS=%d -DSMALL_LIMIT=%ld", d->group,
-             bitmap_words, small);
+    /* SPARSERING_OPENCL_OPTIONS: compiler options added after the library's (e.g. -cl-mad-enable) */
+    const char *extra = getenv("SPARSERING_OPENCL_OPTIONS");
+    char options[512];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DWG=%zu -DBITMAP_WORDS=%d -DSMALL_LIMIT=%ld %s", d->group,
+             bitmap_words, small, extra ? extra : "");
     if (getenv("SPARSERING_PROFILE"))
         fprintf(stderr, "  [opencl] building for %s: %s\n", d->name, options);
     err = clBuildProgram(d->program, 1, &d->id, options, NULL, NULL);
