@@ -3,6 +3,7 @@ package, against scipy (one thread) and SuiteSparse:GraphBLAS (python-graphblas,
 the same process, float32: the anchors' power-law generator, R-MAT scale 18 (edge factor 8,
 Graph500 parameters) and the real graphs of ../shared/data.
 usage: python3 bench/bench_products_cpu.py [--data ../shared/data] [--json OUT.json] [--quick]
+       [--only NAME,...] [--no-scipy-spgemm]
 (the package on PYTHONPATH: BUILD/python)"""
 import argparse
 import json
@@ -50,7 +51,7 @@ def cases(data, quick):
     return out
 
 
-def product_rows(name, A, ctx, gb):
+def product_rows(name, A, ctx, gb, scipy_spgemm=True):
     """(product, ours, scipy, GraphBLAS or nan, relative error) for one matrix."""
     M = sr.Matrix(A, context=ctx)
     G = gb.io.from_scipy_sparse(A) if gb else None
@@ -75,7 +76,7 @@ def product_rows(name, A, ctx, gb):
         rows.append(dict(product=label, matrix=name, ours_ms=ours * 1e3, scipy_ms=theirs * 1e3, graphblas_ms=t_gb * 1e3,
                          rel_err=err))
     ours = median_time(lambda: sr.mxm(M, M, context=ctx), reps=3)
-    theirs = median_time(lambda: A @ A, reps=3)
+    theirs = median_time(lambda: A @ A, reps=3) if scipy_spgemm else float("nan")
     t_gb = median_time(lambda: G.mxm(G, gb.semiring.plus_times).new(), reps=3) if gb else float("nan")
     rows.append(dict(product="spgemm A*A", matrix=name, ours_ms=ours * 1e3, scipy_ms=theirs * 1e3,
                      graphblas_ms=t_gb * 1e3, rel_err=0.0))
@@ -87,6 +88,9 @@ def main():
     ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "../../shared/data"))
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true", help="leave out R-MAT 18")
+    ap.add_argument("--only", help="matrices to run, by name (comma-separated)")
+    ap.add_argument("--no-scipy-spgemm", action="store_true",
+                    help="leave out scipy's one-thread SpGEMM (minutes on R-MAT 18's 494M entries)")
     args = ap.parse_args()
     gb = load_graphblas()
     ctx = sr.Context("cpu")
@@ -95,7 +99,9 @@ def main():
           "(SpGEMM 3)", flush=True)
     rows = []
     for name, A in cases(args.data, args.quick):
-        for r in product_rows(name, A, ctx, gb):
+        if args.only and name not in args.only.split(","):
+            continue
+        for r in product_rows(name, A, ctx, gb, not args.no_scipy_spgemm):
             rows.append(r)
             print(f"{r['product']:13} {r['matrix']:20} ours {r['ours_ms']:9.2f} ms  scipy {r['scipy_ms']:9.2f} ms "
                   f"{r['scipy_ms'] / r['ours_ms']:6.2f}x  GraphBLAS {r['graphblas_ms']:9.2f} ms "
