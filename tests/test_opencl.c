@@ -4,6 +4,8 @@
  * tiny workspace limit), transposes whose long rows sort in global memory, element-wise merges,
  * Kronecker, extraction, reduction and transitive closure. Results must be identical (the same
  * CSR arrays). Skipped, with the reason, where no OpenCL device is found. */
+#include <pthread.h>
+
 #include "test_util.h"
 
 static sr_context cpu, ocl;
@@ -159,6 +161,46 @@ static void check_numeric_falls_back(void)
     test_csr_free(&a);
 }
 
+/* Several threads on one OpenCL context at once (its queue and staging buffer are shared). */
+typedef struct {
+    sr_matrix A, expected;
+    int failures;
+} thread_job;
+
+static void *mxm_repeatedly(void *arg)
+{
+    thread_job *job = arg;
+    for (int r = 0; r < 4; r++) {
+        sr_matrix C = NULL;
+        bool equal = false;
+        if (sr_mxm(ocl, &C, NULL, SR_OR_AND, job->A, job->A, NULL) != SR_SUCCESS ||
+            sr_matrix_equal(cpu, job->expected, C, &equal) != SR_SUCCESS || !equal)
+            job->failures++;
+        sr_matrix_free(C);
+    }
+    return NULL;
+}
+
+static void check_threads(void)
+{
+    test_csr a = test_random_csr(600, 600, 10, SR_TYPE_BOOL);
+    sr_matrix A = test_make_matrix(cpu, &a), expected = NULL;
+    CHECK_OK(sr_mxm(cpu, &expected, NULL, SR_OR_AND, A, A, NULL));
+    pthread_t threads[4];
+    thread_job jobs[4];
+    for (int t = 0; t < 4; t++) {
+        jobs[t] = (thread_job){A, expected, 0};
+        pthread_create(&threads[t], NULL, mxm_repeatedly, &jobs[t]);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(threads[t], NULL);
+        CHECK(jobs[t].failures == 0, "thread %d: %d of 4 products on the shared OpenCL context went wrong", t,
+              jobs[t].failures);
+    }
+    sr_matrix_free(expected), sr_matrix_free(A);
+    test_csr_free(&a);
+}
+
 int main(void)
 {
     test_seed("test_opencl");
@@ -211,6 +253,7 @@ int main(void)
     check_mxm(300, 400, 500, 30, 40, "bitmap rows, staged copies");
     check_square(1000, 8);
     check_structure(400, 700, 12);
+    check_threads();
     sr_context_destroy(ocl);
     ocl = plain;
     unsetenv("SPARSERING_OPENCL_STAGING");

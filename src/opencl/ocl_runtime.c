@@ -225,6 +225,7 @@ sr_status sr_opencl_open(int device, void **state)
     sr_ocl *o = calloc(1, sizeof *o);
     if (!o)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an OpenCL context");
+    pthread_mutex_init(&o->stage_lock, NULL);
     pthread_mutex_lock(&devices_lock);
     sr_status s = device_get(ids[device], &o->dev);
     if (s == SR_SUCCESS)
@@ -245,6 +246,7 @@ sr_status sr_opencl_open(int device, void **state)
         *state = o;
         return SR_SUCCESS;
     }
+    pthread_mutex_destroy(&o->stage_lock);
     free(o);
     return s;
 }
@@ -262,6 +264,7 @@ void sr_opencl_close(void *state)
     }
     if (o->staging)
         clReleaseMemObject(o->staging);
+    pthread_mutex_destroy(&o->stage_lock);
     /* the device's program stays for the next context on it: building it costs far more */
     pthread_mutex_lock(&devices_lock);
     if (o->dev)
@@ -322,7 +325,7 @@ static void copy_parallel(void *dst, const void *src, size_t n)
 
 /* Host bytes into a device buffer (dir 0) or out of it (dir 1), through the staging buffer a
  * piece at a time. */
-static sr_status staged_copy(sr_ocl *o, cl_mem buffer, void *host, size_t bytes, int dir)
+static sr_status staged_pieces(sr_ocl *o, cl_mem buffer, void *host, size_t bytes, int dir)
 {
     SR_TRY(staging(o));
     for (size_t off = 0; off < bytes; off += o->stage_bytes) {
@@ -339,6 +342,14 @@ static sr_status staged_copy(sr_ocl *o, cl_mem buffer, void *host, size_t bytes,
         SR_TRY(sr_ocl_check(err, dir == 0 ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer"));
     }
     return SR_SUCCESS;
+}
+
+static sr_status staged_copy(sr_ocl *o, cl_mem buffer, void *host, size_t bytes, int dir)
+{
+    pthread_mutex_lock(&o->stage_lock);
+    const sr_status s = staged_pieces(o, buffer, host, bytes, dir);
+    pthread_mutex_unlock(&o->stage_lock);
+    return s;
 }
 
 sr_status sr_ocl_upload(sr_ocl *o, const void *host, size_t bytes, cl_mem *out)

@@ -9,6 +9,8 @@
 #include <CL/cl.h>
 #endif
 
+#include <pthread.h>
+
 #include "../core/context.h"
 
 /* One per device and process: the OpenCL context and the built program. */
@@ -35,6 +37,7 @@ typedef struct sr_ocl {
     size_t stage_bytes;
     cl_mem staging;
     void *staging_ptr;
+    pthread_mutex_t stage_lock; /* calls of one context may run on several threads at once */
 } sr_ocl;
 
 /* The context's OpenCL state (an OpenCL context has one). */
