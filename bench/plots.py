@@ -136,9 +136,55 @@ def products_from_text(path):
     return rows
 
 
+def spgemm_rmat(rows, plt):
+    fig, (ax, mem) = plt.subplots(1, 2, figsize=(14, 4.2))
+    labels = [r["input"] for r in rows]
+    _bars(ax, labels, [("sparsering / cuSPARSE speedup", [r["ratio"] if r["cusparse_ok"] else None for r in rows])],
+          "speedup (x)")
+    for i, r in enumerate(rows):
+        if not r["cusparse_ok"]:
+            ax.text(i, 0.05, f"cuSPARSE: empty result\n(ours {r['ours_ms']:.0f} ms, {r['nnz'] / 1e9:.2f}G entries)",
+                    rotation=90, ha="center", va="bottom", fontsize=7)
+    ax.axhline(1, color="k", lw=0.8)
+    ax.set_title("SpGEMM A·A on Graph500 R-MAT (float32) against cuSPARSE, H100")
+    _bars(mem, labels, [("sparsering", [r["peak_mb"] for r in rows]),
+                        ("cuSPARSE", [r["baseline_peak_mb"] if r["cusparse_ok"] else None for r in rows])],
+          "peak device MB", log=True)
+    mem.set_title("SpGEMM on R-MAT: peak device memory")
+    return fig
+
+
+def spgemm_rmat_from_text(path):
+    """The R-MAT rows of results-spgemm-rmat-h100.txt (bench/probes/spgemm_rmat.py's lines)."""
+    import re
+    line_re = re.compile(r"^R-MAT (\d+) ef (\d+): nnz \d+ -> (\d+) \(cuSPARSE (-?\d+).*?\| ours\s+(\S+) ms,\s+(\S+) MB "
+                         r"\| cuSPARSE\s+(\S+) ms,\s+(\S+) MB")
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            if m := line_re.match(line):  # a later line for the same matrix replaces an earlier one
+                rows[(int(m[1]), int(m[2]))] = dict(
+                    input=f"R-MAT {m[1]}, ef {m[2]}", nnz=int(m[3]), cusparse_ok=int(m[4]) == int(m[3]),
+                    ours_ms=float(m[5]), peak_mb=float(m[6]), baseline_ms=float(m[7]), baseline_peak_mb=float(m[8]),
+                    ratio=float(m[7]) / float(m[5]))
+    return [rows[k] for k in sorted(rows)]
+
+
+def products_cpu(rows, plt):
+    fig, ax = plt.subplots(figsize=(14, 4.2))
+    labels = [f"{r['product']} {r['matrix']}" for r in rows]
+    _bars(ax, labels, [("over GraphBLAS (16 threads)", [r["graphblas_ms"] / r["ours_ms"] for r in rows]),
+                       ("over scipy (1 thread)", [r["scipy_ms"] / r["ours_ms"] for r in rows])], "speedup (x)", log=True)
+    ax.axhline(1, color="k", lw=0.8)
+    ax.set_title("CPU backend (16 cores) against SuiteSparse:GraphBLAS and scipy, float32")
+    return fig
+
+
 KINDS = {"boolean": (boolean, "results-boolean-h100.json"), "knn-paper": (knn_paper, "results-knn-paper-h100.json"),
          "knn-real": (knn_real, "results-knn-real-h100.json"), "fused": (fused, "results-fused-h100.json"),
-         "products": (products, "results-products-h100.txt")}
+         "products": (products, "results-products-h100.txt"),
+         "spgemm-rmat": (spgemm_rmat, "results-spgemm-rmat-h100.txt"),
+         "products-cpu": (products_cpu, "results-products-cpu-16cores.json")}
 
 
 def plot(kind, rows, path):
@@ -170,10 +216,11 @@ def main():
     for kind, (_, source) in KINDS.items():
         path = os.path.join(HERE, source)
         if source.endswith(".txt"):
-            rows = products_from_text(path)
+            rows = spgemm_rmat_from_text(path) if kind == "spgemm-rmat" else products_from_text(path)
         else:
             with open(path) as f:
                 rows = json.load(f)
+            rows = rows["rows"] if isinstance(rows, dict) else rows
         print(plot(kind, rows, os.path.join(args.out, f"plot-{kind}.png")))
 
 
