@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_time.h"
 #include "sparsering.h"
 
 #define SR_OK(x)                                                              \
@@ -23,19 +24,6 @@
             exit(1);                                                          \
         }                                                                     \
     } while (0)
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Graph500's R-MAT (a = 0.57, b = c = 0.19), vertices permuted, self loops and repeats dropped. */
 static sr_matrix rmat(sr_context ctx, int scale, int edge_factor, uint64_t seed)
@@ -216,8 +204,7 @@ int main(int argc, char **argv)
                     SR_OK(sr_context_synchronize(backends[b].ctx));
                     t[k] = now() - t0;
                 }
-                qsort(t, (size_t)r, sizeof *t, compare_double);
-                ms[b] = 1e3 * t[r / 2];
+                ms[b] = 1e3 * median(t, r);
                 SR_OK(sr_matrix_copy_to(cpu, C, SR_HOST, &H));
                 if (b == 0) {
                     expected = H;

@@ -9,30 +9,12 @@
 #include <time.h>
 
 #include "../tools/powerlaw.h"
+#include "bench_time.h"
 #include "sparsering.h"
 
 #define CUDA_OK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
 #define SPARSE_OK(x) do { cusparseStatus_t e_ = (x); if (e_ != CUSPARSE_STATUS_SUCCESS) { fprintf(stderr, "%s: %d\n", #x, (int)e_); exit(1); } } while (0)
 #define SR_OK(x) do { sr_status e_ = (x); if (e_ != SR_SUCCESS) { fprintf(stderr, "%s: %s\n", #x, sr_last_error()); exit(1); } } while (0)
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, compare_double);
-    return t[n / 2];
-}
 
 /* Device-to-device copy bandwidth (bytes read + written per second): the ceiling. */
 static double copy_ceiling(void)
