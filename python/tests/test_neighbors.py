@@ -213,8 +213,8 @@ def pypi_summaries(nrows):
     return m
 
 
-@pytest.mark.parametrize("metric", ["euclidean", "cosine", "manhattan", "jaccard", "hellinger", "braycurtis",
-                                    "jensenshannon", "inner_product", "correlation", "chebyshev"])
+@pytest.mark.parametrize("metric", ["euclidean", "sqeuclidean", "cosine", "manhattan", "jaccard", "hellinger",
+                                    "braycurtis", "jensenshannon", "inner_product", "correlation", "chebyshev"])
 def test_host_overlap_path_equals_dense_path_on_real_text(metric, monkeypatch):
     """The host k-NN's overlap path (the default) against the dense path (SPARSERING_KNN_OVERLAP=0)
     on 20,000 PyPI summaries: the same neighbours and the same distances, bit for bit."""

@@ -7,6 +7,7 @@
  * the radius). A query whose overlap is most of the index is scored densely, row by row, as the
  * dense path does. Results are the dense path's exactly: the same accumulation order, the same
  * finalizer, the same rounding to the output type before selection, ties to the smaller index. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +175,34 @@ static inline double row_value(const sr_distance_inputs *in, overlap_scratch *s,
     return in->Q->type == SR_TYPE_FLOAT32 ? (double)(float)v : v;
 }
 
+/* Whether index row i's distance to query j is certainly past `worst` (a full heap's worst key, or
+ * the radius), from its accumulator alone, without the finalizer's square root and division: it
+ * is then past worst by a margin (1e-6 relative) far beyond every rounding between this test and
+ * the finalizer (a few ulps, and the float32 output's 6e-8), so no tie is decided here and the
+ * selection is the exact path's. For the metrics whose finalizer costs most of a k-NN on word
+ * counts: cosine (q.x^2 against (1 - worst)^2 |q|^2 |x|^2) and the expanded Euclidean forms
+ * (|q|^2 + |x|^2 - 2 q.x against worst^2, or worst); false for the others (and for the largest-first
+ * inner product). */
+static inline bool cannot_beat(const sr_distance_inputs *in, const overlap_scratch *s, int64_t j, int64_t i,
+                               double worst)
+{
+    const double a0 = s->acc[i], q0 = in->qnorm[2 * j], x0 = in->xnorm[2 * i], margin = 1e-6 * (1.0 + fabs(worst));
+    switch (in->metric) {
+    case SR_METRIC_COSINE: {
+        const double room = 1.0 - worst - margin, both = q0 * x0; /* distance > worst + margin iff q.x/|q||x| < room */
+        return room > 0.0 && a0 >= 0.0 && a0 < 1e150 && both > 2.2250738585072014e-308 &&
+               both <= 1.7976931348623157e308 && a0 * a0 < room * room * both;
+    }
+    case SR_METRIC_L2: case SR_METRIC_SQEUCLIDEAN: {
+        const double sq = q0 + x0 - 2.0 * a0, bound = worst + margin; /* the finalizer's own sum */
+        const double past = in->metric == SR_METRIC_L2 ? bound * bound : bound;
+        return worst >= 0.0 && sq > past && sq > 1e-12 * (q0 + x0) && sq < 1.7976931348623157e308;
+    }
+    default:
+        return false;
+    }
+}
+
 /* How query j walks the rows it shares nothing with: along the order (dir 1), against it (-1),
  * or by index (0: their distance is one constant). A row ends the walk when its value is past the
  * bound by more than `slack`: correlation's computed values follow its key only up to rounding
@@ -212,12 +241,17 @@ static void query(const sr_distance_inputs *in, const int32_t *order, sr_disjoin
     if (s->chebyshev)
         sr_cheb_prepare(&s->cheb, in->Q, j);
     sr_select_heap *h = &s->heap;
+    const bool filter = !largest && !s->chebyshev; /* cannot_beat's keys are the distances */
     if (dense) { /* every row, in index order */
         for (int64_t i = 0; i < n; i++)
-            sr_select_offer(h, sign * dense_value(in, s, j, i), i);
+            if (!(filter && h->size == h->k && cannot_beat(in, s, j, i, h->e[0].key)))
+                sr_select_offer(h, sign * dense_value(in, s, j, i), i);
     } else {
-        for (int64_t t = 0; t < touched; t++)
-            sr_select_offer(h, sign * row_value(in, s, j, s->touched[t]), s->touched[t]);
+        for (int64_t t = 0; t < touched; t++) {
+            const int32_t i = s->touched[t];
+            if (!(filter && h->size == h->k && cannot_beat(in, s, j, i, h->e[0].key)))
+                sr_select_offer(h, sign * row_value(in, s, j, i), i);
+        }
         /* the rows that share nothing, best first: along the walk their value never improves, so it
          * ends at the first one worse than a full heap's worst (for one constant value, at the
          * first that does not beat it, since later rows have larger indices) */
@@ -297,8 +331,12 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
         sr_cheb_prepare(&s->cheb, in->Q, j);
     kept_entry *kept = s->kept;
     int64_t count = 0;
+    /* distances past the radius by the margin need no finalizer (cannot_beat) */
+    const bool filter = rule->kind == SR_KEEP_AT_MOST && !s->chebyshev;
     if (dense) {
         for (int64_t i = 0; i < n; i++) {
+            if (filter && cannot_beat(in, s, j, i, rule->bound))
+                continue;
             const double v = dense_value(in, s, j, i);
             if (i != self && keeps(rule, v))
                 kept[count++] = (kept_entry){(int32_t)i, v};
@@ -306,6 +344,8 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
     } else {
         for (int64_t t = 0; t < touched; t++) {
             const int32_t i = s->touched[t];
+            if (filter && cannot_beat(in, s, j, i, rule->bound))
+                continue;
             const double v = row_value(in, s, j, i);
             if (i != self && keeps(rule, v))
                 kept[count++] = (kept_entry){i, v};
