@@ -220,9 +220,10 @@ static bool mark_candidates(const sr_distance_inputs *in, const overlap_scratch 
         }
         for (int64_t i = i0; i < i1; i++) {
             const double a0 = acc[i], x0 = xn[2 * i], both = q0 * x0;
-            const bool past = a0 >= 0.0 && a0 < 1e150 && both > 2.2250738585072014e-308 &&
-                              both <= 1.7976931348623157e308 && a0 * a0 < rq * x0;
-            mark[i - i0] = !past;
+            /* & rather than &&: no branches, so the loop vectorizes */
+            const int past = (a0 >= 0.0) & (a0 < 1e150) & (both > 2.2250738585072014e-308) &
+                             (both <= 1.7976931348623157e308) & (a0 * a0 < rq * x0);
+            mark[i - i0] = (uint8_t)(past ^ 1);
         }
         return true;
     }
@@ -234,8 +235,8 @@ static bool mark_candidates(const sr_distance_inputs *in, const overlap_scratch 
         }
         for (int64_t i = i0; i < i1; i++) {
             const double x0 = xn[2 * i], sq = q0 + x0 - 2.0 * acc[i];
-            const bool beyond = sq > past && sq > 1e-12 * (q0 + x0) && sq < 1.7976931348623157e308;
-            mark[i - i0] = !beyond;
+            const int beyond = (sq > past) & (sq > 1e-12 * (q0 + x0)) & (sq < 1.7976931348623157e308);
+            mark[i - i0] = (uint8_t)(beyond ^ 1);
         }
         return true;
     }
