@@ -175,74 +175,79 @@ static inline double row_value(const sr_distance_inputs *in, overlap_scratch *s,
     return in->Q->type == SR_TYPE_FLOAT32 ? (double)(float)v : v;
 }
 
-/* Whether index row i's distance to query j is certainly past `worst` (a full heap's worst key, or
- * the radius), from its accumulator alone, without the finalizer's square root and division: it
- * is then past worst by a margin (1e-6 relative) far beyond every rounding between this test and
- * the finalizer (a few ulps, and the float32 output's 6e-8), so no tie is decided here and the
- * selection is the exact path's. For the metrics whose finalizer costs most of a k-NN on word
- * counts: cosine (q.x^2 against (1 - worst)^2 |q|^2 |x|^2) and the expanded Euclidean forms
- * (|q|^2 + |x|^2 - 2 q.x against worst^2, or worst); false for the others (and for the largest-first
- * inner product). */
+/* Whether an index row's distance to a query is certainly past `worst` (a full heap's worst key,
+ * or the radius) from its accumulator alone, without the finalizer's square root and division.
+ * Such a distance is past worst by a margin (1e-6 relative) far beyond every rounding between
+ * this test and the finalizer (a few ulps, and the float32 output's 6e-8), so no tie is decided
+ * here and the selection is the exact path's. For the metrics whose finalizer costs most of a
+ * k-NN on word counts: cosine (q.x^2 against (1 - worst)^2 |q|^2 |x|^2) and the expanded Euclidean
+ * forms (|q|^2 + |x|^2 - 2 q.x, the finalizer's own sum, against worst^2, or worst); never asked
+ * for the largest-first inner product.
+ *
+ * past_limit gives the query's side of the test (false where no row can be shown past: another
+ * metric, or a bound that leaves no room); the row tests combine their comparisons with &, not
+ * &&, so a loop of them has no branches and vectorizes. */
+static inline bool past_limit(sr_metric m, double worst, double q0, double *limit)
+{
+    const double margin = 1e-6 * (1.0 + fabs(worst));
+    if (m == SR_METRIC_COSINE) {
+        const double room = 1.0 - worst - margin;
+        *limit = room * room * q0;
+        return room > 0.0;
+    }
+    if (m == SR_METRIC_L2 || m == SR_METRIC_SQEUCLIDEAN) {
+        const double bound = worst + margin;
+        *limit = m == SR_METRIC_L2 ? bound * bound : bound;
+        return worst >= 0.0;
+    }
+    return false;
+}
+
+static inline int cosine_past(double a0, double q0, double x0, double limit)
+{
+    const double both = q0 * x0;
+    return (a0 >= 0.0) & (a0 < 1e150) & (both > 2.2250738585072014e-308) & (both <= 1.7976931348623157e308) &
+           (a0 * a0 < limit * x0);
+}
+
+static inline int euclidean_past(double a0, double q0, double x0, double limit)
+{
+    const double sq = q0 + x0 - 2.0 * a0;
+    return (sq > limit) & (sq > 1e-12 * (q0 + x0)) & (sq < 1.7976931348623157e308);
+}
+
+/* The test for index row i and query j. */
 static inline bool cannot_beat(const sr_distance_inputs *in, const overlap_scratch *s, int64_t j, int64_t i,
                                double worst)
 {
-    const double a0 = s->acc[i], q0 = in->qnorm[2 * j], x0 = in->xnorm[2 * i], margin = 1e-6 * (1.0 + fabs(worst));
-    switch (in->metric) {
-    case SR_METRIC_COSINE: {
-        const double room = 1.0 - worst - margin, both = q0 * x0; /* distance > worst + margin iff q.x/|q||x| < room */
-        return room > 0.0 && a0 >= 0.0 && a0 < 1e150 && both > 2.2250738585072014e-308 &&
-               both <= 1.7976931348623157e308 && a0 * a0 < room * room * both;
-    }
-    case SR_METRIC_L2: case SR_METRIC_SQEUCLIDEAN: {
-        const double sq = q0 + x0 - 2.0 * a0, bound = worst + margin; /* the finalizer's own sum */
-        const double past = in->metric == SR_METRIC_L2 ? bound * bound : bound;
-        return worst >= 0.0 && sq > past && sq > 1e-12 * (q0 + x0) && sq < 1.7976931348623157e308;
-    }
-    default:
+    const double q0 = in->qnorm[2 * j], x0 = in->xnorm[2 * i];
+    double limit;
+    if (!past_limit(in->metric, worst, q0, &limit))
         return false;
-    }
+    return in->metric == SR_METRIC_COSINE ? cosine_past(s->acc[i], q0, x0, limit)
+                                          : euclidean_past(s->acc[i], q0, x0, limit);
 }
 
-/* cannot_beat for rows [i0, i1) at once: mark[i - i0] = 0 where it holds, 1 where the row must be
- * finalized. One loop per metric, without branches, which the compiler vectorizes (the scalar
- * test cost a dense query about 1.5 ns a row, most of its time on word counts). Returns false
- * for the metrics cannot_beat does not know. */
+/* The test for rows [i0, i1) at once: mark[i - i0] = 0 where it holds, 1 where the row must be
+ * finalized (the test row by row cost a dense query about 1.5 ns a row, most of its time on word
+ * counts). False for the metrics the test does not know. */
 static bool mark_candidates(const sr_distance_inputs *in, const overlap_scratch *s, int64_t j, int64_t i0, int64_t i1,
                             double worst, uint8_t *mark)
 {
-    const double *acc = s->acc, *xn = in->xnorm, q0 = in->qnorm[2 * j], margin = 1e-6 * (1.0 + fabs(worst));
-    switch (in->metric) {
-    case SR_METRIC_COSINE: {
-        const double room = 1.0 - worst - margin, rq = room * room * q0;
-        if (!(room > 0.0)) {
-            memset(mark, 1, (size_t)(i1 - i0));
-            return true;
-        }
-        for (int64_t i = i0; i < i1; i++) {
-            const double a0 = acc[i], x0 = xn[2 * i], both = q0 * x0;
-            /* & rather than &&: no branches, so the loop vectorizes */
-            const int past = (a0 >= 0.0) & (a0 < 1e150) & (both > 2.2250738585072014e-308) &
-                             (both <= 1.7976931348623157e308) & (a0 * a0 < rq * x0);
-            mark[i - i0] = (uint8_t)(past ^ 1);
-        }
-        return true;
-    }
-    case SR_METRIC_L2: case SR_METRIC_SQEUCLIDEAN: {
-        const double bound = worst + margin, past = in->metric == SR_METRIC_L2 ? bound * bound : bound;
-        if (!(worst >= 0.0)) {
-            memset(mark, 1, (size_t)(i1 - i0));
-            return true;
-        }
-        for (int64_t i = i0; i < i1; i++) {
-            const double x0 = xn[2 * i], sq = q0 + x0 - 2.0 * acc[i];
-            const int beyond = (sq > past) & (sq > 1e-12 * (q0 + x0)) & (sq < 1.7976931348623157e308);
-            mark[i - i0] = (uint8_t)(beyond ^ 1);
-        }
-        return true;
-    }
-    default:
+    const sr_metric m = in->metric;
+    if (m != SR_METRIC_COSINE && m != SR_METRIC_L2 && m != SR_METRIC_SQEUCLIDEAN)
         return false;
-    }
+    const double *acc = s->acc, *xn = in->xnorm, q0 = in->qnorm[2 * j];
+    double limit;
+    if (!past_limit(m, worst, q0, &limit))
+        memset(mark, 1, (size_t)(i1 - i0));
+    else if (m == SR_METRIC_COSINE)
+        for (int64_t i = i0; i < i1; i++)
+            mark[i - i0] = (uint8_t)(cosine_past(acc[i], q0, xn[2 * i], limit) ^ 1);
+    else
+        for (int64_t i = i0; i < i1; i++)
+            mark[i - i0] = (uint8_t)(euclidean_past(acc[i], q0, xn[2 * i], limit) ^ 1);
+    return true;
 }
 
 /* The first marked row in [i, b1) of a block marked from b0 (b1 when none), eight marks a word:
