@@ -6,6 +6,7 @@
 
 #include "../core/error.h"
 #include "../core/memory.h"
+#include "../cpu/cpu.h" /* sr_cpu_prefix_sum: the host scans the row counts */
 #include "ocl_runtime.h"
 #include "opencl.h"
 
@@ -31,6 +32,9 @@ static void pattern_release(ocl_pattern *p)
     sr_ocl_release(p->colind);
 }
 
+/* The kernels' mask mode: 0 none, 1 the mask, 2 its complement. */
+static cl_int mask_mode_of(const struct sr_matrix_s *mask, bool complement) { return mask ? (complement ? 2 : 1) : 0; }
+
 /* One pass of a row kernel over rows [r_begin, r_end): counting (fill 0, into counts) or filling
  * (c_colind holds the batch's entries, the first at C's entry c_base). The buffers a pass does not
  * use name one it does: every kernel argument is a valid buffer. */
@@ -51,7 +55,6 @@ static sr_status build_rows(sr_ocl *o, struct sr_context_s *ctx, struct sr_matri
     row_pass pass = {0, n, 0, NULL, NULL, NULL, 0};
     sr_status s = SR_SUCCESS;
     if (!counted) {
-        C->rowptr[0] = 0;
         s = sr_ocl_alloc(o, (size_t)n * sizeof(int64_t), true, &pass.counts); /* rows not visited count 0 */
         pass.c_rowptr = pass.c_colind = pass.counts;
         if (s == SR_SUCCESS)
@@ -60,8 +63,7 @@ static sr_status build_rows(sr_ocl *o, struct sr_context_s *ctx, struct sr_matri
             s = sr_ocl_download(o, pass.counts, C->rowptr + 1, (size_t)n * sizeof(int64_t));
         sr_ocl_release(pass.counts);
         SR_TRY(s);
-        for (int64_t i = 0; i < n; i++)
-            C->rowptr[i + 1] += C->rowptr[i];
+        sr_cpu_prefix_sum(C->rowptr, n);
     }
     SR_TRY(sr_matrix_alloc_entries(C, C->rowptr[n]));
     if (C->rowptr[n] == 0)
@@ -144,6 +146,9 @@ static size_t row_groups(int64_t rows) { return (size_t)(rows < 16384 ? (rows > 
 
 #define SHORT_ROW 32 /* as in bool.cl */
 
+/* A long row's scale: its bound's power of two. */
+static int scale_of(int64_t bound) { return 63 - __builtin_clzll((unsigned long long)bound); }
+
 /* The rows' product bounds (on the device, then here) and the two row lists: rows of at most
  * SHORT_ROW products, and the rest, heaviest first (by powers of two of their bounds) so the
  * groups that take them in turn do not end on a hub. Rows of no products are in neither. */
@@ -164,7 +169,7 @@ static sr_status mxm_plan(sr_ocl *o, const struct sr_matrix_s *A, mxm_op *op)
     int64_t per_scale[64] = {0}, n_short = 0;
     for (int64_t i = 0; s == SR_SUCCESS && i < nrows; i++) {
         if (bounds[i] > SHORT_ROW)
-            per_scale[63 - __builtin_clzll((unsigned long long)bounds[i])]++;
+            per_scale[scale_of(bounds[i])]++;
         else if (bounds[i] > 0)
             lists[n_short++] = i;
     }
@@ -175,7 +180,7 @@ static sr_status mxm_plan(sr_ocl *o, const struct sr_matrix_s *A, mxm_op *op)
     }
     for (int64_t i = 0; s == SR_SUCCESS && i < nrows; i++)
         if (bounds[i] > SHORT_ROW)
-            lists[next[63 - __builtin_clzll((unsigned long long)bounds[i])]++] = i;
+            lists[next[scale_of(bounds[i])]++] = i;
     op->n_short = n_short;
     op->n_rows = at - n_short;
     if (s == SR_SUCCESS)
@@ -212,7 +217,7 @@ sr_status sr_ocl_mxm_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A,
     sr_ocl *o = sr_ocl_of(ctx);
     mxm_op op;
     memset(&op, 0, sizeof op);
-    op.mask_mode = mask ? (complement ? 2 : 1) : 0;
+    op.mask_mode = mask_mode_of(mask, complement);
     op.ncols = (cl_int)B->ncols;
     sr_status s = pattern_upload(o, A, &op.a);
     if (s == SR_SUCCESS)
@@ -254,7 +259,7 @@ sr_status sr_ocl_ewise_bool(struct sr_context_s *ctx, const struct sr_matrix_s *
                             const struct sr_matrix_s *mask, bool complement, sr_merge merge, struct sr_matrix_s **C)
 {
     sr_ocl *o = sr_ocl_of(ctx);
-    ewise_op op = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, mask ? (complement ? 2 : 1) : 0, (cl_int)merge};
+    ewise_op op = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, mask_mode_of(mask, complement), (cl_int)merge};
     sr_status s = pattern_upload(o, A, &op.a);
     if (s == SR_SUCCESS)
         s = pattern_upload(o, merge == SR_MERGE_LEFT ? NULL : B, &op.b);
@@ -360,13 +365,12 @@ sr_status sr_ocl_reduce_rows_bool(struct sr_context_s *ctx, const struct sr_matr
         const sr_ocl_arg args[] = {SR_OCL_ARG(rowptr), SR_OCL_ARG(nrows), SR_OCL_ARG(counts)};
         s = sr_ocl_run(o, "reduce_rows_bool", (size_t)nrows, 0, 3, args);
     }
-    V->rowptr[0] = 0;
     if (s == SR_SUCCESS)
         s = sr_ocl_download(o, counts, V->rowptr + 1, (size_t)nrows * sizeof(int64_t));
     sr_ocl_release(rowptr);
     sr_ocl_release(counts);
-    for (int64_t i = 0; s == SR_SUCCESS && i < nrows; i++)
-        V->rowptr[i + 1] += V->rowptr[i];
+    if (s == SR_SUCCESS)
+        sr_cpu_prefix_sum(V->rowptr, nrows);
     if (s == SR_SUCCESS && (s = sr_matrix_alloc_entries(V, V->rowptr[nrows])) == SR_SUCCESS && V->nnz > 0)
         memset(V->colind, 0, (size_t)V->nnz * sizeof(int32_t)); /* every entry is in column 0 */
     if (s != SR_SUCCESS) {
@@ -435,11 +439,8 @@ sr_status sr_ocl_transpose_bool(struct sr_context_s *ctx, const struct sr_matrix
     }
     if (s == SR_SUCCESS)
         s = sr_ocl_alloc(o, (size_t)nnz * sizeof(int32_t), false, &t_colind);
-    if (s == SR_SUCCESS) {
-        const cl_uchar z = 0; /* the counts again from zero, as each column's cursor */
-        s = sr_ocl_check(clEnqueueFillBuffer(o->queue, cursor, &z, 1, 0, (size_t)(ncols > 0 ? ncols : 2) *
-                                             sizeof(uint32_t), 0, NULL, NULL), "clEnqueueFillBuffer");
-    }
+    if (s == SR_SUCCESS) /* the counts again from zero, as each column's cursor */
+        s = sr_ocl_zero(o, cursor, (size_t)ncols * sizeof(uint32_t));
     if (s == SR_SUCCESS) {
         const sr_ocl_arg args[] = {SR_OCL_ARG(a.rowptr), SR_OCL_ARG(a.colind), SR_OCL_ARG(nrows),
                                    SR_OCL_ARG(t_rowptr), SR_OCL_ARG(cursor),   SR_OCL_ARG(t_colind)};

@@ -384,16 +384,20 @@ sr_status sr_ocl_alloc(sr_ocl *o, size_t bytes, bool zero, cl_mem *out)
     cl_int err;
     *out = clCreateBuffer(o->dev->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
     SR_TRY(sr_ocl_check(err, "clCreateBuffer (a result)"));
-    if (zero) {
-        const cl_uchar z = 0;
-        err = clEnqueueFillBuffer(o->queue, *out, &z, 1, 0, bytes, 0, NULL, NULL);
-        if (err != CL_SUCCESS) {
-            clReleaseMemObject(*out);
-            *out = NULL;
-            return sr_ocl_check(err, "clEnqueueFillBuffer");
-        }
+    const sr_status s = zero ? sr_ocl_zero(o, *out, bytes) : SR_SUCCESS;
+    if (s != SR_SUCCESS) {
+        clReleaseMemObject(*out);
+        *out = NULL;
     }
-    return SR_SUCCESS;
+    return s;
+}
+
+sr_status sr_ocl_zero(sr_ocl *o, cl_mem buffer, size_t bytes)
+{
+    const cl_uchar z = 0;
+    return bytes == 0 ? SR_SUCCESS
+                      : sr_ocl_check(clEnqueueFillBuffer(o->queue, buffer, &z, 1, 0, bytes, 0, NULL, NULL),
+                                     "clEnqueueFillBuffer");
 }
 
 sr_status sr_ocl_download(sr_ocl *o, cl_mem buffer, void *host, size_t bytes)

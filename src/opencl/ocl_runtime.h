@@ -54,6 +54,8 @@ sr_status sr_ocl_check(cl_int err, const char *what);
 sr_status sr_ocl_upload(sr_ocl *o, const void *host, size_t bytes, cl_mem *out);
 /* A device buffer of `bytes` (at least 8), zeroed when `zero`. */
 sr_status sr_ocl_alloc(sr_ocl *o, size_t bytes, bool zero, cl_mem *out);
+/* Zeroes the first `bytes` of a buffer (queued; nothing for 0 bytes). */
+sr_status sr_ocl_zero(sr_ocl *o, cl_mem buffer, size_t bytes);
 /* Copies bytes from the start of a buffer to the host and waits for them. */
 sr_status sr_ocl_download(sr_ocl *o, cl_mem buffer, void *host, size_t bytes);
 void sr_ocl_release(cl_mem buffer); /* NULL is allowed */
