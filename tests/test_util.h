@@ -203,30 +203,39 @@ static inline sr_matrix test_make_matrix_at(sr_context ctx, const test_csr *m, s
     return D;
 }
 
+/* Runs run() with *ctx a new context of `backend` and *where `where`, when one can be made; else
+ * prints why that part is skipped. */
+static inline void test_run_where_made(sr_context *ctx, sr_location *where, sr_backend backend, sr_location at,
+                                       void (*run)(void), const char *part)
+{
+    sr_context_options o = sr_context_options_default();
+    o.backend = backend;
+    if (sr_context_create(ctx, &o) != SR_SUCCESS) {
+        printf("%s part skipped: %s\n", part, sr_last_error());
+        return;
+    }
+    *where = at;
+    run();
+    sr_context_destroy(*ctx);
+}
+
 /* Runs run() with *ctx and *where set to a CPU context on the host, then to a CUDA context on the
  * device when one can be made (else prints why that part is skipped). SR_TEST_BACKENDS=cuda
  * runs the device part alone (compute-sanitizer runs, where only device code is checked). */
 static inline void test_on_each_backend(sr_context *ctx, sr_location *where, void (*run)(void))
 {
     const char *only = getenv("SR_TEST_BACKENDS");
-    sr_context_options o = sr_context_options_default();
     if (only && strcmp(only, "opencl") == 0)
         return;
     if (!(only && strcmp(only, "cuda") == 0)) {
+        sr_context_options o = sr_context_options_default();
         o.backend = SR_BACKEND_CPU;
         CHECK_OK(sr_context_create(ctx, &o));
         *where = SR_HOST;
         run();
         sr_context_destroy(*ctx);
     }
-    o.backend = SR_BACKEND_CUDA;
-    if (sr_context_create(ctx, &o) == SR_SUCCESS) {
-        *where = SR_DEVICE;
-        run();
-        sr_context_destroy(*ctx);
-    } else {
-        printf("device part skipped: %s\n", sr_last_error());
-    }
+    test_run_where_made(ctx, where, SR_BACKEND_CUDA, SR_DEVICE, run, "device");
 }
 
 /* test_on_each_backend, then an OpenCL context when one can be made (the suites of the Boolean
@@ -234,22 +243,11 @@ static inline void test_on_each_backend(sr_context *ctx, sr_location *where, voi
  * SR_TEST_BACKENDS=opencl runs the OpenCL part alone; SR_TEST_SKIP_OPENCL leaves it out. */
 static inline void test_on_each_backend_and_opencl(sr_context *ctx, sr_location *where, void (*run)(void))
 {
-    const char *only = getenv("SR_TEST_BACKENDS");
-    if (!(only && strcmp(only, "opencl") == 0))
-        test_on_each_backend(ctx, where, run);
-    if (getenv("SR_TEST_SKIP_OPENCL")) { /* CI's LeakSanitizer run: see .ci/run */
+    test_on_each_backend(ctx, where, run);
+    if (getenv("SR_TEST_SKIP_OPENCL")) /* CI's LeakSanitizer run: see .ci/run */
         printf("OpenCL part skipped: SR_TEST_SKIP_OPENCL is set\n");
-        return;
-    }
-    sr_context_options o = sr_context_options_default();
-    o.backend = SR_BACKEND_OPENCL;
-    if (sr_context_create(ctx, &o) == SR_SUCCESS) {
-        *where = SR_HOST;
-        run();
-        sr_context_destroy(*ctx);
-    } else {
-        printf("OpenCL part skipped: %s\n", sr_last_error());
-    }
+    else
+        test_run_where_made(ctx, where, SR_BACKEND_OPENCL, SR_HOST, run, "OpenCL");
 }
 
 /* "cpu", "cuda" or "opencl": the backend of a context, for messages. */
