@@ -16,12 +16,6 @@ sr_status sr_opencl_open(int device, void **state)
 
 void sr_opencl_close(void *state) { (void)state; }
 
-const char *sr_opencl_device_name(const void *state)
-{
-    (void)state;
-    return "";
-}
-
 #define SR_NO_OPENCL return sr_error(SR_ERROR_INTERNAL, "an OpenCL operation was reached in a build without OpenCL")
 
 sr_status sr_ocl_mxm_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,

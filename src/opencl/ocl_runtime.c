@@ -228,8 +228,6 @@ sr_status sr_opencl_open(int device, void **state)
     pthread_mutex_init(&o->stage_lock, NULL);
     pthread_mutex_lock(&devices_lock);
     sr_status s = device_get(ids[device], &o->dev);
-    if (s == SR_SUCCESS)
-        o->dev->users++;
     pthread_mutex_unlock(&devices_lock);
     if (s == SR_SUCCESS) {
         const char *profile = getenv("SPARSERING_PROFILE"), *stage = getenv("SPARSERING_OPENCL_STAGING");
@@ -265,15 +263,9 @@ void sr_opencl_close(void *state)
     if (o->staging)
         clReleaseMemObject(o->staging);
     pthread_mutex_destroy(&o->stage_lock);
-    /* the device's program stays for the next context on it: building it costs far more */
-    pthread_mutex_lock(&devices_lock);
-    if (o->dev)
-        o->dev->users--;
-    pthread_mutex_unlock(&devices_lock);
-    free(o);
+    free(o); /* the device's program stays for the next context on it: building it costs far more */
 }
 
-const char *sr_opencl_device_name(const void *state) { return state ? ((const sr_ocl *)state)->dev->name : ""; }
 
 /* ------------------------------------------------------------------ buffers and launches */
 

@@ -22,7 +22,6 @@ typedef struct sr_ocl_device {
     size_t max_alloc;  /* CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest one buffer */
     size_t group;      /* WG of the group kernels */
     bool cpu;          /* a CPU device (PoCL): host memory is its memory */
-    int users;         /* open contexts */
 } sr_ocl_device;
 
 /* One per sr_context: its device and its own in-order queue. */

@@ -21,8 +21,6 @@ bool sr_opencl_built(void);
  * context keeps; close it with sr_opencl_close. */
 sr_status sr_opencl_open(int device, void **state);
 void sr_opencl_close(void *state);
-/* "NVIDIA H100 80GB HBM3 (NVIDIA CUDA, OpenCL 3.0 CUDA ...)": the device a context opened. */
-const char *sr_opencl_device_name(const void *state);
 
 /* The Boolean operations on host matrices of an OpenCL context; shapes and masks are checked by
  * the callers (src/ops), as for the other backends. */
