@@ -259,6 +259,34 @@ sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring
 sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr_matrix A, sr_matrix B,
                  const sr_descriptor *desc);
 
+/* SpMV plans. PageRank, CG and GNN layers call SpMV hundreds of times on one matrix;
+ * sr_spmv_plan analyses A once for them. It ranks A's columns by how many entries they hold and
+ * gives the x values of the first ones a place in fast memory: on the GPU, each block's shared
+ * memory (about 49K float or 20K double columns on an H100), where the plain call gathers every x
+ * value from L2; on the CPU, the front of a copy of x renumbered by that rank, where they share
+ * cache lines. It times one SpMV each way on A itself and keeps the plan only where it is faster
+ * (not for Boolean matrices, which read no x, nor where the columns are about equally popular,
+ * as in uniformly random matrices). Every later sr_spmv on A uses the plan: the results are
+ * identical, bit for bit, to the unplanned call's (each row's products are the same values, summed
+ * in the same order) and in the caller's order; masks, accumulate and every semiring work as
+ * without it. sr_spmm (more than one column) is unchanged. The plan stays with A, in A's memory,
+ * until A is freed, sr_spmv_plan_free, or a new sr_spmv_plan; make or free it while no other
+ * thread uses A. */
+typedef struct sr_spmv_plan_info {
+    bool in_use;            /* false: the analysis kept the plain call (nothing faster found) */
+    int64_t hot_columns;    /* columns whose x values a call keeps in fast memory */
+    double hot_share;       /* the share of A's entries in those columns */
+    double seconds;         /* the analysis's own time, its trial runs included */
+    double plain_seconds;   /* one SpMV without the plan, as the analysis timed it */
+    double planned_seconds; /* one SpMV with the best plan tried */
+    size_t bytes;           /* memory the plan keeps with A (device memory for a device matrix) */
+} sr_spmv_plan_info;
+/* Analyses A and keeps the plan with it when faster; info (may be NULL) says what it found. A
+ * plan A had before is dropped first (on failure A is left with none: only speed changes). */
+sr_status sr_spmv_plan(sr_context ctx, sr_matrix A, sr_spmv_plan_info *info);
+/* Drops A's plan, if it has one: later calls run as before the plan. */
+sr_status sr_spmv_plan_free(sr_context ctx, sr_matrix A);
+
 /* A column vector view: n x 1, ld n. */
 sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location location);
 

@@ -996,6 +996,31 @@ static PyObject *extract(PyObject *mod, PyObject *args)
 }
 
 /* reduce_rows(ctx, A, semiring) -> Matrix (nrows x 1) */
+/* spmv_plan(ctx, A, drop) -> (in_use, hot_columns, hot_share, seconds, plain_seconds, planned_seconds, bytes);
+ * drop: sr_spmv_plan_free instead (returns None). */
+static PyObject *spmv_plan(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *a;
+    int drop;
+    if (!PyArg_ParseTuple(args, "OOp", &context, &a, &drop))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A;
+    if (!ctx || matrix_arg(a, &A, 0, "A"))
+        return NULL;
+    if (drop) {
+        TRY(sr_spmv_plan_free(ctx, A));
+        Py_RETURN_NONE;
+    }
+    sr_spmv_plan_info i;
+    sr_status st;
+    Py_BEGIN_ALLOW_THREADS st = sr_spmv_plan(ctx, A, &i);
+    Py_END_ALLOW_THREADS if (st != SR_SUCCESS) return raise_status(st);
+    return Py_BuildValue("(OLddddK)", i.in_use ? Py_True : Py_False, (long long)i.hot_columns, i.hot_share, i.seconds,
+                         i.plain_seconds, i.planned_seconds, (unsigned long long)i.bytes);
+}
+
 static PyObject *reduce_rows(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -1512,6 +1537,7 @@ static PyMethodDef module_methods[] = {
      "solve(ctx, kind, X, y, w, lambda_or_C, tolerance, max_iterations, fit_intercept, callback) -> (b, steps)"},
     {"extract", extract, METH_VARARGS, "extract(ctx, A, row0, col0, nrows, ncols)"},
     {"reduce_rows", reduce_rows, METH_VARARGS, "reduce_rows(ctx, A, semiring)"},
+    {"spmv_plan", spmv_plan, METH_VARARGS, "spmv_plan(ctx, A, drop) -> info tuple, or None with drop"},
     {"mxm_bits", mxm_bits, METH_VARARGS, "mxm_bits(ctx, Y, mask, A, X, ncols, complement, replace, accumulate)"},
     {"closure", closure, METH_VARARGS, "closure(ctx, A, method)"},
     {"reachability", reachability, METH_VARARGS, "reachability(ctx, A, sources)"},

@@ -34,6 +34,10 @@ struct sr_matrix_s {
      * the value checks it passed, its norms per metric: src/ops/distance_index.c). */
     void *distance_cache;
     void (*free_distance_cache)(struct sr_matrix_s *A);
+    /* The SpMV plan sr_spmv_plan made and kept (src/cuda/cuda_spmv_plan.cu for device
+     * matrices, src/cpu/cpu_spmv_plan.c for host ones); NULL when none is in use. */
+    void *spmv_plan;
+    void (*free_spmv_plan)(struct sr_matrix_s *A);
 };
 
 /* A matrix with allocated, unset arrays for `capacity` entries; nnz is set to capacity. */

@@ -46,6 +46,15 @@ sr_status sr_cpu_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B,
 sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
                       sr_semiring s, bool complement, bool accumulate);
 
+/* sr_spmv_plan for a host matrix (src/cpu/cpu_spmv_plan.c): the columns renumbered by entry count
+ * and kept with A when one SpMV measured faster that way. */
+sr_status sr_cpu_spmv_plan(struct sr_matrix_s *A, sr_spmv_plan_info *info);
+/* Whether A holds a CPU SpMV plan; if so, A_plan (a shallow copy of A with the plan's columns) and
+ * x_plan (x in the plan's order, in *x_memory, which the caller frees) are what an SpMV runs on. */
+bool sr_cpu_spmv_planned(const struct sr_matrix_s *A);
+sr_status sr_cpu_spmv_plan_operands(const struct sr_matrix_s *A, const sr_dense *x, int threads,
+                                    struct sr_matrix_s *A_plan, sr_dense *x_plan, void **x_memory);
+
 /* C = A ⊕.⊗ B for sparse A and B (Gustavson, two passes: count, then fill). */
 sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                      const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,

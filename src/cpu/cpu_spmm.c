@@ -194,15 +194,27 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
                          A->nrows;
     int threads = sr_context_threads_for(A->ctx, work);
     if (C->ncols == 1) {
+        /* with a plan (sr_spmv_plan): its columns, and x in their order */
+        struct sr_matrix_s A_plan;
+        sr_dense x_plan;
+        void *x_memory = NULL;
+        if (A->type != SR_TYPE_BOOL && sr_cpu_spmv_planned(A)) {
+            SR_TRY(sr_cpu_spmv_plan_operands(A, B, threads, &A_plan, &x_plan, &x_memory));
+            A = &A_plan;
+            B = &x_plan;
+        }
+        bool found = false;
 #define SR_DISPATCH_SPMV(SEMI, ADD, MUL, T, OUT)                                                         \
-    if (s == SEMI && C->type == OUT) {                                                                   \
+    if (!found && s == SEMI && C->type == OUT) {                                                         \
         spmv_##ADD##_##MUL##_##T(A, B, C, mask, complement, accumulate, threads);                        \
-        return SR_SUCCESS;                                                                               \
+        found = true;                                                                                    \
     }
         SR_FOR_EACH_SEMIRING_KERNEL(SR_DISPATCH_SPMV)
 #undef SR_DISPATCH_SPMV
-        return sr_error(SR_ERROR_INTERNAL, "no CPU kernel for %s with %s output", sr_semiring_name(s),
-                        sr_type_name(C->type));
+        free(x_memory);
+        return found ? SR_SUCCESS
+                     : sr_error(SR_ERROR_INTERNAL, "no CPU kernel for %s with %s output", sr_semiring_name(s),
+                                sr_type_name(C->type));
     }
     size_t n = (size_t)C->ncols;
     /* rows per thread's tile of accumulators: 16 KiB of doubles, 1 to 64 rows */

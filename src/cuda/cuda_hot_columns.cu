@@ -1,6 +1,7 @@
 // The hot-column plan of a sparse matrix (cuda_hot_columns.cuh): count each column's entries,
 // sort the columns by count, give the first `slots` a slot. Cached with the matrix.
 #include "cuda_hot_columns.cuh"
+#include "cuda_spmv_plan.cuh"
 
 #include <cub/cub.cuh>
 
@@ -57,8 +58,10 @@ void free_plan(sr_matrix_s *A) {
     A->hot_columns = nullptr;
 }
 
+} // namespace
+
 // Fills slot_of (ncols) and column_of (slots) and returns the hot entries' count.
-sr_status build(const sr_matrix_s *A, int64_t slots, int32_t *slot_of, int32_t *column_of, unsigned long long *hot) {
+sr_status rank_hot_columns(const sr_matrix_s *A, int64_t slots, int32_t *slot_of, int32_t *column_of, unsigned long long *hot) {
     sr_context_s *ctx = A->ctx;
     cudaStream_t stream = stream_of(ctx);
     const int64_t n = A->ncols;
@@ -91,8 +94,6 @@ sr_status build(const sr_matrix_s *A, int64_t slots, int32_t *slot_of, int32_t *
     return SR_SUCCESS;
 }
 
-} // namespace
-
 sr_status hot_columns_of(const sr_matrix_s *A, int64_t slots, hot_columns *plan) {
     std::lock_guard<std::mutex> lock(plan_mutex);
     auto *matrix = const_cast<sr_matrix_s *>(A); // the cache is not part of the matrix's value
@@ -108,7 +109,7 @@ sr_status hot_columns_of(const sr_matrix_s *A, int64_t slots, hot_columns *plan)
     SR_TRY(sr_mem_alloc(A->ctx, SR_DEVICE, bytes, &memory));
     int32_t *slot_of = static_cast<int32_t *>(memory), *column_of = slot_of + A->ncols;
     unsigned long long hot = 0;
-    sr_status st = build(A, slots, slot_of, column_of, &hot);
+    sr_status st = rank_hot_columns(A, slots, slot_of, column_of, &hot);
     p = st == SR_SUCCESS ? new (std::nothrow) plan_memory{} : nullptr;
     if (!p) {
         sr_mem_free(A->ctx, SR_DEVICE, memory, bytes);

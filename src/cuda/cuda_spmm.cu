@@ -7,6 +7,7 @@
 // matrix's cached row plan, so a call launches only the kernels its rows need and waits once.
 #include "cuda_row_plan.cuh"
 #include "cuda_semiring.cuh"
+#include "cuda_spmv_plan.cuh"
 
 #include <algorithm>
 #include <cstdlib>
@@ -350,7 +351,7 @@ template <class Ops> struct spmm_launcher {
     // large such operands go through row-major scratch (B transposed in; C transposed out, and in
     // when its old values matter); small ones are read and written in place, strided.
     static sr_status run(const sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const sr_matrix_s *mask,
-                         bool complement, bool accumulate) {
+                         bool complement, bool accumulate, const spmv_plan *plan) {
         sr_context_s *ctx = A->ctx;
         cudaStream_t stream = stream_of(ctx);
         const int64_t K = C->ncols;
@@ -360,7 +361,7 @@ template <class Ops> struct spmm_launcher {
         // bench_products.py on debian-depends and pushpull, 2026-11-23).
         const size_t dense_bytes = ((size_t)B->nrows + (size_t)C->nrows) * (size_t)K * sizeof(T);
         if ((!b_cols && !c_cols) || (K <= 16 && dense_bytes <= ((size_t)24 << 20))) {
-            SR_TRY(run_row_major(A, B, C, mask, complement, accumulate));
+            SR_TRY(run_row_major(A, B, C, mask, complement, accumulate, plan));
             SR_CUDA_TRY(cudaStreamSynchronize(stream));
             return SR_SUCCESS;
         }
@@ -377,7 +378,7 @@ template <class Ops> struct spmm_launcher {
                 SR_TRY(transpose_dense<T>(static_cast<const T *>(C->data), K, C->nrows, C->ld, c_rows.get(), K, stream));
             c = sr_dense_view(c_rows.get(), C->nrows, K, C->type, SR_ROW_MAJOR, SR_DEVICE);
         }
-        SR_TRY(run_row_major(A, &b, &c, mask, complement, accumulate));
+        SR_TRY(run_row_major(A, &b, &c, mask, complement, accumulate, nullptr));
         if (c_cols)
             SR_TRY(transpose_dense<T>(c_rows.get(), C->nrows, K, K, static_cast<T *>(C->data), C->ld, stream));
         SR_CUDA_TRY(cudaStreamSynchronize(stream)); // once, after the last kernel: C is ready on return
@@ -405,7 +406,7 @@ template <class Ops> struct spmm_launcher {
     }
 
     static sr_status run_row_major(const sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const sr_matrix_s *mask,
-                                   bool complement, bool accumulate) {
+                                   bool complement, bool accumulate, const spmv_plan *plan) {
         sr_context_s *ctx = A->ctx;
         cudaStream_t stream = stream_of(ctx);
         const int64_t K = C->ncols, nrows = A->nrows;
@@ -422,8 +423,8 @@ template <class Ops> struct spmm_launcher {
         p.accumulate = accumulate;
         if (nrows == 0 || K == 0)
             return SR_SUCCESS;
-        if (K == 1 && spmv_use_split(nrows, A->nnz))
-            return run_spmv_split(p, A->nnz, ctx, stream);
+        if (K == 1 && plan)
+            return run_spmv_split(p, A->nnz, ctx, stream, *plan);
 
         // Which rows are mid (SpMM only) and long comes from A's cached plan: no scan, no round trip,
         // and only the kernels these rows need.
@@ -480,12 +481,61 @@ template <class Ops> struct spmm_launcher {
     }
 };
 
+// The hot kernel's room for slots, for the plan's analysis (plus_times on A's type).
+template <class Ops> struct hot_room {
+    static sr_status run(size_t *bytes) {
+        *bytes = hot_slot_bytes<Ops>();
+        return SR_SUCCESS;
+    }
+};
+
 } // namespace
+
+namespace sr_cuda {
+
+int64_t spmv_split_tile_count(const sr_matrix_s *A) { return (A->nnz + kSplitTile - 1) / kSplitTile; }
+
+// a long span has more than kSerialFixup * kSplitTile entries
+int64_t spmv_long_spans_room(const sr_matrix_s *A) { return A->nnz / (kSerialFixup * kSplitTile) + 1; }
+
+sr_status spmv_split_tiles(const sr_matrix_s *A, int64_t *first_row, int64_t *spans, int64_t *n_spans) {
+    cudaStream_t stream = stream_of(A->ctx);
+    split_first_rows<<<grid_for(A->nrows + 1), kBlock, 0, stream>>>(A->rowptr, A->nrows, spmv_split_tile_count(A),
+                                                                    first_row);
+    SR_CUDA_LAUNCHED();
+    buffer<unsigned long long> count(A->ctx);
+    SR_TRY(count.allocate(1));
+    SR_CUDA_TRY(cudaMemsetAsync(count.get(), 0, sizeof(unsigned long long), stream));
+    find_long_spans<<<grid_for(A->nrows), kBlock, 0, stream>>>(A->rowptr, A->nrows, spans, count.get());
+    SR_CUDA_LAUNCHED();
+    unsigned long long found = 0;
+    SR_CUDA_TRY(cudaMemcpyAsync(&found, count.get(), sizeof found, cudaMemcpyDeviceToHost, stream));
+    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    *n_spans = (int64_t)found;
+    return SR_SUCCESS;
+}
+
+bool spmv_runs_split(const sr_matrix_s *A) { return A->nrows > 0 && spmv_use_split(A->nrows, A->nnz); }
+
+size_t spmv_hot_slot_bytes(sr_type type) {
+    size_t bytes = 0;
+    return dispatch_semiring<hot_room>(SR_PLUS_TIMES, type, &bytes) == SR_SUCCESS ? bytes : 0;
+}
+
+sr_status spmv_with_plan(const sr_matrix_s *A, const sr_dense *x, const sr_dense *y, const spmv_plan *plan) {
+    return dispatch_semiring<spmm_launcher>(SR_PLUS_TIMES, y->type, A, x, y, nullptr, false, false, plan);
+}
+
+} // namespace sr_cuda
 
 extern "C" sr_status sr_cuda_spmm(const sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const sr_matrix_s *mask,
                                   sr_semiring s, bool complement, bool accumulate) {
     device_guard guard(A->ctx->device);
-    return dispatch_semiring<spmm_launcher>(s, C->type, A, B, C, mask, complement, accumulate);
+    // a plan serves SpMV's split kernel only
+    const spmv_plan *plan = nullptr;
+    if (C->ncols == 1 && spmv_runs_split(A))
+        SR_TRY(spmv_plan_for_call(A, &plan));
+    return dispatch_semiring<spmm_launcher>(s, C->type, A, B, C, mask, complement, accumulate, plan);
 }
 
 extern "C" sr_status sr_cuda_dense_row_major(sr_context_s *ctx, const sr_dense *d, void *out) {

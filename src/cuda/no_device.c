@@ -60,6 +60,11 @@ sr_status sr_cuda_dense_to_csr(struct sr_context_s *ctx, const sr_dense *d, cons
     return no_cuda();
 }
 sr_status sr_cuda_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B) { (void)A; (void)B; return no_cuda(); }
+sr_status sr_cuda_spmv_plan(struct sr_matrix_s *A, sr_spmv_plan_info *info)
+{
+    (void)A; (void)info;
+    return no_cuda();
+}
 sr_status sr_cuda_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
                        sr_semiring s, bool complement, bool accumulate)
 {
