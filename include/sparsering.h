@@ -301,6 +301,8 @@ sr_status sr_vector_free(sr_context ctx, sr_dense *v); /* clears *v; a zeroed vi
 sr_status sr_vector_copy(sr_context ctx, const sr_dense *dst, const sr_dense *src);
 /* *result = Σ x_i·y_i, summed in float64; x and y in one location (a device sum waits for it). */
 sr_status sr_vector_dot(sr_context ctx, const sr_dense *x, const sr_dense *y, double *result);
+/* *result = Σ |x_i| (BLAS asum: the 1-norm), summed in float64. */
+sr_status sr_vector_asum(sr_context ctx, const sr_dense *x, double *result);
 /* y = α·x + β·y, x not read when α = 0 nor y when β = 0 (so axpby(0, x, 0, y) zeroes y whatever
  * it held, NaN included); x and y in one location, x may be y. */
 sr_status sr_vector_axpby(sr_context ctx, double alpha, const sr_dense *x, double beta, const sr_dense *y);
@@ -643,6 +645,37 @@ sr_factorize_options sr_factorize_options_default(void);
  * the last sweep's figures. options may be NULL for the defaults. */
 sr_status sr_factorize(sr_context ctx, sr_matrix R, sr_matrix R_test, const sr_factorize_options *options,
                        const sr_dense *W, const sr_dense *H, double *mean, sr_factorize_step *last);
+
+/* ------------------------------------------------------------------ PageRank */
+
+/* PageRank of the directed graph A (n x n; A(i,j) an edge i -> j weighing its value, every edge 1
+ * in a Boolean A; weights must be >= 0): the fixpoint of r = d·Pᵀr + ((1 − d) + d·(the rank on
+ * vertices without out-edges))/n, P = A with its rows scaled to sum 1, by power iteration from
+ * r = 1/n, as networkx.pagerank without personalization. M = Pᵀ is built once (where A lives)
+ * and, with options.plan, analysed by sr_spmv_plan; each iteration is one SpMV on it and three
+ * vector operations, on the GPU for a device A. Stops when Σ|r_new − r| <= n·tolerance (networkx's
+ * rule) or after max_iterations. */
+typedef struct sr_pagerank_options {
+    double damping;     /* d, in [0, 1); default 0.85 */
+    double tolerance;   /* default 1e-6 */
+    int max_iterations; /* default 100 */
+    bool plan;          /* analyse M with sr_spmv_plan before iterating; default true */
+} sr_pagerank_options;
+sr_pagerank_options sr_pagerank_options_default(void);
+
+typedef struct sr_pagerank_result {
+    int iterations;
+    double change;          /* Σ|r_new − r| of the last iteration */
+    double setup_seconds;   /* building M */
+    double plan_seconds;    /* sr_spmv_plan on M (0 without) */
+    double iterate_seconds; /* the iterations */
+    sr_spmv_plan_info plan; /* what the plan found (zeros without) */
+} sr_pagerank_result;
+
+/* rank: an n x 1 float32 or float64 vector anywhere (its type is the iterations' precision); it
+ * receives the ranks, which sum to 1. options and result may be NULL. */
+sr_status sr_pagerank(sr_context ctx, sr_matrix A, const sr_pagerank_options *options, const sr_dense *rank,
+                      sr_pagerank_result *result);
 
 /* ------------------------------------------------------------------ regression solvers */
 

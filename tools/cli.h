@@ -44,6 +44,7 @@ int cmd_knn(const cli_globals *g, int argc, char **argv);
 int cmd_knn_graph(const cli_globals *g, int argc, char **argv);
 int cmd_radius(const cli_globals *g, int argc, char **argv);
 int cmd_bool(const cli_globals *g, int argc, char **argv);
+int cmd_pagerank(const cli_globals *g, int argc, char **argv);
 int cmd_closure(const cli_globals *g, int argc, char **argv);
 int cmd_reach(const cli_globals *g, int argc, char **argv);
 int cmd_cfpq(const cli_globals *g, int argc, char **argv);

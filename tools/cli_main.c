@@ -29,6 +29,8 @@ static const char usage_text[] =
             "  bool OP A.mtx [B.mtx] [--mask M.mtx [--complement]] [--accumulate C.mtx] [--out OUT.mtx]\n"
             "                                  a Boolean operation on patterns: mxm, add, mult, kron, transpose,\n"
             "                                  reduce, extract --rows R0:N --cols C0:N, nnz, equal\n"
+            "  pagerank GRAPH.mtx [--damping D] [--tol T] [--max-iter N] [--no-plan] [--float32] [--top K]\n"
+            "                                  PageRank by power iteration on a planned SpMV\n"
             "  closure GRAPH.mtx [--method semi-naive|squaring] [--out CLOSURE.mtx]\n"
             "                                  transitive closure: every pair joined by a path\n"
             "  reach GRAPH.mtx (--sources V1,V2,... | --all) [--out REACHED.mtx]\n"
@@ -209,6 +211,7 @@ int cli_main(int argc, char **argv)
         {"radius", cmd_radius},     {"demo", cmd_demo},           {"bool", cmd_bool},   {"sddmm", cmd_sddmm},
         {"factorize", cmd_factorize}, {"fused", cmd_fused},       {"ridge", cmd_ridge}, {"logistic", cmd_logistic},
         {"closure", cmd_closure},   {"reach", cmd_reach},         {"cfpq", cmd_cfpq},
+        {"pagerank", cmd_pagerank},
     };
     if (strcmp(cmd, "version") == 0)
         return print_version();

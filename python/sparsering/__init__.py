@@ -26,6 +26,7 @@ from ._boolean import (QueryStats, bits_count, bits_from_matrix, bits_or, cfpq, 
 from ._matrix import BooleanMatrix, Context, Matrix, as_matrix, default_context, set_default_context
 from ._ops import (METRICS, SEMIRINGS, kneighbors, kneighbors_graph, mxm, pairwise_distances, radius_neighbors,
                    radius_neighbors_graph, spmm, spmv, SpmvPlan, spmv_plan, spmv_plan_free)
+from ._pagerank import PageRankInfo, pagerank
 from ._regression import SolverResult, fused_pattern, logistic_regression, ridge
 from ._sddmm import Factorization, factorize, sddmm, sddmm_spmm, sddmm_values
 from .neighbors import NearestNeighbors
@@ -43,7 +44,7 @@ def read_mm(path, dtype=None, context=None):
     return Matrix.read_mm(path, dtype=dtype, context=context)
 
 
-__all__ = ["SpmvPlan", "spmv_plan", "spmv_plan_free", "SolverResult", "fused_pattern", "logistic_regression", "ridge", "Factorization", "factorize", "sddmm", "sddmm_spmm", "sddmm_values", "QueryStats", "bits_count", "bits_from_matrix", "bits_or", "matrix_from_bits", "cfpq", "ewise_add", "ewise_mult", "extract", "kronecker", "labeled_graphs_from_networkx", "mxm_bits", "pack_bits",
+__all__ = ["PageRankInfo", "pagerank", "SpmvPlan", "spmv_plan", "spmv_plan_free", "SolverResult", "fused_pattern", "logistic_regression", "ridge", "Factorization", "factorize", "sddmm", "sddmm_spmm", "sddmm_values", "QueryStats", "bits_count", "bits_from_matrix", "bits_or", "matrix_from_bits", "cfpq", "ewise_add", "ewise_mult", "extract", "kronecker", "labeled_graphs_from_networkx", "mxm_bits", "pack_bits",
            "reachability", "read_labeled_graph", "reduce_rows", "transitive_closure", "unpack_bits", "BooleanMatrix", "CancelledError", "Context", "DeviceError", "DeviceOutOfMemoryError", "FileError",
            "InternalError", "InvalidArgumentError", "InvalidMatrixError", "METRICS", "Matrix", "NearestNeighbors",
            "NoDeviceError", "OutOfMemoryError", "ParseError", "SEMIRINGS", "SizeOverflowError", "SparseringError",

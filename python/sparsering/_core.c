@@ -1021,6 +1021,37 @@ static PyObject *spmv_plan(PyObject *mod, PyObject *args)
                          i.plain_seconds, i.planned_seconds, (unsigned long long)i.bytes);
 }
 
+/* pagerank(ctx, A, rank (dense tuple, written), damping, tolerance, max_iterations, plan)
+ * -> (iterations, change, setup_s, plan_s, iterate_s, plan info tuple) */
+static PyObject *pagerank(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *a, *rt;
+    double damping, tolerance;
+    int max_iterations, plan;
+    if (!PyArg_ParseTuple(args, "OOO!ddip", &context, &a, &PyTuple_Type, &rt, &damping, &tolerance, &max_iterations,
+                          &plan))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A;
+    if (!ctx || matrix_arg(a, &A, 0, "A"))
+        return NULL;
+    dense_arg r;
+    if (dense_parse(rt, &r, 1, "rank"))
+        return NULL;
+    sr_pagerank_options o = {damping, tolerance, max_iterations, plan != 0};
+    sr_pagerank_result res;
+    sr_status st;
+    Py_BEGIN_ALLOW_THREADS st = sr_pagerank(ctx, A, &o, &r.view, &res);
+    Py_END_ALLOW_THREADS dense_release(&r);
+    if (st != SR_SUCCESS)
+        return raise_status(st);
+    const sr_spmv_plan_info *i = &res.plan;
+    return Py_BuildValue("(idddd(OLddddK))", res.iterations, res.change, res.setup_seconds, res.plan_seconds,
+                         res.iterate_seconds, i->in_use ? Py_True : Py_False, (long long)i->hot_columns, i->hot_share,
+                         i->seconds, i->plain_seconds, i->planned_seconds, (unsigned long long)i->bytes);
+}
+
 static PyObject *reduce_rows(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -1538,6 +1569,7 @@ static PyMethodDef module_methods[] = {
     {"extract", extract, METH_VARARGS, "extract(ctx, A, row0, col0, nrows, ncols)"},
     {"reduce_rows", reduce_rows, METH_VARARGS, "reduce_rows(ctx, A, semiring)"},
     {"spmv_plan", spmv_plan, METH_VARARGS, "spmv_plan(ctx, A, drop) -> info tuple, or None with drop"},
+    {"pagerank", pagerank, METH_VARARGS, "pagerank(ctx, A, rank, damping, tolerance, max_iterations, plan)"},
     {"mxm_bits", mxm_bits, METH_VARARGS, "mxm_bits(ctx, Y, mask, A, X, ncols, complement, replace, accumulate)"},
     {"closure", closure, METH_VARARGS, "closure(ctx, A, method)"},
     {"reachability", reachability, METH_VARARGS, "reachability(ctx, A, sources)"},

@@ -28,7 +28,7 @@ sr_status sr_cpu_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT);
 
 /* Σ x_i·y_i in float64, and y = α·x + β·y (x unread when α = 0, y when β = 0), over checked
  * n x 1 vectors of one type, on `threads` threads (src/cpu/cpu_vector.c). */
-double sr_cpu_vector_dot(const sr_dense *x, const sr_dense *y, int threads);
+double sr_cpu_vector_dot(const sr_dense *x, const sr_dense *y, int threads); /* y NULL: Σ |x_i| */
 void sr_cpu_vector_axpby(double alpha, const sr_dense *x, double beta, const sr_dense *y, int threads);
 /* Writes every element of the host view d (A's shape and type). */
 void sr_cpu_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d, int threads);

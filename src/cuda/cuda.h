@@ -17,7 +17,8 @@ extern "C" {
 
 /* bytes of zeros at device `data`, in the context's stream. */
 sr_status sr_cuda_zero(struct sr_context_s *ctx, void *data, size_t bytes);
-/* sr_vector_dot and sr_vector_axpby on checked device vectors (src/cuda/cuda_vector.cu). */
+/* sr_vector_dot (sr_vector_asum with y NULL) and sr_vector_axpby on checked device vectors
+ * (src/cuda/cuda_vector.cu). */
 sr_status sr_cuda_vector_dot(struct sr_context_s *ctx, const sr_dense *x, const sr_dense *y, double *result);
 sr_status sr_cuda_vector_axpby(struct sr_context_s *ctx, double alpha, const sr_dense *x, double beta, const sr_dense *y);
 /* A packed row-major copy (out: d->nrows x d->ncols, device) of a column-major device view. */

@@ -89,6 +89,20 @@ sr_status sr_vector_dot(sr_context ctx, const sr_dense *x, const sr_dense *y, do
     return SR_SUCCESS;
 }
 
+sr_status sr_vector_asum(sr_context ctx, const sr_dense *x, double *result)
+{
+    const char *fn = "sr_vector_asum";
+    SR_CHECK_ARG(ctx != NULL && result != NULL, "%s: the context or the result is NULL", fn);
+    SR_TRY(check_vector(fn, "x", x));
+    *result = 0.0;
+    if (x->nrows == 0)
+        return SR_SUCCESS;
+    if (x->location == SR_DEVICE)
+        return sr_cuda_vector_dot(ctx, x, NULL, result);
+    *result = sr_cpu_vector_dot(x, NULL, vector_threads(ctx, x->nrows));
+    return SR_SUCCESS;
+}
+
 sr_status sr_vector_axpby(sr_context ctx, double alpha, const sr_dense *x, double beta, const sr_dense *y)
 {
     const char *fn = "sr_vector_axpby";
