@@ -13,7 +13,7 @@ expect() { # expect CODE command...
 }
 expect 0 "$cli" --help
 # every command's --help (and -h, and help COMMAND) prints its own usage and exits 0
-for c in info convert knn knn-graph radius bool closure reach cfpq sddmm factorize fused ridge logistic demo; do
+for c in info convert knn knn-graph radius bool pagerank closure reach cfpq sddmm factorize fused ridge logistic demo; do
     expect 0 "$cli" "$c" --help
     grep -q "^  $c " "$tmp/out" || { echo "FAIL: $c --help: $(cat "$tmp/out")"; failures=$((failures + 1)); }
     expect 0 "$cli" "$c" -h
@@ -104,6 +104,12 @@ expect 0 "$cli" bool equal "$tmp/g.mtx" "$tmp/g.mtx"
 expect 1 "$cli" bool equal "$tmp/g.mtx" "$tmp/g2.mtx"
 expect 0 "$cli" closure "$tmp/g.mtx" --method squaring
 grep -q "closure: 12 pairs" "$tmp/out" || { echo "FAIL: closure: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+# PageRank on the same graph: ranks sum to 1, the best vertex first; bad damping is a usage error
+expect 0 "$cli" pagerank "$tmp/g.mtx" --top 2 --out "$tmp/ranks.txt"
+grep -q "^pagerank: 4 vertices" "$tmp/out" || { echo "FAIL: pagerank: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+awk '{ s += $1 } END { exit (s > 0.999999 && s < 1.000001) ? 0 : 1 }' "$tmp/ranks.txt" ||
+    { echo "FAIL: pagerank ranks do not sum to 1: $(cat "$tmp/ranks.txt")"; failures=$((failures + 1)); }
+expect 2 "$cli" pagerank "$tmp/g.mtx" --damping 1.5
 expect 0 "$cli" reach "$tmp/g.mtx" --sources 2,0
 grep -q "reach: 7 pairs" "$tmp/out" || { echo "FAIL: reach: $(cat "$tmp/out")"; failures=$((failures + 1)); }
 expect 2 "$cli" reach "$tmp/g.mtx"

@@ -180,10 +180,11 @@ sr_status sr_cpu_spmv_plan(struct sr_matrix_s *A, sr_spmv_plan_info *info)
     if (!p)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an SpMV plan");
     sr_status st = analyse(A, p, info);
-    /* kept only where it beats the plain call by more than the timing's noise; always with
-     * SPARSERING_SPMV_PLAN set (tests run the planned kernel with it whatever the timing says) */
+    /* kept only where it beats the plain call by 10%, more than a busy host's timing noise (the
+     * renumbered x costs a pass over x a call); always with SPARSERING_SPMV_PLAN set (tests run
+     * the planned kernel with it whatever the timing says) */
     const char *forced = getenv("SPARSERING_SPMV_PLAN");
-    if (st == SR_SUCCESS && ((forced && *forced) || info->planned_seconds <= 0.97 * info->plain_seconds)) {
+    if (st == SR_SUCCESS && ((forced && *forced) || info->planned_seconds <= 0.9 * info->plain_seconds)) {
         A->spmv_plan = p;
         A->free_spmv_plan = free_plan;
         info->in_use = true;
