@@ -190,6 +190,12 @@ static void synthetic_cases(sr_type type)
         test_csr_free(&disjoint);
         test_csr_free(&dense);
     }
+    /* an index of several 2,048-row slices, which a densely scored query accumulates and finalizes
+     * one after another (its cursors carry each column's place from slice to slice) */
+    test_csr tall = counts(5000, 300, 0, 300, 8, false, type), wide_queries = counts(12, 300, 0, 300, 150, false, type);
+    compare_paths("dense queries over several slices", &tall, &wide_queries, 11, true);
+    test_csr_free(&tall);
+    test_csr_free(&wide_queries);
 }
 
 int main(void)

@@ -52,7 +52,7 @@ __global__ void encode_hot(const int32_t *colind, int64_t nnz, const int32_t *sl
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Median seconds of one SpMV on A with `plan` (nullptr: without), after a warm-up.
+// Median seconds of one SpMV on A with `plan` (the split kernel's), after a warm-up.
 sr_status time_spmv(const sr_matrix_s *A, const sr_dense *x, const sr_dense *y, const spmv_plan *plan, double *seconds) {
     constexpr int kReps = 7;
     SR_TRY(spmv_with_plan(A, x, y, plan));

@@ -33,7 +33,7 @@ int64_t spmv_split_tile_count(const sr_matrix_s *A);
 bool spmv_runs_split(const sr_matrix_s *A);
 // shared memory bytes the hot kernel can give its slots (A's type)
 size_t spmv_hot_slot_bytes(sr_type type);
-// y = A·x (plus_times) with the given plan (nullptr: as without one), waiting for the result
+// y = A·x (plus_times) by the split kernel with the given plan, waiting for the result
 sr_status spmv_with_plan(const sr_matrix_s *A, const sr_dense *x, const sr_dense *y, const spmv_plan *plan);
 
 // From cuda_hot_columns.cu: the first `slots` columns by entry count (ties to the smaller column)

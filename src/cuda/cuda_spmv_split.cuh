@@ -7,8 +7,9 @@
 // number of entries, coalesced, and their products go to shared memory. Then the tile's rows are
 // reduced from there, a lane per short segment and the warp per long one. A row that crosses
 // tiles leaves a partial in each (its head in a tile it started before, its tail in the tile it
-// started in); a fix-up pass adds them in tile order, so results are deterministic for every
-// semiring, as in the row kernel.
+// started in); a fix-up pass adds them in a fixed order, so results are deterministic for every
+// semiring, as in the row kernel. The tiles' first rows come from the matrix's plan
+// (cuda_spmv_plan.cuh), built by its first SpMV.
 #pragma once
 
 constexpr int kSplitPerThread = 8;
