@@ -192,14 +192,42 @@ static int team_for(int threads, int64_t queries)
     return queries < threads ? (int)(queries > 0 ? queries : 1) : threads;
 }
 
-/* The cost estimate: the index entries query j's columns reach bound the rows it touches; past
- * half the index, scoring every row costs less than the walk's bookkeeping (mode > 0: never). */
+/* The marking loops: branch-free, so that they vectorize. x86-64's baseline (SSE2) leaves a loop
+ * that mixes doubles and bytes scalar; an AVX2 clone, picked at load time where the CPU has it,
+ * runs them 4 rows a step (one dense query over 20,000 word-count rows spent as long marking as
+ * accumulating before). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
+/* (not under the sanitizers: the clones' resolver runs at load time, before ThreadSanitizer's
+ * runtime is up, and crashed test_threads' TSan build) */
+#define SR_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#define SR_AVX2_CLONES 1
+#else
+#define SR_AVX2_CLONE
+#endif
+
+/* The cost estimate: the index entries query j's columns reach bound the rows it touches. A
+ * walking query pays for each of them (stamps, a touched list, scattered accumulators), a dense one
+ * for every row (its marks) and for the reached entries in L1-sized slices; so it scores densely
+ * past a share of the index set by the marks' cost: 1/8 where they run 4 rows a step (the AVX2
+ * clones), 1/2 where they are scalar. On the PyPI sets (2 cores, 1,000 queries) 1/8 took the
+ * batch from 0.13-0.14 to 0.09-0.10 s (249K summaries) and 0.75-0.78 to 0.49-0.53 s (886K names),
+ * though the median single name query went from 0.52 to 0.81 ms (mode > 0: never dense). */
+static int dense_share(void)
+{
+#ifdef SR_AVX2_CLONES
+    return __builtin_cpu_supports("avx2") ? 8 : 2; /* a read of the CPU model the loader filled in */
+#else
+    return 2;
+#endif
+}
+
 static bool scores_densely(const sr_distance_inputs *in, int64_t j, int mode)
 {
     int64_t reach = 0;
     for (int64_t e = in->Q->rowptr[j]; e < in->Q->rowptr[j + 1]; e++)
         reach += in->XT->rowptr[in->Q->colind[e] + 1] - in->XT->rowptr[in->Q->colind[e]];
-    return mode < 0 && 2 * reach > in->X->nrows;
+    return mode < 0 && dense_share() * reach > in->X->nrows;
 }
 
 /* The distance of query j to index row i as the dense path computes it, rounded to the output
@@ -279,19 +307,6 @@ static inline bool cannot_beat(const sr_distance_inputs *in, const overlap_scrat
     return in->metric == SR_METRIC_COSINE ? cosine_past(s->acc[i], q0, x0, limit)
                                           : euclidean_past(s->acc[i], q0, x0, limit);
 }
-
-/* The marking loops: branch-free, so that they vectorize. x86-64's baseline (SSE2) leaves a loop
- * that mixes doubles and bytes scalar; an AVX2 clone, picked at load time where the CPU has it,
- * runs them 4 rows a step (one dense query over 20,000 word-count rows spent as long marking as
- * accumulating before). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
-    !defined(__SANITIZE_ADDRESS__)
-/* (not under the sanitizers: the clones' resolver runs at load time, before ThreadSanitizer's
- * runtime is up, and crashed test_threads' TSan build) */
-#define SR_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
-#else
-#define SR_AVX2_CLONE
-#endif
 
 SR_AVX2_CLONE static void mark_cosine(const double *restrict acc, const double *restrict xn, double q0, double limit,
                                       int64_t n, uint8_t *restrict mark)
