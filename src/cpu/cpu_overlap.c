@@ -196,10 +196,10 @@ static int team_for(int threads, int64_t queries)
  * that mixes doubles and bytes scalar; an AVX2 clone, picked at load time where the CPU has it,
  * runs them 4 rows a step (one dense query over 20,000 word-count rows spent as long marking as
  * accumulating before). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
-    !defined(__SANITIZE_ADDRESS__)
-/* (not under the sanitizers: the clones' resolver runs at load time, before ThreadSanitizer's
- * runtime is up, and crashed test_threads' TSan build) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+/* (glibc: the clones are picked through an ifunc; not under the sanitizers: the clones' resolver
+ * runs at load time, before ThreadSanitizer's runtime is up, and crashed test_threads' TSan build) */
 #define SR_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
 #define SR_AVX2_CLONES 1
 #else
