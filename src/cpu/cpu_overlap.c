@@ -81,48 +81,23 @@ static inline double value_at(const struct sr_matrix_s *A, int64_t e)
     return A->type == SR_TYPE_FLOAT32 ? (double)((const float *)A->values)[e] : ((const double *)A->values)[e];
 }
 
-/* The accumulators of the index rows that share a column with query j (the dense path's loop);
- * with `track`, those rows are stamped and listed too. Returns how many were listed. The
- * dot-product metrics (cosine, euclidean, inner product, ...) add q·x in a loop of their own:
- * the metric's switch per entry cost a fifth of a k-NN on word counts. */
-static int64_t accumulate(const sr_distance_inputs *in, int64_t j, overlap_scratch *s, bool track)
+/* Zeroes the accumulators of the rows a walking query touched, for the next query. */
+static void clear_touched(const sr_distance_inputs *in, overlap_scratch *s, int64_t touched)
 {
-    const struct sr_matrix_s *Q = in->Q, *XT = in->XT;
-    double *a0 = s->acc, *a1 = sr_metric_accumulators(in->metric) > 1 ? s->acc + in->X->nrows : s->acc;
-    const bool product = sr_metric_kind_of(in->metric) == SR_MK_PRODUCT;
-    int64_t touched = 0;
-    for (int64_t e = Q->rowptr[j]; e < Q->rowptr[j + 1]; e++) {
-        const int32_t c = Q->colind[e];
-        const double q = value_at(Q, e);
-        const int64_t t0 = XT->rowptr[c], t1 = XT->rowptr[c + 1];
-        const int32_t *rows = XT->colind;
-        if (track)
-            for (int64_t t = t0; t < t1; t++)
-                if (s->stamp[rows[t]] != j) {
-                    s->stamp[rows[t]] = j;
-                    s->touched[touched++] = rows[t];
-                }
-        if (product && XT->type == SR_TYPE_FLOAT32) {
-            const float *x = XT->values;
-            for (int64_t t = t0; t < t1; t++)
-                a0[rows[t]] += q * (double)x[t];
-        } else if (product) {
-            const double *x = XT->values;
-            for (int64_t t = t0; t < t1; t++)
-                a0[rows[t]] += q * x[t];
-        } else {
-            for (int64_t t = t0; t < t1; t++)
-                sr_metric_intersect(in->metric, q, value_at(XT, t), in->p, &a0[rows[t]], &a1[rows[t]]);
-        }
-    }
-    return touched;
+    const int64_t n = in->X->nrows;
+    const int nacc = sr_metric_accumulators(in->metric);
+    for (int64_t t = 0; t < touched; t++)
+        for (int a = 0; a < nacc; a++)
+            s->acc[(int64_t)a * n + s->touched[t]] = 0.0;
 }
 
-/* A densely scored query's accumulators for index rows [b0, b1) only (a slice that stays in L1
- * while it is marked, finalized and cleared): each of the query's columns adds its index rows below
- * b1 from where the last slice stopped (cursor, one per column; the index rows of a column are
- * ascending). A row still adds its products in the query's column order, so its sums are those of
- * the unsliced loop, bit for bit. */
+/* Query j's accumulators (the dense path's loop) for the index rows below b1 that its columns
+ * reach from where each column's cursor stands (start_cursors; a column's index rows ascend). A
+ * dense query takes slices of rows one after another (each stays in L1 while it is marked,
+ * finalized and cleared), a walking one everything at once; either way a row adds its products
+ * in the query's column order, so its sums are the dense path's, bit for bit. The dot-product
+ * metrics (cosine, euclidean, inner product, ...) add q·x in a loop of their own: the metric's
+ * switch per entry cost a fifth of a k-NN on word counts. */
 static void accumulate_slice(const sr_distance_inputs *in, int64_t j, overlap_scratch *s, int64_t b1)
 {
     const struct sr_matrix_s *Q = in->Q, *XT = in->XT;
@@ -153,6 +128,31 @@ static void accumulate_slice(const sr_distance_inputs *in, int64_t j, overlap_sc
  * 5% of each other on word counts; the gain over one pass is not re-walking the columns to clear). */
 #define DENSE_SLICE 4096
 
+/* Each of query j's columns from its first index row. */
+static void start_cursors(const sr_distance_inputs *in, int64_t j, overlap_scratch *s)
+{
+    const struct sr_matrix_s *Q = in->Q;
+    for (int64_t e = Q->rowptr[j]; e < Q->rowptr[j + 1]; e++)
+        s->cursor[e - Q->rowptr[j]] = in->XT->rowptr[Q->colind[e]];
+}
+
+/* A walking query's accumulators, with the rows it reaches stamped and listed (how many: returned). */
+static int64_t accumulate_touched(const sr_distance_inputs *in, int64_t j, overlap_scratch *s)
+{
+    const struct sr_matrix_s *Q = in->Q, *XT = in->XT;
+    const int32_t *rows = XT->colind;
+    int64_t touched = 0;
+    for (int64_t e = Q->rowptr[j]; e < Q->rowptr[j + 1]; e++)
+        for (int64_t t = XT->rowptr[Q->colind[e]]; t < XT->rowptr[Q->colind[e] + 1]; t++)
+            if (s->stamp[rows[t]] != j) {
+                s->stamp[rows[t]] = j;
+                s->touched[touched++] = rows[t];
+            }
+    start_cursors(in, j, s);
+    accumulate_slice(in, j, s, in->X->nrows);
+    return touched;
+}
+
 /* Room for query j's cursors. */
 static bool cursors_ready(overlap_scratch *s, const struct sr_matrix_s *Q, int64_t j)
 {
@@ -165,25 +165,6 @@ static bool cursors_ready(overlap_scratch *s, const struct sr_matrix_s *Q, int64
     s->cursor = c;
     s->cursors = need;
     return true;
-}
-
-/* Zeroes the accumulators query j reached, for the next query: the listed rows, or (untracked)
- * every row its columns reach. */
-static void clear_reached(const sr_distance_inputs *in, int64_t j, overlap_scratch *s, bool tracked, int64_t touched)
-{
-    const int64_t n = in->X->nrows;
-    const int nacc = sr_metric_accumulators(in->metric);
-    if (tracked) {
-        for (int64_t t = 0; t < touched; t++)
-            for (int a = 0; a < nacc; a++)
-                s->acc[(int64_t)a * n + s->touched[t]] = 0.0;
-        return;
-    }
-    const struct sr_matrix_s *Q = in->Q, *XT = in->XT;
-    for (int64_t e = Q->rowptr[j]; e < Q->rowptr[j + 1]; e++)
-        for (int64_t t = XT->rowptr[Q->colind[e]]; t < XT->rowptr[Q->colind[e] + 1]; t++)
-            for (int a = 0; a < nacc; a++)
-                s->acc[(int64_t)a * n + XT->colind[t]] = 0.0;
 }
 
 /* No more threads than queries: each thread's scratch costs O(n) to set up. */
@@ -400,10 +381,8 @@ typedef void (*block_visit)(void *user, const sr_distance_inputs *in, overlap_sc
 
 static void score_densely(const sr_distance_inputs *in, int64_t j, overlap_scratch *s, block_visit visit, void *user)
 {
-    const struct sr_matrix_s *Q = in->Q;
     const int64_t n = in->X->nrows;
-    for (int64_t e = Q->rowptr[j]; e < Q->rowptr[j + 1]; e++)
-        s->cursor[e - Q->rowptr[j]] = in->XT->rowptr[Q->colind[e]];
+    start_cursors(in, j, s);
     const int nacc = sr_metric_accumulators(in->metric);
     for (int64_t c0 = 0; c0 < n; c0 += DENSE_SLICE) {
         const int64_t c1 = c0 + DENSE_SLICE < n ? c0 + DENSE_SLICE : n;
@@ -443,7 +422,7 @@ static void query(const sr_distance_inputs *in, const int32_t *order, sr_disjoin
 {
     const int64_t n = in->X->nrows;
     const double sign = largest ? -1.0 : 1.0; /* the heap keeps the smallest keys */
-    const int64_t touched = dense ? 0 : accumulate(in, j, s, true);
+    const int64_t touched = dense ? 0 : accumulate_touched(in, j, s);
     if (s->chebyshev)
         sr_cheb_prepare(&s->cheb, in->Q, j);
     sr_select_heap *h = &s->heap;
@@ -477,7 +456,7 @@ static void query(const sr_distance_inputs *in, const int32_t *order, sr_disjoin
         }
     }
     if (!dense)
-        clear_reached(in, j, s, true, touched);
+        clear_touched(in, s, touched);
     sr_select_store(h, largest, in->Q->type == SR_TYPE_FLOAT32, idx, dist, r);
 }
 
@@ -496,7 +475,7 @@ sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *o
             if (!ok)
                 continue;
             const bool dense = scores_densely(in, j, mode);
-            if (dense ? !cursors_ready(&s, in->Q, j) : !walk_ready(&s, in->X->nrows)) {
+            if (!cursors_ready(&s, in->Q, j) || (!dense && !walk_ready(&s, in->X->nrows))) {
                 ok = false;
                 continue;
             }
@@ -556,7 +535,7 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
     const int64_t n = in->X->nrows, self = rule->self_offset == SR_KEEP_NO_SELF ? -1 : j + rule->self_offset;
     if (!s->kept && !(s->kept = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->kept)))
         return false;
-    const int64_t touched = dense ? 0 : accumulate(in, j, s, true);
+    const int64_t touched = dense ? 0 : accumulate_touched(in, j, s);
     if (s->chebyshev)
         sr_cheb_prepare(&s->cheb, in->Q, j);
     kept_entry *kept = s->kept;
@@ -595,7 +574,7 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
         qsort(kept, (size_t)count, sizeof *kept, by_col);
     }
     if (!dense)
-        clear_reached(in, j, s, true, touched);
+        clear_touched(in, s, touched);
     out->at = malloc((size_t)(count > 0 ? count : 1) * sizeof *out->at);
     if (!out->at)
         return false;
@@ -625,7 +604,7 @@ sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance
                 /* the rule's self column is batch row + offset; radius_query takes the query's index */
                 r.self_offset = rule->self_offset == SR_KEEP_NO_SELF ? SR_KEEP_NO_SELF : rule->self_offset - q0;
                 const bool dense = scores_densely(in, j, mode);
-                ok = (dense ? cursors_ready(&s, in->Q, j) : walk_ready(&s, n)) && radius_query(in, order, kind, dense, j, &s, &r, &kept[j - q0]);
+                ok = cursors_ready(&s, in->Q, j) && (dense || walk_ready(&s, n)) && radius_query(in, order, kind, dense, j, &s, &r, &kept[j - q0]);
             }
         failed = !ok;
         scratch_free(&s);

@@ -198,7 +198,7 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
         struct sr_matrix_s A_plan;
         sr_dense x_plan;
         void *x_memory = NULL;
-        if (A->type != SR_TYPE_BOOL && sr_cpu_spmv_planned(A)) {
+        if (sr_cpu_spmv_planned(A)) { /* (never a Boolean A: it reads no x) */
             SR_TRY(sr_cpu_spmv_plan_operands(A, B, threads, &A_plan, &x_plan, &x_memory));
             A = &A_plan;
             B = &x_plan;

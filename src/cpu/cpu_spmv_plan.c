@@ -15,16 +15,27 @@ struct cpu_spmv_plan {
     int32_t *column_of; /* ncols: the original column of each new number */
 };
 
-static void free_plan(struct sr_matrix_s *A)
+static void destroy(struct cpu_spmv_plan *p)
 {
-    struct cpu_spmv_plan *p = A->spmv_plan;
     if (p) {
         free(p->colind);
         free(p->column_of);
         free(p);
     }
+}
+
+static void free_plan(struct sr_matrix_s *A)
+{
+    destroy(A->spmv_plan);
     A->spmv_plan = NULL;
     A->free_spmv_plan = NULL;
+}
+
+/* A's plan becomes p (NULL: none), which sr_cpu_spmm then takes from A. */
+static void install(struct sr_matrix_s *A, struct cpu_spmv_plan *p)
+{
+    A->spmv_plan = p;
+    A->free_spmv_plan = p ? free_plan : NULL;
 }
 
 /* column_of = the columns by descending entry count, ties to the smaller (a counting sort:
@@ -151,11 +162,9 @@ static sr_status analyse(struct sr_matrix_s *A, struct cpu_spmv_plan *p, sr_spmv
     const sr_dense yv = sr_dense_view(y, A->nrows, 1, A->type, SR_COL_MAJOR, SR_HOST);
     if ((st = time_spmv(A, &xv, &yv, &info->plain_seconds)) != SR_SUCCESS)
         goto done;
-    A->spmv_plan = p; /* installed for the trial: sr_cpu_spmm takes it from A */
-    A->free_spmv_plan = free_plan;
+    install(A, p); /* for the trial */
     st = time_spmv(A, &xv, &yv, &info->planned_seconds);
-    A->spmv_plan = NULL;
-    A->free_spmv_plan = NULL;
+    install(A, NULL);
     info->hot_columns = front < n ? front : n;
     info->hot_share = nnz > 0 ? (double)hot / (double)nnz : 0.0;
     info->bytes = (size_t)(n + nnz) * sizeof(int32_t);
@@ -185,13 +194,10 @@ sr_status sr_cpu_spmv_plan(struct sr_matrix_s *A, sr_spmv_plan_info *info)
      * the planned kernel with it whatever the timing says) */
     const char *forced = getenv("SPARSERING_SPMV_PLAN");
     if (st == SR_SUCCESS && ((forced && *forced) || info->planned_seconds <= 0.9 * info->plain_seconds)) {
-        A->spmv_plan = p;
-        A->free_spmv_plan = free_plan;
+        install(A, p);
         info->in_use = true;
     } else {
-        free(p->colind);
-        free(p->column_of);
-        free(p);
+        destroy(p);
         info->hot_columns = 0;
         info->hot_share = 0;
         info->bytes = 0;
