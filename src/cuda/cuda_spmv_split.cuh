@@ -249,8 +249,6 @@ inline bool spmv_use_split(int64_t nrows, int64_t nnz) {
     return forced == 1 || nnz >= nrows;
 }
 
-// The shared memory a hot kernel of Groups groups may give its slots, when `per_sm` of its
-// blocks share one SM: what the device allows a block, less its static tiles.
 // The shared memory the hot kernel may give its slots: what the device allows a block, less its
 // warps' tiles.
 template <class Ops> size_t hot_slot_bytes() {
