@@ -12,8 +12,9 @@ sr_pagerank_options sr_pagerank_options_default(void)
     return o;
 }
 
-/* D⁻¹ (n x n, of `type`, in `where`): 1 / out-weight on the diagonal of the rows that have one. */
-static sr_status inverse_out_weights(sr_context ctx, sr_matrix W, int64_t n, sr_type type, sr_location where,
+/* D⁻¹ (n x n, of `type`, in `where`): 1 / out-weight on the diagonal of the rows that have one,
+ * the weights summed in float64 (W64: A's values as float64). */
+static sr_status inverse_out_weights(sr_context ctx, sr_matrix W64, int64_t n, sr_type type, sr_location where,
                                      sr_matrix *D)
 {
     const char *fn = "sr_pagerank";
@@ -27,14 +28,8 @@ static sr_status inverse_out_weights(sr_context ctx, sr_matrix W, int64_t n, sr_
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for %lld out-weights", fn, (long long)n);
         goto done;
     }
-    sr_matrix W64 = NULL; /* the sums in float64, whatever the rank's type */
-    if ((st = sr_matrix_cast(ctx, W, SR_TYPE_FLOAT64, &W64)) != SR_SUCCESS)
-        goto done;
-    st = sr_reduce_rows(ctx, &sums, SR_PLUS_TIMES, W64);
-    if (st == SR_SUCCESS)
-        st = sr_reduce_rows(ctx, &lows, SR_MIN_PLUS, W64);
-    sr_matrix_free(W64);
-    if (st != SR_SUCCESS)
+    if ((st = sr_reduce_rows(ctx, &sums, SR_PLUS_TIMES, W64)) != SR_SUCCESS ||
+        (st = sr_reduce_rows(ctx, &lows, SR_MIN_PLUS, W64)) != SR_SUCCESS)
         goto done;
     sr_dense sv = sr_vector_view(s, n, SR_TYPE_FLOAT64, SR_HOST), lv = sr_vector_view(low, n, SR_TYPE_FLOAT64, SR_HOST);
     if ((st = sr_matrix_export_dense(ctx, sums, &sv)) != SR_SUCCESS ||
@@ -74,18 +69,22 @@ done:
     return st;
 }
 
-/* M = (D⁻¹·W)ᵀ for W = A in the rank's type. */
+/* M = (D⁻¹·W)ᵀ for W = A in the rank's type (one cast of A to float64 serves the weights' sums
+ * and, for float64 ranks, the product). */
 static sr_status transition(sr_context ctx, sr_matrix A, int64_t n, sr_type type, sr_location where, sr_matrix *M)
 {
-    sr_matrix W = NULL, D = NULL, P = NULL;
-    sr_status st = sr_matrix_cast(ctx, A, type, &W);
+    sr_matrix W64 = NULL, W32 = NULL, D = NULL, P = NULL;
+    sr_status st = sr_matrix_cast(ctx, A, SR_TYPE_FLOAT64, &W64);
+    if (st == SR_SUCCESS && type == SR_TYPE_FLOAT32)
+        st = sr_matrix_cast(ctx, A, SR_TYPE_FLOAT32, &W32);
     if (st == SR_SUCCESS)
-        st = inverse_out_weights(ctx, W, n, type, where, &D);
+        st = inverse_out_weights(ctx, W64, n, type, where, &D);
     if (st == SR_SUCCESS)
-        st = sr_mxm(ctx, &P, NULL, SR_PLUS_TIMES, D, W, NULL);
+        st = sr_mxm(ctx, &P, NULL, SR_PLUS_TIMES, D, W32 ? W32 : W64, NULL);
     if (st == SR_SUCCESS)
         st = sr_matrix_transpose(ctx, P, M);
-    sr_matrix_free(W);
+    sr_matrix_free(W64);
+    sr_matrix_free(W32);
     sr_matrix_free(D);
     sr_matrix_free(P);
     return st;
