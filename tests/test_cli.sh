@@ -110,6 +110,8 @@ grep -q "^pagerank: 4 vertices" "$tmp/out" || { echo "FAIL: pagerank: $(cat "$tm
 awk '{ s += $1 } END { exit (s > 0.999999 && s < 1.000001) ? 0 : 1 }' "$tmp/ranks.txt" ||
     { echo "FAIL: pagerank ranks do not sum to 1: $(cat "$tmp/ranks.txt")"; failures=$((failures + 1)); }
 expect 2 "$cli" pagerank "$tmp/g.mtx" --damping 1.5
+expect 0 "$cli" pagerank "$tmp/g.mtx" --top 0
+grep -q "^pagerank: 4 vertices" "$tmp/out" || { echo "FAIL: pagerank --top 0: $(cat "$tmp/out")"; failures=$((failures + 1)); }
 expect 0 "$cli" reach "$tmp/g.mtx" --sources 2,0
 grep -q "reach: 7 pairs" "$tmp/out" || { echo "FAIL: reach: $(cat "$tmp/out")"; failures=$((failures + 1)); }
 expect 2 "$cli" reach "$tmp/g.mtx"

@@ -16,7 +16,7 @@ static const char usage[] =
 static void print_top(const double *r, int64_t n, int64_t k)
 {
     int64_t *best = malloc((size_t)(k > 0 ? k : 1) * sizeof *best), m = 0;
-    for (int64_t i = 0; best && i < n; i++) {
+    for (int64_t i = 0; best && k > 0 && i < n; i++) { /* (--top 0: none) */
         int64_t at = m < k ? m++ : k;
         if (at == k && !(r[i] > r[best[k - 1]]))
             continue;
