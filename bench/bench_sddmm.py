@@ -4,6 +4,7 @@ then the fused SDDMM→SpMM (plain and row-softmax) against the unfused pair (sr
 and torch's sampled_addmm → [softmax] → sparse mm).
 
 usage: python3 bench/bench_sddmm.py BUILD_DIR [--data ../shared/data] [--json OUT.json] [--quick] [--only TEXT]
+       [--ks 32,128,512] [--reps N] [--no-fused]
 
 Matrices: the PyPI summaries bag of words (248,814 x 115,570, 2.2M entries) and PyPI names
 3-grams (886,323 x 38,227, 11.7M) from ../shared/data/text (bench/knn_data.py makes them), and
@@ -43,10 +44,42 @@ def matrices(data, quick):
     out.append(("power-law 500K avg 20", powerlaw(500_000, 500_000, 20, seed=2)))
     if not quick:
         out.append(("power-law 2M avg 16", powerlaw(2_000_000, 2_000_000, 16, seed=4)))
+    out.append(("dense-ish uniform 16K 5%", uniform(16_384, 16_384, 0.05, seed=5)))
+    if not quick:
+        out.append(("dense-ish uniform 8K 25%", uniform(8_192, 8_192, 0.25, seed=6)))
+        out.append(("dense-ish band 32K w512", band(32_768, 256)))
     return out
 
 
+def uniform(m, n, density, seed):
+    """S with each cell present at random with the given density (the paper's dense-ish
+    synthetic matrices, its Fig. 5), values in (0, 1]."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(seed)
+    S = sp.random(m, n, density=density, format="csr", random_state=rng, dtype=np.float32)
+    S.data[:] = 1.0 - rng.random(S.nnz, dtype=np.float32)
+    return S
+
+
+def band(m, half):
+    """A local-attention mask: row i holds columns i - half .. i + half - 1 (clipped), all ones."""
+    import scipy.sparse as sp
+    lo = np.clip(np.arange(m) - half, 0, m)
+    hi = np.clip(np.arange(m) + half, 0, m)
+    indptr = np.concatenate([[0], np.cumsum(hi - lo)]).astype(np.int64)
+    indices = (np.repeat(lo - indptr[:-1], hi - lo) + np.arange(indptr[-1])).astype(np.int32)
+    return sp.csr_matrix((np.ones(indptr[-1], np.float32), indices, indptr), shape=(m, m))
+
+
 L2_BYTES = 50 << 20  # the H100's L2
+
+# The other paths each call is also timed on (environment settings of the library).
+VARIANTS = {
+    "sparse": [("CSR order", {"SPARSERING_SDDMM_PANELS": "0"})],
+    "dense": [("dense tiles", {"SPARSERING_SDDMM_DENSE": "1"}),
+              ("no dense tiles", {"SPARSERING_SDDMM_DENSE": "0"}),
+              ("CSR order", {"SPARSERING_SDDMM_DENSE": "0", "SPARSERING_SDDMM_PANELS": "0"})],
+}
 
 
 def floor_bytes(S, K):
@@ -80,6 +113,7 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--no-fused", action="store_true", help="the SDDMM rows alone")
     ap.add_argument("--only", help="run the matrices whose name holds one of these (comma-separated) texts")
+    ap.add_argument("--ks", default="32,128,512", help="the K values, comma-separated")
     args = ap.parse_args()
     import cupy as cp
     import torch
@@ -105,7 +139,7 @@ def main():
                                      torch.from_numpy(S.data).cuda(), size=S.shape)
         r = torch.repeat_interleave(torch.arange(m, device="cuda"), torch.from_numpy(np.diff(S.indptr)).cuda())
         c = St.col_indices()
-        for K in (32, 128, 512):
+        for K in (int(k) for k in args.ks.split(",")):
             A = torch.rand(m, K, device="cuda") - 0.5
             B = torch.rand(n, K, device="cuda") - 0.5
             Bt = B.t().contiguous()  # cuSPARSE's own layout for the right factor (K x n, row-major)
@@ -119,9 +153,16 @@ def main():
             sync()
             t_first = time.perf_counter() - t0
             t_sr = median_time(ours, reps=args.reps, sync=sync)
-            os.environ["SPARSERING_SDDMM_PANELS"] = "0"  # the CSR-order kernel, for comparison
-            t_csr = median_time(ours, reps=args.reps, sync=sync)
-            del os.environ["SPARSERING_SDDMM_PANELS"]
+            # the paths that would run without the entry orders or tiles, for comparison: the
+            # CSR-order kernel (no row panels); for dense-ish S also the other dense-tile kernel
+            # and the L2 kernels (no dense tiles)
+            variants = {}
+            for label, env in VARIANTS["dense" if name.startswith("dense-ish") else "sparse"]:
+                os.environ.update(env)
+                variants[label] = median_time(ours, reps=args.reps, sync=sync)
+                for key in env:
+                    del os.environ[key]
+            t_csr = variants["CSR order"]
             ref = torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0)
             err = float((ref.values() - out).abs().max() / (ref.values().abs().max() + 1e-30))
             t_cs = median_time(lambda: torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0), reps=args.reps,
@@ -138,11 +179,12 @@ def main():
             row = dict(op="sddmm", matrix=name, nnz=S.nnz, K=K, sparsering_ms=t_sr * 1e3, gflops=gf,
                        floor_ms=floor * 1e3, strict_floor_ms=strict / bw * 1e3, cusparse_ms=t_cs * 1e3,
                        gather_ms=t_g * 1e3, max_rel_diff=err, first_call_ms=t_first * 1e3,
-                       csr_order_ms=t_csr * 1e3)
+                       csr_order_ms=t_csr * 1e3, variants_ms={k: v * 1e3 for k, v in variants.items()})
             rows.append(row)
             print(f"{name:32} {S.nnz / 1e6:5.1f}M {K:4} | {t_sr * 1e3:8.2f}ms {gf:7.0f} {floor * 1e3:5.2f}ms "
                   f"{t_sr / floor:7.2f} | {t_cs * 1e3:7.2f}ms {t_cs / t_sr:7.2f} | {t_g * 1e3:6.2f}ms {t_g / t_sr:7.2f}"
-                  f"   (max rel diff {err:.1e}; first call {t_first * 1e3:.2f} ms, CSR order {t_csr * 1e3:.2f} ms)",
+                  f"   (max rel diff {err:.1e}; first call {t_first * 1e3:.2f} ms, "
+                  + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in variants.items()) + ")",
                   flush=True)
             del Bt, out
             if K in (32, 128) and not args.no_fused:

@@ -402,20 +402,44 @@ static void check_plus_times(void)
     check_sddmm(2000, 33, 5, 8, f, b, SR_PLUS_TIMES, 1, 0, false, Cm, R);
 }
 
+/* Dense-ish S (5-100% of its cells), which the GPU runs by shared-memory tiles of A and B
+ * (cuda_sddmm_dense.cuh) where they pay: several column tiles and column ranges a panel, rows that
+ * end inside a tile or fill it, empty rows, every register fragment width, scalar loads. */
+static void check_dense_ish(void)
+{
+    const sr_layout R = SR_ROW_MAJOR, Cm = SR_COL_MAJOR;
+    const sr_type f = SR_TYPE_FLOAT32, d = SR_TYPE_FLOAT64, b = SR_TYPE_BOOL;
+    check_sddmm(300, 500, 32, 100, f, f, SR_PLUS_TIMES, 1, 0, false, R, R);
+    check_sddmm(700, 3000, 32, 600, f, f, SR_PLUS_TIMES, 0.5, -1, false, R, R); /* 6 tiles of 512 columns */
+    check_sddmm(200, 400, 128, 80, d, d, SR_PLUS_TIMES, 1, 0.5, true, R, Cm);
+    check_sddmm(260, 300, 64, 300, f, b, SR_PLUS_TIMES, 1, 0, false, Cm, R);   /* rows of every column */
+    check_sddmm(100, 1000, 1024, 150, f, f, SR_PLUS_TIMES, 1, 0, false, R, R); /* 8 rows, 16 columns a tile */
+    check_sddmm(400, 250, 7, 40, f, f, SR_PLUS_TIMES, 2, 0, false, R, R);      /* scalar loads */
+    check_sddmm(90, 120, 1, 30, d, d, SR_PLUS_TIMES, 1, 1, false, R, R);       /* K = 1 */
+    check_sddmm(33, 2000, 16, 900, f, f, SR_PLUS_TIMES, 1, 0, false, R, R);    /* one panel, many ranges */
+}
+
 static void run_all(void)
 {
     const sr_layout R = SR_ROW_MAJOR, Cm = SR_COL_MAJOR;
     const sr_type f = SR_TYPE_FLOAT32, d = SR_TYPE_FLOAT64;
-    if (where == SR_DEVICE) { /* row panels off, always, and where they pay */
+    if (where == SR_DEVICE) { /* row panels off, always, and where they pay; dense tiles on every case */
         const char *settings[] = {"0", "1", ""};
         for (int k = 0; k < 3; k++) {
             setenv("SPARSERING_SDDMM_PANELS", settings[k], 1);
             check_plus_times();
         }
         unsetenv("SPARSERING_SDDMM_PANELS");
+        setenv("SPARSERING_SDDMM_DENSE", "1", 1);
+        check_plus_times();
+        check_dense_ish();
+        setenv("SPARSERING_SDDMM_DENSE", "0", 1);
+        check_dense_ish();
+        unsetenv("SPARSERING_SDDMM_DENSE");
     } else {
         check_plus_times();
     }
+    check_dense_ish();
     check_sddmm(80, 60, 20, 5, d, d, SR_MIN_PLUS, 1, 0, false, R, R);
     check_sddmm(80, 60, 20, 5, f, f, SR_MAX_TIMES, 1, 0, true, Cm, R);
     check_sddmm(80, 60, 24, 5, SR_TYPE_INT32, SR_TYPE_INT32, SR_PLUS_TIMES, 1, 0, false, R, R);
@@ -424,6 +448,9 @@ static void run_all(void)
     check_fused(70, 50, 32, 32, 6, f, true, false, Cm);
     check_fused(120, 80, 64, 16, 8, d, true, true, R);
     check_fused(60, 40, 7, 9, 5, d, false, true, Cm); /* scalar loads */
+    /* B's and V's rows past half of an H100's L2: the GPU reads V's rows ahead with B's */
+    check_fused(300, 200000, 32, 32, 20, f, false, false, R);
+    check_fused(200, 100000, 128, 8, 12, f, true, true, Cm);
     check_fused(40, 30, 1100, 3, 4, f, true, false, R); /* the wide kernel */
     check_fused(40, 30, 1100, 3, 4, f, false, true, R);
     check_fused_long_row(f, true);

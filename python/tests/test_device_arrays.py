@@ -269,3 +269,21 @@ def test_nearest_neighbors_answers_in_the_input_kind(rng):
     assert isinstance(ind, torch.Tensor) and ind.shape == (250, 4)
     want_dist, want_ind = sr.NearestNeighbors(n_neighbors=4, context=CUDA).fit(X).kneighbors()
     assert_same_neighbours(host(dist), host(ind), want_dist, want_ind)
+
+
+@pytest.mark.parametrize("n", [70, 120_000])  # B's rows in L2, and past half of it (read ahead)
+def test_sddmm_spmm_with_v_the_same_device_array_as_b(rng, n):
+    """V passed as B itself (ALS's product, self-attention): the GPU reads B's row once for both."""
+    S = random_csr(rng, 300, n, 8.0 / n, np.float32)
+    A = rng.standard_normal((300, 64)).astype(np.float32)
+    B = cp.asarray(rng.standard_normal((n, 64)).astype(np.float32))
+    Bh = B.get().astype(np.float64)
+    for softmax in (False, True):
+        O = sr.sddmm_spmm(S, cp.asarray(A), B, B, alpha=0.25, softmax=softmax, context=CUDA)
+        W = S.multiply(0.25 * (A.astype(np.float64) @ Bh.T)).tocsr()
+        if softmax:
+            for i in range(W.shape[0]):
+                row = W.data[W.indptr[i]:W.indptr[i + 1]]
+                if row.size:
+                    row[:] = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
+        np.testing.assert_allclose(host(O), W @ Bh, rtol=2e-4, atol=2e-5)
