@@ -9,13 +9,16 @@
 // columns, row panels (cuda_sddmm_panels.cuh) keep A's rows of a panel in shared memory instead
 // and read each B row once per panel. Otherwise B's rows come through L2: when B is
 // larger than a share of L2 and rows are long, the entries are visited column tile by column tile
-// (column_tile_order) so that a tile of B stays resident, as the paper's SM-L2 scheme does. The
-// comment above launch_rounds documents the choices.
+// (column_tile_order) so that a tile of B stays resident, as the paper's SM-L2 scheme does. Where
+// S is dense enough that a tile of B's rows serves a thousand entries of a panel, dense tiles
+// (cuda_sddmm_dense.cuh, the paper's SM-SM scheme) keep both A's panel and B's tile in shared
+// memory. The comment above launch_rounds documents the choices.
 //
-// Fused SDDMM→SpMM: a group per chunk of entries computes each entry's score as above and adds
-// score·V(j) to accumulators in registers (an online softmax rescales them when a larger score
-// comes); short rows belong whole to the chunk they begin in, long rows cut by a chunk's ends
-// leave partial states that a second kernel merges.
+// Fused SDDMM→SpMM: a group per chunk of entries computes each entry's score as above (the rows
+// of B and V of its next few entries requested together) and adds score·V(j) to accumulators in
+// registers (an online softmax rescales them when a larger score comes); short rows belong whole
+// to the chunk they begin in, long rows cut by a chunk's ends leave partial states that a second
+// kernel merges.
 #include "cuda_common.cuh"
 #include "cuda_semiring.cuh"
 
