@@ -440,8 +440,8 @@ template <class Ops> struct sddmm_launcher {
             // built, unless forced (the first call would sort S's entries for nothing).
             const int64_t nvec = p.K / (vectors ? VEC : 1);
             const int dense = dense_setting();
-            bool tiles_pay = false;
-            if (dense == -1)
+            bool tiles_pay = false; // forced row panels keep their cases (tests) unless the tiles are forced too
+            if (dense == -1 && setting != 1)
                 SR_TRY(dense_tiles_pay(S, nvec, p.K, sizeof(T), &tiles_pay));
             if (nvec <= 8 * 32 && (dense == 1 || tiles_pay)) {
                 if (vectors)
