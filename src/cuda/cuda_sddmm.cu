@@ -585,7 +585,8 @@ sr_status dense_tiles_pay(const sr_matrix_s *S, int64_t nvec, int64_t K, size_t 
     *pay = false;
     const dense_tiling t = dense_tiles_for(K, es);
     // a panel too short to fill even one tile needs no sample
-    if (nvec > kDenseMaxVectors || S->nrows == 0 || (double)S->nnz / (double)S->nrows * (double)t.panel_rows < kDenseFill)
+    const double panel_entries = S->nrows ? (double)S->nnz / (double)S->nrows * (double)t.panel_rows : 0.0;
+    if (nvec > kDenseMaxVectors || panel_entries < kDenseFill)
         return SR_SUCCESS;
     std::lock_guard<std::mutex> lock(orders_mutex);
     entry_orders *o = nullptr;

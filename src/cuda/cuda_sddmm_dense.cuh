@@ -32,11 +32,12 @@ inline dense_tiling dense_tiles_for(int64_t K, size_t es) {
 
 // When the tiles run: K of at most 32 vectors (128 floats, 64 doubles) and a block's tile holding
 // at least kDenseFill entries of its panel (4 a thread), as sampled on a few panels of S
-// (sample_tile_fill): measured on the H100 (docs/sddmm.md), the tiles won with 1.6K to 22K
-// entries a tile (uniform 5% and 25% at K = 32, a band of 512 at K = 32 and 128: 1.16-1.49x the
-// L2 kernels) and lost with 6 to 512 (uniform 5% and 25% at K = 128 and 512: 0.17-0.94x), where
+// (sample_tile_fill): measured on the H100 (docs/sddmm.md), the tiles won with 1.6K to 18K
+// entries a tile (uniform 5% and 25% at K = 32, a band of 512 at K = 32 and 128: 1.17-1.49x the
+// L2 kernels) and lost with 6 to 512 (uniform 5% and 25% at K = 128 and 512: 0.14-0.95x), where
 // per-tile costs (the runs' searches, the scan, two barriers, the copy of B's rows) outweigh the
-// entries. Past 32 vectors a thread's dot product reads 2·K/VEC vectors of shared memory an entry.
+// entries. Past 32 vectors a thread's dot product reads 2·K/VEC vectors of shared memory an entry
+// (the band at K = 512, 124 entries a tile, gained 4% forced).
 // SPARSERING_SDDMM_DENSE=0 turns the tiles off, =1 uses them wherever they can run.
 constexpr double kDenseFill = 1024;
 constexpr int64_t kDenseMaxVectors = 32;
@@ -85,8 +86,9 @@ inline int dense_swizzle_mask(int64_t nvec) {
     return (nvec & (nvec - 1)) == 0 ? (int)nvec - 1 : 0;
 }
 
-// A block per (panel, column range), grid-strided: per tile, each panel row's run of entries inside the tile is
-// found (a binary search from the row's cursor), the runs' lengths are scanned across the block,
+// A block per (panel, column range), grid-strided: per tile, each panel row's run of entries
+// inside the tile is found (a binary search from the row's cursor), the runs' lengths are scanned
+// across the block,
 // and the block's threads take the tile's entries in that flat order, 32 consecutive ones a warp
 // (a warp's column reads and output writes coalesce). A thread sums its entry's whole dot product
 // from shared memory (A's row and B's, both swizzled): no shuffles, and every lane busy however
