@@ -18,6 +18,7 @@
 #include "../semiring/metric.h"
 #include "cpu.h"
 #include "cpu_chebyshev.h"
+#include "cpu_clones.h"
 
 /* A row a radius query keeps, and its distance. */
 typedef struct kept_entry {
@@ -174,18 +175,8 @@ static int team_for(int threads, int64_t queries)
 }
 
 /* The marking loops: branch-free, so that they vectorize. x86-64's baseline (SSE2) leaves a loop
- * that mixes doubles and bytes scalar; an AVX2 clone, picked at load time where the CPU has it,
- * runs them 4 rows a step (one dense query over 20,000 word-count rows spent as long marking as
- * accumulating before). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__) && \
-    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-/* (glibc: the clones are picked through an ifunc; not under the sanitizers: the clones' resolver
- * runs at load time, before ThreadSanitizer's runtime is up, and crashed test_threads' TSan build) */
-#define SR_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
-#define SR_AVX2_CLONES 1
-#else
-#define SR_AVX2_CLONE
-#endif
+ * that mixes doubles and bytes scalar; an AVX2 clone (cpu_clones.h) runs them 4 rows a step (one
+ * dense query over 20,000 word-count rows spent as long marking as accumulating before). */
 
 /* The cost estimate: the index entries query j's columns reach bound the rows it touches. A
  * walking query pays for each of them (stamps, a touched list, scattered accumulators), a dense one

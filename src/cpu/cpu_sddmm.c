@@ -8,12 +8,15 @@
 
 #include "../core/error.h"
 #include "cpu.h"
+#include "cpu_clones.h"
 
 /* Entries a task takes: a few thousand dot products amortize the row search and scheduling. */
 #define SDDMM_TASK 2048
-/* Partial sums per dot product: eight independent chains the compiler turns into one vector. */
+/* Partial sums per dot product: four arrays of eight, each indexed only by constants so that the
+ * compiler keeps them in registers (four AVX2 ones for floats, eight SSE2 ones): four independent
+ * chains of multiply-adds, so that the loads of B's row, not the adds' latency, set the pace. One
+ * array of 32 indexed in loops of run-time length went to the stack. */
 #define SDDMM_LANES 8
-
 /* The row holding entry e: the last i with rowptr[i] <= e (rows before may be empty). */
 static int64_t row_of_entry(const int64_t *rowptr, int64_t nrows, int64_t e)
 {
@@ -58,28 +61,62 @@ static double s_value(const struct sr_matrix_s *S, int64_t e)
             d = SR_ADD_##ADD(d, part[q]);                                                                \
         return d;                                                                                        \
     }                                                                                                    \
-    static void sddmm_##ADD##_##MUL##_##T(const sr_sddmm_args *a, T *out, int threads)                  \
+    static inline T dot4_##ADD##_##MUL##_##T(const T *restrict x, const T *restrict y, int64_t K)      \
+    {                                                                                                    \
+        (void)x; /* the pair semirings read neither */                                                   \
+        (void)y;                                                                                         \
+        T p0[SDDMM_LANES], p1[SDDMM_LANES], p2[SDDMM_LANES], p3[SDDMM_LANES];                            \
+        for (int q = 0; q < SDDMM_LANES; q++)                                                            \
+            p0[q] = p1[q] = p2[q] = p3[q] = SR_ID_##ADD##_##T;                                           \
+        int64_t k = 0;                                                                                   \
+        for (; k + 4 * SDDMM_LANES <= K; k += 4 * SDDMM_LANES)                                           \
+            for (int q = 0; q < SDDMM_LANES; q++) {                                                      \
+                p0[q] = SR_ADD_##ADD(p0[q], (T)SR_MUL_##MUL(x[k + q], y[k + q]));                        \
+                p1[q] = SR_ADD_##ADD(p1[q], (T)SR_MUL_##MUL(x[k + 8 + q], y[k + 8 + q]));                \
+                p2[q] = SR_ADD_##ADD(p2[q], (T)SR_MUL_##MUL(x[k + 16 + q], y[k + 16 + q]));              \
+                p3[q] = SR_ADD_##ADD(p3[q], (T)SR_MUL_##MUL(x[k + 24 + q], y[k + 24 + q]));              \
+            }                                                                                            \
+        for (; k + SDDMM_LANES <= K; k += SDDMM_LANES)                                                   \
+            for (int q = 0; q < SDDMM_LANES; q++)                                                        \
+                p0[q] = SR_ADD_##ADD(p0[q], (T)SR_MUL_##MUL(x[k + q], y[k + q]));                        \
+        T tail = SR_ID_##ADD##_##T;                                                                      \
+        for (; k < K; k++)                                                                               \
+            tail = SR_ADD_##ADD(tail, (T)SR_MUL_##MUL(x[k], y[k]));                                      \
+        for (int q = 0; q < SDDMM_LANES; q++) /* a tree, not a chain of 31 adds */                       \
+            p0[q] = SR_ADD_##ADD(SR_ADD_##ADD(p0[q], p1[q]), SR_ADD_##ADD(p2[q], p3[q]));                 \
+        for (int q = 0; q < 4; q++)                                                                      \
+            p0[q] = SR_ADD_##ADD(p0[q], p0[q + 4]);                                                      \
+        return SR_ADD_##ADD(SR_ADD_##ADD(SR_ADD_##ADD(p0[0], p0[2]), SR_ADD_##ADD(p0[1], p0[3])), tail); \
+    }                                                                                                    \
+    /* entries [e0, e1), compiled for wider vectors too (cpu_clones.h) */                                \
+    SR_V3_CLONE static void sddmm_range_##ADD##_##MUL##_##T(const sr_sddmm_args *a, T *out, int64_t e0, \
+                                                            int64_t e1)                                  \
     {                                                                                                    \
         const struct sr_matrix_s *S = a->S;                                                              \
         const T *A = (const T *)a->A, *B = (const T *)a->B;                                              \
         const T *sv = a->pattern ? NULL : (const T *)S->values;                                          \
-        const int64_t K = a->K, tasks = (S->nnz + SDDMM_TASK - 1) / SDDMM_TASK;                          \
-        _Pragma("omp parallel for num_threads(threads) schedule(dynamic, 1)")                            \
-        for (int64_t t = 0; t < tasks; t++) {                                                            \
-            const int64_t e1 = (t + 1) * SDDMM_TASK < S->nnz ? (t + 1) * SDDMM_TASK : S->nnz;            \
-            int64_t i = row_of_entry(S->rowptr, S->nrows, t * SDDMM_TASK);                               \
-            for (int64_t e = t * SDDMM_TASK; e < e1; e++) {                                              \
-                while (S->rowptr[i + 1] <= e)                                                            \
-                    i++;                                                                                 \
-                T d = dot_##ADD##_##MUL##_##T(A + (size_t)i * (size_t)K, B + (size_t)S->colind[e] * (size_t)K, K); \
-                if (sv)                                                                                  \
-                    d = (T)SR_MUL_##MUL(sv[e], d);                                                       \
-                double r = a->alpha * (double)d;                                                         \
-                if (a->beta != 0.0)                                                                      \
-                    r += a->beta * s_value(S, e);                                                        \
-                out[e] = (T)r;                                                                           \
-            }                                                                                            \
+        const int64_t K = a->K;                                                                          \
+        int64_t i = row_of_entry(S->rowptr, S->nrows, e0);                                               \
+        for (int64_t e = e0; e < e1; e++) {                                                              \
+            while (S->rowptr[i + 1] <= e)                                                                \
+                i++;                                                                                     \
+            const T *x = A + (size_t)i * (size_t)K, *y = B + (size_t)S->colind[e] * (size_t)K;            \
+            T d = K >= 64 ? dot4_##ADD##_##MUL##_##T(x, y, K) : dot_##ADD##_##MUL##_##T(x, y, K);         \
+            if (sv)                                                                                      \
+                d = (T)SR_MUL_##MUL(sv[e], d);                                                           \
+            double r = a->alpha * (double)d;                                                             \
+            if (a->beta != 0.0)                                                                          \
+                r += a->beta * s_value(S, e);                                                            \
+            out[e] = (T)r;                                                                               \
         }                                                                                                \
+    }                                                                                                    \
+    static void sddmm_##ADD##_##MUL##_##T(const sr_sddmm_args *a, T *out, int threads)                  \
+    {                                                                                                    \
+        const int64_t nnz = a->S->nnz, tasks = (nnz + SDDMM_TASK - 1) / SDDMM_TASK;                      \
+        _Pragma("omp parallel for num_threads(threads) schedule(dynamic, 1)")                            \
+        for (int64_t t = 0; t < tasks; t++)                                                              \
+            sddmm_range_##ADD##_##MUL##_##T(a, out, t * SDDMM_TASK,                                      \
+                                            (t + 1) * SDDMM_TASK < nnz ? (t + 1) * SDDMM_TASK : nnz);    \
     }
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SDDMM)
 #undef SR_DEFINE_SDDMM
@@ -107,8 +144,8 @@ sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out)
 /* One row of the fused product: acc = Σ_e w_e·V(col_e) with w the scaled sampled scores, softmax-
  * normalized online (a running maximum rescales what was summed when a larger score comes). */
 #define SR_DEFINE_FUSED(T, EXP)                                                                          \
-    static void fused_row_##T(const sr_sddmm_args *a, const T *V, int64_t p, int64_t i, bool softmax,    \
-                              T *restrict acc)                                                           \
+    SR_V3_CLONE static void fused_row_##T(const sr_sddmm_args *a, const T *V, int64_t p, int64_t i,      \
+                                          bool softmax, T *restrict acc)                                 \
     {                                                                                                    \
         const struct sr_matrix_s *S = a->S;                                                              \
         const T *sv = a->pattern ? NULL : (const T *)S->values;                                          \
@@ -118,7 +155,8 @@ sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out)
             acc[c] = 0;                                                                                  \
         for (int64_t e = S->rowptr[i]; e < S->rowptr[i + 1]; e++) {                                      \
             const int64_t j = S->colind[e];                                                              \
-            T w = dot_PLUS_TIMES_##T(x, (const T *)a->B + (size_t)j * (size_t)a->K, a->K);               \
+            const T *y = (const T *)a->B + (size_t)j * (size_t)a->K;                                     \
+            T w = a->K >= 64 ? dot4_PLUS_TIMES_##T(x, y, a->K) : dot_PLUS_TIMES_##T(x, y, a->K);         \
             w = (T)a->alpha * (sv ? sv[e] * w : w);                                                      \
             if (softmax) {                                                                               \
                 if (w > top) {                                                                           \
