@@ -12,11 +12,12 @@
 
 /* Entries a task takes: a few thousand dot products amortize the row search and scheduling. */
 #define SDDMM_TASK 2048
-/* Partial sums per dot product: four arrays of eight, each indexed only by constants so that the
- * compiler keeps them in registers (four AVX2 ones for floats, eight SSE2 ones): four independent
- * chains of multiply-adds, so that the loads of B's row, not the adds' latency, set the pace. One
- * array of 32 indexed in loops of run-time length went to the stack. */
-#define SDDMM_LANES 8
+/* Partial sums per dot product: eight (one AVX2 register of floats, two SSE2 ones). From K = 64,
+ * four arrays of eight (dot4_), each indexed only by constants so that the compiler keeps them in
+ * registers: four independent chains of multiply-adds, so that the loads of B's row, not the
+ * adds' latency, set the pace (one array of 32 indexed in loops of run-time length went to the
+ * stack; at K = 32 the four sets' reduction cost more than the chains gained). */
+#define SDDMM_LANES 8 /* dot4_ spells its offsets 8, 16, 24 */
 /* The row holding entry e: the last i with rowptr[i] <= e (rows before may be empty). */
 static int64_t row_of_entry(const int64_t *rowptr, int64_t nrows, int64_t e)
 {
@@ -72,9 +73,11 @@ static double s_value(const struct sr_matrix_s *S, int64_t e)
         for (; k + 4 * SDDMM_LANES <= K; k += 4 * SDDMM_LANES)                                           \
             for (int q = 0; q < SDDMM_LANES; q++) {                                                      \
                 p0[q] = SR_ADD_##ADD(p0[q], (T)SR_MUL_##MUL(x[k + q], y[k + q]));                        \
-                p1[q] = SR_ADD_##ADD(p1[q], (T)SR_MUL_##MUL(x[k + 8 + q], y[k + 8 + q]));                \
-                p2[q] = SR_ADD_##ADD(p2[q], (T)SR_MUL_##MUL(x[k + 16 + q], y[k + 16 + q]));              \
-                p3[q] = SR_ADD_##ADD(p3[q], (T)SR_MUL_##MUL(x[k + 24 + q], y[k + 24 + q]));              \
+                const int64_t c = k + q; /* (unread by the pair semirings) */                             \
+                (void)c;                                                                                 \
+                p1[q] = SR_ADD_##ADD(p1[q], (T)SR_MUL_##MUL(x[c + 8], y[c + 8]));                        \
+                p2[q] = SR_ADD_##ADD(p2[q], (T)SR_MUL_##MUL(x[c + 16], y[c + 16]));                      \
+                p3[q] = SR_ADD_##ADD(p3[q], (T)SR_MUL_##MUL(x[c + 24], y[c + 24]));                      \
             }                                                                                            \
         for (; k + SDDMM_LANES <= K; k += SDDMM_LANES)                                                   \
             for (int q = 0; q < SDDMM_LANES; q++)                                                        \
@@ -84,8 +87,8 @@ static double s_value(const struct sr_matrix_s *S, int64_t e)
             tail = SR_ADD_##ADD(tail, (T)SR_MUL_##MUL(x[k], y[k]));                                      \
         for (int q = 0; q < SDDMM_LANES; q++) /* a tree, not a chain of 31 adds */                       \
             p0[q] = SR_ADD_##ADD(SR_ADD_##ADD(p0[q], p1[q]), SR_ADD_##ADD(p2[q], p3[q]));                 \
-        for (int q = 0; q < 4; q++)                                                                      \
-            p0[q] = SR_ADD_##ADD(p0[q], p0[q + 4]);                                                      \
+        for (int q = 0; q < SDDMM_LANES / 2; q++)                                                        \
+            p0[q] = SR_ADD_##ADD(p0[q], p0[q + SDDMM_LANES / 2]);                                        \
         return SR_ADD_##ADD(SR_ADD_##ADD(SR_ADD_##ADD(p0[0], p0[2]), SR_ADD_##ADD(p0[1], p0[3])), tail); \
     }                                                                                                    \
     /* entries [e0, e1), compiled for wider vectors too (cpu_clones.h) */                                \
