@@ -154,7 +154,7 @@ def main():
             t_first = time.perf_counter() - t0
             t_sr = median_time(ours, reps=args.reps, sync=sync)
             # the paths that would run without the entry orders or tiles, for comparison: the
-            # CSR-order kernel (no row panels); for dense-ish S also the other dense-tile kernel
+            # CSR-order kernel (no row panels); for dense-ish S also the dense tiles forced on
             # and the L2 kernels (no dense tiles)
             variants = {}
             for label, env in VARIANTS["dense" if name.startswith("dense-ish") else "sparse"]:

@@ -404,7 +404,8 @@ static void check_plus_times(void)
 
 /* Dense-ish S (5-100% of its cells), which the GPU runs by shared-memory tiles of A and B
  * (cuda_sddmm_dense.cuh) where they pay: several column tiles and column ranges a panel, rows that
- * end inside a tile or fill it, empty rows, every register fragment width, scalar loads. */
+ * end inside a tile or fill it, empty rows, K from 1 to 1024 (past 32 vectors only when forced),
+ * scalar loads. */
 static void check_dense_ish(void)
 {
     const sr_layout R = SR_ROW_MAJOR, Cm = SR_COL_MAJOR;
@@ -448,7 +449,7 @@ static void run_all(void)
     check_fused(70, 50, 32, 32, 6, f, true, false, Cm);
     check_fused(120, 80, 64, 16, 8, d, true, true, R);
     check_fused(60, 40, 7, 9, 5, d, false, true, Cm); /* scalar loads */
-    /* B's and V's rows past half of an H100's L2: the GPU reads V's rows ahead with B's */
+    /* B's and V's rows past half of an H100's L2: the fused kernel's gathers go to DRAM */
     check_fused(300, 200000, 32, 32, 20, f, false, false, R);
     check_fused(200, 100000, 128, 8, 12, f, true, true, Cm);
     check_fused(40, 30, 1100, 3, 4, f, true, false, R); /* the wide kernel */

@@ -271,7 +271,7 @@ def test_nearest_neighbors_answers_in_the_input_kind(rng):
     assert_same_neighbours(host(dist), host(ind), want_dist, want_ind)
 
 
-@pytest.mark.parametrize("n", [70, 120_000])  # B's rows in L2, and past half of it (read ahead)
+@pytest.mark.parametrize("n", [70, 120_000])  # B's rows well within L2, and past half of it
 def test_sddmm_spmm_with_v_the_same_device_array_as_b(rng, n):
     """V passed as B itself (ALS's product, self-attention): the GPU reads B's row once for both."""
     S = random_csr(rng, 300, n, 8.0 / n, np.float32)
