@@ -914,13 +914,14 @@ template <typename T> __global__ void add_rows(T *O, int64_t o_row, int64_t o_co
 
 template <typename T, int VEC, int L, int R>
 sr_status launch_fused(fused_params<T> p, sr_context_s *ctx, cudaStream_t stream) {
-    // Rows of B and of V in flight per group: U·R each, all requested before any is used. Measured
-    // on the H100 against reading each row where it is used (B's for the score, V's for the sum),
-    // as ratios to our unfused pair in the same run: power-law 500K K = 32 0.72 -> 0.89-0.92x,
-    // K = 128 1.07 -> 1.16-1.20x (V = B 1.01 -> 1.26-1.31x, 1.69 -> 2.03-2.12x); PyPI names'
-    // 3-grams K = 32 0.66 -> 0.84-0.89x, V = B at K = 128 0.92 -> 1.02x. With V's rows in flight
-    // too, a warp an entry holds U_V = 2 entries (102 registers at U = 4; PyPI summaries K = 128
-    // 0.62 ms against 0.58 at U_V = 2).
+    // Rows of B and of V in flight per group: U·R each, all requested before any is used. On the
+    // H100, as ratios to our unfused pair in the same run (docs/sddmm.md): power-law 500K, whose
+    // rows overflow L2, 0.89-0.92x at K = 32 and 1.16-1.20x at 128 (V = B 1.26-1.31x, 2.03-2.12x)
+    // against the earlier kernel's 0.72-0.75x and 1.03-1.07x (V = B 1.01-1.16x, 1.64-1.69x), which
+    // read V's row after the score; PyPI names' 3-grams, whose rows stay in L2, 0.84-0.89x at
+    // K = 32 against its 0.93x, and a variant reading every row where it is used did worse there
+    // (0.66x). With V's rows in flight too, a warp an entry holds U_V = 2 entries (102 registers
+    // at U = 4; PyPI summaries K = 128 0.62 ms against 0.58 at U_V = 2).
     constexpr int U = R == 1 ? 4 : R == 2 ? 2 : 1, U_V = R == 1 && L == 32 ? 2 : U;
     // about four chunks for each group the chip holds at once, 32 to 1024 entries each
     const int64_t resident = (int64_t)sm_count() * (2048 / L);
