@@ -71,18 +71,6 @@ template <class Ops, int L> __device__ __forceinline__ typename Ops::value group
     return x;
 }
 
-// Two group sums at once, their shuffles interleaved.
-template <class Ops, int L>
-__device__ __forceinline__ void group_reduce2(typename Ops::value &x, typename Ops::value &y) {
-    const unsigned mask = group_mask<L>();
-#pragma unroll
-    for (int o = L / 2; o > 0; o /= 2) {
-        const typename Ops::value xo = __shfl_xor_sync(mask, x, o, L), yo = __shfl_xor_sync(mask, y, o, L);
-        x = Ops::add(x, xo);
-        y = Ops::add(y, yo);
-    }
-}
-
 template <typename T> struct sddmm_params {
     const int64_t *rowptr;
     const int32_t *colind;
