@@ -12,12 +12,12 @@
 
 /* Entries a task takes: a few thousand dot products amortize the row search and scheduling. */
 #define SDDMM_TASK 2048
-/* Partial sums per dot product: eight (one AVX2 register of floats, two SSE2 ones). From K = 64,
- * four arrays of eight (dot4_), each indexed only by constants so that the compiler keeps them in
- * registers: four independent chains of multiply-adds, so that the loads of B's row, not the
- * adds' latency, set the pace (one array of 32 indexed in loops of run-time length went to the
- * stack; at K = 32 the four sets' reduction cost more than the chains gained). */
-#define SDDMM_LANES 8 /* dot4_ spells its offsets 8, 16, 24 */
+/* Partial sums per dot product: eight (dot8_: one AVX2 register of floats, two SSE2 ones). From
+ * K = 64 (dot_ chooses), four arrays of eight (dot4_), each indexed only by constants so that the
+ * compiler keeps them in registers: four independent chains of multiply-adds, so that the loads
+ * of B's row, not the adds' latency, set the pace (one array of 32 indexed in loops of run-time
+ * length went to the stack; at K = 32 the four sets' reduction cost more than the chains gained). */
+#define SDDMM_LANES 8
 /* The row holding entry e: the last i with rowptr[i] <= e (rows before may be empty). */
 static int64_t row_of_entry(const int64_t *rowptr, int64_t nrows, int64_t e)
 {
@@ -44,7 +44,7 @@ static double s_value(const struct sr_matrix_s *S, int64_t e)
 }
 
 #define SR_DEFINE_SDDMM(SEMI, ADD, MUL, T, OUT)                                                          \
-    static inline T dot_##ADD##_##MUL##_##T(const T *restrict x, const T *restrict y, int64_t K)       \
+    static inline T dot8_##ADD##_##MUL##_##T(const T *restrict x, const T *restrict y, int64_t K)      \
     {                                                                                                    \
         (void)x; /* the pair semirings read neither */                                                   \
         (void)y;                                                                                         \
@@ -75,9 +75,9 @@ static double s_value(const struct sr_matrix_s *S, int64_t e)
                 p0[q] = SR_ADD_##ADD(p0[q], (T)SR_MUL_##MUL(x[k + q], y[k + q]));                        \
                 const int64_t c = k + q; /* (unread by the pair semirings) */                             \
                 (void)c;                                                                                 \
-                p1[q] = SR_ADD_##ADD(p1[q], (T)SR_MUL_##MUL(x[c + 8], y[c + 8]));                        \
-                p2[q] = SR_ADD_##ADD(p2[q], (T)SR_MUL_##MUL(x[c + 16], y[c + 16]));                      \
-                p3[q] = SR_ADD_##ADD(p3[q], (T)SR_MUL_##MUL(x[c + 24], y[c + 24]));                      \
+                p1[q] = SR_ADD_##ADD(p1[q], (T)SR_MUL_##MUL(x[c + SDDMM_LANES], y[c + SDDMM_LANES]));    \
+                p2[q] = SR_ADD_##ADD(p2[q], (T)SR_MUL_##MUL(x[c + 2 * SDDMM_LANES], y[c + 2 * SDDMM_LANES])); \
+                p3[q] = SR_ADD_##ADD(p3[q], (T)SR_MUL_##MUL(x[c + 3 * SDDMM_LANES], y[c + 3 * SDDMM_LANES])); \
             }                                                                                            \
         for (; k + SDDMM_LANES <= K; k += SDDMM_LANES)                                                   \
             for (int q = 0; q < SDDMM_LANES; q++)                                                        \
@@ -90,6 +90,10 @@ static double s_value(const struct sr_matrix_s *S, int64_t e)
         for (int q = 0; q < SDDMM_LANES / 2; q++)                                                        \
             p0[q] = SR_ADD_##ADD(p0[q], p0[q + SDDMM_LANES / 2]);                                        \
         return SR_ADD_##ADD(SR_ADD_##ADD(SR_ADD_##ADD(p0[0], p0[2]), SR_ADD_##ADD(p0[1], p0[3])), tail); \
+    }                                                                                                    \
+    static inline T dot_##ADD##_##MUL##_##T(const T *restrict x, const T *restrict y, int64_t K)       \
+    {                                                                                                    \
+        return K >= 64 ? dot4_##ADD##_##MUL##_##T(x, y, K) : dot8_##ADD##_##MUL##_##T(x, y, K);          \
     }                                                                                                    \
     /* entries [e0, e1), compiled for wider vectors too (cpu_clones.h) */                                \
     SR_V3_CLONE static void sddmm_range_##ADD##_##MUL##_##T(const sr_sddmm_args *a, T *out, int64_t e0, \
@@ -104,7 +108,7 @@ static double s_value(const struct sr_matrix_s *S, int64_t e)
             while (S->rowptr[i + 1] <= e)                                                                \
                 i++;                                                                                     \
             const T *x = A + (size_t)i * (size_t)K, *y = B + (size_t)S->colind[e] * (size_t)K;            \
-            T d = K >= 64 ? dot4_##ADD##_##MUL##_##T(x, y, K) : dot_##ADD##_##MUL##_##T(x, y, K);         \
+            T d = dot_##ADD##_##MUL##_##T(x, y, K);                                                     \
             if (sv)                                                                                      \
                 d = (T)SR_MUL_##MUL(sv[e], d);                                                           \
             double r = a->alpha * (double)d;                                                             \
@@ -159,7 +163,7 @@ sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out)
         for (int64_t e = S->rowptr[i]; e < S->rowptr[i + 1]; e++) {                                      \
             const int64_t j = S->colind[e];                                                              \
             const T *y = (const T *)a->B + (size_t)j * (size_t)a->K;                                     \
-            T w = a->K >= 64 ? dot4_PLUS_TIMES_##T(x, y, a->K) : dot_PLUS_TIMES_##T(x, y, a->K);         \
+            T w = dot_PLUS_TIMES_##T(x, y, a->K);                                                       \
             w = (T)a->alpha * (sv ? sv[e] * w : w);                                                      \
             if (softmax) {                                                                               \
                 if (w > top) {                                                                           \
