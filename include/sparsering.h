@@ -98,6 +98,16 @@ const char *sr_type_name(sr_type type);
 
 typedef struct sr_context_s *sr_context;
 
+/* How a context over several GPUs cuts a matrix into one row block a GPU. */
+typedef enum sr_partition {
+    SR_PARTITION_BALANCED = 0, /* about equal work a block: equal nonzeros (k-NN, radius, SDDMM: the
+                                  cuSDDMM paper's nnz-balanced 1-D partition), equal multiply-adds
+                                  (SpGEMM: each row's A(i,k)·B(k,:) products) */
+    SR_PARTITION_ROWS = 1      /* equal rows a block (the paper's symmetric split, for comparison) */
+} sr_partition;
+
+#define SR_MAX_DEVICES 16
+
 typedef struct sr_context_options {
     sr_backend backend;       /* default SR_BACKEND_AUTO */
     int device;               /* CUDA device ordinal; for OpenCL, the index in the list of every
@@ -113,6 +123,16 @@ typedef struct sr_context_options {
                                  entries take unless this limit allows it: a file that declares
                                  3,000,000,000 rows and one entry is refused, naming the memory
                                  it would need, instead of exhausting the host */
+    int ndevices;             /* CUDA only: more than 1 spans the GPUs devices[0..ndevices) of this
+                                 host (docs/multi-gpu.md). Matrices live on devices[0] and every call
+                                 works as on one GPU; sr_knn, sr_knn_graph, sr_radius_neighbors,
+                                 sr_sddmm(_values) and sr_mxm (no mask) spread their work over the
+                                 GPUs by row blocks, moved with NCCL, and give the one-GPU results.
+                                 0 or 1: one GPU, `device` (SPARSERING_DEVICES="0,1" or "all"
+                                 gives the list when ndevices is 0) */
+    int devices[SR_MAX_DEVICES]; /* CUDA ordinals, distinct; `device` is ignored when ndevices > 1 */
+    sr_partition partition;   /* row blocks across the GPUs; default SR_PARTITION_BALANCED
+                                 (SPARSERING_PARTITION=rows overrides) */
 } sr_context_options;
 
 /* The defaults above. */
@@ -133,7 +153,7 @@ sr_status sr_context_set_host_memory_limit(sr_context ctx, size_t bytes);
 sr_status sr_context_synchronize(sr_context ctx);
 
 /* Device bytes held by matrices and workspaces of this context: now, and the peak since the
- * context was made or the peak was last reset. */
+ * context was made or the peak was last reset (over several GPUs: the sums of each GPU's). */
 sr_status sr_context_device_memory(sr_context ctx, size_t *current_bytes, size_t *peak_bytes);
 sr_status sr_context_reset_peak_memory(sr_context ctx);
 

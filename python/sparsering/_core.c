@@ -108,12 +108,37 @@ static PyTypeObject ContextType;
 
 static int context_init(ContextObject *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"backend", "device", "threads", "workspace_limit", "host_memory_limit", NULL};
+    static char *names[] = {"backend", "device", "threads", "workspace_limit", "host_memory_limit", "devices",
+                            "partition", NULL};
     sr_context_options o = sr_context_options_default();
-    int backend = (int)o.backend;
+    int backend = (int)o.backend, partition = (int)o.partition;
     unsigned long long workspace = 0, host = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|iiiKK", names, &backend, &o.device, &o.threads, &workspace, &host))
+    PyObject *devices = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|iiiKKOi", names, &backend, &o.device, &o.threads, &workspace, &host,
+                                     &devices, &partition))
         return -1;
+    if (devices != NULL && devices != Py_None) { /* a sequence of CUDA ordinals */
+        PyObject *seq = PySequence_Fast(devices, "devices must be a sequence of CUDA device numbers");
+        if (seq == NULL)
+            return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        if (n > SR_MAX_DEVICES) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "at most %d devices, not %zd", SR_MAX_DEVICES, n);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            long d = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+            if (d == -1 && PyErr_Occurred()) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            o.devices[i] = (int)d;
+        }
+        o.ndevices = (int)n;
+        Py_DECREF(seq);
+    }
+    o.partition = (sr_partition)partition;
     o.backend = (sr_backend)backend;
     o.workspace_limit = (size_t)workspace;
     o.host_memory_limit = (size_t)host;
@@ -159,9 +184,21 @@ static PyObject *context_options(ContextObject *self, PyObject *unused)
     (void)unused;
     sr_context_options o;
     TRY(sr_context_get_options(self->ctx, &o));
-    return Py_BuildValue("{s:i,s:i,s:i,s:K,s:K}", "backend", (int)o.backend, "device", o.device, "threads", o.threads,
-                         "workspace_limit", (unsigned long long)o.workspace_limit, "host_memory_limit",
-                         (unsigned long long)o.host_memory_limit);
+    PyObject *devices = PyList_New(0);
+    if (devices == NULL)
+        return NULL;
+    for (int g = 0; g < o.ndevices; g++) {
+        PyObject *d = PyLong_FromLong(o.devices[g]);
+        if (d == NULL || PyList_Append(devices, d) != 0) {
+            Py_XDECREF(d);
+            Py_DECREF(devices);
+            return NULL;
+        }
+        Py_DECREF(d);
+    }
+    return Py_BuildValue("{s:i,s:i,s:i,s:K,s:K,s:N,s:i}", "backend", (int)o.backend, "device", o.device, "threads",
+                         o.threads, "workspace_limit", (unsigned long long)o.workspace_limit, "host_memory_limit",
+                         (unsigned long long)o.host_memory_limit, "devices", devices, "partition", (int)o.partition);
 }
 
 static PyObject *context_synchronize(ContextObject *self, PyObject *unused)

@@ -13,6 +13,7 @@ _DTYPES = {BOOL: np.dtype(np.bool_), INT32: np.dtype(np.int32), FLOAT32: np.dtyp
            FLOAT64: np.dtype(np.float64)}
 _BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2, "opencl": 3}
 _BACKEND_NAMES = {1: "cpu", 2: "cuda", 3: "opencl"}
+_PARTITIONS = {"balanced": 0, "rows": 1}
 _INT32 = np.iinfo(np.int32)
 
 
@@ -57,12 +58,28 @@ class Context:
     device memory or 1 GiB on the host); k-NN works in batches under it. host_memory_limit: the
     most bytes one host allocation may take (0: no fixed limit); a matrix read from a file or built
     from triplets may in any case need at most the larger of 1 GiB and 16 times its entries unless
-    this limit allows more (a file declaring billions of empty rows is refused, not read)."""
+    this limit allows more (a file declaring billions of empty rows is refused, not read).
+    devices: several CUDA devices of this host, e.g. [0, 1] (the SPARSERING_DEVICES environment
+    variable, "0,1" or "all", gives them when this is None): matrices live on the first; k-NN, the
+    k-NN graph, radius neighbours, SDDMM and SpGEMM spread over all of them and give the one-GPU
+    results. partition: how they cut a matrix into row blocks, "balanced" (about equal nonzeros, or
+    equal multiply-adds for SpGEMM) or "rows" (equal rows)."""
 
-    def __init__(self, backend="auto", device=0, threads=0, workspace_limit=0, host_memory_limit=0):
+    def __init__(self, backend="auto", device=0, threads=0, workspace_limit=0, host_memory_limit=0, devices=None,
+                 partition="balanced"):
         if backend not in _BACKENDS:
             raise ValueError(f"backend must be one of {sorted(_BACKENDS)}, not {backend!r}")
-        self._ctx = _core.Context(_BACKENDS[backend], device, threads, workspace_limit, host_memory_limit)
+        if partition not in _PARTITIONS:
+            raise ValueError(f"partition must be one of {sorted(_PARTITIONS)}, not {partition!r}")
+        if devices is not None:
+            devices = [int(d) for d in devices]
+        self._ctx = _core.Context(_BACKENDS[backend], device, threads, workspace_limit, host_memory_limit, devices,
+                                  _PARTITIONS[partition])
+
+    @property
+    def devices(self):
+        """The CUDA devices a context over several GPUs spans ([] for one)."""
+        return self._ctx.options()["devices"]
 
     @property
     def backend(self):

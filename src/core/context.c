@@ -40,6 +40,80 @@ static sr_status backend_from_environment(sr_backend *backend)
     return SR_SUCCESS;
 }
 
+/* SPARSERING_DEVICES: "0,1,3" or "all" (every GPU this process sees), for contexts whose options
+ * name no list. *n stays 0 when it is unset. */
+static sr_status devices_from_environment(int *n, int *devices)
+{
+    const char *env = getenv("SPARSERING_DEVICES");
+    if (env == NULL || *env == '\0')
+        return SR_SUCCESS;
+    if (strcasecmp(env, "all") == 0) {
+        int count = 0;
+        SR_TRY(sr_device_count(&count));
+        for (int d = 0; d < count && d < SR_MAX_DEVICES; d++)
+            devices[d] = d;
+        *n = count < SR_MAX_DEVICES ? count : SR_MAX_DEVICES;
+        return SR_SUCCESS;
+    }
+    int count = 0;
+    for (const char *p = env; *p;) {
+        char *end = NULL;
+        long d = strtol(p, &end, 10);
+        if (end == p || d < 0 || d > 1024 || count == SR_MAX_DEVICES || (*end != ',' && *end != '\0'))
+            return sr_error(SR_ERROR_INVALID_ARGUMENT,
+                            "SPARSERING_DEVICES is '%s'; expected CUDA ordinals separated by commas "
+                            "(at most %d), or all", env, SR_MAX_DEVICES);
+        devices[count++] = (int)d;
+        p = *end == ',' ? end + 1 : end;
+    }
+    *n = count;
+    return SR_SUCCESS;
+}
+
+/* SPARSERING_PARTITION=rows|balanced overrides the options' partition. */
+static sr_status partition_from_environment(sr_partition *partition)
+{
+    const char *env = getenv("SPARSERING_PARTITION");
+    if (env == NULL || *env == '\0')
+        return SR_SUCCESS;
+    if (strcasecmp(env, "rows") == 0)
+        *partition = SR_PARTITION_ROWS;
+    else if (strcasecmp(env, "balanced") == 0 || strcasecmp(env, "nnz") == 0)
+        *partition = SR_PARTITION_BALANCED;
+    else
+        return sr_error(SR_ERROR_INVALID_ARGUMENT, "SPARSERING_PARTITION is '%s'; expected balanced or rows", env);
+    return SR_SUCCESS;
+}
+
+/* The device list of a context over several GPUs: checked, then a one-GPU context for each (its
+ * own stream; the first GPU's works beside this context, which keeps the caller's stream and the
+ * caller's matrices). */
+static sr_status open_peers(struct sr_context_s *ctx, const sr_context_options *o, int n, const int *devices)
+{
+    for (int g = 0; g < n; g++) {
+        SR_CHECK_ARG(devices[g] >= 0, "sr_context_create: device %d of the list is %d, negative", g, devices[g]);
+        for (int h = 0; h < g; h++)
+            SR_CHECK_ARG(devices[h] != devices[g], "sr_context_create: device %d appears twice in the list",
+                         devices[g]);
+        SR_TRY(sr_device_check(devices[g])); /* its message names the device */
+    }
+    ctx->ndevices = n;
+    for (int g = 0; g < n; g++)
+        ctx->devices[g] = devices[g];
+    for (int g = 0; g < n; g++) {
+        sr_context_options po = sr_context_options_default();
+        po.backend = SR_BACKEND_CUDA;
+        po.device = devices[g];
+        po.ndevices = 1; /* not SPARSERING_DEVICES's list again */
+        po.devices[0] = devices[g];
+        po.threads = o->threads;
+        po.workspace_limit = o->workspace_limit;
+        po.host_memory_limit = o->host_memory_limit;
+        SR_TRY(sr_context_create(&ctx->peers[g], &po));
+    }
+    return SR_SUCCESS;
+}
+
 sr_status sr_context_create(sr_context *out, const sr_context_options *options)
 {
     SR_CHECK_ARG(out != NULL, "sr_context_create: the output pointer is NULL");
@@ -48,11 +122,23 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
                  "sr_context_create: unknown backend %d", (int)o.backend);
     SR_CHECK_ARG(o.device >= 0, "sr_context_create: device ordinal %d is negative", o.device);
     SR_CHECK_ARG(o.threads >= 0, "sr_context_create: thread count %d is negative", o.threads);
+    SR_CHECK_ARG(o.ndevices >= 0 && o.ndevices <= SR_MAX_DEVICES,
+                 "sr_context_create: ndevices is %d; it must be 0 to %d", o.ndevices, SR_MAX_DEVICES);
+    SR_CHECK_ARG(o.partition == SR_PARTITION_BALANCED || o.partition == SR_PARTITION_ROWS,
+                 "sr_context_create: unknown partition %d", (int)o.partition);
+    SR_TRY(partition_from_environment(&o.partition));
 
     sr_backend wanted = o.backend;
     if (wanted == SR_BACKEND_AUTO)
         SR_TRY(backend_from_environment(&wanted));
 
+    /* a list of GPUs (the options', else SPARSERING_DEVICES's) starts at its first */
+    int ndevices = o.ndevices, devices[SR_MAX_DEVICES];
+    memcpy(devices, o.devices, sizeof devices);
+    if (wanted != SR_BACKEND_CPU && wanted != SR_BACKEND_OPENCL && ndevices == 0 && sr_device_built())
+        SR_TRY(devices_from_environment(&ndevices, devices));
+    if (wanted != SR_BACKEND_CPU && wanted != SR_BACKEND_OPENCL && ndevices >= 1)
+        o.device = devices[0];
     /* an OpenCL context's device ordinal is OpenCL's: it does not look for a CUDA device */
     bool device_usable = wanted != SR_BACKEND_OPENCL && sr_device_built() && sr_device_check(o.device) == SR_SUCCESS;
     if (wanted == SR_BACKEND_CUDA && !device_usable) {
@@ -93,6 +179,14 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
         }
         ctx->owns_stream = true;
     }
+    ctx->partition = o.partition;
+    if (resolved == SR_BACKEND_CUDA && ndevices > 1) {
+        sr_status s = open_peers(ctx, &o, ndevices, devices);
+        if (s != SR_SUCCESS) {
+            sr_context_release(ctx);
+            return s;
+        }
+    }
     *out = ctx;
     return SR_SUCCESS;
 }
@@ -103,6 +197,11 @@ void sr_context_release(sr_context ctx)
 {
     if (__atomic_sub_fetch(&ctx->refcount, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    if (ctx->free_comms)
+        ctx->free_comms(ctx);
+    for (int g = 0; g < ctx->ndevices; g++)
+        if (ctx->peers[g])
+            sr_context_destroy(ctx->peers[g]);
     if (ctx->owns_stream)
         sr_device_stream_destroy(ctx->device, ctx->stream);
     sr_opencl_close(ctx->opencl);
@@ -135,6 +234,11 @@ sr_status sr_context_get_options(sr_context ctx, sr_context_options *options)
     options->threads = ctx->threads;
     options->workspace_limit = ctx->workspace_limit;
     options->host_memory_limit = ctx->host_limit;
+    options->ndevices = ctx->ndevices;
+    memset(options->devices, 0, sizeof options->devices);
+    for (int g = 0; g < ctx->ndevices; g++)
+        options->devices[g] = ctx->devices[g];
+    options->partition = ctx->partition;
     return SR_SUCCESS;
 }
 
@@ -143,6 +247,8 @@ sr_status sr_context_set_threads(sr_context ctx, int threads)
     SR_CHECK_ARG(ctx != NULL, "sr_context_set_threads: the context is NULL");
     SR_CHECK_ARG(threads >= 0, "sr_context_set_threads: thread count %d is negative", threads);
     ctx->threads = threads;
+    for (int g = 0; g < ctx->ndevices; g++)
+        ctx->peers[g]->threads = threads;
     return SR_SUCCESS;
 }
 
@@ -157,6 +263,8 @@ sr_status sr_context_set_workspace_limit(sr_context ctx, size_t bytes)
 {
     SR_CHECK_ARG(ctx != NULL, "sr_context_set_workspace_limit: the context is NULL");
     ctx->workspace_limit = bytes;
+    for (int g = 0; g < ctx->ndevices; g++)
+        ctx->peers[g]->workspace_limit = bytes;
     return SR_SUCCESS;
 }
 
@@ -165,24 +273,34 @@ sr_status sr_context_synchronize(sr_context ctx)
     SR_CHECK_ARG(ctx != NULL, "sr_context_synchronize: the context is NULL");
     if (!ctx->device_usable)
         return SR_SUCCESS;
+    for (int g = 0; g < ctx->ndevices; g++)
+        SR_TRY(sr_device_synchronize(ctx->peers[g]->device, ctx->peers[g]->stream));
     return sr_device_synchronize(ctx->device, ctx->stream);
 }
 
 sr_status sr_context_device_memory(sr_context ctx, size_t *current_bytes, size_t *peak_bytes)
 {
     SR_CHECK_ARG(ctx != NULL, "sr_context_device_memory: the context is NULL");
+    size_t current = 0, peak = 0; /* over several GPUs: with the sums of the GPUs' own contexts */
+    for (int g = -1; g < ctx->ndevices; g++) {
+        const struct sr_context_s *c = g < 0 ? ctx : ctx->peers[g];
+        current += __atomic_load_n(&c->device_bytes, __ATOMIC_RELAXED);
+        peak += __atomic_load_n(&c->device_peak, __ATOMIC_RELAXED);
+    }
     if (current_bytes)
-        *current_bytes = __atomic_load_n(&ctx->device_bytes, __ATOMIC_RELAXED);
+        *current_bytes = current;
     if (peak_bytes)
-        *peak_bytes = __atomic_load_n(&ctx->device_peak, __ATOMIC_RELAXED);
+        *peak_bytes = peak;
     return SR_SUCCESS;
 }
 
 sr_status sr_context_reset_peak_memory(sr_context ctx)
 {
     SR_CHECK_ARG(ctx != NULL, "sr_context_reset_peak_memory: the context is NULL");
-    __atomic_store_n(&ctx->device_peak, __atomic_load_n(&ctx->device_bytes, __ATOMIC_RELAXED),
-                     __ATOMIC_RELAXED);
+    for (int g = -1; g < ctx->ndevices; g++) {
+        struct sr_context_s *c = g < 0 ? ctx : ctx->peers[g];
+        __atomic_store_n(&c->device_peak, __atomic_load_n(&c->device_bytes, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    }
     return SR_SUCCESS;
 }
 

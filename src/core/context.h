@@ -22,6 +22,16 @@ struct sr_context_s {
     size_t host_limit;         /* sr_context_options.host_memory_limit */
     size_t device_bytes;       /* updated with __atomic builtins: matrices may be freed on any thread */
     size_t device_peak;
+    /* A context over several GPUs (ndevices > 1; else 0): `device` is devices[0], where the
+     * caller's matrices live; peers[g] is a one-GPU context of devices[g] with its own stream, which
+     * runs that GPU's share of a call (src/ops/multi_gpu.c); the NCCL communicators are made on
+     * first use (src/cuda/cuda_multi.cu) and freed by free_comms. */
+    int ndevices;
+    int devices[SR_MAX_DEVICES];
+    struct sr_context_s *peers[SR_MAX_DEVICES];
+    sr_partition partition;
+    void *comms;
+    void (*free_comms)(struct sr_context_s *ctx);
 };
 
 void sr_context_retain(sr_context ctx);

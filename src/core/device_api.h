@@ -14,6 +14,8 @@ extern "C" {
 bool sr_device_built(void);
 /* SR_SUCCESS when `device` can be used; else SR_ERROR_NO_DEVICE with the reason set. */
 sr_status sr_device_check(int device);
+/* The GPUs this process sees (0 without CUDA or without a GPU). */
+sr_status sr_device_count(int *count);
 sr_status sr_device_stream_create(int device, void **stream);
 void sr_device_stream_destroy(int device, void *stream);
 sr_status sr_device_synchronize(int device, void *stream);

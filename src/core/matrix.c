@@ -58,6 +58,8 @@ void sr_matrix_destroy(struct sr_matrix_s *A)
         A->free_distance_cache(A);
     if (A->free_spmv_plan)
         A->free_spmv_plan(A);
+    if (A->free_shards)
+        A->free_shards(A);
     sr_mem_free(A->ctx, A->location, A->rowptr, sr_matrix_rowptr_bytes(A));
     sr_mem_free(A->ctx, A->location, A->colind, sr_matrix_colind_bytes(A));
     sr_mem_free(A->ctx, A->location, A->values, sr_matrix_values_bytes(A));

@@ -38,6 +38,10 @@ struct sr_matrix_s {
      * matrices, src/cpu/cpu_spmv_plan.c for host ones); NULL when none is in use. */
     void *spmv_plan;
     void (*free_spmv_plan)(struct sr_matrix_s *A);
+    /* The row blocks a context over several GPUs cut this matrix into, one on each GPU
+     * (src/ops/multi_gpu.c), kept for later calls on the same matrix. */
+    void *shards;
+    void (*free_shards)(struct sr_matrix_s *A);
 };
 
 /* A matrix with allocated, unset arrays for `capacity` entries; nnz is set to capacity. */

@@ -9,6 +9,16 @@
 extern "C" {
 #endif
 
+/* The GPU's plus_times kernels sum each entry's K products in their own order, so a GPU that runs
+ * one row block of S (several GPUs) is told the family chosen on the whole S: its values are then
+ * the one-GPU call's, bit for bit (src/cuda/cuda_sddmm.cu). */
+typedef enum sr_sddmm_strategy {
+    SR_SDDMM_AUTO = 0,
+    SR_SDDMM_DENSE_TILES = 1,
+    SR_SDDMM_PANELS = 2,
+    SR_SDDMM_ROWS = 3      /* S's entry order (with column tiles where they pay) */
+} sr_sddmm_strategy;
+
 typedef struct sr_sddmm_args {
     const struct sr_matrix_s *S;
     const void *A, *B;     /* m x K and n x K, row-major with leading dimension K */
@@ -18,6 +28,7 @@ typedef struct sr_sddmm_args {
     sr_semiring semiring;
     double alpha, beta;
     bool pattern;          /* S's values are ignored in the product (bool S, or sample_pattern) */
+    sr_sddmm_strategy strategy; /* the GPU kernel family; AUTO lets S choose */
 } sr_sddmm_args;
 
 /* Output element (i, c) of the fused product: out[i*row_stride + c*col_stride]. */

@@ -25,6 +25,8 @@ sr_status sr_cuda_vector_axpby(struct sr_context_s *ctx, double alpha, const sr_
 sr_status sr_cuda_dense_row_major(struct sr_context_s *ctx, const sr_dense *d, void *out);
 /* The sampled product (src/core/sddmm.h): S->nnz values of a->out_type into `out` (device). */
 sr_status sr_cuda_sddmm(const sr_sddmm_args *a, void *out);
+/* The kernel family sr_cuda_sddmm would run for a (a->strategy AUTO) on its S, A and B. */
+sr_status sr_cuda_sddmm_strategy(const sr_sddmm_args *a, sr_sddmm_strategy *strategy);
 /* The fused SDDMM→SpMM into O (m x p, strided, device): V is n x p, row-major, packed. */
 sr_status sr_cuda_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,
                              sr_row_normalize normalize, bool accumulate);
@@ -95,6 +97,41 @@ sr_status sr_cuda_select_rows(struct sr_context_s *ctx, const void *block, sr_ty
                               const sr_strided_out *dist);
 /* Device scratch per row that sr_cuda_select_rows takes beside the block (its candidates). */
 size_t sr_cuda_select_scratch_per_row(int64_t n, int64_t k, sr_type type);
+
+/* Several GPUs of one context (src/cuda/cuda_multi.cu). GPUs are named by their place g in the
+ * context's list; the first GPU's moves run on the context's own stream, the others' on their own
+ * contexts' streams. Each call returns when its moves or kernels are done. */
+/* true when built with NCCL (else moves are peer copies). */
+bool sr_cuda_multi_nccl(void);
+typedef struct sr_cuda_move {
+    int from, to;          /* places in ctx->devices */
+    const void *src;       /* on GPU `from` */
+    void *dst;             /* on GPU `to` */
+    size_t bytes;
+} sr_cuda_move;
+/* Every move at once (NCCL send/receive pairs in one group; a move within a GPU is a copy). */
+sr_status sr_cuda_multi_moves(struct sr_context_s *ctx, const sr_cuda_move *moves, int n);
+/* dst[g] = the bytes at src (on the first GPU) for every other GPU g (ncclBroadcast). */
+sr_status sr_cuda_multi_broadcast(struct sr_context_s *ctx, const void *src, void *const *dst, size_t bytes);
+/* data[0..n) += delta, on ctx's GPU. */
+sr_status sr_cuda_shift(struct sr_context_s *ctx, int64_t *data, int64_t n, int64_t delta);
+/* prefix (host, A->nrows + 1): prefix[i] = the multiply-adds of rows [0, i) of A·B. */
+sr_status sr_cuda_row_flops(const struct sr_matrix_s *A, const struct sr_matrix_s *B, int64_t *prefix);
+/* The k nearest of several parts' candidates: part g's rows (k_of[g] each, closest first, local
+ * rows) start at cidx/cdist + g * part_stride; their rows are index rows row0[g] + local. */
+typedef struct sr_topk_parts {
+    int n;
+    int64_t part_stride;
+    int64_t k_of[SR_MAX_DEVICES];
+    int64_t row0[SR_MAX_DEVICES];
+} sr_topk_parts;
+sr_status sr_cuda_merge_topk(struct sr_context_s *ctx, const int64_t *cidx, const void *cdist,
+                             const sr_topk_parts *parts, int64_t rows, int64_t k, sr_type type, bool largest,
+                             int64_t *out_idx, const sr_strided_out *out_dist);
+/* *out (on ctx's GPU) = the n parts (same rows, on ctx's GPU) side by side, part g's columns moved
+ * to start at col0[g] (col0[n]: the columns in all); drop_diagonal leaves out the entries (i, i). */
+sr_status sr_cuda_concat_columns(struct sr_context_s *ctx, const struct sr_matrix_s *const *parts, int n,
+                                 const int64_t *col0, bool drop_diagonal, struct sr_matrix_s **out);
 
 #ifdef __cplusplus
 }

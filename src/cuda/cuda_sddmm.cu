@@ -399,6 +399,47 @@ int panels_setting() {
 
 template <class Ops> struct sddmm_launcher {
     using T = typename Ops::value;
+
+    // The plus_times kernel family for S at K (nvec vectors a row): the dense tiles, the row
+    // panels (then *order holds their order) or S's entry order.
+    static sr_status choose(const sr_matrix_s *S, int64_t K, int64_t nvec, sr_sddmm_strategy *strategy,
+                            panel_order_view *order) {
+        const int setting = panels_setting();
+        const int64_t P = panel_rows(K, sizeof(T));
+        const int dense = dense_setting();
+        bool tiles_pay = false; // forced row panels keep their cases (tests) unless the tiles are forced too
+        if (dense == -1 && setting != 1)
+            SR_TRY(dense_tiles_pay(S, nvec, K, sizeof(T), &tiles_pay));
+        if (nvec <= 8 * 32 && (dense == 1 || tiles_pay)) {
+            *strategy = SR_SDDMM_DENSE_TILES;
+            return SR_SUCCESS;
+        }
+        // The entry orders are kept with S to speed later calls; one that does not fit in device
+        // memory is done without (the CSR-order kernel needs nothing beyond the output). Panels
+        // never beat sddmm_rounds (panels_pay): where it runs the order is not even built, unless
+        // forced (the first call would sort S's entries for nothing). A block a panel: too few
+        // panels leave multiprocessors idle (a 16K x 16K S at 5%, 64 panels of 210K entries, took
+        // 2.9 ms at K = 32 against 0.58 ms in CSR order).
+        const bool panels_fill = (S->nrows + P - 1) / P >= 2 * (int64_t)sm_count();
+        const bool wanted = setting == 1 || (setting != 0 && !takes_rounds(nvec) && panels_fill);
+        if (wanted && S->nnz > 0 && nvec <= 8 * 32)
+            SR_TRY(without_if_out_of_memory(panel_order(S, P, K, sizeof(T), setting == 1, order)));
+        *strategy = order->records ? SR_SDDMM_PANELS : SR_SDDMM_ROWS;
+        return SR_SUCCESS;
+    }
+
+    static sr_status strategy(const sr_sddmm_args *a, sr_sddmm_strategy *out) {
+        *out = SR_SDDMM_ROWS;
+        if constexpr (is_plus_times<Ops>::value) {
+            constexpr int VEC = 16 / sizeof(T);
+            const bool vectors = a->K % VEC == 0 && aligned_for<T>(static_cast<const T *>(a->A), VEC) &&
+                                 aligned_for<T>(static_cast<const T *>(a->B), VEC);
+            panel_order_view order{};
+            return choose(a->S, a->K, a->K / (vectors ? VEC : 1), out, &order);
+        }
+        return SR_SUCCESS;
+    }
+
     static sr_status run(const sr_sddmm_args *a, void *out) {
         const sr_matrix_s *S = a->S;
         sr_context_s *ctx = S->ctx;
@@ -419,19 +460,15 @@ template <class Ops> struct sddmm_launcher {
         if constexpr (is_plus_times<Ops>::value) { // the tuned kernels, instantiated for plus_times only
             constexpr int VEC = 16 / sizeof(T);
             const bool vectors = p.K % VEC == 0 && aligned_for<T>(p.A, VEC) && aligned_for<T>(p.B, VEC);
-            const int setting = panels_setting();
-            panel_order_view order{};
             const int64_t P = panel_rows(p.K, sizeof(T));
-            // The entry orders are kept with S to speed later calls; one that does not fit in
-            // device memory is done without (the CSR-order kernel needs nothing beyond the output).
-            // Panels never beat sddmm_rounds (panels_pay): where it runs the order is not even
-            // built, unless forced (the first call would sort S's entries for nothing).
             const int64_t nvec = p.K / (vectors ? VEC : 1);
-            const int dense = dense_setting();
-            bool tiles_pay = false; // forced row panels keep their cases (tests) unless the tiles are forced too
-            if (dense == -1 && setting != 1)
-                SR_TRY(dense_tiles_pay(S, nvec, p.K, sizeof(T), &tiles_pay));
-            if (nvec <= 8 * 32 && (dense == 1 || tiles_pay)) {
+            panel_order_view order{};
+            sr_sddmm_strategy strategy = a->strategy;
+            if (strategy == SR_SDDMM_AUTO)
+                SR_TRY(choose(S, p.K, nvec, &strategy, &order));
+            else if (strategy == SR_SDDMM_PANELS) // told by the whole S: this block builds its own order
+                SR_TRY(without_if_out_of_memory(panel_order(S, P, p.K, sizeof(T), true, &order)));
+            if (strategy == SR_SDDMM_DENSE_TILES) {
                 if (vectors)
                     SR_TRY((launch_dense<T, VEC, Ops>(p, S->ncols, stream)));
                 else
@@ -439,12 +476,6 @@ template <class Ops> struct sddmm_launcher {
                 SR_CUDA_TRY(cudaStreamSynchronize(stream));
                 return SR_SUCCESS;
             }
-            // A block a panel: too few panels leave multiprocessors idle (a 16K x 16K S at 5%, 64
-            // panels of 210K entries, took 2.9 ms at K = 32 against 0.58 ms in CSR order).
-            const bool panels_fill = (S->nrows + P - 1) / P >= 2 * (int64_t)sm_count();
-            const bool wanted = setting == 1 || (setting != 0 && !takes_rounds(nvec) && panels_fill);
-            if (wanted && S->nnz > 0 && nvec <= 8 * 32)
-                SR_TRY(without_if_out_of_memory(panel_order(S, P, p.K, sizeof(T), setting == 1, &order)));
             if (order.records) {
                 if (vectors)
                     SR_TRY((launch_panels<T, VEC, Ops>(p, order, P, stream)));
@@ -1023,6 +1054,19 @@ sr_status run_fused(const sr_sddmm_args *a, const void *V, int64_t pcols, const 
 extern "C" sr_status sr_cuda_sddmm(const sr_sddmm_args *a, void *out) {
     device_guard guard(a->S->ctx->device);
     return dispatch_semiring<sddmm_launcher>(a->semiring, a->out_type, a, out);
+}
+
+namespace {
+template <class Ops> struct sddmm_chooser {
+    static sr_status run(const sr_sddmm_args *a, sr_sddmm_strategy *out) {
+        return sddmm_launcher<Ops>::strategy(a, out);
+    }
+};
+} // namespace
+
+extern "C" sr_status sr_cuda_sddmm_strategy(const sr_sddmm_args *a, sr_sddmm_strategy *strategy) {
+    device_guard guard(a->S->ctx->device);
+    return dispatch_semiring<sddmm_chooser>(a->semiring, a->out_type, a, strategy);
 }
 
 extern "C" sr_status sr_cuda_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,

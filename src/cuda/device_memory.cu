@@ -38,6 +38,15 @@ sr_status sr_device_check(int device) {
     return SR_SUCCESS;
 }
 
+sr_status sr_device_count(int *count) {
+    *count = 0;
+    if (cudaGetDeviceCount(count) != cudaSuccess) {
+        cudaGetLastError();
+        *count = 0;
+    }
+    return SR_SUCCESS;
+}
+
 sr_status sr_device_stream_create(int device, void **stream) {
     sr_cuda::device_guard guard(device);
     cudaStream_t s;

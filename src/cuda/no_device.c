@@ -10,6 +10,7 @@ static sr_status no_cuda(void)
 
 bool sr_device_built(void) { return false; }
 sr_status sr_device_check(int device) { (void)device; return no_cuda(); }
+sr_status sr_device_count(int *count) { *count = 0; return SR_SUCCESS; }
 sr_status sr_device_stream_create(int device, void **stream) { (void)device; *stream = NULL; return no_cuda(); }
 void sr_device_stream_destroy(int device, void *stream) { (void)device; (void)stream; }
 sr_status sr_device_synchronize(int device, void *stream) { (void)device; (void)stream; return SR_SUCCESS; }
@@ -198,5 +199,45 @@ sr_status sr_cuda_vector_dot(struct sr_context_s *ctx, const sr_dense *x, const 
 sr_status sr_cuda_vector_axpby(struct sr_context_s *ctx, double alpha, const sr_dense *x, double beta, const sr_dense *y)
 {
     (void)ctx; (void)alpha; (void)x; (void)beta; (void)y;
+    return no_cuda();
+}
+bool sr_cuda_multi_nccl(void) { return false; }
+sr_status sr_cuda_multi_moves(struct sr_context_s *ctx, const sr_cuda_move *moves, int n)
+{
+    (void)ctx; (void)moves; (void)n;
+    return no_cuda();
+}
+sr_status sr_cuda_multi_broadcast(struct sr_context_s *ctx, const void *src, void *const *dst, size_t bytes)
+{
+    (void)ctx; (void)src; (void)dst; (void)bytes;
+    return no_cuda();
+}
+sr_status sr_cuda_shift(struct sr_context_s *ctx, int64_t *data, int64_t n, int64_t delta)
+{
+    (void)ctx; (void)data; (void)n; (void)delta;
+    return no_cuda();
+}
+sr_status sr_cuda_row_flops(const struct sr_matrix_s *A, const struct sr_matrix_s *B, int64_t *prefix)
+{
+    (void)A; (void)B; (void)prefix;
+    return no_cuda();
+}
+sr_status sr_cuda_merge_topk(struct sr_context_s *ctx, const int64_t *cidx, const void *cdist,
+                             const sr_topk_parts *parts, int64_t rows, int64_t k, sr_type type, bool largest,
+                             int64_t *out_idx, const sr_strided_out *out_dist)
+{
+    (void)ctx; (void)cidx; (void)cdist; (void)parts; (void)rows; (void)k; (void)type; (void)largest; (void)out_idx;
+    (void)out_dist;
+    return no_cuda();
+}
+sr_status sr_cuda_concat_columns(struct sr_context_s *ctx, const struct sr_matrix_s *const *parts, int n,
+                                 const int64_t *col0, bool drop_diagonal, struct sr_matrix_s **out)
+{
+    (void)ctx; (void)parts; (void)n; (void)col0; (void)drop_diagonal; (void)out;
+    return no_cuda();
+}
+sr_status sr_cuda_sddmm_strategy(const sr_sddmm_args *a, sr_sddmm_strategy *strategy)
+{
+    (void)a; (void)strategy;
     return no_cuda();
 }

@@ -9,6 +9,7 @@
 #include "../cuda/cuda.h"
 #include "../semiring/metric.h"
 #include "distance_prep.h"
+#include "multi_gpu.h"
 #include "ops_common.h"
 
 /* A magnitude order's block: columns, ranks, absolute values (see sr_distance_inputs). */
@@ -216,7 +217,7 @@ static sr_status check_float_output(const char *fn, const sr_dense *D, const cha
 }
 
 /* The strided view of rows [r0, ...) of a dense output. */
-static sr_strided_out strided_rows(const sr_dense *D, int64_t r0)
+sr_strided_out sr_distance_strided_rows(const sr_dense *D, int64_t r0)
 {
     size_t es = sr_type_size(D->type);
     sr_strided_out o;
@@ -227,7 +228,7 @@ static sr_strided_out strided_rows(const sr_dense *D, int64_t r0)
 }
 
 /* Copies `rows` rows of a staged block (packed in D's layout, `rows` x D->ncols) into D from row r0. */
-static sr_status copy_rows_out(struct sr_context_s *ctx, const sr_dense *D, int64_t r0, const void *staged,
+sr_status sr_distance_copy_rows_out(struct sr_context_s *ctx, const sr_dense *D, int64_t r0, const void *staged,
                                sr_location staged_at, int64_t rows)
 {
     size_t es = sr_type_size(D->type);
@@ -256,10 +257,10 @@ static sr_status distance_batches(const sr_distance_prep *p, const sr_dense *D, 
     for (int64_t r0 = *done; s == SR_SUCCESS && r0 < m; r0 += b) {
         int64_t rows = m - r0 < b ? m - r0 : b;
         sr_dense staged = staging_view(D, block, rows, p->where);
-        sr_strided_out out = strided_rows(&staged, 0);
+        sr_strided_out out = sr_distance_strided_rows(&staged, 0);
         s = sr_distance_rows(p, r0, r0 + rows, &out);
         if (s == SR_SUCCESS)
-            s = copy_rows_out(ctx, D, r0, block, p->where, rows);
+            s = sr_distance_copy_rows_out(ctx, D, r0, block, p->where, rows);
         if (s == SR_SUCCESS)
             *done = r0 + rows;
     }
@@ -281,7 +282,7 @@ sr_status sr_pairwise_distance(sr_context ctx, sr_matrix A, sr_matrix B, sr_metr
     sr_status s = SR_SUCCESS;
     int64_t m = A->nrows, n = B->nrows;
     if (D->location == p.where) {
-        sr_strided_out out = strided_rows(D, 0);
+        sr_strided_out out = sr_distance_strided_rows(D, 0);
         if (m > 0 && n > 0)
             s = sr_distance_rows(&p, 0, m, &out);
     } else if (m > 0 && n > 0) {
@@ -332,14 +333,14 @@ static sr_status knn_batches(const char *fn, const sr_distance_prep *p, int64_t 
     for (int64_t r0 = *done; s == SR_SUCCESS && r0 < nq; r0 += b) {
         int64_t rows = nq - r0 < b ? nq - r0 : b;
         if (!staged) {
-            sr_strided_out dist = strided_rows(distances, r0);
+            sr_strided_out dist = sr_distance_strided_rows(distances, r0);
             s = knn_batch(p, r0, rows, k, block, indices + r0 * k, &dist);
         } else {
             sr_dense view = staging_view(distances, s_dist, rows, p->where);
-            sr_strided_out dist = strided_rows(&view, 0);
+            sr_strided_out dist = sr_distance_strided_rows(&view, 0);
             s = knn_batch(p, r0, rows, k, block, s_idx, &dist);
             if (s == SR_SUCCESS)
-                s = copy_rows_out(ctx, distances, r0, s_dist, p->where, rows);
+                s = sr_distance_copy_rows_out(ctx, distances, r0, s_dist, p->where, rows);
             if (s == SR_SUCCESS)
                 s = sr_mem_copy(ctx, indices + r0 * k, distances->location, s_idx, p->where,
                                 (size_t)rows * (size_t)k * sizeof(int64_t));
@@ -398,6 +399,8 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     SR_CHECK_ARG(distances->nrows == queries->nrows && distances->ncols == k,
                  "%s: distances is %lld x %lld but there are %lld queries and k = %lld", fn,
                  (long long)distances->nrows, (long long)distances->ncols, (long long)queries->nrows, (long long)k);
+    if (sr_multi_applies(ctx, index) && queries->location == SR_DEVICE)
+        return sr_multi_knn(ctx, index, queries, k, metric, metric_arg, indices, distances, options);
     sr_distance_prep p;
     SR_TRY(sr_distance_prepare(fn, ctx, queries, index, metric, metric_arg, distances->type, &p));
     sr_status s = sr_distance_overlap_setup(&p, index);

@@ -50,6 +50,11 @@ sr_status sr_distance_index_order(struct sr_matrix_s *X, sr_metric metric, doubl
 sr_status sr_distance_overlap_setup(sr_distance_prep *p, struct sr_matrix_s *index);
 /* Distances of query rows [q0, q1) to every index row, into `out` (where the work runs). */
 sr_status sr_distance_rows(const sr_distance_prep *p, int64_t q0, int64_t q1, const sr_strided_out *out);
+/* The strided view of rows [r0, ...) of a dense output. */
+sr_strided_out sr_distance_strided_rows(const sr_dense *D, int64_t r0);
+/* Copies `rows` rows of a staged block (packed in D's layout, `rows` x D->ncols) into D from row r0. */
+sr_status sr_distance_copy_rows_out(struct sr_context_s *ctx, const sr_dense *D, int64_t r0, const void *staged,
+                                    sr_location staged_at, int64_t rows);
 /* Query rows per batch so that `per_row` bytes each stay under the workspace limit (and a
  * batch's block under 1 GiB); at least 1. */
 int64_t sr_distance_batch_rows(const struct sr_context_s *ctx, sr_location where, int64_t nq, size_t per_row);

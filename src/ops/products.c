@@ -7,6 +7,7 @@
 #include "../cuda/cuda.h"
 #include "../opencl/opencl.h"
 #include "../semiring/semiring.h"
+#include "multi_gpu.h"
 #include "ops_common.h"
 
 sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location location)
@@ -95,7 +96,9 @@ sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr
         SR_TRY(sr_matrix_transpose(ctx, B, &Bt));
     const struct sr_matrix_s *right = Bt ? Bt : B;
     sr_status st;
-    if (A->location == SR_DEVICE)
+    if (A->location == SR_DEVICE && mask == NULL && sr_multi_applies(ctx, A))
+        st = sr_multi_mxm(ctx, A, right, s, &T);
+    else if (A->location == SR_DEVICE)
         st = sr_cuda_mxm(ctx, A, right, mask, d.mask_complement, s, out, &T);
     else if (sr_ops_on_opencl(ctx, A) && out == SR_TYPE_BOOL)
         st = sr_ocl_mxm_bool(ctx, A, right, mask, d.mask_complement, &T);

@@ -9,6 +9,7 @@
 #include "../cpu/cpu.h"
 #include "../semiring/metric.h"
 #include "distance_prep.h"
+#include "multi_gpu.h"
 #include "ops_common.h"
 
 sr_radius_options sr_radius_options_default(void)
@@ -149,6 +150,8 @@ sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries
     SR_CHECK_ARG(queries == NULL || !o.include_self,
                  "%s: include_self applies when the index is compared with itself (queries NULL)", fn);
     const bool self = queries == NULL;
+    if (sr_multi_applies(ctx, index) && (self || queries->location == SR_DEVICE))
+        return sr_multi_radius(ctx, index, queries, radius, metric, metric_arg, &o, R);
     sr_distance_prep p;
     SR_TRY(sr_distance_prepare(fn, ctx, self ? index : queries, index, metric, metric_arg, o.type, &p));
     sr_status s = sr_distance_overlap_setup(&p, index);

@@ -8,6 +8,7 @@
 #include "../core/types.h"
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
+#include "multi_gpu.h"
 #include "ops_common.h"
 
 /* The checks every sampled product makes; fills everything of *a but the data pointers. */
@@ -57,6 +58,8 @@ static sr_status run_sddmm(struct sr_context_s *ctx, sr_sddmm_args *a, const sr_
     if (a->S->nnz == 0)
         return SR_SUCCESS;
     const sr_location where = a->S->location;
+    if (where == SR_DEVICE && sr_multi_applies(ctx, a->S))
+        return sr_multi_sddmm(ctx, a, A, B, out);
     sr_staged_rows ra, rb;
     SR_TRY(sr_ops_stage_rows(ctx, A, where, &ra));
     sr_status st = sr_ops_stage_rows(ctx, B, where, &rb);

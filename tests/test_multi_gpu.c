@@ -1,0 +1,384 @@
+/* A context over several GPUs against a one-GPU context on the same inputs: k-NN (indices and
+ * distances bit for bit), the k-NN graph, radius neighbours, SDDMM values (bit for bit) and SpGEMM,
+ * on random power-law matrices with empty rows, both partitions, and tiny indexes whose blocks
+ * hold fewer than k rows. The option checks run everywhere; the rest needs two GPUs (else skipped,
+ * exit 77, with the reason). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sparsering.h"
+#include "test_util.h"
+
+static sr_context one, many, many_rows; /* one GPU; GPUs 0 and 1 balanced; by equal rows */
+
+static void check_options(void)
+{
+    sr_context ctx = NULL;
+    sr_context_options o = sr_context_options_default();
+    o.ndevices = SR_MAX_DEVICES + 1;
+    CHECK_FAILS(sr_context_create(&ctx, &o), SR_ERROR_INVALID_ARGUMENT, "ndevices");
+    o = sr_context_options_default();
+    o.partition = (sr_partition)7;
+    CHECK_FAILS(sr_context_create(&ctx, &o), SR_ERROR_INVALID_ARGUMENT, "partition");
+    setenv("SPARSERING_PARTITION", "diagonal", 1);
+    CHECK_FAILS(sr_context_create(&ctx, NULL), SR_ERROR_INVALID_ARGUMENT, "SPARSERING_PARTITION");
+    unsetenv("SPARSERING_PARTITION");
+    /* a CPU context ignores a device list: it runs on the host */
+    o = sr_context_options_default();
+    o.backend = SR_BACKEND_CPU;
+    o.ndevices = 2;
+    o.devices[1] = 1;
+    CHECK_OK(sr_context_create(&ctx, &o));
+    sr_context_options got;
+    CHECK_OK(sr_context_get_options(ctx, &got));
+    CHECK(got.ndevices == 0, "a CPU context reports %d devices", got.ndevices);
+    sr_context_destroy(ctx);
+}
+
+static void check_device_list_errors(void)
+{
+    sr_context ctx = NULL;
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CUDA;
+    o.ndevices = 2;
+    o.devices[0] = 0;
+    o.devices[1] = 0;
+    CHECK_FAILS(sr_context_create(&ctx, &o), SR_ERROR_INVALID_ARGUMENT, "twice");
+    o.devices[1] = 999;
+    CHECK_FAILS(sr_context_create(&ctx, &o), SR_ERROR_NO_DEVICE, "999");
+    setenv("SPARSERING_DEVICES", "0,x", 1);
+    o = sr_context_options_default();
+    o.backend = SR_BACKEND_CUDA;
+    CHECK_FAILS(sr_context_create(&ctx, &o), SR_ERROR_INVALID_ARGUMENT, "SPARSERING_DEVICES");
+    setenv("SPARSERING_DEVICES", "1,0", 1);
+    CHECK_OK(sr_context_create(&ctx, &o));
+    sr_context_options got;
+    CHECK_OK(sr_context_get_options(ctx, &got));
+    CHECK(got.ndevices == 2 && got.devices[0] == 1 && got.devices[1] == 0 && got.device == 1,
+          "SPARSERING_DEVICES=1,0 gave %d devices, first %d", got.ndevices, got.devices[0]);
+    sr_context_destroy(ctx);
+    unsetenv("SPARSERING_DEVICES");
+}
+
+static sr_matrix device_matrix(sr_context ctx, const test_csr *m)
+{
+    return test_make_matrix_at(ctx, m, SR_DEVICE);
+}
+
+/* ------------------------------------------------------------------ k-NN */
+
+static void knn_case(sr_context multi, const test_csr *X, const test_csr *Qm, int64_t k, sr_metric metric,
+                     sr_type type, sr_location out_at)
+{
+    sr_matrix X1 = device_matrix(one, X), Xn = device_matrix(multi, X);
+    sr_matrix Q1 = Qm ? device_matrix(one, Qm) : X1, Qn = Qm ? device_matrix(multi, Qm) : Xn;
+    const int64_t nq = Qm ? Qm->nrows : X->nrows;
+    const size_t es = sr_type_size(type), cells = (size_t)nq * (size_t)k;
+    int64_t *i1 = malloc(cells * sizeof(int64_t)), *in = malloc(cells * sizeof(int64_t));
+    void *d1 = malloc(cells * es), *dn = malloc(cells * es);
+    memset(in, 0xff, cells * sizeof(int64_t)); /* poisoned */
+    memset(dn, 0xff, cells * es);
+    sr_dense v1 = sr_dense_view(d1, nq, k, type, SR_ROW_MAJOR, SR_HOST);
+    CHECK_OK(sr_knn(one, X1, Q1, k, metric, 3.0, i1, &v1, NULL));
+    if (out_at == SR_HOST) {
+        sr_dense vn = sr_dense_view(dn, nq, k, type, SR_ROW_MAJOR, SR_HOST);
+        CHECK_OK(sr_knn(multi, Xn, Qn, k, metric, 3.0, in, &vn, NULL));
+    } else { /* outputs on the first GPU, distances column-major */
+        sr_dense dd, di;
+        CHECK_OK(sr_vector_alloc(multi, (int64_t)cells, type, SR_DEVICE, &dd));
+        CHECK_OK(sr_vector_alloc(multi, (int64_t)cells, SR_TYPE_FLOAT64, SR_DEVICE, &di)); /* 8-byte cells */
+        sr_dense vn = sr_dense_view(dd.data, nq, k, type, SR_COL_MAJOR, SR_DEVICE);
+        CHECK_OK(sr_knn(multi, Xn, Qn, k, metric, 3.0, di.data, &vn, NULL));
+        void *col = malloc(cells * es);
+        sr_dense hc = sr_vector_view(col, (int64_t)cells, type, SR_HOST);
+        sr_dense hi = sr_vector_view(in, (int64_t)cells, SR_TYPE_FLOAT64, SR_HOST);
+        CHECK_OK(sr_vector_copy(multi, &hc, &dd));
+        CHECK_OK(sr_vector_copy(multi, &hi, &di));
+        for (int64_t r = 0; r < nq; r++)
+            for (int64_t j = 0; j < k; j++)
+                memcpy((char *)dn + ((size_t)(r * k + j)) * es, (char *)col + ((size_t)(j * nq + r)) * es, es);
+        free(col);
+        sr_vector_free(multi, &dd);
+        sr_vector_free(multi, &di);
+    }
+    int64_t bad = 0, first = -1;
+    for (size_t c = 0; c < cells; c++)
+        if (i1[c] != in[c] || memcmp((char *)d1 + c * es, (char *)dn + c * es, es) != 0) {
+            if (first < 0)
+                first = (int64_t)c;
+            bad++;
+        }
+    CHECK(bad == 0, "knn %s k=%lld %s (%s, out on %s): %lld of %zu cells differ, first row %lld: index %lld vs %lld",
+          sr_metric_name(metric), (long long)k, sr_type_name(type), Qm ? "queries" : "all-vs-all",
+          out_at == SR_HOST ? "host" : "device", (long long)bad, cells, (long long)(first / (k ? k : 1)),
+          (long long)(first >= 0 ? i1[first] : -1), (long long)(first >= 0 ? in[first] : -1));
+    free(i1);
+    free(in);
+    free(d1);
+    free(dn);
+    if (Qm) {
+        sr_matrix_free(Q1);
+        sr_matrix_free(Qn);
+    }
+    sr_matrix_free(X1);
+    sr_matrix_free(Xn);
+}
+
+static void check_knn(void)
+{
+    test_csr X = test_random_csr(2500, 1500, 18, SR_TYPE_FLOAT32);
+    test_csr Q = test_random_csr(700, 1500, 18, SR_TYPE_FLOAT32);
+    const sr_metric metrics[] = {SR_METRIC_COSINE, SR_METRIC_L2, SR_METRIC_L1, SR_METRIC_INNER_PRODUCT,
+                                 SR_METRIC_JACCARD, SR_METRIC_MINKOWSKI, SR_METRIC_CHEBYSHEV};
+    for (size_t m = 0; m < sizeof metrics / sizeof metrics[0]; m++)
+        knn_case(many, &X, NULL, 10, metrics[m], SR_TYPE_FLOAT32, SR_HOST);
+    knn_case(many, &X, &Q, 1, SR_METRIC_COSINE, SR_TYPE_FLOAT64, SR_HOST);
+    knn_case(many, &X, &Q, 64, SR_METRIC_L2, SR_TYPE_FLOAT32, SR_DEVICE);
+    knn_case(many_rows, &X, &Q, 25, SR_METRIC_L1, SR_TYPE_FLOAT64, SR_HOST);
+    knn_case(many_rows, &X, NULL, 7, SR_METRIC_COSINE, SR_TYPE_FLOAT32, SR_DEVICE);
+    /* duplicate rows: ties at every distance go to the smaller row, across the blocks too */
+    { /* rows 20..39 repeat rows 0..19 */
+        test_csr T = test_random_csr(20, 30, 5, SR_TYPE_FLOAT32);
+        test_csr R = {40, 30, 2 * T.nnz, SR_TYPE_FLOAT32, malloc(41 * sizeof(int64_t)),
+                      malloc((size_t)(2 * T.nnz + 1) * sizeof(int32_t)), malloc((size_t)(2 * T.nnz + 1) * sizeof(float))};
+        for (int64_t i = 0; i <= 20; i++)
+            R.rowptr[i] = T.rowptr[i];
+        for (int64_t i = 1; i <= 20; i++)
+            R.rowptr[20 + i] = T.nnz + T.rowptr[i];
+        for (int copy = 0; copy < 2; copy++) {
+            memcpy(R.colind + copy * T.nnz, T.colind, (size_t)T.nnz * sizeof(int32_t));
+            memcpy((float *)R.values + copy * T.nnz, T.values, (size_t)T.nnz * sizeof(float));
+        }
+        knn_case(many, &R, NULL, 6, SR_METRIC_L2, SR_TYPE_FLOAT32, SR_HOST);
+        knn_case(many, &R, NULL, 40, SR_METRIC_COSINE, SR_TYPE_FLOAT64, SR_HOST);
+        test_csr_free(&T);
+        test_csr_free(&R);
+    }
+    /* three index rows over two GPUs: a block holds fewer than k */
+    test_csr S = test_random_csr(3, 50, 10, SR_TYPE_FLOAT32);
+    knn_case(many, &S, &Q, 3, SR_METRIC_L2, SR_TYPE_FLOAT32, SR_HOST);
+    test_csr_free(&S);
+    test_csr_free(&X);
+    test_csr_free(&Q);
+}
+
+/* ------------------------------------------------------------------ graphs */
+
+static void graphs_equal(sr_matrix G1, sr_matrix Gn, const char *what)
+{
+    sr_matrix H1 = NULL, Hn = NULL;
+    CHECK_OK(sr_matrix_copy_to(one, G1, SR_HOST, &H1));
+    CHECK_OK(sr_matrix_copy_to(many, Gn, SR_HOST, &Hn));
+    bool equal = false;
+    CHECK_OK(sr_matrix_equal(one, H1, Hn, &equal));
+    sr_matrix_info a, b;
+    sr_matrix_get_info(H1, &a);
+    sr_matrix_get_info(Hn, &b);
+    CHECK(equal, "%s: the GPUs' graph differs (%lld x %lld, %lld entries; one GPU %lld x %lld, %lld)", what,
+          (long long)b.nrows, (long long)b.ncols, (long long)b.nnz, (long long)a.nrows, (long long)a.ncols,
+          (long long)a.nnz);
+    sr_matrix_free(H1);
+    sr_matrix_free(Hn);
+}
+
+static void check_graphs(void)
+{
+    test_csr X = test_random_csr(1800, 900, 14, SR_TYPE_FLOAT64);
+    test_csr Q = test_random_csr(300, 900, 14, SR_TYPE_FLOAT64);
+    sr_matrix X1 = device_matrix(one, &X), Xn = device_matrix(many, &X);
+    sr_matrix Q1 = device_matrix(one, &Q), Qn = device_matrix(many, &Q);
+    for (int sym = 0; sym < 2; sym++) {
+        sr_knn_graph_options o = sr_knn_graph_options_default();
+        o.mode = SR_GRAPH_DISTANCE;
+        o.symmetrize = sym;
+        sr_matrix G1 = NULL, Gn = NULL;
+        CHECK_OK(sr_knn_graph(one, X1, 9, SR_METRIC_COSINE, 0, &o, &G1));
+        CHECK_OK(sr_knn_graph(many, Xn, 9, SR_METRIC_COSINE, 0, &o, &Gn));
+        graphs_equal(G1, Gn, sym ? "symmetric k-NN graph" : "k-NN graph");
+        sr_matrix_free(G1);
+        sr_matrix_free(Gn);
+    }
+    for (int mode = 0; mode < 2; mode++)
+        for (int self = 0; self < 2; self++) {
+            sr_radius_options o = sr_radius_options_default();
+            o.mode = mode ? SR_GRAPH_DISTANCE : SR_GRAPH_CONNECTIVITY;
+            o.include_self = self;
+            o.type = SR_TYPE_FLOAT64;
+            sr_matrix R1 = NULL, Rn = NULL;
+            CHECK_OK(sr_radius_neighbors(one, X1, NULL, 0.8, SR_METRIC_COSINE, 0, &o, &R1));
+            CHECK_OK(sr_radius_neighbors(many, Xn, NULL, 0.8, SR_METRIC_COSINE, 0, &o, &Rn));
+            graphs_equal(R1, Rn, self ? "radius with self" : "radius");
+            sr_matrix_free(R1);
+            sr_matrix_free(Rn);
+        }
+    sr_radius_options o = sr_radius_options_default();
+    o.mode = SR_GRAPH_DISTANCE;
+    sr_matrix R1 = NULL, Rn = NULL;
+    CHECK_OK(sr_radius_neighbors(one, X1, Q1, 1.2, SR_METRIC_L2, 0, &o, &R1));
+    CHECK_OK(sr_radius_neighbors(many, Xn, Qn, 1.2, SR_METRIC_L2, 0, &o, &Rn));
+    graphs_equal(R1, Rn, "radius of queries");
+    sr_matrix_free(R1);
+    sr_matrix_free(Rn);
+    sr_matrix_free(X1);
+    sr_matrix_free(Xn);
+    sr_matrix_free(Q1);
+    sr_matrix_free(Qn);
+    test_csr_free(&X);
+    test_csr_free(&Q);
+}
+
+/* ------------------------------------------------------------------ SDDMM */
+
+static void sddmm_case(sr_context multi, const test_csr *S, int64_t K, sr_type type, sr_semiring s, const char *what)
+{
+    const size_t es = sr_type_size(type);
+    void *A = malloc((size_t)(S->nrows * K + 1) * es), *B = malloc((size_t)(S->ncols * K + 1) * es);
+    for (int64_t e = 0; e < S->nrows * K; e++)
+        test_random_value(type, A, e);
+    for (int64_t e = 0; e < S->ncols * K; e++)
+        test_random_value(type, B, e);
+    sr_dense Av = sr_dense_view(A, S->nrows, K, type, SR_ROW_MAJOR, SR_HOST);
+    sr_dense Bv = sr_dense_view(B, S->ncols, K, type, SR_ROW_MAJOR, SR_HOST);
+    sr_type out = type;
+    CHECK_OK(sr_semiring_output_type(s, type, &out));
+    const size_t os = sr_type_size(out), n = (size_t)S->nnz;
+    void *v1 = malloc(n * os + 1), *vn = malloc(n * os + 1);
+    memset(vn, 0xff, n * os + 1);
+    sr_dense o1 = sr_vector_view(v1, S->nnz, out, SR_HOST), on = sr_vector_view(vn, S->nnz, out, SR_HOST);
+    sr_matrix S1 = device_matrix(one, S), Sn = device_matrix(multi, S);
+    for (int round = 0; round < 2; round++) { /* the second reuses the blocks kept with S */
+        CHECK_OK(sr_sddmm_values(one, &o1, s, 1.5, S1, &Av, &Bv, round ? 0.5 : 0.0, NULL));
+        CHECK_OK(sr_sddmm_values(multi, &on, s, 1.5, Sn, &Av, &Bv, round ? 0.5 : 0.0, NULL));
+        int64_t bad = 0, first = -1;
+        for (size_t e = 0; e < n; e++)
+            if (memcmp((char *)v1 + e * os, (char *)vn + e * os, os) != 0) {
+                bad += 1;
+                if (first < 0)
+                    first = (int64_t)e;
+            }
+        CHECK(bad == 0, "sddmm %s K=%lld %s %s round %d: %lld of %zu values differ (first entry %lld)", what,
+              (long long)K, sr_type_name(type), sr_semiring_name(s), round, (long long)bad, n, (long long)first);
+    }
+    sr_matrix C = NULL; /* the matrix form: S's pattern, the same values */
+    CHECK_OK(sr_sddmm(multi, &C, s, 1.5, Sn, &Av, &Bv, 0.5, NULL));
+    sr_matrix_info info;
+    sr_matrix_get_info(C, &info);
+    CHECK(info.nnz == S->nnz && info.nrows == S->nrows, "sr_sddmm over the GPUs: %lld entries, S has %lld",
+          (long long)info.nnz, (long long)S->nnz);
+    sr_matrix_free(C);
+    sr_matrix_free(S1);
+    sr_matrix_free(Sn);
+    free(A);
+    free(B);
+    free(v1);
+    free(vn);
+}
+
+/* A dense-ish S (every row about `fill` of the columns): the dense tiles' and row panels' cases. */
+static test_csr dense_ish(int64_t nrows, int64_t ncols, double fill)
+{
+    test_csr m = {nrows, ncols, 0, SR_TYPE_FLOAT32, calloc((size_t)nrows + 1, sizeof(int64_t)), NULL, NULL};
+    m.colind = malloc((size_t)((double)nrows * (double)ncols * fill * 1.2 + 16) * sizeof(int32_t));
+    for (int64_t i = 0; i < nrows; i++) {
+        int64_t d = m.rowptr[i];
+        for (int64_t c = 0; c < ncols; c++)
+            if (test_uniform() < fill)
+                m.colind[d++] = (int32_t)c;
+        m.rowptr[i + 1] = d;
+    }
+    m.nnz = m.rowptr[nrows];
+    m.values = malloc((size_t)(m.nnz + 1) * sizeof(float));
+    for (int64_t e = 0; e < m.nnz; e++)
+        test_random_value(SR_TYPE_FLOAT32, m.values, e);
+    return m;
+}
+
+static void check_sddmm(void)
+{
+    test_csr S = test_random_csr(3000, 2000, 25, SR_TYPE_FLOAT32);
+    const int64_t Ks[] = {1, 7, 32, 100, 128, 512};
+    for (size_t i = 0; i < sizeof Ks / sizeof Ks[0]; i++)
+        sddmm_case(many, &S, Ks[i], SR_TYPE_FLOAT32, SR_PLUS_TIMES, "power-law");
+    sddmm_case(many_rows, &S, 64, SR_TYPE_FLOAT32, SR_PLUS_TIMES, "power-law, rows");
+    sddmm_case(many, &S, 16, SR_TYPE_FLOAT32, SR_MIN_PLUS, "power-law");
+    test_csr S64 = test_random_csr(2000, 1000, 20, SR_TYPE_FLOAT64);
+    sddmm_case(many, &S64, 48, SR_TYPE_FLOAT64, SR_PLUS_TIMES, "power-law");
+    test_csr Dn = dense_ish(1500, 2500, 0.3);
+    sddmm_case(many, &Dn, 32, SR_TYPE_FLOAT32, SR_PLUS_TIMES, "dense-ish");
+    sddmm_case(many, &Dn, 128, SR_TYPE_FLOAT32, SR_PLUS_TIMES, "dense-ish");
+    setenv("SPARSERING_SDDMM_PANELS", "1", 1); /* the row panels on both sides */
+    sddmm_case(many, &S, 64, SR_TYPE_FLOAT32, SR_PLUS_TIMES, "power-law, panels");
+    unsetenv("SPARSERING_SDDMM_PANELS");
+    test_csr_free(&S);
+    test_csr_free(&S64);
+    test_csr_free(&Dn);
+}
+
+/* ------------------------------------------------------------------ SpGEMM */
+
+static void mxm_case(sr_context multi, const test_csr *A, const test_csr *B, sr_semiring s, const char *what)
+{
+    sr_matrix A1 = device_matrix(one, A), An = device_matrix(multi, A);
+    sr_matrix B1 = device_matrix(one, B), Bn = device_matrix(multi, B);
+    sr_matrix C1 = NULL, Cn = NULL;
+    CHECK_OK(sr_mxm(one, &C1, NULL, s, A1, B1, NULL));
+    CHECK_OK(sr_mxm(multi, &Cn, NULL, s, An, Bn, NULL));
+    graphs_equal(C1, Cn, what);
+    sr_matrix_free(C1);
+    sr_matrix_free(Cn);
+    sr_matrix_free(A1);
+    sr_matrix_free(An);
+    sr_matrix_free(B1);
+    sr_matrix_free(Bn);
+}
+
+static void check_mxm(void)
+{
+    test_csr A = test_random_csr(4000, 3000, 12, SR_TYPE_FLOAT64);
+    test_csr B = test_random_csr(3000, 3500, 10, SR_TYPE_FLOAT64);
+    mxm_case(many, &A, &B, SR_PLUS_TIMES, "A·B plus_times");
+    mxm_case(many_rows, &A, &B, SR_MIN_PLUS, "A·B min_plus, rows");
+    test_csr G = test_random_csr(3000, 3000, 8, SR_TYPE_BOOL);
+    mxm_case(many, &G, &G, SR_OR_AND, "G·G or_and");
+    test_csr T = test_random_csr(1, 3000, 40, SR_TYPE_FLOAT64); /* one row: a GPU without any */
+    mxm_case(many, &T, &B, SR_PLUS_TIMES, "one row");
+    test_csr_free(&A);
+    test_csr_free(&B);
+    test_csr_free(&G);
+    test_csr_free(&T);
+}
+
+int main(void)
+{
+    test_seed("test_multi_gpu");
+    check_options();
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CUDA;
+    o.ndevices = 2;
+    o.devices[0] = 0;
+    o.devices[1] = 1;
+    if (sr_context_create(&many, &o) != SR_SUCCESS) {
+        printf("test_multi_gpu: the GPU part is skipped: it needs two GPUs (%s)\n", sr_last_error());
+        return test_failures ? test_finish("test_multi_gpu") : SR_TEST_SKIP;
+    }
+    o.partition = SR_PARTITION_ROWS;
+    CHECK_OK(sr_context_create(&many_rows, &o));
+    o = sr_context_options_default();
+    o.backend = SR_BACKEND_CUDA;
+    CHECK_OK(sr_context_create(&one, &o));
+    check_device_list_errors();
+    check_knn();
+    check_graphs();
+    check_sddmm();
+    check_mxm();
+    size_t now = 0, peak = 0;
+    CHECK_OK(sr_context_device_memory(many, &now, &peak));
+    printf("test_multi_gpu: the two-GPU context holds %zu bytes now, %zu at its peak\n", now, peak);
+    CHECK(peak > 0, "the two-GPU context counted no device memory");
+    sr_context_destroy(many_rows);
+    sr_context_destroy(many);
+    sr_context_destroy(one);
+    return test_finish("test_multi_gpu");
+}
