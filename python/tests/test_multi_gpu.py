@@ -29,7 +29,7 @@ def test_knn_and_graphs_equal_one_gpu():
     one, many = _contexts()
     assert many.devices == [0, 1]
     rng = np.random.default_rng(5)
-    X = random_csr(rng, 3000, 800, 0.02, np.float32)
+    X = random_csr(rng, 30000, 800, 0.01, np.float32)
     Q = random_csr(rng, 500, 800, 0.02, np.float32)
     for metric in ("cosine", "euclidean", "manhattan"):
         d1, i1 = sr.kneighbors(X, Q, k=12, metric=metric, context=one)
@@ -39,8 +39,8 @@ def test_knn_and_graphs_equal_one_gpu():
     G1 = sr.kneighbors_graph(X, 8, mode="distance", metric="cosine", context=one)
     Gn = sr.kneighbors_graph(X, 8, mode="distance", metric="cosine", context=many)
     assert (G1 != Gn).nnz == 0
-    R1 = sr.radius_neighbors_graph(X, 0.7, mode="distance", metric="cosine", context=one)
-    Rn = sr.radius_neighbors_graph(X, 0.7, mode="distance", metric="cosine", context=many)
+    R1 = sr.radius_neighbors_graph(X, 0.4, mode="distance", metric="cosine", context=one)
+    Rn = sr.radius_neighbors_graph(X, 0.4, mode="distance", metric="cosine", context=many)
     assert R1.shape == Rn.shape and (R1 != Rn).nnz == 0
 
 

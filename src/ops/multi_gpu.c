@@ -78,8 +78,8 @@ static sr_status settle(const struct sr_context_s *ctx)
 /* ------------------------------------------------------------------ row blocks */
 
 /* row0[0..n]: n row blocks of about equal weight by the prefix w[0..nrows] (nondecreasing, w[0] = 0),
- * or of equal rows when w is NULL. */
-static void cut_rows(const int64_t *w, int64_t nrows, int n, int64_t *row0)
+ * or of equal rows when w is NULL, cut at multiples of `align` rows. */
+static void cut_rows(const int64_t *w, int64_t nrows, int n, int64_t align, int64_t *row0)
 {
     row0[0] = 0;
     row0[n] = nrows;
@@ -98,6 +98,8 @@ static void cut_rows(const int64_t *w, int64_t nrows, int n, int64_t *row0)
             }
             cut = lo;
         }
+        cut = (cut + align / 2) / align * align;
+        cut = cut > nrows ? nrows : cut;
         row0[g] = cut < row0[g - 1] ? row0[g - 1] : cut;
     }
 }
@@ -189,6 +191,7 @@ typedef struct sr_shards {
     int n;
     int devices[SR_MAX_DEVICES];
     sr_partition partition;
+    int64_t align;
     int64_t row0[SR_MAX_DEVICES + 1];
     int64_t entry0[SR_MAX_DEVICES + 1];
     struct sr_matrix_s *block[SR_MAX_DEVICES];
@@ -209,13 +212,13 @@ static void free_shards(struct sr_matrix_s *A)
     A->shards = NULL;
 }
 
-static bool shards_fit(const sr_shards *sh, const struct sr_context_s *ctx)
+static bool shards_fit(const sr_shards *sh, const struct sr_context_s *ctx, int64_t align)
 {
-    return sh->owner == ctx && sh->n == ctx->ndevices && sh->partition == ctx->partition &&
+    return sh->owner == ctx && sh->n == ctx->ndevices && sh->partition == ctx->partition && sh->align == align &&
            memcmp(sh->devices, ctx->devices, sizeof sh->devices) == 0;
 }
 
-static sr_status build_shards(struct sr_context_s *ctx, struct sr_matrix_s *A, sr_shards **out)
+static sr_status build_shards(struct sr_context_s *ctx, struct sr_matrix_s *A, int64_t align, sr_shards **out)
 {
     sr_shards *sh = calloc(1, sizeof *sh);
     if (sh == NULL)
@@ -224,10 +227,11 @@ static sr_status build_shards(struct sr_context_s *ctx, struct sr_matrix_s *A, s
     sh->n = ctx->ndevices;
     memcpy(sh->devices, ctx->devices, sizeof sh->devices);
     sh->partition = ctx->partition;
+    sh->align = align;
     int64_t *rowptr = NULL;
     sr_status s = host_rowptr(ctx, A, &rowptr);
     if (s == SR_SUCCESS) {
-        cut_rows(ctx->partition == SR_PARTITION_ROWS ? NULL : rowptr, A->nrows, sh->n, sh->row0);
+        cut_rows(ctx->partition == SR_PARTITION_ROWS ? NULL : rowptr, A->nrows, sh->n, align, sh->row0);
         for (int g = 0; g <= sh->n; g++)
             sh->entry0[g] = rowptr[sh->row0[g]];
         s = make_blocks(ctx, A, sh->row0, rowptr, sh->block);
@@ -241,17 +245,19 @@ static sr_status build_shards(struct sr_context_s *ctx, struct sr_matrix_s *A, s
     return SR_SUCCESS;
 }
 
-/* A's row blocks for ctx (and, with copies, its copies), made on first use and kept with A. */
-static sr_status shards_of(struct sr_context_s *ctx, struct sr_matrix_s *A, bool copies, sr_shards **out)
+/* A's row blocks for ctx, cut at multiples of `align` rows (and, with copies, its copies), made on
+ * first use and kept with A. */
+static sr_status shards_of(struct sr_context_s *ctx, struct sr_matrix_s *A, int64_t align, bool copies,
+                           sr_shards **out)
 {
     pthread_mutex_lock(&shards_lock);
     sr_status s = SR_SUCCESS;
     sr_shards *sh = A->shards;
-    if (sh != NULL && !shards_fit(sh, ctx)) {
+    if (sh != NULL && !shards_fit(sh, ctx, align)) {
         free_shards(A);
         sh = NULL;
     }
-    if (sh == NULL && (s = build_shards(ctx, A, &sh)) == SR_SUCCESS) {
+    if (sh == NULL && (s = build_shards(ctx, A, align, &sh)) == SR_SUCCESS) {
         A->shards = sh;
         A->free_shards = free_shards;
     }
@@ -267,7 +273,7 @@ static sr_status shards_of(struct sr_context_s *ctx, struct sr_matrix_s *A, bool
 static sr_status queries_everywhere(struct sr_context_s *ctx, struct sr_matrix_s *index, struct sr_matrix_s *queries,
                                     sr_shards **sh, struct sr_matrix_s **qs, struct sr_matrix_s **own)
 {
-    SR_TRY(shards_of(ctx, index, queries == index, sh));
+    SR_TRY(shards_of(ctx, index, SR_DISTANCE_TILE_ROWS, queries == index, sh));
     if (queries != index)
         SR_TRY(make_copies(ctx, queries, own));
     for (int g = 0; g < ctx->ndevices; g++)
@@ -474,7 +480,10 @@ sr_status sr_multi_radius(struct sr_context_s *ctx, struct sr_matrix_s *index, s
     struct sr_matrix_s *qs[SR_MAX_DEVICES] = {NULL}, *own[SR_MAX_DEVICES] = {NULL}, *parts[SR_MAX_DEVICES] = {NULL};
     radius_job j = {ctx, NULL, qs, radius, metric, metric_arg, options ? *options : sr_radius_options_default(),
                     {NULL}};
-    j.options.progress = NULL; /* called on this thread only, below */
+    const bool drop_diagonal = self && !j.options.include_self;
+    j.options.progress = NULL;      /* called on this thread only, below */
+    j.options.include_self = false; /* each GPU compares the queries with its block; (i, i) is left
+                                       out when the blocks are put together */
     sr_status s = queries_everywhere(ctx, index, Q, &sh, qs, own);
     j.sh = sh;
     if (s == SR_SUCCESS)
@@ -483,8 +492,7 @@ sr_status sr_multi_radius(struct sr_context_s *ctx, struct sr_matrix_s *index, s
     if (s == SR_SUCCESS)
         s = gather_parts(ctx, &j, Q->nrows, type, parts);
     if (s == SR_SUCCESS)
-        s = sr_cuda_concat_columns(ctx, (const struct sr_matrix_s *const *)parts, n, sh->row0,
-                                   self && !j.options.include_self, R);
+        s = sr_cuda_concat_columns(ctx, (const struct sr_matrix_s *const *)parts, n, sh->row0, drop_diagonal, R);
     free_all(parts, n);
     free_all(j.R, n);
     free_all(own, n);
@@ -585,6 +593,27 @@ static sr_status send_operands(struct sr_context_s *ctx, sddmm_job *j, sr_staged
     return s;
 }
 
+/* Bytes a second of HBM as the SDDMM kernels use it (they run at a few times their byte floor,
+ * bench/results-sddmm-h100.txt) and of the NVLink between two GPUs (an NCCL all-reduce's bus
+ * bandwidth on the lent H100 pair: 329 GB/s). */
+static const double kSddmmBytesPerSecond = 1e12, kLinkBytesPerSecond = 3e11;
+
+bool sr_multi_sddmm_pays(const struct sr_context_s *ctx, const sr_sddmm_args *a, const sr_dense *A, const sr_dense *B)
+{
+    const char *env = getenv("SPARSERING_MULTI_SDDMM");
+    if (env && *env)
+        return atoi(env) != 0;
+    if (A->location == SR_HOST && B->location == SR_HOST)
+        return true; /* each GPU reads its share over its own link: the one GPU would read it all */
+    const double P = ctx->ndevices, row = (double)a->K * (double)sr_type_size(a->in_type);
+    const double a_bytes = (double)a->S->nrows * row, b_bytes = (double)a->S->ncols * row;
+    const double entry = sizeof(int32_t) + 2.0 * (double)sr_type_size(a->out_type);
+    const double one = ((double)a->S->nnz * entry + a_bytes + b_bytes) / kSddmmBytesPerSecond;
+    const double moved = (A->location == SR_DEVICE ? a_bytes * (P - 1) / P : 0) +
+                         (B->location == SR_DEVICE ? b_bytes * (P - 1) : 0);
+    return one / P + moved / kLinkBytesPerSecond < one;
+}
+
 sr_status sr_multi_sddmm(struct sr_context_s *ctx, const sr_sddmm_args *a, const sr_dense *A, const sr_dense *B,
                          void *out)
 {
@@ -593,7 +622,7 @@ sr_status sr_multi_sddmm(struct sr_context_s *ctx, const sr_sddmm_args *a, const
     const size_t oes = sr_type_size(a->out_type);
     const size_t b_bytes = B->location == SR_DEVICE ? (size_t)S->ncols * (size_t)a->K * sr_type_size(a->in_type) : 0;
     sr_shards *sh = NULL;
-    SR_TRY(shards_of(ctx, (struct sr_matrix_s *)S, false, &sh));
+    SR_TRY(shards_of(ctx, (struct sr_matrix_s *)S, 1, false, &sh));
     sddmm_job j = {ctx, a, sh, SR_SDDMM_AUTO, A, B, A->location == SR_HOST, B->location == SR_HOST, {NULL}, {NULL},
                    {out}};
     sr_staged_rows ra = {0}, rb = {0};
@@ -693,7 +722,7 @@ sr_status sr_multi_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
     if (st == SR_SUCCESS && by_work)
         st = sr_cuda_row_flops(A, B, flops);
     if (st == SR_SUCCESS) {
-        cut_rows(flops, A->nrows, n, row0);
+        cut_rows(flops, A->nrows, n, 1, row0);
         st = make_blocks(ctx, A, row0, rowptr, j.A);
     }
     if (st == SR_SUCCESS)

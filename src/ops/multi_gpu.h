@@ -21,6 +21,11 @@ sr_status sr_multi_knn(struct sr_context_s *ctx, struct sr_matrix_s *index, stru
 sr_status sr_multi_radius(struct sr_context_s *ctx, struct sr_matrix_s *index, struct sr_matrix_s *queries,
                           double radius, sr_metric metric, double metric_arg, const sr_radius_options *options,
                           struct sr_matrix_s **R);
+/* Whether the sampled product of a (A and B the caller's views) is faster over the GPUs: operands
+ * on the host are read by each GPU for itself, but those on the first GPU must cross to the
+ * others, at about a tenth of the speed the kernel reads them at: a byte model decides
+ * (SPARSERING_MULTI_SDDMM=0/1 forces). */
+bool sr_multi_sddmm_pays(const struct sr_context_s *ctx, const sr_sddmm_args *a, const sr_dense *A, const sr_dense *B);
 /* The sampled product of a (its A and B unset: the caller's views A and B, anywhere) into out
  * (S->nnz values on the first GPU): S's row blocks with the rows of A they need, B on every GPU. */
 sr_status sr_multi_sddmm(struct sr_context_s *ctx, const sr_sddmm_args *a, const sr_dense *A, const sr_dense *B,

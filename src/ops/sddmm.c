@@ -58,7 +58,7 @@ static sr_status run_sddmm(struct sr_context_s *ctx, sr_sddmm_args *a, const sr_
     if (a->S->nnz == 0)
         return SR_SUCCESS;
     const sr_location where = a->S->location;
-    if (where == SR_DEVICE && sr_multi_applies(ctx, a->S))
+    if (where == SR_DEVICE && sr_multi_applies(ctx, a->S) && sr_multi_sddmm_pays(ctx, a, A, B))
         return sr_multi_sddmm(ctx, a, A, B, out);
     sr_staged_rows ra, rb;
     SR_TRY(sr_ops_stage_rows(ctx, A, where, &ra));
