@@ -1,5 +1,6 @@
 """A Context over several GPUs (devices=[0, 1]) gives the one-GPU results: k-NN (indices and
-distances bit for bit), the k-NN graph, radius neighbours, SDDMM values (bit for bit) and SpGEMM.
+distances bit for bit on integer-valued data, whose sums are exact in any order), the k-NN graph,
+radius neighbours, SDDMM values (bit for bit) and SpGEMM.
 The option checks run everywhere; the rest is skipped without two GPUs."""
 import numpy as np
 import pytest
