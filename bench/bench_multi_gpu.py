@@ -87,9 +87,19 @@ def bench_sddmm(sr, ctxs, rows, data_dir, reps):
     B = rng.standard_normal((S.shape[1], K)).astype(np.float32)
     dA, dB = cp.asarray(A), cp.asarray(B)
     data = f"pypi-names 3-grams {S.shape[0]}x{S.shape[1]} {S.nnz / 1e6:.1f}M, K {K}"
+    runs = [(label, ctx, None) for label, ctx in ctxs]
+    # operands on the first GPU: the byte model keeps the work there (moving A costs more than it
+    # saves); "spread" forces the GPUs (SPARSERING_MULTI_SDDMM=1) to show why
+    runs += [(label.replace("GPUs", "GPUs spread"), ctx, "1") for label, ctx in ctxs if gpus_of(label) > 1]
     for where in ("device", "host"):
         want = base = None
-        for label, ctx in ctxs:
+        for label, ctx, force in runs:
+            if force and where == "host":
+                continue
+            if force:
+                os.environ["SPARSERING_MULTI_SDDMM"] = force
+            else:
+                os.environ.pop("SPARSERING_MULTI_SDDMM", None)
             Sm = sr.Matrix(S, context=ctx)
             if where == "device":
                 out = cp.empty(S.nnz, dtype=cp.float32)
@@ -111,6 +121,7 @@ def bench_sddmm(sr, ctxs, rows, data_dir, reps):
             row(rows, "sddmm", f"{data}, A B on {where}", label, first, steady, base,
                 bool(np.array_equal(got, want)), {"gflops": gflops})
             del Sm
+    os.environ.pop("SPARSERING_MULTI_SDDMM", None)
 
 
 def bench_spgemm(sr, ctxs, rows, scales, reps):
