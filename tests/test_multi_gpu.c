@@ -165,7 +165,7 @@ static void knn_case(sr_context multi, const test_csr *X, const test_csr *Qm, in
 
 static void check_knn(void)
 {
-    /* more rows than two of the distance kernels' tiles (SR_DISTANCE_TILE_ROWS), where the blocks are cut */
+    /* blocks of many of the distance kernels' tiles (12288 rows) */
     test_csr X = test_random_csr(30000, 1500, 8, SR_TYPE_FLOAT32);
     test_csr Q = test_random_csr(700, 1500, 8, SR_TYPE_FLOAT32);
     exact_data = false; /* real values first: equal within rounding */

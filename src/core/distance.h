@@ -9,12 +9,6 @@
 extern "C" {
 #endif
 
-/* The GPU distance kernels tile the index by rows (48 KiB of accumulators a block: 12288, 6144 or
- * 3072 rows, Chebyshev 6144 or 4096) and sum each tile's products with shared-memory atomics, whose
- * order follows the tile's work. A context over several GPUs cuts an index at multiples of this
- * many rows, so every GPU's tiles are the one-GPU call's tiles (src/ops/multi_gpu.c). */
-#define SR_DISTANCE_TILE_ROWS 12288
-
 typedef struct sr_distance_inputs {
     sr_metric metric;
     double p;                     /* Minkowski's exponent */

@@ -291,9 +291,6 @@ template <typename T> __global__ void __launch_bounds__(kThreads) chebyshev_kern
 }
 
 template <typename T, sr_metric M> sr_status launch(tile_args<T> a, int64_t nq, cudaStream_t stream) {
-    static_assert(SR_DISTANCE_TILE_ROWS % chebyshev_tile_rows<T>() == 0 &&
-                      SR_DISTANCE_TILE_ROWS % (kTileBytes / (int)(sizeof(acc_t<T, M>) * sr_metric_accumulators(M))) == 0,
-                  "a tile must divide the row blocks of several GPUs (SR_DISTANCE_TILE_ROWS)");
     if constexpr (sr_metric_kind_of(M) == SR_MK_MAX) {
         a.tile_rows = chebyshev_tile_rows<T>();
         int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;

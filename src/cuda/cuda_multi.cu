@@ -21,11 +21,16 @@ namespace {
 // the sources and the gathered answers' destinations), each GPU's context's for the others.
 cudaStream_t rank_stream(const sr_context_s *ctx, int g) { return stream_of(g == 0 ? ctx : ctx->peers[g]); }
 
+// A move within one GPU runs on that GPU's own context's stream: on the first GPU it then
+// overlaps the bytes arriving from the others on the context's stream.
+cudaStream_t copy_stream(const sr_context_s *ctx, int g) { return stream_of(ctx->peers[g]); }
+
 sr_status sync_ranks(const sr_context_s *ctx, const bool *used) {
     for (int g = 0; g < ctx->ndevices; g++)
         if (used[g]) {
             device_guard guard(ctx->devices[g]);
             SR_CUDA_TRY(cudaStreamSynchronize(rank_stream(ctx, g)));
+            SR_CUDA_TRY(cudaStreamSynchronize(copy_stream(ctx, g)));
         }
     return SR_SUCCESS;
 }
@@ -105,7 +110,7 @@ extern "C" sr_status sr_cuda_multi_moves(sr_context_s *ctx, const sr_cuda_move *
             continue;
         if (v.from == v.to) {
             device_guard guard(ctx->devices[v.from]);
-            cudaError_t err = cudaMemcpyAsync(v.dst, v.src, v.bytes, cudaMemcpyDeviceToDevice, rank_stream(ctx, v.from));
+            cudaError_t err = cudaMemcpyAsync(v.dst, v.src, v.bytes, cudaMemcpyDeviceToDevice, copy_stream(ctx, v.from));
             if (err != cudaSuccess) {
                 ncclGroupEnd();
                 return sr_cuda_fail(err, "cudaMemcpyAsync (a move within one GPU)", __FILE__, __LINE__);
@@ -128,7 +133,7 @@ extern "C" sr_status sr_cuda_multi_moves(sr_context_s *ctx, const sr_cuda_move *
             continue;
         device_guard guard(ctx->devices[v.to]);
         SR_CUDA_TRY(cudaMemcpyPeerAsync(v.dst, ctx->devices[v.to], v.src, ctx->devices[v.from], v.bytes,
-                                        rank_stream(ctx, v.to)));
+                                        v.from == v.to ? copy_stream(ctx, v.to) : rank_stream(ctx, v.to)));
     }
 #endif
     return sync_ranks(ctx, used);

@@ -66,20 +66,18 @@ static sr_status on_every_gpu(const struct sr_context_s *ctx, gpu_step fn, void 
     return SR_SUCCESS;
 }
 
-/* New device buffers on the GPUs' contexts are usable from the first GPU's stream once their own
- * streams have passed the allocation. */
-static sr_status settle(const struct sr_context_s *ctx)
+/* Buffers allocated in one stream's order (each context's pool) are usable from another stream
+ * (the moves between GPUs) once that stream has passed the allocation: every stream of ctx waits. */
+static sr_status settle(struct sr_context_s *ctx)
 {
-    for (int g = 0; g < ctx->ndevices; g++)
-        SR_TRY(sr_context_synchronize(ctx->peers[g]));
-    return SR_SUCCESS;
+    return sr_context_synchronize(ctx);
 }
 
 /* ------------------------------------------------------------------ row blocks */
 
 /* row0[0..n]: n row blocks of about equal weight by the prefix w[0..nrows] (nondecreasing, w[0] = 0),
- * or of equal rows when w is NULL, cut at multiples of `align` rows. */
-static void cut_rows(const int64_t *w, int64_t nrows, int n, int64_t align, int64_t *row0)
+ * or of equal rows when w is NULL. */
+static void cut_rows(const int64_t *w, int64_t nrows, int n, int64_t *row0)
 {
     row0[0] = 0;
     row0[n] = nrows;
@@ -98,8 +96,6 @@ static void cut_rows(const int64_t *w, int64_t nrows, int n, int64_t align, int6
             }
             cut = lo;
         }
-        cut = (cut + align / 2) / align * align;
-        cut = cut > nrows ? nrows : cut;
         row0[g] = cut < row0[g - 1] ? row0[g - 1] : cut;
     }
 }
@@ -191,7 +187,6 @@ typedef struct sr_shards {
     int n;
     int devices[SR_MAX_DEVICES];
     sr_partition partition;
-    int64_t align;
     int64_t row0[SR_MAX_DEVICES + 1];
     int64_t entry0[SR_MAX_DEVICES + 1];
     struct sr_matrix_s *block[SR_MAX_DEVICES];
@@ -212,13 +207,13 @@ static void free_shards(struct sr_matrix_s *A)
     A->shards = NULL;
 }
 
-static bool shards_fit(const sr_shards *sh, const struct sr_context_s *ctx, int64_t align)
+static bool shards_fit(const sr_shards *sh, const struct sr_context_s *ctx)
 {
-    return sh->owner == ctx && sh->n == ctx->ndevices && sh->partition == ctx->partition && sh->align == align &&
+    return sh->owner == ctx && sh->n == ctx->ndevices && sh->partition == ctx->partition &&
            memcmp(sh->devices, ctx->devices, sizeof sh->devices) == 0;
 }
 
-static sr_status build_shards(struct sr_context_s *ctx, struct sr_matrix_s *A, int64_t align, sr_shards **out)
+static sr_status build_shards(struct sr_context_s *ctx, struct sr_matrix_s *A, sr_shards **out)
 {
     sr_shards *sh = calloc(1, sizeof *sh);
     if (sh == NULL)
@@ -227,11 +222,10 @@ static sr_status build_shards(struct sr_context_s *ctx, struct sr_matrix_s *A, i
     sh->n = ctx->ndevices;
     memcpy(sh->devices, ctx->devices, sizeof sh->devices);
     sh->partition = ctx->partition;
-    sh->align = align;
     int64_t *rowptr = NULL;
     sr_status s = host_rowptr(ctx, A, &rowptr);
     if (s == SR_SUCCESS) {
-        cut_rows(ctx->partition == SR_PARTITION_ROWS ? NULL : rowptr, A->nrows, sh->n, align, sh->row0);
+        cut_rows(ctx->partition == SR_PARTITION_ROWS ? NULL : rowptr, A->nrows, sh->n, sh->row0);
         for (int g = 0; g <= sh->n; g++)
             sh->entry0[g] = rowptr[sh->row0[g]];
         s = make_blocks(ctx, A, sh->row0, rowptr, sh->block);
@@ -245,19 +239,17 @@ static sr_status build_shards(struct sr_context_s *ctx, struct sr_matrix_s *A, i
     return SR_SUCCESS;
 }
 
-/* A's row blocks for ctx, cut at multiples of `align` rows (and, with copies, its copies), made on
- * first use and kept with A. */
-static sr_status shards_of(struct sr_context_s *ctx, struct sr_matrix_s *A, int64_t align, bool copies,
-                           sr_shards **out)
+/* A's row blocks for ctx (and, with copies, its copies), made on first use and kept with A. */
+static sr_status shards_of(struct sr_context_s *ctx, struct sr_matrix_s *A, bool copies, sr_shards **out)
 {
     pthread_mutex_lock(&shards_lock);
     sr_status s = SR_SUCCESS;
     sr_shards *sh = A->shards;
-    if (sh != NULL && !shards_fit(sh, ctx, align)) {
+    if (sh != NULL && !shards_fit(sh, ctx)) {
         free_shards(A);
         sh = NULL;
     }
-    if (sh == NULL && (s = build_shards(ctx, A, align, &sh)) == SR_SUCCESS) {
+    if (sh == NULL && (s = build_shards(ctx, A, &sh)) == SR_SUCCESS) {
         A->shards = sh;
         A->free_shards = free_shards;
     }
@@ -273,7 +265,7 @@ static sr_status shards_of(struct sr_context_s *ctx, struct sr_matrix_s *A, int6
 static sr_status queries_everywhere(struct sr_context_s *ctx, struct sr_matrix_s *index, struct sr_matrix_s *queries,
                                     sr_shards **sh, struct sr_matrix_s **qs, struct sr_matrix_s **own)
 {
-    SR_TRY(shards_of(ctx, index, SR_DISTANCE_TILE_ROWS, queries == index, sh));
+    SR_TRY(shards_of(ctx, index, queries == index, sh));
     if (queries != index)
         SR_TRY(make_copies(ctx, queries, own));
     for (int g = 0; g < ctx->ndevices; g++)
@@ -466,6 +458,7 @@ static sr_status gather_parts(struct sr_context_s *ctx, radius_job *j, int64_t n
         if (type != SR_TYPE_BOOL)
             moves[m++] = (sr_cuda_move){g, 0, R->values, parts[g]->values, (size_t)nnz * sr_type_size(type)};
     }
+    SR_TRY(settle(ctx));
     return sr_cuda_multi_moves(ctx, moves, m);
 }
 
@@ -622,7 +615,7 @@ sr_status sr_multi_sddmm(struct sr_context_s *ctx, const sr_sddmm_args *a, const
     const size_t oes = sr_type_size(a->out_type);
     const size_t b_bytes = B->location == SR_DEVICE ? (size_t)S->ncols * (size_t)a->K * sr_type_size(a->in_type) : 0;
     sr_shards *sh = NULL;
-    SR_TRY(shards_of(ctx, (struct sr_matrix_s *)S, 1, false, &sh));
+    SR_TRY(shards_of(ctx, (struct sr_matrix_s *)S, false, &sh));
     sddmm_job j = {ctx, a, sh, SR_SDDMM_AUTO, A, B, A->location == SR_HOST, B->location == SR_HOST, {NULL}, {NULL},
                    {out}};
     sr_staged_rows ra = {0}, rb = {0};
@@ -684,6 +677,7 @@ static sr_status stack_rows(struct sr_context_s *ctx, mxm_job *j, const int64_t 
         start[g + 1] = start[g] + j->C[g]->nnz;
     struct sr_matrix_s *T = NULL;
     SR_TRY(sr_matrix_alloc(ctx, nrows, ncols, start[n], type, SR_DEVICE, &T));
+    sr_status s = settle(ctx);
     sr_cuda_move moves[3 * SR_MAX_DEVICES];
     int m = 0;
     for (int g = 0; g < n; g++) {
@@ -694,7 +688,8 @@ static sr_status stack_rows(struct sr_context_s *ctx, mxm_job *j, const int64_t 
             moves[m++] = (sr_cuda_move){g, 0, P->values, (char *)T->values + (size_t)start[g] * vs,
                                         (size_t)P->nnz * vs};
     }
-    sr_status s = sr_cuda_multi_moves(ctx, moves, m);
+    if (s == SR_SUCCESS)
+        s = sr_cuda_multi_moves(ctx, moves, m);
     for (int g = 0; g < n && s == SR_SUCCESS; g++)
         s = sr_cuda_shift(ctx, T->rowptr + row0[g], row0[g + 1] - row0[g], start[g]);
     if (s == SR_SUCCESS)
@@ -722,7 +717,7 @@ sr_status sr_multi_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
     if (st == SR_SUCCESS && by_work)
         st = sr_cuda_row_flops(A, B, flops);
     if (st == SR_SUCCESS) {
-        cut_rows(flops, A->nrows, n, 1, row0);
+        cut_rows(flops, A->nrows, n, row0);
         st = make_blocks(ctx, A, row0, rowptr, j.A);
     }
     if (st == SR_SUCCESS)
