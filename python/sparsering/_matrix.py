@@ -113,7 +113,8 @@ class Context:
         self._ctx.reset_peak_memory()
 
     def __repr__(self):
-        return f"sparsering.Context(backend={self.backend!r})"
+        devices = self.devices
+        return f"sparsering.Context(backend={self.backend!r}" + (f", devices={devices!r})" if devices else ")")
 
     # A context is a handle (backend, device, stream, limits) that estimators share, not a value:
     # copies are the same context, so scikit-learn's clone, which deep-copies parameters, works.

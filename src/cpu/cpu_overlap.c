@@ -34,14 +34,16 @@ typedef struct overlap_scratch {
     int64_t cursors;  /* room in cursor */
     sr_select_heap heap;
     kept_entry *kept; /* radius: one query's kept rows, before they are copied out */
+    const double *x0; /* the index rows' first norms side by side (the marks read them 4 a step) */
     bool chebyshev;   /* the union walk for the rows a query touches */
     sr_cheb_scratch cheb;
 } overlap_scratch;
 
-static bool scratch_init(overlap_scratch *s, const sr_distance_inputs *in, int64_t k)
+static bool scratch_init(overlap_scratch *s, const sr_distance_inputs *in, int64_t k, const double *x0)
 {
     const int64_t n = in->X->nrows;
     *s = (overlap_scratch){0};
+    s->x0 = x0;
     s->chebyshev = in->metric == SR_METRIC_CHEBYSHEV;
     if (s->chebyshev && !sr_cheb_init(&s->cheb, in->X->ncols, sr_cheb_widest(in->Q)))
         return false;
@@ -280,18 +282,32 @@ static inline bool cannot_beat(const sr_distance_inputs *in, const overlap_scrat
                                           : euclidean_past(s->acc[i], q0, x0, limit);
 }
 
-SR_AVX2_CLONE static void mark_cosine(const double *restrict acc, const double *restrict xn, double q0, double limit,
+SR_AVX2_CLONE static void mark_cosine(const double *restrict acc, const double *restrict x0, double q0, double limit,
                                       int64_t n, uint8_t *restrict mark)
 {
     for (int64_t i = 0; i < n; i++)
-        mark[i] = (uint8_t)(cosine_past(acc[i], q0, xn[2 * i], limit) ^ 1);
+        mark[i] = (uint8_t)(cosine_past(acc[i], q0, x0[i], limit) ^ 1);
 }
 
-SR_AVX2_CLONE static void mark_euclidean(const double *restrict acc, const double *restrict xn, double q0, double limit,
+SR_AVX2_CLONE static void mark_euclidean(const double *restrict acc, const double *restrict x0, double q0, double limit,
                                          int64_t n, uint8_t *restrict mark)
 {
     for (int64_t i = 0; i < n; i++)
-        mark[i] = (uint8_t)(euclidean_past(acc[i], q0, xn[2 * i], limit) ^ 1);
+        mark[i] = (uint8_t)(euclidean_past(acc[i], q0, x0[i], limit) ^ 1);
+}
+
+/* The index rows' first norms side by side, for the metrics the marks know (NULL for the others,
+ * and when there is no memory for them: the marks are then skipped, the results the same). */
+static double *first_norms(const sr_distance_inputs *in)
+{
+    const sr_metric m = in->metric;
+    const int64_t n = in->X->nrows;
+    if (m != SR_METRIC_COSINE && m != SR_METRIC_L2 && m != SR_METRIC_SQEUCLIDEAN)
+        return NULL;
+    double *x0 = malloc((size_t)(n > 0 ? n : 1) * sizeof *x0);
+    for (int64_t i = 0; x0 && i < n; i++)
+        x0[i] = in->xnorm[2 * i];
+    return x0;
 }
 
 /* The test for rows [i0, i1) at once: mark[i - i0] = 0 where it holds, 1 where the row must be
@@ -301,16 +317,16 @@ static bool mark_candidates(const sr_distance_inputs *in, const overlap_scratch 
                             double worst, uint8_t *mark)
 {
     const sr_metric m = in->metric;
-    if (m != SR_METRIC_COSINE && m != SR_METRIC_L2 && m != SR_METRIC_SQEUCLIDEAN)
+    if (!s->x0)
         return false;
     const double q0 = in->qnorm[2 * j];
     double limit;
     if (!past_limit(m, worst, q0, &limit))
         memset(mark, 1, (size_t)(i1 - i0));
     else if (m == SR_METRIC_COSINE)
-        mark_cosine(s->acc + i0, in->xnorm + 2 * i0, q0, limit, i1 - i0, mark);
+        mark_cosine(s->acc + i0, s->x0 + i0, q0, limit, i1 - i0, mark);
     else
-        mark_euclidean(s->acc + i0, in->xnorm + 2 * i0, q0, limit, i1 - i0, mark);
+        mark_euclidean(s->acc + i0, s->x0 + i0, q0, limit, i1 - i0, mark);
     return true;
 }
 
@@ -456,11 +472,12 @@ sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *o
 {
     const sr_disjoint_order kind = sr_metric_disjoint_order(in->metric);
     const bool largest = sr_metric_is_similarity(in->metric);
+    double *x0 = first_norms(in);
     bool failed = false;
 #pragma omp parallel num_threads(team_for(threads, q1 - q0)) reduction(|| : failed)
     {
         overlap_scratch s;
-        bool ok = scratch_init(&s, in, k);
+        bool ok = scratch_init(&s, in, k, x0);
 #pragma omp for schedule(dynamic, 4)
         for (int64_t j = q0; j < q1; j++) {
             if (!ok)
@@ -475,6 +492,7 @@ sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *o
         failed = !ok;
         scratch_free(&s);
     }
+    free(x0);
     return failed ? sr_error(SR_ERROR_OUT_OF_MEMORY, "k-NN: out of host memory for per-thread scratch") : SR_SUCCESS;
 }
 
@@ -583,11 +601,12 @@ sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance
     kept_row *kept = calloc((size_t)(rows > 0 ? rows : 1), sizeof *kept);
     if (!kept)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "radius: out of host memory");
+    double *x0 = first_norms(in);
     bool failed = false;
 #pragma omp parallel num_threads(team_for(threads, q1 - q0)) reduction(|| : failed)
     {
         overlap_scratch s;
-        bool ok = scratch_init(&s, in, 0);
+        bool ok = scratch_init(&s, in, 0, x0);
 #pragma omp for schedule(dynamic, 4)
         for (int64_t j = q0; j < q1; j++)
             if (ok) {
@@ -600,6 +619,7 @@ sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance
         failed = !ok;
         scratch_free(&s);
     }
+    free(x0);
     int64_t total = 0;
     for (int64_t r = 0; r < rows; r++)
         total += kept[r].count;
