@@ -61,7 +61,7 @@ static const char usage_text[] =
             "operations (bool, closure, cfpq) on an OpenCL device and the rest on the CPU; --device N picks\n"
             "the CUDA device, or the OpenCL device (GPUs first, in platform order). --host-memory (e.g. 64G)\n"
             "caps one host allocation and lets a file whose row pointers dwarf its entries be read.\n"
-            "SPARSERING_DEVICES=0,1 (or all) spreads knn, knn-graph and radius over several GPUs of this host.\n";
+            "SPARSERING_DEVICES=0,1 (or all) spreads knn, knn-graph, radius and sddmm over the GPUs of this host.\n";
 
 static void usage(FILE *out) { fputs(usage_text, out); }
 
