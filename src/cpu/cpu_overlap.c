@@ -35,15 +35,18 @@ typedef struct overlap_scratch {
     sr_select_heap heap;
     kept_entry *kept; /* radius: one query's kept rows, before they are copied out */
     const double *x0; /* the index rows' first norms side by side (the marks read them 4 a step) */
+    double x0_max;    /* the largest of them */
     bool chebyshev;   /* the union walk for the rows a query touches */
     sr_cheb_scratch cheb;
 } overlap_scratch;
 
-static bool scratch_init(overlap_scratch *s, const sr_distance_inputs *in, int64_t k, const double *x0)
+static bool scratch_init(overlap_scratch *s, const sr_distance_inputs *in, int64_t k, const double *x0,
+                         double x0_max)
 {
     const int64_t n = in->X->nrows;
     *s = (overlap_scratch){0};
     s->x0 = x0;
+    s->x0_max = x0_max;
     s->chebyshev = in->metric == SR_METRIC_CHEBYSHEV;
     if (s->chebyshev && !sr_cheb_init(&s->cheb, in->X->ncols, sr_cheb_widest(in->Q)))
         return false;
@@ -296,17 +299,31 @@ SR_AVX2_CLONE static void mark_euclidean(const double *restrict acc, const doubl
         mark[i] = (uint8_t)(euclidean_past(acc[i], q0, x0[i], limit) ^ 1);
 }
 
-/* The index rows' first norms side by side, for the metrics the marks know (NULL for the others,
- * and when there is no memory for them: the marks are then skipped, the results the same). */
-static double *first_norms(const sr_distance_inputs *in)
+/* euclidean_past where its guards cannot fail: the limit is above 1e-12·(|q|² + |x|²) for every
+ * row, and |q|² + |x|² (so the sum, at most twice it) is far from overflowing; then the sum
+ * against the limit alone decides, the same way (a radius query's fixed bound, mostly). */
+SR_AVX2_CLONE static void mark_euclidean_plain(const double *restrict acc, const double *restrict x0, double q0,
+                                               double limit, int64_t n, uint8_t *restrict mark)
+{
+    for (int64_t i = 0; i < n; i++)
+        mark[i] = (uint8_t)!(q0 + x0[i] - 2.0 * acc[i] > limit);
+}
+
+/* The index rows' first norms side by side and *max the largest, for the metrics the marks know
+ * (NULL for the others, and when there is no memory for them: the marks are then skipped, the
+ * results the same). */
+static double *first_norms(const sr_distance_inputs *in, double *max)
 {
     const sr_metric m = in->metric;
     const int64_t n = in->X->nrows;
+    *max = 0.0;
     if (m != SR_METRIC_COSINE && m != SR_METRIC_L2 && m != SR_METRIC_SQEUCLIDEAN)
         return NULL;
     double *x0 = malloc((size_t)(n > 0 ? n : 1) * sizeof *x0);
-    for (int64_t i = 0; x0 && i < n; i++)
+    for (int64_t i = 0; x0 && i < n; i++) {
         x0[i] = in->xnorm[2 * i];
+        *max = x0[i] > *max ? x0[i] : *max;
+    }
     return x0;
 }
 
@@ -325,6 +342,8 @@ static bool mark_candidates(const sr_distance_inputs *in, const overlap_scratch 
         memset(mark, 1, (size_t)(i1 - i0));
     else if (m == SR_METRIC_COSINE)
         mark_cosine(s->acc + i0, s->x0 + i0, q0, limit, i1 - i0, mark);
+    else if (limit >= 1e-12 * (q0 + s->x0_max) && q0 + s->x0_max < 1e300)
+        mark_euclidean_plain(s->acc + i0, s->x0 + i0, q0, limit, i1 - i0, mark);
     else
         mark_euclidean(s->acc + i0, s->x0 + i0, q0, limit, i1 - i0, mark);
     return true;
@@ -472,12 +491,13 @@ sr_status sr_cpu_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *o
 {
     const sr_disjoint_order kind = sr_metric_disjoint_order(in->metric);
     const bool largest = sr_metric_is_similarity(in->metric);
-    double *x0 = first_norms(in);
+    double x0_max;
+    double *x0 = first_norms(in, &x0_max);
     bool failed = false;
 #pragma omp parallel num_threads(team_for(threads, q1 - q0)) reduction(|| : failed)
     {
         overlap_scratch s;
-        bool ok = scratch_init(&s, in, k, x0);
+        bool ok = scratch_init(&s, in, k, x0, x0_max);
 #pragma omp for schedule(dynamic, 4)
         for (int64_t j = q0; j < q1; j++) {
             if (!ok)
@@ -601,12 +621,13 @@ sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance
     kept_row *kept = calloc((size_t)(rows > 0 ? rows : 1), sizeof *kept);
     if (!kept)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "radius: out of host memory");
-    double *x0 = first_norms(in);
+    double x0_max;
+    double *x0 = first_norms(in, &x0_max);
     bool failed = false;
 #pragma omp parallel num_threads(team_for(threads, q1 - q0)) reduction(|| : failed)
     {
         overlap_scratch s;
-        bool ok = scratch_init(&s, in, 0, x0);
+        bool ok = scratch_init(&s, in, 0, x0, x0_max);
 #pragma omp for schedule(dynamic, 4)
         for (int64_t j = q0; j < q1; j++)
             if (ok) {
