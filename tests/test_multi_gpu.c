@@ -4,6 +4,7 @@
  * hold fewer than k rows. The option checks run everywhere; the rest needs two GPUs (else skipped,
  * exit 77, with the reason). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,57 @@ static void check_mxm(void)
     test_csr_free(&T);
 }
 
+/* ------------------------------------------------------------------ one context, several threads */
+
+typedef struct knn_thread_arg {
+    sr_matrix X;
+    int64_t n, k;
+    int64_t *idx;
+    float *dist;
+    sr_status status;
+} knn_thread_arg;
+
+static void *knn_thread(void *p)
+{
+    knn_thread_arg *a = p;
+    sr_dense view = sr_dense_view(a->dist, a->n, a->k, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_HOST);
+    a->status = sr_knn(many, a->X, a->X, a->k, SR_METRIC_COSINE, 0, a->idx, &view, NULL);
+    return NULL;
+}
+
+/* Calls from several threads on one context over the GPUs take turns (they share the GPUs'
+ * streams and NCCL) and give each the answer of a call alone. */
+static void check_shared_context(void)
+{
+    test_csr X = test_random_csr(20000, 800, 6, SR_TYPE_FLOAT32);
+    make_integral(&X);
+    sr_matrix Xn = device_matrix(many, &X);
+    const int64_t k = 8, cells = X.nrows * k;
+    knn_thread_arg alone = {Xn, X.nrows, k, malloc((size_t)cells * 8), malloc((size_t)cells * 4), SR_SUCCESS};
+    knn_thread(&alone);
+    CHECK_OK(alone.status);
+    enum { THREADS = 3 };
+    knn_thread_arg args[THREADS];
+    pthread_t threads[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        args[t] = (knn_thread_arg){Xn, X.nrows, k, malloc((size_t)cells * 8), malloc((size_t)cells * 4), SR_SUCCESS};
+        CHECK(pthread_create(&threads[t], NULL, knn_thread, &args[t]) == 0, "no thread %d", t);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(threads[t], NULL);
+        CHECK(args[t].status == SR_SUCCESS, "thread %d: %s", t, sr_status_name(args[t].status));
+        CHECK(memcmp(args[t].idx, alone.idx, (size_t)cells * 8) == 0 &&
+                  memcmp(args[t].dist, alone.dist, (size_t)cells * 4) == 0,
+              "thread %d's k-NN on the shared context differs from a call alone", t);
+        free(args[t].idx);
+        free(args[t].dist);
+    }
+    free(alone.idx);
+    free(alone.dist);
+    sr_matrix_free(Xn);
+    test_csr_free(&X);
+}
+
 int main(void)
 {
     test_seed("test_multi_gpu");
@@ -478,6 +530,7 @@ int main(void)
     check_graphs();
     check_sddmm();
     check_mxm();
+    check_shared_context();
     size_t now = 0, peak = 0;
     CHECK_OK(sr_context_device_memory(many, &now, &peak));
     printf("test_multi_gpu: the two-GPU context holds %zu bytes now, %zu at its peak\n", now, peak);

@@ -97,6 +97,8 @@ static sr_status open_peers(struct sr_context_s *ctx, const sr_context_options *
                          devices[g]);
         SR_TRY(sr_device_check(devices[g])); /* its message names the device */
     }
+    if (pthread_mutex_init(&ctx->spread_lock, NULL) != 0)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_context_create: no mutex for the GPUs' calls");
     ctx->ndevices = n;
     for (int g = 0; g < n; g++)
         ctx->devices[g] = devices[g];
@@ -202,6 +204,8 @@ void sr_context_release(sr_context ctx)
     for (int g = 0; g < ctx->ndevices; g++)
         if (ctx->peers[g])
             sr_context_destroy(ctx->peers[g]);
+    if (ctx->ndevices > 1)
+        pthread_mutex_destroy(&ctx->spread_lock);
     if (ctx->owns_stream)
         sr_device_stream_destroy(ctx->device, ctx->stream);
     sr_opencl_close(ctx->opencl);

@@ -2,6 +2,8 @@
 #ifndef SR_CORE_CONTEXT_H
 #define SR_CORE_CONTEXT_H
 
+#include <pthread.h>
+
 #include "sparsering.h"
 
 #ifdef __cplusplus
@@ -30,6 +32,7 @@ struct sr_context_s {
     int devices[SR_MAX_DEVICES];
     struct sr_context_s *peers[SR_MAX_DEVICES];
     sr_partition partition;
+    pthread_mutex_t spread_lock; /* one spread call at a time: they share the GPUs' streams and NCCL */
     void *comms;
     void (*free_comms)(struct sr_context_s *ctx);
 };

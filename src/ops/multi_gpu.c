@@ -368,9 +368,9 @@ static sr_status knn_round(struct sr_context_s *ctx, knn_job *j, knn_buffers *bf
                        SR_DEVICE, (size_t)j->rows * (size_t)k * sizeof(int64_t));
 }
 
-sr_status sr_multi_knn(struct sr_context_s *ctx, struct sr_matrix_s *index, struct sr_matrix_s *queries, int64_t k,
-                       sr_metric metric, double metric_arg, int64_t *indices, const sr_dense *distances,
-                       const sr_knn_options *options)
+static sr_status spread_knn(struct sr_context_s *ctx, struct sr_matrix_s *index, struct sr_matrix_s *queries,
+                            int64_t k, sr_metric metric, double metric_arg, int64_t *indices, const sr_dense *distances,
+                            const sr_knn_options *options)
 {
     const int n = ctx->ndevices;
     const int64_t nq = queries->nrows;
@@ -462,9 +462,9 @@ static sr_status gather_parts(struct sr_context_s *ctx, radius_job *j, int64_t n
     return sr_cuda_multi_moves(ctx, moves, m);
 }
 
-sr_status sr_multi_radius(struct sr_context_s *ctx, struct sr_matrix_s *index, struct sr_matrix_s *queries,
-                          double radius, sr_metric metric, double metric_arg, const sr_radius_options *options,
-                          struct sr_matrix_s **R)
+static sr_status spread_radius(struct sr_context_s *ctx, struct sr_matrix_s *index, struct sr_matrix_s *queries,
+                               double radius, sr_metric metric, double metric_arg, const sr_radius_options *options,
+                               struct sr_matrix_s **R)
 {
     const int n = ctx->ndevices;
     const bool self = queries == NULL;
@@ -607,8 +607,8 @@ bool sr_multi_sddmm_pays(const struct sr_context_s *ctx, const sr_sddmm_args *a,
     return one / P + moved / kLinkBytesPerSecond < one;
 }
 
-sr_status sr_multi_sddmm(struct sr_context_s *ctx, const sr_sddmm_args *a, const sr_dense *A, const sr_dense *B,
-                         void *out)
+static sr_status spread_sddmm(struct sr_context_s *ctx, const sr_sddmm_args *a, const sr_dense *A,
+                              const sr_dense *B, void *out)
 {
     const int n = ctx->ndevices;
     const struct sr_matrix_s *S = a->S;
@@ -702,8 +702,8 @@ static sr_status stack_rows(struct sr_context_s *ctx, mxm_job *j, const int64_t 
     return SR_SUCCESS;
 }
 
-sr_status sr_multi_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
-                       sr_semiring s, struct sr_matrix_s **C)
+static sr_status spread_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                            sr_semiring s, struct sr_matrix_s **C)
 {
     const int n = ctx->ndevices;
     const size_t ptr_bytes = sr_matrix_rowptr_bytes(A);
@@ -734,4 +734,42 @@ sr_status sr_multi_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
     sr_mem_free(ctx, SR_HOST, rowptr, ptr_bytes);
     sr_mem_free(ctx, SR_HOST, flops, ptr_bytes);
     return st;
+}
+
+/* ------------------------------------------------------------------ the entry points */
+
+/* One spread call at a time on a context: calls share the GPUs' streams and NCCL's communicators,
+ * which take one group of calls at a time, and a context may be shared by threads (README). */
+#define ONE_AT_A_TIME(ctx, call)                    \
+    do {                                            \
+        pthread_mutex_lock(&(ctx)->spread_lock);    \
+        sr_status one_at_a_time_ = (call);          \
+        pthread_mutex_unlock(&(ctx)->spread_lock);  \
+        return one_at_a_time_;                      \
+    } while (0)
+
+sr_status sr_multi_knn(struct sr_context_s *ctx, struct sr_matrix_s *index, struct sr_matrix_s *queries, int64_t k,
+                       sr_metric metric, double metric_arg, int64_t *indices, const sr_dense *distances,
+                       const sr_knn_options *options)
+{
+    ONE_AT_A_TIME(ctx, spread_knn(ctx, index, queries, k, metric, metric_arg, indices, distances, options));
+}
+
+sr_status sr_multi_radius(struct sr_context_s *ctx, struct sr_matrix_s *index, struct sr_matrix_s *queries,
+                          double radius, sr_metric metric, double metric_arg, const sr_radius_options *options,
+                          struct sr_matrix_s **R)
+{
+    ONE_AT_A_TIME(ctx, spread_radius(ctx, index, queries, radius, metric, metric_arg, options, R));
+}
+
+sr_status sr_multi_sddmm(struct sr_context_s *ctx, const sr_sddmm_args *a, const sr_dense *A, const sr_dense *B,
+                         void *out)
+{
+    ONE_AT_A_TIME(ctx, spread_sddmm(ctx, a, A, B, out));
+}
+
+sr_status sr_multi_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                       sr_semiring s, struct sr_matrix_s **C)
+{
+    ONE_AT_A_TIME(ctx, spread_mxm(ctx, A, B, s, C));
 }
