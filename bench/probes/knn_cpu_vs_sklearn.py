@@ -1,6 +1,6 @@
 """The CPU backend against scikit-learn's brute force on the same cores: k-NN (k = 10) and radius
 neighbours of 2,000 PyPI summaries (word counts) against the first 20,000, per metric; the best of
-three runs each (scikit-learn's radius search: one run).
+three runs each.
 
     PYTHONPATH=BUILD/python python3 bench/probes/knn_cpu_vs_sklearn.py DATA_DIR [--threads N]"""
 import argparse
@@ -41,7 +41,7 @@ def main():
         nn = NearestNeighbors(n_neighbors=10, metric=metric, algorithm="brute", n_jobs=args.threads).fit(X)
         ours = sr.NearestNeighbors(n_neighbors=10, radius=radius, metric=metric, context=ctx).fit(X)
         sk_knn, sr_knn = best(lambda: nn.kneighbors(Q)), best(lambda: ours.kneighbors(Q))
-        sk_rad, sr_rad = best(lambda: nn.radius_neighbors(Q, radius=radius), 1), best(lambda: ours.radius_neighbors(Q))
+        sk_rad, sr_rad = best(lambda: nn.radius_neighbors(Q, radius=radius)), best(lambda: ours.radius_neighbors(Q))
         print(f"{metric:10} k-NN: scikit-learn {sk_knn:.3f}  ours {sr_knn:.3f}  {sk_knn / sr_knn:5.1f}x | "
               f"radius {radius}: scikit-learn {sk_rad:.3f}  ours {sr_rad:.3f}  {sk_rad / sr_rad:5.1f}x", flush=True)
 

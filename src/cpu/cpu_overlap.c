@@ -299,6 +299,18 @@ SR_AVX2_CLONE static void mark_euclidean(const double *restrict acc, const doubl
         mark[i] = (uint8_t)(euclidean_past(acc[i], q0, x0[i], limit) ^ 1);
 }
 
+/* cosine_past where its overflow guards cannot fail (|q|²·|x|² far below overflow for every row,
+ * so q.x² too): q.x² against the limit alone. It differs only for rows with q.x < 0 (cosine past
+ * 1) or |q|²·|x|² below the smallest normal double (q.x = 0 then), which it may call past where
+ * the full test finalizes them: such a distance is at least 1, and the limit exists only when the
+ * bound is below 1 (past_limit), so no row that could be kept is skipped. */
+SR_AVX2_CLONE static void mark_cosine_plain(const double *restrict acc, const double *restrict x0, double limit,
+                                            int64_t n, uint8_t *restrict mark)
+{
+    for (int64_t i = 0; i < n; i++)
+        mark[i] = (uint8_t)!(acc[i] * acc[i] < limit * x0[i]);
+}
+
 /* euclidean_past where its guards cannot fail: the limit is above 1e-12·(|q|² + |x|²) for every
  * row, and |q|² + |x|² (so the sum, at most twice it) is far from overflowing; then the sum
  * against the limit alone decides, the same way (a radius query's fixed bound, mostly). */
@@ -340,6 +352,8 @@ static bool mark_candidates(const sr_distance_inputs *in, const overlap_scratch 
     double limit;
     if (!past_limit(m, worst, q0, &limit))
         memset(mark, 1, (size_t)(i1 - i0));
+    else if (m == SR_METRIC_COSINE && q0 * s->x0_max < 1e300)
+        mark_cosine_plain(s->acc + i0, s->x0 + i0, limit, i1 - i0, mark);
     else if (m == SR_METRIC_COSINE)
         mark_cosine(s->acc + i0, s->x0 + i0, q0, limit, i1 - i0, mark);
     else if (limit >= 1e-12 * (q0 + s->x0_max) && q0 + s->x0_max < 1e300)
