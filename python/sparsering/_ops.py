@@ -396,9 +396,12 @@ def radius_neighbors(index, queries=None, radius=1.0, metric="euclidean", *, p=N
     R = _radius_matrix(index, queries, radius, "distance", metric, p, False, dtype, progress, context).to_scipy()
     nq = R.shape[0]
     dist, ind = np.empty(nq, dtype=object), np.empty(nq, dtype=object)
+    # each query's arrays are views of two whole ones: a row's own copy and numpy-scalar bounds
+    # cost 1 us a query, an eighth of a 2,000-query search on 2 cores
+    ptr, data, cols = R.indptr.tolist(), R.data, R.indices.astype(np.int64)
     for i in range(nq):
-        lo, hi = R.indptr[i], R.indptr[i + 1]
-        d, j = R.data[lo:hi], R.indices[lo:hi].astype(np.int64)
+        lo, hi = ptr[i], ptr[i + 1]
+        d, j = data[lo:hi], cols[lo:hi]
         if sort_results:
             order = np.lexsort((j, d))
             d, j = d[order], j[order]
