@@ -576,7 +576,7 @@ static sr_status send_operands(struct sr_context_s *ctx, sddmm_job *j, sr_staged
     if (s == SR_SUCCESS)
         s = settle(ctx);
     sr_cuda_move moves[SR_MAX_DEVICES];
-    for (int g = 1; g < n; g++)
+    for (int g = 1; g < n && !j->host_A; g++)
         moves[g - 1] = (sr_cuda_move){0, g, (const char *)j->dA[0] + (size_t)j->sh->row0[g] * a_row, (void *)j->dA[g],
                                       a_bytes[g]};
     if (s == SR_SUCCESS && !j->host_A)
