@@ -73,11 +73,11 @@ static double s_value(const struct sr_matrix_s *S, int64_t e)
         for (; k + 4 * SDDMM_LANES <= K; k += 4 * SDDMM_LANES)                                           \
             for (int q = 0; q < SDDMM_LANES; q++) {                                                      \
                 p0[q] = SR_ADD_##ADD(p0[q], (T)SR_MUL_##MUL(x[k + q], y[k + q]));                        \
-                const int64_t c = k + q; /* (unread by the pair semirings) */                             \
-                (void)c;                                                                                 \
-                p1[q] = SR_ADD_##ADD(p1[q], (T)SR_MUL_##MUL(x[c + SDDMM_LANES], y[c + SDDMM_LANES]));    \
-                p2[q] = SR_ADD_##ADD(p2[q], (T)SR_MUL_##MUL(x[c + 2 * SDDMM_LANES], y[c + 2 * SDDMM_LANES])); \
-                p3[q] = SR_ADD_##ADD(p3[q], (T)SR_MUL_##MUL(x[c + 3 * SDDMM_LANES], y[c + 3 * SDDMM_LANES])); \
+                p1[q] = SR_ADD_##ADD(p1[q], (T)SR_MUL_##MUL(x[k + q + SDDMM_LANES], y[k + q + SDDMM_LANES])); \
+                p2[q] = SR_ADD_##ADD(p2[q], (T)SR_MUL_##MUL(x[k + q + 2 * SDDMM_LANES],                   \
+                                                            y[k + q + 2 * SDDMM_LANES]));                 \
+                p3[q] = SR_ADD_##ADD(p3[q], (T)SR_MUL_##MUL(x[k + q + 3 * SDDMM_LANES],                   \
+                                                            y[k + q + 3 * SDDMM_LANES]));                 \
             }                                                                                            \
         for (; k + SDDMM_LANES <= K; k += SDDMM_LANES)                                                   \
             for (int q = 0; q < SDDMM_LANES; q++)                                                        \
