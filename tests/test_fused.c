@@ -83,9 +83,10 @@ static sr_dense dense_of(const test_csr *X, sr_type type, sr_layout layout)
     return d;
 }
 
-static void check_case(int64_t m, int64_t n, double degree, sr_type type, sr_type xtype, bool dense, sr_layout layout)
+static void check_matrix(const test_csr *Xp, sr_type type, bool dense, sr_layout layout)
 {
-    test_csr X = test_random_csr(m, n, degree, xtype);
+    const test_csr X = *Xp;
+    const int64_t m = X.nrows, n = X.ncols;
     sr_matrix Xs = dense ? NULL : test_make_matrix_at(ctx, &X, where);
     sr_dense Xd = dense ? dense_of(&X, type, layout) : (sr_dense){0};
     sr_dense Xd_here = Xd;
@@ -126,7 +127,77 @@ static void check_case(int64_t m, int64_t n, double degree, sr_type type, sr_typ
         }
     sr_matrix_free(Xs);
     free(Xd.data);
+}
+
+static void check_case(int64_t m, int64_t n, double degree, sr_type type, sr_type xtype, bool dense, sr_layout layout)
+{
+    test_csr X = test_random_csr(m, n, degree, xtype);
+    check_matrix(&X, type, dense, layout);
     test_csr_free(&X);
+}
+
+/* Short rows (0 to 12 entries) with a row of `long_len` entries every `long_every` rows: the GPU's
+ * row tiles take the short ones many to a tile and a long one (past a tile) with the whole block. */
+static test_csr short_and_long_rows(int64_t m, int64_t n, int64_t long_every, int64_t long_len, sr_type type)
+{
+    test_csr X = {m, n, 0, type, calloc((size_t)m + 1, sizeof(int64_t)), NULL, NULL};
+    for (int64_t i = 0; i < m; i++)
+        X.rowptr[i + 1] = X.rowptr[i] + (i % long_every == long_every / 2 ? long_len : test_below(13));
+    X.nnz = X.rowptr[m];
+    X.colind = malloc((size_t)(X.nnz + 1) * sizeof(int32_t));
+    X.values = type == SR_TYPE_BOOL ? NULL : malloc((size_t)(X.nnz + 1) * sr_type_size(type));
+    for (int64_t i = 0; i < m; i++) {
+        int32_t *c = X.colind + X.rowptr[i];
+        const int64_t d = X.rowptr[i + 1] - X.rowptr[i];
+        if (d > 12) { /* a long row: selection sampling, sorted as it goes */
+            for (int64_t j = 0, got = 0; j < n && got < d; j++)
+                if (test_below(n - j) < d - got)
+                    c[got++] = (int32_t)j;
+        } else { /* a short row: distinct random columns, insertion-sorted */
+            for (int64_t got = 0; got < d;) {
+                const int32_t j = (int32_t)test_below(n);
+                int64_t at = got;
+                bool seen = false;
+                for (int64_t a = 0; a < got; a++)
+                    seen |= c[a] == j;
+                if (seen)
+                    continue;
+                for (; at > 0 && c[at - 1] > j; at--)
+                    c[at] = c[at - 1];
+                c[at] = j;
+                got++;
+            }
+        }
+        for (int64_t k = X.rowptr[i]; k < X.rowptr[i + 1]; k++)
+            test_random_value(type, X.values, k);
+    }
+    return X;
+}
+
+/* The GPU's row tiles (short rows) under each setting, against the same reference: 4 and 8
+ * entries a thread and the vector kernel (SPARSERING_FUSED_TILES=4, 8, 0); w in shared memory
+ * whole (narrow), by hot columns (skewed wide), or in global memory (spread wide); many blocks. */
+static void check_row_tiles(void)
+{
+    const sr_type f = SR_TYPE_FLOAT32, d = SR_TYPE_FLOAT64;
+    const char *settings[] = {"", "8", "0"};
+    for (int s = 0; s < (where == SR_DEVICE ? 3 : 1); s++) { /* the setting is the GPU's */
+        setenv("SPARSERING_FUSED_TILES", settings[s], 1);
+        test_csr X = short_and_long_rows(20000, 9000, 997, 5000, d);
+        check_matrix(&X, d, false, SR_ROW_MAJOR);
+        test_csr_free(&X);
+        X = short_and_long_rows(3000, 40000, 500, 4097, f);
+        check_matrix(&X, f, false, SR_ROW_MAJOR);
+        test_csr_free(&X);
+        X = short_and_long_rows(5000, 100, 1000000, 0, SR_TYPE_BOOL); /* no long row, n tiny */
+        check_matrix(&X, d, false, SR_ROW_MAJOR);
+        test_csr_free(&X);
+        check_case(200000, 300, 6, f, f, false, SR_ROW_MAJOR);   /* many tiles and blocks */
+        check_case(6000, 60000, 8, f, f, false, SR_ROW_MAJOR);   /* hot columns */
+        check_case(6000, 2000000, 8, d, d, false, SR_ROW_MAJOR); /* spread columns: global memory */
+        check_case(3, 50, 2, d, d, false, SR_ROW_MAJOR);         /* fewer rows than a warp */
+    }
+    unsetenv("SPARSERING_FUSED_TILES");
 }
 
 static void check_errors(void)
@@ -268,6 +339,41 @@ static void check_vectors(sr_type type, int64_t n)
     free(hx.data), free(hy.data), free(x), free(y);
 }
 
+/* Wide sparse X on the CPU (more columns than rows: threads own ranges of w's columns): each w(j)
+ * is summed by one thread in row order, so 1, 2 and 3 threads give the same bits. */
+static void check_column_ranges_any_threads(void)
+{
+    test_csr X = test_random_csr(2000, 5000, 300, SR_TYPE_FLOAT64); /* ~100 rows a column */
+    double *y = random_vector(X.ncols), *v = random_vector(X.nrows), *w[3];
+    setenv("SPARSERING_SERIAL_WORK", "0", 1); /* every thread asked for, however small the work */
+    for (int t = 0; t < 3; t++) {
+        sr_context_options o = sr_context_options_default();
+        o.backend = SR_BACKEND_CPU;
+        o.threads = t + 1;
+        sr_context c = NULL;
+        w[t] = calloc((size_t)X.ncols, sizeof(double));
+        CHECK(sr_context_create(&c, &o) == SR_SUCCESS, "CPU context: %s", sr_last_error());
+        sr_matrix M = test_make_matrix(c, &X);
+        sr_dense wv = sr_vector_view(w[t], X.ncols, SR_TYPE_FLOAT64, SR_HOST);
+        sr_dense yv = sr_vector_view(y, X.ncols, SR_TYPE_FLOAT64, SR_HOST);
+        sr_dense vv = sr_vector_view(v, X.nrows, SR_TYPE_FLOAT64, SR_HOST);
+        CHECK(sr_fused_pattern(c, SR_FORM_XTVXY, &wv, 0.5, M, &vv, &yv, 0.0, NULL) == SR_SUCCESS, "%s",
+              sr_last_error());
+        sr_matrix_free(M);
+        sr_context_destroy(c);
+    }
+    unsetenv("SPARSERING_SERIAL_WORK");
+    int64_t differ = 0;
+    for (int64_t j = 0; j < X.ncols; j++)
+        differ += memcmp(&w[0][j], &w[1][j], sizeof(double)) != 0 || memcmp(&w[0][j], &w[2][j], sizeof(double)) != 0;
+    CHECK(differ == 0, "wide X: %lld of w's %lld sums differ between 1, 2 and 3 threads", (long long)differ,
+          (long long)X.ncols);
+    for (int t = 0; t < 3; t++)
+        free(w[t]);
+    free(y), free(v);
+    test_csr_free(&X);
+}
+
 static void run_all(void)
 {
     const sr_type f = SR_TYPE_FLOAT32, d = SR_TYPE_FLOAT64;
@@ -290,6 +396,9 @@ static void run_all(void)
     check_case(400, 40, 40, d, d, true, SR_ROW_MAJOR);    /* dense, register tiles */
     check_case(150, 33, 33, f, f, true, SR_COL_MAJOR);    /* dense, column-major */
     check_case(60, 1500, 1500, d, d, true, SR_ROW_MAJOR); /* dense, wider than the register tiles */
+    check_row_tiles();
+    if (where == SR_HOST)
+        check_column_ranges_any_threads();
     check_errors();
     check_vectors(SR_TYPE_FLOAT64, 100003);
     check_vectors(SR_TYPE_FLOAT32, 777);

@@ -1,7 +1,8 @@
 """Where the fused pattern's time goes on the GPU, by class of input: XTVXY against X·y alone (no
 sums into w), against the same rows with uniformly random columns (no hot columns), and under each
-vector size (SPARSERING_FUSED_VECTOR), with cuSPARSE's X·y for scale.
-usage: python3 bench/probes/fused_probe.py BUILD_DIR [--data ../shared/data]"""
+vector size (SPARSERING_FUSED_VECTOR), with cuSPARSE's X·y for scale. --tiles: instead, the row
+tiles against the vector kernel (SPARSERING_FUSED_TILES = auto, 4, 8, 0) in float32 and float64.
+usage: python3 bench/probes/fused_probe.py BUILD_DIR [--data ../shared/data] [--tiles]"""
 import argparse
 import os
 import sys
@@ -23,9 +24,27 @@ def uniform(rng, m, n, per_row):
     return X.tocoo().tocsr()  # sums repeated columns
 
 
+def tiles(X, m, n):
+    for dt in (np.float32, np.float64):
+        y, v = (cp.asarray(rng.standard_normal(k).astype(dt)) for k in (n, m))
+        for setting in ("", "4", "8", "0"):
+            os.environ["SPARSERING_FUSED_TILES"] = setting
+            Xd = sr.Matrix(X.astype(dt), context=ctx, location="device")
+            line = []
+            for form, nw in (("xtvxy", n), ("xy", m), ("xty", n)):
+                out = cp.empty(nw, dtype=dt)
+                yy = v if form == "xty" else y
+                call = lambda: sr.fused_pattern(Xd, yy, v=v, form=form, out=out, context=ctx)  # noqa: E731
+                line.append(f"{form.upper()} {median_time(call, reps=20, sync=sync) * 1e3:7.3f} ms")
+            print(f"  {np.dtype(dt).name:8} tiles {setting or 'auto':4} " + "  ".join(line), flush=True)
+            del Xd
+    os.environ["SPARSERING_FUSED_TILES"] = ""
+
+
 ap = argparse.ArgumentParser()
 ap.add_argument("build")
 ap.add_argument("--data", default="../shared/data")
+ap.add_argument("--tiles", action="store_true")
 args = ap.parse_args()
 sr = sr_package.load(args.build)
 ctx = sr.Context("cuda")
@@ -41,6 +60,9 @@ for name, X in sets:
           f"{top[:1000].sum() / X.nnz:.0%} / {top[:28000].sum() / X.nnz:.0%} / {top[:56000].sum() / X.nnz:.0%}")
     y, v = (cp.asarray(rng.standard_normal(k).astype(np.float32)) for k in (n, m))
     outs = {"xtvxy": cp.empty(n, dtype=cp.float32), "xy": cp.empty(m, dtype=cp.float32)}
+    if args.tiles:
+        tiles(X, m, n)
+        continue
     variants = [("as is", X, vs) for vs in ("", "2", "4", "8", "16")]
     variants.append(("random columns", uniform(rng, m, n, max(1, X.nnz // m)), ""))
     for label, M, vs in variants:

@@ -1,7 +1,9 @@
 /* The fused pattern on the host: each row of X is read once; its dot with y (X·y), scaled by v,
  * is spread back over the row's columns (Xᵀ·) while the row is still in L1. Threads sum into
- * their own copies of w (added at the end) when those take at most kPrivateElements in all, and
- * into w itself by atomic adds when X is too wide for that (the paper's global aggregation). */
+ * their own copies of w (added at the end) when those take at most PRIVATE_ELEMENTS in all and X
+ * has at least as many rows as columns. Wider sparse X (10^4 x 10^7: copies of w would cost more
+ * than X's entries) has each thread own a range of w's columns instead (fused_by_columns); dense X
+ * too wide for copies adds into w atomically (the paper's global aggregation). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,34 @@
 #include "cpu.h"
 
 #define PRIVATE_ELEMENTS ((int64_t)1 << 25) /* 256 MiB of doubles across the threads' copies of w */
+
+/* The most threads the column ranges serve (their cuts live on the stack). */
+#define SR_CPU_MAX_THREADS 1024
+
+static int compare_int32(const void *a, const void *b)
+{
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* cuts[0..threads]: column ranges holding about equal shares of X's entries, at the quantiles of
+ * a sample of its column indices (up to 2^16 entries, evenly spaced), 0 and n at the ends. */
+static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *cuts)
+{
+    const int64_t nnz = X->rowptr[X->nrows], samples = nnz < 65536 ? nnz : 65536;
+    int32_t *sample = malloc((size_t)(samples > 0 ? samples : 1) * sizeof(int32_t));
+    if (!sample)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a sample of columns");
+    for (int64_t s = 0; s < samples; s++)
+        sample[s] = X->colind[(int64_t)((double)s * (double)nnz / (double)samples)];
+    qsort(sample, (size_t)samples, sizeof(int32_t), compare_int32);
+    cuts[0] = 0;
+    for (int t = 1; t < threads; t++)
+        cuts[t] = samples ? sample[(int64_t)t * samples / threads] : (int64_t)t * X->ncols / threads;
+    cuts[threads] = X->ncols;
+    free(sample);
+    return SR_SUCCESS;
+}
 
 /* One row: d = X(i,:)·y for XTVXY and XY, the scale p = v(i)·d (XTY: v(i)·y(i)). */
 #define SR_DEFINE_FUSED_PATTERN(T)                                                                        \
@@ -72,6 +102,49 @@
             }                                                                                             \
         }                                                                                                 \
     }                                                                                                     \
+    /* Sparse X, w by column ranges: thread t owns w(cuts[t] .. cuts[t+1]), sets it to β·z, then       \
+     * visits every row with p(i) != 0 and adds α·p(i)·X(i, j) for the row's entries in its range      \
+     * (found by a binary search: a row's columns are sorted). No copies, no atomics; each w(j) is     \
+     * summed by one thread in row order, the same for any number of threads. XTVXY's p = v ⊙ X·y     \
+     * comes first, by rows (X is then read twice, once by rows, once by ranges). */                   \
+    static sr_status fused_by_columns_##T(const sr_fused_args *a, int threads, const int64_t *cuts)       \
+    {                                                                                                     \
+        const T *v = a->v, *y = a->y, *z = a->z;                                                          \
+        T *w = a->w;                                                                                      \
+        const T alpha = (T)a->alpha, beta = (T)a->beta;                                                   \
+        const int64_t *rowptr = a->X->rowptr;                                                             \
+        const int32_t *restrict col = a->X->colind;                                                       \
+        const T *restrict xv = a->X->type == SR_TYPE_BOOL ? NULL : (const T *)a->X->values;               \
+        T *p = malloc((size_t)(a->m > 0 ? a->m : 1) * sizeof(T));                                         \
+        if (!p)                                                                                           \
+            return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld row scales", (long long)a->m); \
+        _Pragma("omp parallel num_threads(threads)")                                                      \
+        {                                                                                                 \
+            _Pragma("omp for schedule(dynamic, 256)")                                                     \
+            for (int64_t i = 0; i < a->m; i++)                                                            \
+                p[i] = alpha * (v ? v[i] : (T)1) * (a->form == SR_FORM_XTY ? y[i] : row_dot_##T(a, i));   \
+            const int t = omp_get_thread_num();                                                           \
+            const int64_t c0 = cuts[t], c1 = cuts[t + 1];                                                 \
+            for (int64_t j = c0; j < c1; j++)                                                             \
+                w[j] = z ? beta * z[j] : (T)0;                                                            \
+            for (int64_t i = 0; i < a->m && c0 < c1; i++) {                                               \
+                int64_t lo = rowptr[i], hi = rowptr[i + 1];                                               \
+                if (p[i] == 0 || lo == hi || col[hi - 1] < c0 || col[lo] >= c1)                           \
+                    continue;                                                                             \
+                while (lo < hi) { /* the row's first entry at or past c0 */                               \
+                    const int64_t mid = lo + (hi - lo) / 2;                                               \
+                    if (col[mid] < c0)                                                                    \
+                        lo = mid + 1;                                                                     \
+                    else                                                                                  \
+                        hi = mid;                                                                         \
+                }                                                                                         \
+                for (int64_t k = lo; k < rowptr[i + 1] && col[k] < c1; k++)                               \
+                    w[col[k]] += (xv ? xv[k] : (T)1) * p[i];                                              \
+            }                                                                                             \
+        }                                                                                                 \
+        free(p);                                                                                          \
+        return SR_SUCCESS;                                                                                \
+    }                                                                                                     \
     static sr_status fused_##T(const sr_fused_args *a, int threads)                                       \
     {                                                                                                     \
         const T *v = a->v, *y = a->y, *z = a->z;                                                          \
@@ -86,6 +159,12 @@
             return SR_SUCCESS;                                                                            \
         }                                                                                                 \
         const bool private_sums = (int64_t)threads * a->n <= PRIVATE_ELEMENTS;                            \
+        if (a->X && (!private_sums || a->m < a->n)) {                                                     \
+            int64_t cuts[SR_CPU_MAX_THREADS + 1];                                                         \
+            threads = threads < SR_CPU_MAX_THREADS ? threads : SR_CPU_MAX_THREADS;                        \
+            SR_TRY(column_cuts(a->X, threads, cuts));                                                     \
+            return fused_by_columns_##T(a, threads, cuts);                                                \
+        }                                                                                                 \
         T *sums = private_sums ? calloc((size_t)threads * (size_t)(a->n > 0 ? a->n : 1), sizeof(T)) : NULL; \
         if (private_sums && !sums)                                                                        \
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d partial sums of %lld",     \

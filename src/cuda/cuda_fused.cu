@@ -10,7 +10,8 @@
 // which the block adds to w in global memory once at the end (inter-block); X with evenly spread
 // columns past shared memory adds to global memory directly. Dense X (Algorithm 3): a warp per
 // row, each lane holding TL of the row's elements and TL of y in registers, its partial w in
-// registers until the end.
+// registers until the end. Short rows, for the sums into w, go by row tiles instead
+// (cuda_fused_tiles.cuh; tile_entries says when).
 // β·z is written first by a separate kernel (no inter-block barrier exists), then the fused
 // kernel adds α·Xᵀ(...) atomically.
 #include "cuda_common.cuh"
@@ -50,6 +51,8 @@ template <int VS, typename T> __device__ __forceinline__ T vector_sum(T x) {
         x += __shfl_xor_sync(vector_mask<VS>(), x, o, VS);
     return x;
 }
+
+#include "cuda_fused_tiles.cuh"
 
 // w = β·z (or 0), before the atomic sums.
 template <typename T> __global__ void start_w(T *w, const T *z, T beta, int64_t n) {
@@ -238,6 +241,12 @@ template <typename K> unsigned resident_blocks(K kernel, size_t smem, int thread
     return (unsigned)(per_sm * sm_count());
 }
 
+// Blocks for row tiles: what the chip holds, but no more than there are tiles of entries.
+unsigned tile_blocks(unsigned resident, int E, int64_t nnz) {
+    const int64_t tiles = (nnz + (int64_t)kTileThreads * E - 1) / ((int64_t)kTileThreads * E);
+    return (unsigned)std::max<int64_t>(1, std::min<int64_t>(resident, tiles));
+}
+
 // Lanes a row from the mean row length μ. The paper's Equation 4 takes the power of two 2^i with
 // 2^i < μ <= 2^(i+1), 32 past 32. Here a vector keeps kRowsAtOnce rows in flight and their first
 // chunks in registers, which shifts the best width down: on the H100 (bench/probes/fused_probe.py)
@@ -300,6 +309,74 @@ sr_status launch_sums(const fused_params<T> &p, const sr_matrix_s *X, cudaStream
     sparse_global<VS, T><<<resident_blocks(sparse_global<VS, T>, 0), 256, 0, stream>>>(p);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
+}
+
+// Row tiles (cuda_fused_tiles.cuh) for short rows: tiles of E entries a thread, `window` rows at
+// most (twice the rows a tile holds on average, so the row pointers loaded are mostly used).
+template <int E, bool MAPPED, typename T>
+sr_status launch_tile_sums(const fused_params<T> &p, const sr_matrix_s *X, int window, int slots, int copies,
+                           const int32_t *slot_of, const int32_t *column_of, cudaStream_t stream) {
+    auto kernel = tiles_sums<E, MAPPED, T>;
+    const size_t smem = tile_bytes<T>(E) + (size_t)slots * (size_t)copies * sizeof(T);
+    SR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const unsigned blocks = tile_blocks(resident_blocks(kernel, smem, kTileThreads), E, X->nnz);
+    kernel<<<blocks, kTileThreads, smem, stream>>>(p, window, slots, copies, slot_of, column_of);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+// The sums into w by row tiles, w's partial sums in shared memory as launch_sums decides, with the
+// room a tile leaves when kTileBlocksPerSM blocks share an SM.
+template <int E, typename T>
+sr_status launch_tiles(const fused_params<T> &p, const sr_matrix_s *X, double mu, cudaStream_t stream) {
+    constexpr int C = kTileThreads * E;
+    const int window = (int)std::min<int64_t>(C, ((int64_t)(2.0 * C / std::max(mu, 1.0)) + 63) / 32 * 32);
+    if (p.form == SR_FORM_XY) {
+        auto kernel = tiles_xy<E, T>;
+        const size_t smem = tile_bytes<T>(E);
+        SR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        kernel<<<tile_blocks(resident_blocks(kernel, smem, kTileThreads), E, X->nnz), kTileThreads, smem, stream>>>(
+            p, window);
+        SR_CUDA_LAUNCHED();
+        return SR_SUCCESS;
+    }
+    // tile_entries checked that the tile fits
+    const size_t room = shared_per_block() / kTileBlocksPerSM - tile_bytes<T>(E), row_bytes = (size_t)p.n * sizeof(T);
+    if (row_bytes <= room) {
+        const int64_t copies = std::max<int64_t>(1, std::min<int64_t>({kTileThreads / 32, (int64_t)(room / row_bytes),
+                                                                        8192 / std::max<int64_t>(1, p.n)}));
+        return launch_tile_sums<E, false, T>(p, X, window, (int)p.n, (int)copies, nullptr, nullptr, stream);
+    }
+    hot_columns plan;
+    SR_TRY(hot_columns_of(X, (int64_t)(room / sizeof(T)), &plan));
+    if (plan.coverage >= 0.5)
+        return launch_tile_sums<E, true, T>(p, X, window, (int)plan.slots, 1, plan.slot_of, plan.column_of, stream);
+    return launch_tile_sums<E, false, T>(p, X, window, 0, 0, nullptr, nullptr, stream);
+}
+
+// Row tiles or the vector kernel, by the class of X (bench/probes/fused_probe.py --tiles, H100):
+// tiles keep every entry in registers from the dot product to the scatter, the vector kernel
+// re-reads the entries past a row's first chunk but runs one 1024-thread block an SM with all
+// its shared memory. Tiles win the sums into w on short rows (mean length up to kTileMaxMean)
+// when w fits their copies (10^7 x 100: 1.2x in float32, 1.26x in float64) or fits neither
+// kernel's (PyPI summaries, 3-grams in float64: 1.1-1.2x); the vector kernel wins where only it
+// holds w whole (3-grams in float32: 1.25x), on long rows (10^4 x 10^7: 1.8x) and for X·y alone
+// (1.07x). Entries a thread: 8 of 4 bytes, 4 of 8. SPARSERING_FUSED_TILES=0, 4 or 8 forces.
+constexpr double kTileMaxMean = 32.0;
+template <typename T> int tile_entries(sr_pattern_form form, double mu, int64_t n) {
+    const size_t per_block = shared_per_block(), row_bytes = (size_t)n * sizeof(T);
+    const char *env = getenv("SPARSERING_FUSED_TILES");
+    int E = sizeof(T) == 4 ? 8 : 4;
+    if (env && *env)
+        E = atoi(env) == 8 ? 8 : atoi(env) == 4 ? 4 : 0;
+    if (E == 0 || tile_bytes<T>(E) > per_block / kTileBlocksPerSM) // a GPU with little shared memory
+        return 0;
+    if (env && *env)
+        return E;
+    const bool tiles_hold_w = row_bytes <= per_block / kTileBlocksPerSM - tile_bytes<T>(E);
+    if (form == SR_FORM_XY || mu > kTileMaxMean || (!tiles_hold_w && row_bytes <= per_block))
+        return 0;
+    return E;
 }
 
 template <int VS, typename T>
@@ -369,7 +446,12 @@ template <typename T> sr_status run(sr_context_s *ctx, const sr_fused_args *a) {
     if (a->m > 0 && out > 0) {
         if (a->X) {
             const double mu = (double)a->X->nnz / (double)std::max<int64_t>(1, a->m);
-            switch (vector_size_for(mu)) {
+            const int entries = tile_entries<T>(a->form, mu, a->n);
+            if (entries == 8)
+                SR_TRY((launch_tiles<8, T>(p, a->X, mu, stream)));
+            else if (entries == 4)
+                SR_TRY((launch_tiles<4, T>(p, a->X, mu, stream)));
+            else switch (vector_size_for(mu)) {
             case 1: SR_TRY((launch_sparse<1, T>(p, a->X, stream))); break;
             case 2: SR_TRY((launch_sparse<2, T>(p, a->X, stream))); break;
             case 4: SR_TRY((launch_sparse<4, T>(p, a->X, stream))); break;
