@@ -391,6 +391,7 @@ static void run_all(void)
     /* long rows into global memory: rows of thousands of entries, in float64 and bool */
     check_case(12, 300000, 2500, d, d, false, SR_ROW_MAJOR);
     check_case(12, 300000, 700, f, SR_TYPE_BOOL, false, SR_ROW_MAJOR);
+    check_case(3000, 2000000, 200, d, d, false, SR_ROW_MAJOR); /* long rows, spread columns, many rows */
     check_case(500, 1, 1, d, d, false, SR_ROW_MAJOR);     /* a single column */
     check_case(300, 200, 40, f, SR_TYPE_BOOL, false, SR_ROW_MAJOR); /* bool X: entries count 1 */
     check_case(400, 40, 40, d, d, true, SR_ROW_MAJOR);    /* dense, register tiles */
