@@ -717,12 +717,21 @@ typedef struct sr_solver_step {
 /* Called after each iteration; nonzero stops the call with SR_ERROR_CANCELLED (w keeps it). */
 typedef int (*sr_solver_fn)(const sr_solver_step *step, void *user);
 
+/* Ridge's CG: preconditioned by the normal matrix's diagonal (Jacobi, the default: on the PyPI
+ * bag of words 155 steps instead of 1,386 to the same tolerance) or plain (scikit-learn's
+ * sparse_cg, step for step). */
+typedef enum sr_preconditioner {
+    SR_PRECONDITIONER_JACOBI = 0,
+    SR_PRECONDITIONER_NONE = 1
+} sr_preconditioner;
+
 typedef struct sr_solver_options {
     double tolerance;       /* stop when ‖∇‖ <= tolerance·‖∇ at w = 0‖; default 1e-10 */
     int max_iterations;     /* default 10·n (ridge, as scipy's cg), 100 (logistic) */
     bool fit_intercept;     /* default false; the intercept comes back in sr_solver_step.intercept */
     sr_solver_fn report;
     void *report_user;
+    sr_preconditioner preconditioner; /* ridge only; default SR_PRECONDITIONER_JACOBI */
 } sr_solver_options;
 sr_solver_options sr_solver_options_default(void);
 

@@ -936,15 +936,15 @@ static int solver_step(const sr_solver_step *step, void *user)
 }
 
 /* solve(ctx, kind (0 ridge, 1 logistic), X, y, w, lambda_or_C, tolerance, max_iterations, fit_intercept,
- * callback) -> (intercept, steps) */
+ * callback, preconditioner (sr_preconditioner)) -> (intercept, steps) */
 static PyObject *solve(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *context, *x_obj, *yt, *wt, *callback;
-    int kind, max_iterations, fit_intercept;
+    int kind, max_iterations, fit_intercept, preconditioner;
     double param, tolerance;
-    if (!PyArg_ParseTuple(args, "OiOO!O!ddipO", &context, &kind, &x_obj, &PyTuple_Type, &yt, &PyTuple_Type, &wt, &param,
-                          &tolerance, &max_iterations, &fit_intercept, &callback))
+    if (!PyArg_ParseTuple(args, "OiOO!O!ddipOi", &context, &kind, &x_obj, &PyTuple_Type, &yt, &PyTuple_Type, &wt,
+                          &param, &tolerance, &max_iterations, &fit_intercept, &callback, &preconditioner))
         return NULL;
     sr_context ctx = ctx_of(context);
     sr_matrix X;
@@ -966,6 +966,7 @@ static PyObject *solve(PyObject *mod, PyObject *args)
     o.tolerance = tolerance;
     o.max_iterations = max_iterations;
     o.fit_intercept = fit_intercept != 0;
+    o.preconditioner = (sr_preconditioner)preconditioner;
     o.report = solver_step;
     o.report_user = &rep;
     sr_solver_step last = {0, 0, 0, 0, 0, 0};

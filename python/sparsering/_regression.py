@@ -73,22 +73,30 @@ history: (iteration, inner CG steps, objective, gradient norm, seconds, intercep
 iteration."""
 
 
-def _solve(kind, X, y, param, tol, max_iter, fit_intercept, callback, context):
+_PRECONDITIONERS = {"jacobi": 0, None: 1, "none": 1}
+
+
+def _solve(kind, X, y, param, tol, max_iter, fit_intercept, callback, context, preconditioner="jacobi"):
+    if preconditioner not in _PRECONDITIONERS:
+        raise ValueError(f"ridge: preconditioner must be 'jacobi' or None, not {preconditioner!r}")
     ctx = _ctx_for(X, context)
     Xm = as_matrix(X, ctx, None if getattr(X, "dtype", None) in (np.bool_, np.float32) else np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64).ravel()
     w = np.zeros(Xm.shape[1])
     b, history = _core.solve(ctx._ctx, kind, Xm._h, _dense(y, "y"), _dense(w, "w", True), float(param), float(tol),
-                             int(max_iter or 0), bool(fit_intercept), callback)
+                             int(max_iter or 0), bool(fit_intercept), callback, _PRECONDITIONERS[preconditioner])
     return SolverResult(w, b, history)
 
 
-def ridge(X, y, lam=1.0, *, fit_intercept=False, tol=1e-10, max_iter=None, callback=None, context=None):
+def ridge(X, y, lam=1.0, *, fit_intercept=False, tol=1e-10, max_iter=None, callback=None, context=None,
+          preconditioner="jacobi"):
     """argmin ‖X·w + b − y‖² + lam·‖w‖² (scikit-learn Ridge(alpha=lam, fit_intercept=...)) by
     conjugate gradient on the normal equations; each product (XᵀX + lam·I)·p reads X once
     (fused_pattern); with fit_intercept X and y are centered implicitly (X stays sparse). Stops
-    when the residual falls below tol times its start. Returns SolverResult(coef, intercept, history)."""
-    return _solve(0, X, y, lam, tol, max_iter, fit_intercept, callback, context)
+    when the residual falls below tol times its start. preconditioner="jacobi" (the default; on
+    the CPU backend for now) scales by the normal matrix's diagonal, None runs plain CG, step for
+    step as scikit-learn's sparse_cg. Returns SolverResult(coef, intercept, history)."""
+    return _solve(0, X, y, lam, tol, max_iter, fit_intercept, callback, context, preconditioner)
 
 
 def logistic_regression(X, y, C=1.0, *, fit_intercept=False, tol=1e-10, max_iter=None, callback=None,

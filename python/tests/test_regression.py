@@ -51,6 +51,19 @@ def test_ridge_matches_sklearn(ctx, rng):
         assert all(later[2] <= earlier[2] * (1 + 1e-12) for earlier, later in zip(got.history, got.history[1:]))
 
 
+def test_ridge_preconditioner(ctx, rng):
+    X = rand_X(rng, 500, 40, 0.2)
+    X = (X @ sp.diags(10.0 ** (np.arange(40) % 4))).tocsr()  # columns of scales 1 to 1000
+    y = rng.standard_normal(500)
+    jacobi = sr.ridge(X, y, 0.5, context=ctx)
+    plain = sr.ridge(X, y, 0.5, context=ctx, preconditioner=None)
+    np.testing.assert_allclose(jacobi.coef, plain.coef, rtol=1e-6, atol=1e-9 * np.abs(plain.coef).max())
+    if ctx.backend == "cpu":  # the GPU keeps plain CG for now
+        assert jacobi.history[-1][0] < plain.history[-1][0]
+    with pytest.raises(ValueError, match="preconditioner"):
+        sr.ridge(X, y, 0.5, context=ctx, preconditioner="ilu")
+
+
 def test_logistic_matches_sklearn(ctx, rng):
     X = rand_X(rng, 600, 50, 0.15)
     truth = rng.standard_normal(50)

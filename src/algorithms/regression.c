@@ -1,7 +1,8 @@
 /* Ridge and logistic regression on the fused pattern (sr_ridge, sr_logistic in sparsering.h):
- * every product with X and Xᵀ is one sr_fused_pattern call, which reads X once. Ridge's CG and
- * the trust region's truncated CG keep their vectors where X lives (sr_vector_*, float64); the
- * trust region's outer steps (a few per solve) run on the host in float64. */
+ * every product with X and Xᵀ is one sr_fused_pattern call, which reads X once. Ridge's CG
+ * (Jacobi-preconditioned by default) and the trust region's truncated CG keep their vectors where
+ * X lives (sr_vector_*, float64); the trust region's outer steps (a few per solve) run on the host
+ * in float64. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -64,16 +65,18 @@ static sr_status report(const sr_solver_options *o, const sr_solver_step *step, 
 
 /* CG's vectors, kept where X lives (sr_vector_*): on the device, a step moves no vector over the
  * bus; only the two dot products come back, as numbers. */
-enum { R_B, R_R, R_P, R_Q, R_X, R_BR, R_XBAR, R_VECTORS };
+enum { R_B, R_R, R_P, R_Q, R_X, R_BR, R_XBAR, R_Z, R_VECTORS };
 typedef struct {
     sr_dense v[R_VECTORS]; /* b = Xcᵀyc, residual r, direction p, q = (XcᵀXc + λI)p, iterate x, b + r,
-                            * mean row */
+                            * mean row, preconditioned residual z */
+    sr_matrix jacobi;      /* the preconditioner: diag(XcᵀXc + λI)⁻¹ as an n x n matrix, or NULL */
 } ridge_vectors;
 
 static void ridge_free(sr_context ctx, ridge_vectors *rv)
 {
     for (int k = 0; k < R_VECTORS; k++)
         sr_vector_free(ctx, &rv->v[k]);
+    sr_matrix_free(rv->jacobi);
 }
 
 /* q = (XcᵀXc + λI)·p: one pass over X. With centering (mean row xbar), Xc = X − 1·xbarᵀ gives
@@ -90,8 +93,8 @@ static sr_status normal_product(const problem *pr, double lambda, ridge_vectors 
     return SR_SUCCESS;
 }
 
-/* xbar = Xᵀ·1 / m (the mean row), one pass. */
-static sr_status mean_row(const problem *pr, sr_dense *xbar)
+/* sums = α·Mᵀ·1 (α times M's column sums), one pass; M has X's rows. */
+static sr_status column_sums(const problem *pr, sr_matrix M, double alpha, const sr_dense *sums)
 {
     double *ones = malloc((size_t)(pr->m + 1) * sizeof(double));
     if (!ones)
@@ -99,9 +102,71 @@ static sr_status mean_row(const problem *pr, sr_dense *xbar)
     for (int64_t i = 0; i < pr->m; i++)
         ones[i] = 1.0;
     sr_dense ov = vec(ones, pr->m);
-    sr_status st =
-        sr_fused_pattern(pr->ctx, SR_FORM_XTY, xbar, pr->m ? 1.0 / (double)pr->m : 0.0, pr->X, NULL, &ov, 0.0, NULL);
+    sr_status st = sr_fused_pattern(pr->ctx, SR_FORM_XTY, sums, alpha, M, NULL, &ov, 0.0, NULL);
     free(ones);
+    return st;
+}
+
+/* xbar = Xᵀ·1 / m (the mean row), one pass. */
+static sr_status mean_row(const problem *pr, sr_dense *xbar)
+{
+    return column_sums(pr, pr->X, pr->m ? 1.0 / (double)pr->m : 0.0, xbar);
+}
+
+/* The diagonal of XcᵀXc + λI on the host: Σ_i x_ij² (X∘X's column sums; X's own for bool X),
+ * less m·xbar_j² when centered. */
+static sr_status normal_diagonal(const problem *pr, double lambda, ridge_vectors *rv, bool centered, double *d)
+{
+    sr_matrix squares = NULL;
+    sr_matrix_info info;
+    SR_TRY(sr_matrix_get_info(pr->X, &info));
+    if (info.type != SR_TYPE_BOOL)
+        SR_TRY(sr_ewise_mult(pr->ctx, &squares, NULL, SR_PLUS_TIMES, pr->X, pr->X, NULL));
+    sr_dense dv = vec(d, pr->n);
+    sr_status st = column_sums(pr, squares ? squares : pr->X, 1.0, &dv);
+    sr_matrix_free(squares);
+    SR_TRY(st);
+    double *xbar = centered ? malloc((size_t)(pr->n + 1) * sizeof(double)) : NULL;
+    if (centered && !xbar)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_ridge: out of host memory");
+    sr_dense xv = vec(xbar, pr->n);
+    st = centered ? sr_vector_copy(pr->ctx, &xv, &rv->v[R_XBAR]) : SR_SUCCESS;
+    for (int64_t j = 0; j < pr->n && st == SR_SUCCESS; j++)
+        d[j] += lambda - (centered ? (double)pr->m * xbar[j] * xbar[j] : 0.0);
+    free(xbar);
+    return st;
+}
+
+/* The Jacobi preconditioner: diag(XcᵀXc + λI)⁻¹ as an n x n diagonal matrix where X lives, so
+ * that z = M⁻¹·r is one X·y pass of it (sr_fused_pattern, SR_FORM_XY). A column whose diagonal
+ * is not positive (λ = 0 and the column empty or constant) keeps 1. */
+static sr_status jacobi_preconditioner(const problem *pr, double lambda, ridge_vectors *rv, bool centered)
+{
+    const int64_t n = pr->n;
+    double *inverse = malloc((size_t)(n + 1) * sizeof(double));
+    int64_t *rowptr = malloc((size_t)(n + 1) * sizeof(int64_t));
+    int32_t *colind = malloc((size_t)(n + 1) * sizeof(int32_t));
+    sr_status st = inverse && rowptr && colind ? SR_SUCCESS : sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_ridge: out of host memory");
+    if (st == SR_SUCCESS)
+        st = normal_diagonal(pr, lambda, rv, centered, inverse);
+    for (int64_t j = 0; j <= n && st == SR_SUCCESS; j++) {
+        rowptr[j] = j;
+        if (j < n) {
+            colind[j] = (int32_t)j;
+            inverse[j] = inverse[j] > 0 && isfinite(inverse[j]) ? 1.0 / inverse[j] : 1.0;
+        }
+    }
+    sr_matrix host = NULL;
+    if (st == SR_SUCCESS)
+        st = sr_matrix_from_csr(pr->ctx, &host, n, n, SR_TYPE_FLOAT64, rowptr, colind, inverse, SR_HOST);
+    const sr_location where = sr_algo_where(pr->X);
+    if (st == SR_SUCCESS && where != SR_HOST) {
+        st = sr_matrix_copy_to(pr->ctx, host, where, &rv->jacobi);
+        sr_matrix_free(host);
+    } else {
+        rv->jacobi = host;
+    }
+    free(inverse), free(rowptr), free(colind);
     return st;
 }
 
@@ -119,17 +184,31 @@ static sr_status ridge_step(sr_context ctx, ridge_vectors *rv, double yy, double
     return SR_SUCCESS;
 }
 
-/* CG on (XcᵀXc + λI)·x = b from x = 0, all in rv. *step follows the iterations. */
+/* z = M⁻¹·r with the Jacobi preconditioner (one pass over its diagonal); z is r without one. */
+static sr_status precondition(sr_context ctx, const ridge_vectors *rv, const sr_dense *r, double rr, double *rz)
+{
+    if (!rv->jacobi) {
+        *rz = rr;
+        return SR_SUCCESS;
+    }
+    SR_TRY(sr_fused_pattern(ctx, SR_FORM_XY, &rv->v[R_Z], 1.0, rv->jacobi, NULL, r, 0.0, NULL));
+    return sr_vector_dot(ctx, r, &rv->v[R_Z], rz);
+}
+
+/* CG on (XcᵀXc + λI)·x = b from x = 0, all in rv, preconditioned when rv->jacobi is set (then
+ * z = M⁻¹r steers the directions; the stopping rule stays on ‖r‖). *step follows the iterations. */
 static sr_status ridge_cg(const problem *pr, double lambda, const sr_solver_options *o, int max_it, double yy,
                           double ybar, double t0, ridge_vectors *rv, sr_solver_step *step, const char *fn)
 {
     sr_context ctx = pr->ctx;
     sr_dense *b = &rv->v[R_B], *r = &rv->v[R_R], *p = &rv->v[R_P], *q = &rv->v[R_Q], *x = &rv->v[R_X];
+    const sr_dense *z = rv->jacobi ? &rv->v[R_Z] : r;
     SR_TRY(sr_vector_copy(ctx, r, b));
-    SR_TRY(sr_vector_copy(ctx, p, b));
     SR_TRY(sr_vector_axpby(ctx, 2.0, b, 0.0, &rv->v[R_BR]));
-    double rr;
+    double rr, rz;
     SR_TRY(sr_vector_dot(ctx, r, r, &rr));
+    SR_TRY(precondition(ctx, rv, r, rr, &rz));
+    SR_TRY(sr_vector_copy(ctx, p, z));
     const double target = o->tolerance * sqrt(rr);
     *step = (sr_solver_step){0, 0, yy, 2 * sqrt(rr), sr_algo_now() - t0, ybar};
     for (int it = 1; it <= max_it && sqrt(rr) > target && rr > 0; it++) {
@@ -138,14 +217,16 @@ static sr_status ridge_cg(const problem *pr, double lambda, const sr_solver_opti
         SR_TRY(sr_vector_dot(ctx, p, q, &pq));
         if (!(pq > 0))
             break; /* the system is singular along p: λ = 0 and X rank-deficient */
-        const double a = rr / pq;
+        const double a = rz / pq;
         SR_TRY(sr_vector_axpby(ctx, a, p, 1.0, x));
         SR_TRY(sr_vector_axpby(ctx, -a, q, 1.0, r));
         SR_TRY(sr_vector_axpby(ctx, -a, q, 1.0, &rv->v[R_BR]));
-        double next;
+        double next, next_rz;
         SR_TRY(sr_vector_dot(ctx, r, r, &next));
-        SR_TRY(sr_vector_axpby(ctx, 1.0, r, next / rr, p));
+        SR_TRY(precondition(ctx, rv, r, next, &next_rz));
+        SR_TRY(sr_vector_axpby(ctx, 1.0, z, next_rz / rz, p));
         rr = next;
+        rz = next_rz;
         *step = (sr_solver_step){it, it, 0.0, 2 * sqrt(rr), sr_algo_now() - t0, 0.0};
         if (o->report) {
             SR_TRY(ridge_step(ctx, rv, yy, ybar, o->fit_intercept, step));
@@ -163,6 +244,8 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
     const sr_solver_options o = options ? *options : sr_solver_options_default();
     SR_CHECK_ARG(isfinite(lambda) && lambda >= 0, "%s: lambda (%g) must be finite and >= 0", fn, lambda);
     SR_CHECK_ARG(o.tolerance >= 0 && o.max_iterations >= 0, "%s: negative tolerance or max_iterations", fn);
+    SR_CHECK_ARG(o.preconditioner == SR_PRECONDITIONER_JACOBI || o.preconditioner == SR_PRECONDITIONER_NONE,
+                 "%s: unknown preconditioner %d", fn, (int)o.preconditioner);
     problem pr;
     SR_TRY(start(fn, ctx, X, y, w, &pr));
     const int64_t n = pr.n, m = pr.m;
@@ -179,8 +262,11 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
     memset(&rv, 0, sizeof rv);
     const sr_location where = sr_algo_where(pr.X);
     sr_status st = SR_SUCCESS;
+    /* Jacobi on the host only for now: the GPU keeps plain CG until the preconditioned solve is
+     * tested and timed there */
+    const bool jacobi = o.preconditioner == SR_PRECONDITIONER_JACOBI && where == SR_HOST;
     for (int k = 0; k < R_VECTORS && st == SR_SUCCESS; k++)
-        if (k != R_XBAR || o.fit_intercept)
+        if ((k != R_XBAR || o.fit_intercept) && (k != R_Z || jacobi))
             st = sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &rv.v[k]);
     if (st == SR_SUCCESS) /* b = Xᵀ·y (centered: − m·ybar·xbar, as 1ᵀ(y − ybar) = 0) */
         st = sr_fused_pattern(ctx, SR_FORM_XTY, &rv.v[R_B], 1.0, pr.X, NULL, y, 0.0, NULL);
@@ -188,6 +274,8 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
         st = mean_row(&pr, &rv.v[R_XBAR]);
     if (st == SR_SUCCESS && o.fit_intercept)
         st = sr_vector_axpby(ctx, -(double)m * ybar, &rv.v[R_XBAR], 1.0, &rv.v[R_B]);
+    if (st == SR_SUCCESS && jacobi)
+        st = jacobi_preconditioner(&pr, lambda, &rv, o.fit_intercept);
     sr_solver_step step = {0, 0, yy, 0.0, 0.0, ybar};
     if (st == SR_SUCCESS) {
         st = ridge_cg(&pr, lambda, &o, max_it, yy, ybar, t0, &rv, &step, fn);
