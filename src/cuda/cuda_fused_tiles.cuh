@@ -68,7 +68,7 @@ __device__ void tile_long_row(const fused_params<T> &p, int64_t r, int64_t b, in
 // XY writes w(i) for its rows; XTVXY and XTY call add(column, α·s(i)·X(i,j)) for every entry.
 template <int E, typename T, typename Add>
 __device__ void tile_rows(const fused_params<T> &p, int64_t r0, int64_t r1, int window, unsigned char *smem,
-                            Add add) {
+                          Add add) {
     constexpr int C = kTileThreads * E;
     T *prod = reinterpret_cast<T *>(smem);                        // C: x·y of each entry
     T *scale = prod + C;                                           // window <= C: each row's s(i)
