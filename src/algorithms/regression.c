@@ -137,36 +137,45 @@ static sr_status normal_diagonal(const problem *pr, double lambda, ridge_vectors
     return st;
 }
 
-/* The Jacobi preconditioner: diag(XcᵀXc + λI)⁻¹ as an n x n diagonal matrix where X lives, so
- * that z = M⁻¹·r is one X·y pass of it (sr_fused_pattern, SR_FORM_XY). A column whose diagonal
- * is not positive (λ = 0 and the column empty or constant) keeps 1. */
-static sr_status jacobi_preconditioner(const problem *pr, double lambda, ridge_vectors *rv, bool centered)
+/* diag(values) as an n x n matrix in `where` (*out), so that diag(values)·y is one X·y pass of it
+ * (sr_fused_pattern, SR_FORM_XY): the solvers' elementwise scaling, on the public API. */
+static sr_status diagonal_matrix(sr_context ctx, int64_t n, const double *values, sr_location where, sr_matrix *out)
 {
-    const int64_t n = pr->n;
-    double *inverse = malloc((size_t)(n + 1) * sizeof(double));
+    *out = NULL;
     int64_t *rowptr = malloc((size_t)(n + 1) * sizeof(int64_t));
     int32_t *colind = malloc((size_t)(n + 1) * sizeof(int32_t));
-    sr_status st = inverse && rowptr && colind ? SR_SUCCESS : sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_ridge: out of host memory");
-    if (st == SR_SUCCESS)
-        st = normal_diagonal(pr, lambda, rv, centered, inverse);
+    sr_status st = rowptr && colind ? SR_SUCCESS : sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory");
     for (int64_t j = 0; j <= n && st == SR_SUCCESS; j++) {
         rowptr[j] = j;
-        if (j < n) {
+        if (j < n)
             colind[j] = (int32_t)j;
-            inverse[j] = inverse[j] > 0 && isfinite(inverse[j]) ? 1.0 / inverse[j] : 1.0;
-        }
     }
     sr_matrix host = NULL;
     if (st == SR_SUCCESS)
-        st = sr_matrix_from_csr(pr->ctx, &host, n, n, SR_TYPE_FLOAT64, rowptr, colind, inverse, SR_HOST);
-    const sr_location where = sr_algo_where(pr->X);
+        st = sr_matrix_from_csr(ctx, &host, n, n, SR_TYPE_FLOAT64, rowptr, colind, values, SR_HOST);
     if (st == SR_SUCCESS && where != SR_HOST) {
-        st = sr_matrix_copy_to(pr->ctx, host, where, &rv->jacobi);
+        st = sr_matrix_copy_to(ctx, host, where, out);
         sr_matrix_free(host);
     } else {
-        rv->jacobi = host;
+        *out = host;
     }
-    free(inverse), free(rowptr), free(colind);
+    free(rowptr), free(colind);
+    return st;
+}
+
+/* The Jacobi preconditioner: diag(XcᵀXc + λI)⁻¹ where X lives. A column whose diagonal is not
+ * positive (λ = 0 and the column empty or constant) keeps 1. */
+static sr_status jacobi_preconditioner(const problem *pr, double lambda, ridge_vectors *rv, bool centered)
+{
+    double *inverse = malloc((size_t)(pr->n + 1) * sizeof(double));
+    if (!inverse)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_ridge: out of host memory");
+    sr_status st = normal_diagonal(pr, lambda, rv, centered, inverse);
+    for (int64_t j = 0; j < pr->n && st == SR_SUCCESS; j++)
+        inverse[j] = inverse[j] > 0 && isfinite(inverse[j]) ? 1.0 / inverse[j] : 1.0;
+    if (st == SR_SUCCESS)
+        st = diagonal_matrix(pr->ctx, pr->n, inverse, sr_algo_where(pr->X), &rv->jacobi);
+    free(inverse);
     return st;
 }
 
