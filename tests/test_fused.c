@@ -276,10 +276,10 @@ static void check_solvers(void)
     test_csr_free(&X);
 }
 
-/* Ridge with and without the Jacobi preconditioner, with and without an intercept, on columns of
- * scales 1 to 1000 (an ill-conditioned normal matrix that the diagonal mostly undoes): the same
- * coefficients, and on the CPU (where Jacobi runs) fewer CG steps with it. */
-static void check_ridge_preconditioner(void)
+/* Ridge and logistic regression with and without their preconditioners, with and without an
+ * intercept, on columns of scales 1 to 1000 (an ill-conditioned Hessian that its diagonal mostly
+ * undoes): the same coefficients, and on the CPU (where the preconditioners run) fewer CG steps. */
+static void check_preconditioners(void)
 {
     const int64_t m = 400, n = 40;
     test_csr X = test_random_csr(m, n, 8, SR_TYPE_FLOAT64);
@@ -308,10 +308,35 @@ static void check_ridge_preconditioner(void)
               "ridge (intercept %d): Jacobi took %d CG steps, plain %d", intercept, last[0].iteration,
               last[1].iteration);
     }
+    /* logistic regression's truncated CG, preconditioned by M = 0.99·I + 0.01·diag(H) */
+    double *label = malloc((size_t)m * sizeof(double));
+    for (int64_t i = 0; i < m; i++)
+        label[i] = y[i] > 0 ? 1.0 : -1.0;
+    sr_dense lv = sr_vector_view(label, m, SR_TYPE_FLOAT64, SR_HOST);
+    for (int intercept = 0; intercept < 2; intercept++) {
+        sr_solver_step last[2];
+        for (int plain = 0; plain < 2; plain++) {
+            sr_solver_options o = sr_solver_options_default();
+            o.fit_intercept = intercept;
+            o.preconditioner = plain ? SR_PRECONDITIONER_NONE : SR_PRECONDITIONER_JACOBI;
+            sr_dense wv = sr_vector_view(w[plain], n, SR_TYPE_FLOAT64, SR_HOST);
+            CHECK_OK(sr_logistic(ctx, Xs, &lv, 3.0, &o, &wv, &last[plain]));
+        }
+        double worst = 0, scale = 0;
+        for (int64_t j = 0; j < n; j++)
+            worst = fmax(worst, fabs(w[0][j] - w[1][j])), scale = fmax(scale, fabs(w[1][j]));
+        CHECK(worst <= 1e-6 * scale && fabs(last[0].intercept - last[1].intercept) <= 1e-6 * (scale + 1e-3),
+              "logistic (intercept %d): preconditioned and plain differ by %.3g of %.3g", intercept, worst, scale);
+        CHECK(where != SR_HOST || last[0].inner < last[1].inner,
+              "logistic (intercept %d): %d CG steps preconditioned, %d plain", intercept, last[0].inner,
+              last[1].inner);
+    }
     sr_solver_options bad = sr_solver_options_default();
     bad.preconditioner = (sr_preconditioner)7;
     sr_dense wv = sr_vector_view(w[0], n, SR_TYPE_FLOAT64, SR_HOST);
     CHECK_FAILS(sr_ridge(ctx, Xs, &yv, 0.5, &bad, &wv, NULL), SR_ERROR_INVALID_ARGUMENT, "preconditioner 7");
+    CHECK_FAILS(sr_logistic(ctx, Xs, &lv, 1.0, &bad, &wv, NULL), SR_ERROR_INVALID_ARGUMENT, "preconditioner 7");
+    free(label);
     sr_matrix_free(Xs);
     free(y), free(w[0]), free(w[1]);
     test_csr_free(&X);
@@ -446,7 +471,7 @@ static void run_all(void)
     check_vectors(SR_TYPE_FLOAT32, 777);
     check_vectors(SR_TYPE_FLOAT64, 0);
     check_solvers();
-    check_ridge_preconditioner();
+    check_preconditioners();
 }
 
 int main(void)

@@ -186,8 +186,7 @@ static int print_step(const sr_solver_step *step, void *user)
     return cli_interrupted; /* Ctrl-C: stop after this iteration */
 }
 
-/* ridge and logistic: X.mtx LABELS [--lambda L | --C C] [--tol T] [--max-iter N] [--out W.txt]
- * (ridge also [--plain-cg]) */
+/* ridge and logistic: X.mtx LABELS [--lambda L | --C C] [--plain-cg] [--tol T] [--max-iter N] [--out W.txt] */
 static int solver_command(const cli_globals *g, int argc, char **argv, bool logistic)
 {
     const char *x_path = NULL, *y_path = NULL, *out = NULL;
@@ -203,7 +202,7 @@ static int solver_command(const cli_globals *g, int argc, char **argv, bool logi
             o.max_iterations = atoi(argv[++i]);
         else if (strcmp(argv[i], "--fit-intercept") == 0)
             o.fit_intercept = true;
-        else if (!logistic && strcmp(argv[i], "--plain-cg") == 0)
+        else if (strcmp(argv[i], "--plain-cg") == 0)
             o.preconditioner = SR_PRECONDITIONER_NONE;
         else if (i + 1 < argc && strcmp(argv[i], "--out") == 0)
             out = argv[++i];
@@ -216,12 +215,11 @@ static int solver_command(const cli_globals *g, int argc, char **argv, bool logi
     }
     if (bad || !y_path) {
         fprintf(stderr,
-                "usage: sparsering %s X.mtx LABELS [%s] [--fit-intercept]%s [--tol T] [--max-iter N] [--out W.txt]\n"
-                "  %s; LABELS: one number a line (or an n x 1 .mtx)%s\n",
-                logistic ? "logistic" : "ridge", logistic ? "--C C" : "--lambda L", logistic ? "" : " [--plain-cg]",
+                "usage: sparsering %s X.mtx LABELS [%s] [--fit-intercept] [--plain-cg] [--tol T] [--max-iter N] [--out W.txt]\n"
+                "  %s; --plain-cg: CG without the diagonal preconditioner; LABELS: one number a line (or an n x 1 .mtx)%s\n",
+                logistic ? "logistic" : "ridge", logistic ? "--C C" : "--lambda L",
                 logistic ? "L2 logistic regression by trust-region Newton (LIBLINEAR's objective)"
-                         : "ridge regression by CG on the normal equations, Jacobi-preconditioned (--plain-cg: "
-                           "without, as scikit-learn's sparse_cg)",
+                         : "ridge regression by CG on the normal equations",
                 logistic ? ", +1/-1 or 1/0" : "");
         return CLI_USAGE;
     }

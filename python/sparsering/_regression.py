@@ -78,7 +78,7 @@ _PRECONDITIONERS = {"jacobi": 0, None: 1, "none": 1}
 
 def _solve(kind, X, y, param, tol, max_iter, fit_intercept, callback, context, preconditioner="jacobi"):
     if preconditioner not in _PRECONDITIONERS:
-        raise ValueError(f"ridge: preconditioner must be 'jacobi' or None, not {preconditioner!r}")
+        raise ValueError(f"preconditioner must be 'jacobi' or None, not {preconditioner!r}")
     ctx = _ctx_for(X, context)
     Xm = as_matrix(X, ctx, None if getattr(X, "dtype", None) in (np.bool_, np.float32) else np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64).ravel()
@@ -100,9 +100,11 @@ def ridge(X, y, lam=1.0, *, fit_intercept=False, tol=1e-10, max_iter=None, callb
 
 
 def logistic_regression(X, y, C=1.0, *, fit_intercept=False, tol=1e-10, max_iter=None, callback=None,
-                        context=None):
+                        context=None, preconditioner="jacobi"):
     """argmin ½‖w‖² + C·Σ log(1 + exp(−y_i (x_i·w + b))) (scikit-learn LogisticRegression(C=C,
     fit_intercept=...), the intercept unpenalized; labels ±1 or 1/0) by trust-region Newton with CG
     inner steps (LIBLINEAR's TRON); each Hessian-vector product reads X once. Stops when
-    ‖∇‖ <= tol·‖∇ at 0‖. Returns SolverResult(coef, intercept, history)."""
-    return _solve(1, X, y, C, tol, max_iter, fit_intercept, callback, context)
+    ‖∇‖ <= tol·‖∇ at 0‖. preconditioner="jacobi" (the default; on the CPU backend for now)
+    preconditions the inner CG by 0.99·I + 0.01·diag(H) as LIBLINEAR does, None runs it plain.
+    Returns SolverResult(coef, intercept, history)."""
+    return _solve(1, X, y, C, tol, max_iter, fit_intercept, callback, context, preconditioner)

@@ -51,7 +51,7 @@ def test_ridge_matches_sklearn(ctx, rng):
         assert all(later[2] <= earlier[2] * (1 + 1e-12) for earlier, later in zip(got.history, got.history[1:]))
 
 
-def test_ridge_preconditioner(ctx, rng):
+def test_preconditioners(ctx, rng):
     X = rand_X(rng, 500, 40, 0.2)
     X = (X @ sp.diags(10.0 ** (np.arange(40) % 4))).tocsr()  # columns of scales 1 to 1000
     y = rng.standard_normal(500)
@@ -62,6 +62,12 @@ def test_ridge_preconditioner(ctx, rng):
         assert jacobi.history[-1][0] < plain.history[-1][0]
     with pytest.raises(ValueError, match="preconditioner"):
         sr.ridge(X, y, 0.5, context=ctx, preconditioner="ilu")
+    labels = np.where(y > 0, 1.0, -1.0)
+    pcg = sr.logistic_regression(X, labels, 2.0, context=ctx)
+    cg = sr.logistic_regression(X, labels, 2.0, context=ctx, preconditioner=None)
+    np.testing.assert_allclose(pcg.coef, cg.coef, rtol=1e-6, atol=1e-9 * np.abs(cg.coef).max())
+    if ctx.backend == "cpu":
+        assert pcg.history[-1][1] < cg.history[-1][1]
 
 
 def test_logistic_matches_sklearn(ctx, rng):

@@ -311,7 +311,17 @@ typedef struct {
     sr_dense dw;         /* d where X lives, for the Hessian products */
     sr_dense qw;         /* with an intercept: Xᵀ·d (n) where X lives; with sum_d = Σ d, the */
     double sum_d;        /* intercept's rows of the Hessian */
+    /* The truncated CG's preconditioner (Hsia, Chiang and Lin 2018, as LIBLINEAR): M = (1 − a)·I +
+     * a·diag(H), a = 0.01, renewed with the Hessian at every accepted step; the trust region is then
+     * measured in M's norm. */
+    bool pcg;
+    sr_matrix squares;           /* X∘X for diag(H) (NULL for bool X: X itself) */
+    double *m_host;              /* M's N entries (the intercept's last) */
+    sr_matrix m_diag, m_inverse; /* diag(M) and diag(M)⁻¹ of the n coefficients, where X lives */
 } logistic;
+
+/* LIBLINEAR's weight of diag(H) in the preconditioner. */
+#define PCG_MIX 0.01
 
 /* A vector of the trust region's N variables: the n coefficients where X lives (sr_vector_*, so
  * the truncated CG moves no vector over the bus), the intercept's entry (0 without one) here. */
@@ -333,6 +343,23 @@ static sr_status tr_axpby(sr_context ctx, double alpha, const tr_vector *x, doub
     SR_TRY(sr_vector_axpby(ctx, alpha, &x->v, beta, &y->v));
     y->b = (alpha == 0.0 ? 0.0 : alpha * x->b) + (beta == 0.0 ? 0.0 : beta * y->b);
     return SR_SUCCESS;
+}
+
+/* out = diag(D)·x: the coefficients by one pass of the diagonal matrix D, the intercept times db. */
+static sr_status tr_scale(sr_context ctx, sr_matrix D, double db, const tr_vector *x, tr_vector *out)
+{
+    SR_TRY(sr_fused_pattern(ctx, SR_FORM_XY, &out->v, 1.0, D, NULL, &x->v, 0.0, NULL));
+    out->b = db * x->b;
+    return SR_SUCCESS;
+}
+
+/* x·M·y with the preconditioner (scratch takes M·y), else x·y. */
+static sr_status tr_mdot(const logistic *lg, const tr_vector *x, const tr_vector *y, tr_vector *scratch, double *out)
+{
+    if (!lg->pcg)
+        return tr_dot(lg->pr.ctx, x, y, out);
+    SR_TRY(tr_scale(lg->pr.ctx, lg->m_diag, lg->intercept ? lg->m_host[lg->pr.n] : 0.0, y, scratch));
+    return tr_dot(lg->pr.ctx, x, scratch, out);
 }
 
 /* host[0 .. n) and host[n] (with an intercept) to or from v. */
@@ -369,6 +396,44 @@ static sr_status objective(logistic *lg, double *w, double *f)
     return SR_SUCCESS;
 }
 
+/* M = (1 − a)·I + a·diag(H) at the Hessian's current weights d: diag(H) = 1 + (X∘X)ᵀ·d for the
+ * coefficients, Σ d for the (unpenalized) intercept; one pass over X∘X. */
+static sr_status renew_preconditioner(logistic *lg)
+{
+    const int64_t n = lg->pr.n;
+    sr_dense hv = vec(lg->m_host, n), dv = vec(lg->d, lg->pr.m);
+    SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &hv, 1.0, lg->squares ? lg->squares : lg->pr.X, NULL, &dv, 0.0,
+                            NULL));
+    for (int64_t j = 0; j < n; j++)
+        lg->m_host[j] = (1 - PCG_MIX) + PCG_MIX * (1 + lg->m_host[j]);
+    if (lg->intercept)
+        lg->m_host[n] = (1 - PCG_MIX) + PCG_MIX * lg->sum_d;
+    double *inverse = malloc((size_t)(n + 1) * sizeof(double));
+    if (!inverse)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_logistic: out of host memory");
+    for (int64_t j = 0; j < n; j++)
+        inverse[j] = 1.0 / lg->m_host[j];
+    sr_matrix_free(lg->m_diag), sr_matrix_free(lg->m_inverse);
+    lg->m_diag = lg->m_inverse = NULL;
+    const sr_location where = sr_algo_where(lg->pr.X);
+    sr_status st = diagonal_matrix(lg->pr.ctx, n, lg->m_host, where, &lg->m_diag);
+    if (st == SR_SUCCESS)
+        st = diagonal_matrix(lg->pr.ctx, n, inverse, where, &lg->m_inverse);
+    free(inverse);
+    return st;
+}
+
+/* x's norm on the host: in M's norm with the preconditioner, else Euclidean. */
+static double tr_norm(const logistic *lg, const double *x)
+{
+    if (!lg->pcg)
+        return sqrt(sr_algo_dot(x, x, lg->N));
+    double sum = 0;
+    for (int64_t j = 0; j < lg->N; j++)
+        sum += lg->m_host[j] * x[j] * x[j];
+    return sqrt(sum);
+}
+
 /* g = (w + C·Xᵀt, C·Σt), t = (σ(y·z) − 1)·y, and the Hessian's weights (copied where X lives),
  * at the w objective() saw last; with an intercept also q = Xᵀd and Σd. */
 static sr_status gradient(logistic *lg, double *w, double *g)
@@ -386,11 +451,12 @@ static sr_status gradient(logistic *lg, double *w, double *g)
     SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &gv, lg->C, lg->pr.X, NULL, &tv, 1.0, &wv));
     sr_dense dv = vec(lg->d, lg->pr.m);
     SR_TRY(sr_vector_copy(lg->pr.ctx, &lg->dw, &dv));
-    if (!lg->intercept)
-        return SR_SUCCESS;
-    g[lg->pr.n] = lg->C * sum_t;
-    lg->sum_d = sum_d;
-    return sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &lg->qw, 1.0, lg->pr.X, NULL, &lg->dw, 0.0, NULL);
+    if (lg->intercept) {
+        g[lg->pr.n] = lg->C * sum_t;
+        lg->sum_d = sum_d;
+        SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &lg->qw, 1.0, lg->pr.X, NULL, &lg->dw, 0.0, NULL));
+    }
+    return lg->pcg ? renew_preconditioner(lg) : SR_SUCCESS;
 }
 
 /* H·(s, sb) = (s + Xᵀ(d ⊙ X·s) + sb·q, q·s + sb·Σd): one pass over X. */
@@ -409,21 +475,30 @@ static sr_status hessian_product(logistic *lg, const tr_vector *s, tr_vector *hs
 }
 
 /* The truncated CG's vectors: its result s, the residual r = −g − H·s, the direction, H·direction,
- * and g itself. */
-enum { T_S, T_R, T_DIR, T_HD, T_G, T_VECTORS };
+ * g itself, and with the preconditioner z = M⁻¹·r and a scratch for M·x. */
+enum { T_S, T_R, T_DIR, T_HD, T_G, T_Z, T_MX, T_VECTORS };
 
-/* Steihaug's truncated CG for H·s = −g inside ‖s‖ <= delta; r receives −g − H·s. */
+/* z = M⁻¹·r and z·r with the preconditioner; without, z is r and z·r = r·r. */
+static sr_status precondition_residual(const logistic *lg, const tr_vector *r, tr_vector *z, double *zr)
+{
+    if (lg->pcg)
+        SR_TRY(tr_scale(lg->pr.ctx, lg->m_inverse, lg->intercept ? 1.0 / lg->m_host[lg->pr.n] : 0.0, r, z));
+    return tr_dot(lg->pr.ctx, z, r, zr);
+}
+
+/* Steihaug's truncated CG for H·s = −g inside ‖s‖ <= delta (M's norm with the preconditioner),
+ * preconditioned by M when lg->pcg; r receives −g − H·s. */
 static sr_status trust_cg(logistic *lg, double delta, tr_vector *t, int *steps)
 {
     sr_context ctx = lg->pr.ctx;
     tr_vector *s = &t[T_S], *r = &t[T_R], *dir = &t[T_DIR], *hd = &t[T_HD], *g = &t[T_G];
+    tr_vector *z = lg->pcg ? &t[T_Z] : r, *mx = &t[T_MX];
     SR_TRY(tr_axpby(ctx, 0.0, g, 0.0, s));
     SR_TRY(tr_axpby(ctx, -1.0, g, 0.0, r));
-    SR_TRY(tr_axpby(ctx, 1.0, r, 0.0, dir));
-    double rr, gg;
-    SR_TRY(tr_dot(ctx, r, r, &rr));
-    SR_TRY(tr_dot(ctx, g, g, &gg));
-    const double tol = 0.1 * sqrt(gg);
+    double rr;
+    SR_TRY(precondition_residual(lg, r, z, &rr)); /* r·M⁻¹·r: g's norm in M⁻¹'s */
+    SR_TRY(tr_axpby(ctx, 1.0, z, 0.0, dir));
+    const double tol = 0.1 * sqrt(rr);
     /* CG ends within N steps in exact arithmetic; rounding (a huge C) can keep the residual above
      * tol for ever, so the steps are capped, and a direction without positive curvature (NaN or
      * overflow: the Hessian is positive definite) ends the loop with the step so far */
@@ -437,13 +512,13 @@ static sr_status trust_cg(logistic *lg, double delta, tr_vector *t, int *steps)
             break;
         const double a = rr / curvature;
         SR_TRY(tr_axpby(ctx, a, dir, 1.0, s));
-        SR_TRY(tr_dot(ctx, s, s, &ss));
+        SR_TRY(tr_mdot(lg, s, s, mx, &ss));
         if (sqrt(ss) > delta) { /* back to the boundary along dir */
             SR_TRY(tr_axpby(ctx, -a, dir, 1.0, s));
             double std, sts, dd;
-            SR_TRY(tr_dot(ctx, s, dir, &std));
-            SR_TRY(tr_dot(ctx, s, s, &sts));
-            SR_TRY(tr_dot(ctx, dir, dir, &dd));
+            SR_TRY(tr_mdot(lg, s, dir, mx, &std));
+            SR_TRY(tr_mdot(lg, s, s, mx, &sts));
+            SR_TRY(tr_mdot(lg, dir, dir, mx, &dd));
             const double room = delta * delta - sts, root = sqrt(std * std + dd * room);
             const double tau = std >= 0 ? room / (std + root) : (root - std) / dd;
             SR_TRY(tr_axpby(ctx, tau, dir, 1.0, s));
@@ -451,8 +526,8 @@ static sr_status trust_cg(logistic *lg, double delta, tr_vector *t, int *steps)
         }
         SR_TRY(tr_axpby(ctx, -a, hd, 1.0, r));
         double next;
-        SR_TRY(tr_dot(ctx, r, r, &next));
-        SR_TRY(tr_axpby(ctx, 1.0, r, next / rr, dir));
+        SR_TRY(precondition_residual(lg, r, z, &next));
+        SR_TRY(tr_axpby(ctx, 1.0, z, next / rr, dir));
         rr = next;
     }
     return SR_SUCCESS;
@@ -475,6 +550,8 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
     const sr_solver_options o = options ? *options : sr_solver_options_default();
     SR_CHECK_ARG(isfinite(C) && C > 0, "%s: C (%g) must be finite and > 0", fn, C);
     SR_CHECK_ARG(o.tolerance >= 0 && o.max_iterations >= 0, "%s: negative tolerance or max_iterations", fn);
+    SR_CHECK_ARG(o.preconditioner == SR_PRECONDITIONER_JACOBI || o.preconditioner == SR_PRECONDITIONER_NONE,
+                 "%s: unknown preconditioner %d", fn, (int)o.preconditioner);
     logistic lg;
     memset(&lg, 0, sizeof lg);
     SR_TRY(start(fn, ctx, X, y, w_out, &lg.pr));
@@ -494,6 +571,15 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
                        ? SR_SUCCESS
                        : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     const sr_location where = sr_algo_where(lg.pr.X);
+    /* on the host only for now, as ridge's: the GPU keeps plain CG until tested and timed there */
+    lg.pcg = o.preconditioner == SR_PRECONDITIONER_JACOBI && where == SR_HOST;
+    if (st == SR_SUCCESS && lg.pcg && !(lg.m_host = calloc((size_t)N + 1, sizeof(double))))
+        st = sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    sr_matrix_info xinfo;
+    if (st == SR_SUCCESS && lg.pcg)
+        st = sr_matrix_get_info(lg.pr.X, &xinfo);
+    if (st == SR_SUCCESS && lg.pcg && xinfo.type != SR_TYPE_BOOL)
+        st = sr_ewise_mult(ctx, &lg.squares, NULL, SR_PLUS_TIMES, lg.pr.X, lg.pr.X, NULL);
     tr_vector t[T_VECTORS];
     memset(t, 0, sizeof t);
     for (int k = 0; k < T_VECTORS && st == SR_SUCCESS; k++)
@@ -517,6 +603,12 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
     if (st == SR_SUCCESS)
         st = gradient(&lg, w, g);
     gnorm0 = gnorm = delta = sqrt(sr_algo_dot(g, g, N));
+    if (lg.pcg && st == SR_SUCCESS) { /* the trust region starts at ‖g‖ in M⁻¹'s norm */
+        double gmg = 0;
+        for (int64_t j = 0; j < N; j++)
+            gmg += g[j] * g[j] / lg.m_host[j];
+        delta = sqrt(gmg);
+    }
     sr_solver_step step = {0, 0, f, gnorm, sr_algo_now() - t0, 0.0};
     /* the trust region's constants (Lin, Weng and Keerthi 2008, Algorithm 2) */
     const double eta0 = 1e-4, eta1 = 0.25, eta2 = 0.75, sigma1 = 0.25, sigma2 = 0.5, sigma3 = 4.0;
@@ -527,7 +619,7 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
             break;
         for (int64_t j = 0; j < N; j++)
             trial[j] = w[j] + s[j];
-        const double gs = sr_algo_dot(g, s, N), predicted = -0.5 * (gs - sr_algo_dot(s, r, N)), snorm = sqrt(sr_algo_dot(s, s, N));
+        const double gs = sr_algo_dot(g, s, N), predicted = -0.5 * (gs - sr_algo_dot(s, r, N)), snorm = tr_norm(&lg, s);
         double fnew;
         st = objective(&lg, trial, &fnew);
         if (st != SR_SUCCESS)
@@ -576,6 +668,8 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
         sr_vector_free(ctx, &t[k].v);
     sr_vector_free(ctx, &lg.dw);
     sr_vector_free(ctx, &lg.qw);
+    sr_matrix_free(lg.squares), sr_matrix_free(lg.m_diag), sr_matrix_free(lg.m_inverse);
+    free(lg.m_host);
     sr_matrix_free(lg.pr.owned);
     return st;
 }
