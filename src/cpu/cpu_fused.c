@@ -17,12 +17,6 @@
 /* The most threads the column ranges serve (their cuts live on the stack). */
 #define SR_CPU_MAX_THREADS 1024
 
-static int compare_int32(const void *a, const void *b)
-{
-    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* cuts[0..threads]: column ranges holding about equal shares of X's entries, at the quantiles of
  * a sample of its column indices (up to 2^16 entries, evenly spaced), 0 and n at the ends. */
 static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *cuts)
@@ -33,7 +27,7 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a sample of columns");
     for (int64_t s = 0; s < samples; s++)
         sample[s] = X->colind[(int64_t)((double)s * (double)nnz / (double)samples)];
-    qsort(sample, (size_t)samples, sizeof(int32_t), compare_int32);
+    sr_cpu_sort_columns(sample, NULL, samples, 32);
     cuts[0] = 0;
     for (int t = 1; t < threads; t++)
         cuts[t] = samples ? sample[(int64_t)t * samples / threads] : (int64_t)t * X->ncols / threads;
@@ -128,17 +122,10 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
             for (int64_t j = c0; j < c1; j++)                                                             \
                 w[j] = z ? beta * z[j] : (T)0;                                                            \
             for (int64_t i = 0; i < a->m && c0 < c1; i++) {                                               \
-                int64_t lo = rowptr[i], hi = rowptr[i + 1];                                               \
+                const int64_t lo = rowptr[i], hi = rowptr[i + 1];                                         \
                 if (p[i] == 0 || lo == hi || col[hi - 1] < c0 || col[lo] >= c1)                           \
                     continue;                                                                             \
-                while (lo < hi) { /* the row's first entry at or past c0 */                               \
-                    const int64_t mid = lo + (hi - lo) / 2;                                               \
-                    if (col[mid] < c0)                                                                    \
-                        lo = mid + 1;                                                                     \
-                    else                                                                                  \
-                        hi = mid;                                                                         \
-                }                                                                                         \
-                for (int64_t k = lo; k < rowptr[i + 1] && col[k] < c1; k++)                               \
+                for (int64_t k = sr_cpu_lower_bound(col, lo, hi, c0); k < hi && col[k] < c1; k++)        \
                     w[col[k]] += (xv ? xv[k] : (T)1) * p[i];                                              \
             }                                                                                             \
         }                                                                                                 \
