@@ -53,6 +53,33 @@ static sr_status start(const char *fn, sr_context ctx, sr_matrix X, const sr_den
     return SR_SUCCESS;
 }
 
+static sr_status check_options(const char *fn, const sr_solver_options *o)
+{
+    SR_CHECK_ARG(o->tolerance >= 0 && o->max_iterations >= 0, "%s: negative tolerance or max_iterations", fn);
+    SR_CHECK_ARG(o->preconditioner == SR_PRECONDITIONER_JACOBI || o->preconditioner == SR_PRECONDITIONER_NONE,
+                 "%s: unknown preconditioner %d", fn, (int)o->preconditioner);
+    return SR_SUCCESS;
+}
+
+/* Whether the solver's CG takes its diagonal preconditioner: as asked, and on the host only for
+ * now (the GPU keeps plain CG until the preconditioned solves are tested and timed there). */
+static bool preconditioned(const sr_solver_options *o, const problem *pr)
+{
+    return o->preconditioner == SR_PRECONDITIONER_JACOBI && sr_algo_where(pr->X) == SR_HOST;
+}
+
+/* *squares = X∘X for the diagonals of XᵀX and of the Hessian; NULL for bool X, whose own entries
+ * (all 1) are their squares. */
+static sr_status entry_squares(const problem *pr, sr_matrix *squares)
+{
+    *squares = NULL;
+    sr_matrix_info info;
+    SR_TRY(sr_matrix_get_info(pr->X, &info));
+    if (info.type == SR_TYPE_BOOL)
+        return SR_SUCCESS;
+    return sr_ewise_mult(pr->ctx, squares, NULL, SR_PLUS_TIMES, pr->X, pr->X, NULL);
+}
+
 static sr_status report(const sr_solver_options *o, const sr_solver_step *step, const char *fn)
 {
     if (o->report && o->report(step, o->report_user) != 0)
@@ -117,11 +144,8 @@ static sr_status mean_row(const problem *pr, sr_dense *xbar)
  * less m·xbar_j² when centered. */
 static sr_status normal_diagonal(const problem *pr, double lambda, ridge_vectors *rv, bool centered, double *d)
 {
-    sr_matrix squares = NULL;
-    sr_matrix_info info;
-    SR_TRY(sr_matrix_get_info(pr->X, &info));
-    if (info.type != SR_TYPE_BOOL)
-        SR_TRY(sr_ewise_mult(pr->ctx, &squares, NULL, SR_PLUS_TIMES, pr->X, pr->X, NULL));
+    sr_matrix squares;
+    SR_TRY(entry_squares(pr, &squares));
     sr_dense dv = vec(d, pr->n);
     sr_status st = column_sums(pr, squares ? squares : pr->X, 1.0, &dv);
     sr_matrix_free(squares);
@@ -252,9 +276,7 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
     const double t0 = sr_algo_now();
     const sr_solver_options o = options ? *options : sr_solver_options_default();
     SR_CHECK_ARG(isfinite(lambda) && lambda >= 0, "%s: lambda (%g) must be finite and >= 0", fn, lambda);
-    SR_CHECK_ARG(o.tolerance >= 0 && o.max_iterations >= 0, "%s: negative tolerance or max_iterations", fn);
-    SR_CHECK_ARG(o.preconditioner == SR_PRECONDITIONER_JACOBI || o.preconditioner == SR_PRECONDITIONER_NONE,
-                 "%s: unknown preconditioner %d", fn, (int)o.preconditioner);
+    SR_TRY(check_options(fn, &o));
     problem pr;
     SR_TRY(start(fn, ctx, X, y, w, &pr));
     const int64_t n = pr.n, m = pr.m;
@@ -271,9 +293,7 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
     memset(&rv, 0, sizeof rv);
     const sr_location where = sr_algo_where(pr.X);
     sr_status st = SR_SUCCESS;
-    /* Jacobi on the host only for now: the GPU keeps plain CG until the preconditioned solve is
-     * tested and timed there */
-    const bool jacobi = o.preconditioner == SR_PRECONDITIONER_JACOBI && where == SR_HOST;
+    const bool jacobi = preconditioned(&o, &pr);
     for (int k = 0; k < R_VECTORS && st == SR_SUCCESS; k++)
         if ((k != R_XBAR || o.fit_intercept) && (k != R_Z || jacobi))
             st = sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &rv.v[k]);
@@ -549,9 +569,7 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
     const double t0 = sr_algo_now();
     const sr_solver_options o = options ? *options : sr_solver_options_default();
     SR_CHECK_ARG(isfinite(C) && C > 0, "%s: C (%g) must be finite and > 0", fn, C);
-    SR_CHECK_ARG(o.tolerance >= 0 && o.max_iterations >= 0, "%s: negative tolerance or max_iterations", fn);
-    SR_CHECK_ARG(o.preconditioner == SR_PRECONDITIONER_JACOBI || o.preconditioner == SR_PRECONDITIONER_NONE,
-                 "%s: unknown preconditioner %d", fn, (int)o.preconditioner);
+    SR_TRY(check_options(fn, &o));
     logistic lg;
     memset(&lg, 0, sizeof lg);
     SR_TRY(start(fn, ctx, X, y, w_out, &lg.pr));
@@ -571,15 +589,11 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
                        ? SR_SUCCESS
                        : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     const sr_location where = sr_algo_where(lg.pr.X);
-    /* on the host only for now, as ridge's: the GPU keeps plain CG until tested and timed there */
-    lg.pcg = o.preconditioner == SR_PRECONDITIONER_JACOBI && where == SR_HOST;
+    lg.pcg = preconditioned(&o, &lg.pr);
     if (st == SR_SUCCESS && lg.pcg && !(lg.m_host = calloc((size_t)N + 1, sizeof(double))))
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    sr_matrix_info xinfo;
     if (st == SR_SUCCESS && lg.pcg)
-        st = sr_matrix_get_info(lg.pr.X, &xinfo);
-    if (st == SR_SUCCESS && lg.pcg && xinfo.type != SR_TYPE_BOOL)
-        st = sr_ewise_mult(ctx, &lg.squares, NULL, SR_PLUS_TIMES, lg.pr.X, lg.pr.X, NULL);
+        st = entry_squares(&lg.pr, &lg.squares);
     tr_vector t[T_VECTORS];
     memset(t, 0, sizeof t);
     for (int k = 0; k < T_VECTORS && st == SR_SUCCESS; k++)
