@@ -276,6 +276,26 @@ static void check_solvers(void)
     test_csr_free(&X);
 }
 
+typedef sr_status (*solver_fn)(sr_context, sr_matrix, const sr_dense *, double, const sr_solver_options *,
+                               const sr_dense *, sr_solver_step *);
+
+/* One solver with its preconditioner (w[0], last[0]) and without (w[1], last[1]); *worst = the
+ * coefficients' largest difference, *scale = the largest plain coefficient. */
+static void solve_both_ways(solver_fn solve, sr_matrix Xs, const sr_dense *y, double param, bool intercept, int64_t n,
+                            double *w[2], sr_solver_step last[2], double *worst, double *scale)
+{
+    for (int plain = 0; plain < 2; plain++) {
+        sr_solver_options o = sr_solver_options_default();
+        o.fit_intercept = intercept;
+        o.preconditioner = plain ? SR_PRECONDITIONER_NONE : SR_PRECONDITIONER_JACOBI;
+        sr_dense wv = sr_vector_view(w[plain], n, SR_TYPE_FLOAT64, SR_HOST);
+        CHECK_OK(solve(ctx, Xs, y, param, &o, &wv, &last[plain]));
+    }
+    *worst = *scale = 0;
+    for (int64_t j = 0; j < n; j++)
+        *worst = fmax(*worst, fabs(w[0][j] - w[1][j])), *scale = fmax(*scale, fabs(w[1][j]));
+}
+
 /* Ridge and logistic regression with and without their preconditioners, with and without an
  * intercept, on columns of scales 1 to 1000 (an ill-conditioned Hessian that its diagonal mostly
  * undoes): the same coefficients, and on the CPU (where the preconditioners run) fewer CG steps. */
@@ -290,16 +310,8 @@ static void check_preconditioners(void)
     sr_dense yv = sr_vector_view(y, m, SR_TYPE_FLOAT64, SR_HOST);
     for (int intercept = 0; intercept < 2; intercept++) {
         sr_solver_step last[2];
-        for (int plain = 0; plain < 2; plain++) {
-            sr_solver_options o = sr_solver_options_default();
-            o.fit_intercept = intercept;
-            o.preconditioner = plain ? SR_PRECONDITIONER_NONE : SR_PRECONDITIONER_JACOBI;
-            sr_dense wv = sr_vector_view(w[plain], n, SR_TYPE_FLOAT64, SR_HOST);
-            CHECK_OK(sr_ridge(ctx, Xs, &yv, 0.5, &o, &wv, &last[plain]));
-        }
-        double worst = 0, scale = 0;
-        for (int64_t j = 0; j < n; j++)
-            worst = fmax(worst, fabs(w[0][j] - w[1][j])), scale = fmax(scale, fabs(w[1][j]));
+        double worst, scale;
+        solve_both_ways(sr_ridge, Xs, &yv, 0.5, intercept, n, w, last, &worst, &scale);
         CHECK(worst <= 1e-6 * scale, "ridge (intercept %d): Jacobi and plain CG differ by %.3g of %.3g", intercept,
               worst, scale);
         CHECK(fabs(last[0].intercept - last[1].intercept) <= 1e-6 * (fabs(last[1].intercept) + 1e-3),
@@ -315,16 +327,8 @@ static void check_preconditioners(void)
     sr_dense lv = sr_vector_view(label, m, SR_TYPE_FLOAT64, SR_HOST);
     for (int intercept = 0; intercept < 2; intercept++) {
         sr_solver_step last[2];
-        for (int plain = 0; plain < 2; plain++) {
-            sr_solver_options o = sr_solver_options_default();
-            o.fit_intercept = intercept;
-            o.preconditioner = plain ? SR_PRECONDITIONER_NONE : SR_PRECONDITIONER_JACOBI;
-            sr_dense wv = sr_vector_view(w[plain], n, SR_TYPE_FLOAT64, SR_HOST);
-            CHECK_OK(sr_logistic(ctx, Xs, &lv, 3.0, &o, &wv, &last[plain]));
-        }
-        double worst = 0, scale = 0;
-        for (int64_t j = 0; j < n; j++)
-            worst = fmax(worst, fabs(w[0][j] - w[1][j])), scale = fmax(scale, fabs(w[1][j]));
+        double worst, scale;
+        solve_both_ways(sr_logistic, Xs, &lv, 3.0, intercept, n, w, last, &worst, &scale);
         CHECK(worst <= 1e-6 * scale && fabs(last[0].intercept - last[1].intercept) <= 1e-6 * (scale + 1e-3),
               "logistic (intercept %d): preconditioned and plain differ by %.3g of %.3g", intercept, worst, scale);
         CHECK(where != SR_HOST || last[0].inner < last[1].inner,
