@@ -54,6 +54,8 @@ void sr_matrix_destroy(struct sr_matrix_s *A)
         A->free_tile_orders(A);
     if (A->free_hot_columns)
         A->free_hot_columns(A);
+    if (A->free_column_ranges)
+        A->free_column_ranges(A);
     if (A->free_distance_cache)
         A->free_distance_cache(A);
     if (A->free_spmv_plan)

@@ -30,6 +30,10 @@ struct sr_matrix_s {
      * block's shared memory (src/cuda/cuda_hot_columns.cu). */
     void *hot_columns;
     void (*free_hot_columns)(struct sr_matrix_s *A);
+    /* The same for the fused pattern on wide X with long rows: each row's first entry in each of
+     * w's column ranges (src/cuda/cuda_fused_columns.cuh), for one range width. */
+    void *column_ranges;
+    void (*free_column_ranges)(struct sr_matrix_s *A);
     /* The same for the distance calls: what an index keeps from its first search (its transpose,
      * the value checks it passed, its norms per metric: src/ops/distance_index.c). */
     void *distance_cache;

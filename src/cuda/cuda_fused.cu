@@ -19,6 +19,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
+#include <new>
 
 extern "C" {
 #include "cuda.h"
@@ -58,6 +60,14 @@ template <int VS, typename T> __device__ __forceinline__ T vector_sum(T x) {
 template <typename T> __global__ void start_w(T *w, const T *z, T beta, int64_t n) {
     for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < n; j += (int64_t)gridDim.x * blockDim.x)
         w[j] = z ? beta * z[j] : T(0);
+}
+
+// w = β·z before a kernel adds its sums into w (every sums launcher but the column ranges', which
+// write w whole).
+template <typename T> sr_status start_sums(const fused_params<T> &p, cudaStream_t stream) {
+    start_w<T><<<grid_for(p.n), 256, 0, stream>>>(p.w, p.z, p.beta, p.n);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
 }
 
 // Calls add(column, α·s(i)·X(i,j)) for every entry of this vector's rows, s(i) = v(i)·(X(i,:)·y)
@@ -273,6 +283,8 @@ size_t shared_per_block() {
     return std::min<size_t>((size_t)optin, (size_t)std::max(per_sm - 1024, 0));
 }
 
+#include "cuda_fused_columns.cuh"
+
 template <int VS, bool MAPPED, bool PRIVATE, typename T>
 sr_status launch_blocks(const fused_params<T> &p, int slots, int copies, const int32_t *slot_of,
                         const int32_t *column_of, cudaStream_t stream) {
@@ -290,11 +302,19 @@ sr_status launch_blocks(const fused_params<T> &p, int slots, int copies, const i
 // fit in a block's shared memory; else all of w in each block's shared memory when it fits (in
 // up to 32 copies while they stay small, one a warp); else, when the columns that fit there hold
 // at least half the entries (text: common words), those columns in shared memory and the rest in
-// global memory; else (wide X with evenly spread columns, where a block would rarely hit a slot
-// twice) everything in global memory.
+// global memory; else, for long rows, column ranges (cuda_fused_columns.cuh); else (wide X with
+// evenly spread columns and short rows, where a block would rarely hit a slot twice) everything in
+// global memory.
 template <int VS, typename T>
-sr_status launch_sums(const fused_params<T> &p, const sr_matrix_s *X, cudaStream_t stream) {
+sr_status launch_sums(sr_context_s *ctx, const fused_params<T> &p, const sr_matrix_s *X, cudaStream_t stream) {
     const size_t per_block = shared_per_block(), row_bytes = (size_t)p.n * sizeof(T);
+    hot_columns plan{};
+    if (row_bytes > per_block) {
+        SR_TRY(hot_columns_of(X, (int64_t)(per_block / sizeof(T)), &plan));
+        if (column_ranges_pay<T>(X, plan.coverage))
+            return launch_column_ranges<VS, T>(ctx, p, X, stream);
+    }
+    SR_TRY(start_sums(p, stream));
     if (row_bytes * (1024 / VS) <= per_block)
         return launch_blocks<VS, false, true, T>(p, (int)p.n, 1024 / VS, nullptr, nullptr, stream);
     if (row_bytes <= per_block) {
@@ -302,8 +322,6 @@ sr_status launch_sums(const fused_params<T> &p, const sr_matrix_s *X, cudaStream
                                                                         8192 / std::max<int64_t>(1, p.n)}));
         return launch_blocks<VS, false, false, T>(p, (int)p.n, (int)copies, nullptr, nullptr, stream);
     }
-    hot_columns plan;
-    SR_TRY(hot_columns_of(X, (int64_t)(per_block / sizeof(T)), &plan));
     if (plan.coverage >= 0.5)
         return launch_blocks<VS, true, false, T>(p, (int)plan.slots, 1, plan.slot_of, plan.column_of, stream);
     sparse_global<VS, T><<<resident_blocks(sparse_global<VS, T>, 0), 256, 0, stream>>>(p);
@@ -340,6 +358,7 @@ sr_status launch_tiles(const fused_params<T> &p, const sr_matrix_s *X, double mu
         SR_CUDA_LAUNCHED();
         return SR_SUCCESS;
     }
+    SR_TRY(start_sums(p, stream));
     // tile_entries checked that the tile fits
     const size_t room = shared_per_block() / kTileBlocksPerSM - tile_bytes<T>(E), row_bytes = (size_t)p.n * sizeof(T);
     if (row_bytes <= room) {
@@ -362,7 +381,6 @@ sr_status launch_tiles(const fused_params<T> &p, const sr_matrix_s *X, double mu
 // kernel's (PyPI summaries, 3-grams in float64: 1.1-1.2x); the vector kernel wins where only it
 // holds w whole (3-grams in float32: 1.25x), on long rows (10^4 x 10^7: 1.8x) and for X·y alone
 // (1.07x). Entries a thread: 8 of 4 bytes, 4 of 8. SPARSERING_FUSED_TILES=0, 4 or 8 forces.
-constexpr double kTileMaxMean = 32.0;
 template <typename T> int tile_entries(sr_pattern_form form, double mu, int64_t n) {
     const size_t per_block = shared_per_block(), row_bytes = (size_t)n * sizeof(T);
     const char *env = getenv("SPARSERING_FUSED_TILES");
@@ -380,9 +398,9 @@ template <typename T> int tile_entries(sr_pattern_form form, double mu, int64_t 
 }
 
 template <int VS, typename T>
-sr_status launch_sparse(const fused_params<T> &p, const sr_matrix_s *X, cudaStream_t stream) {
+sr_status launch_sparse(sr_context_s *ctx, const fused_params<T> &p, const sr_matrix_s *X, cudaStream_t stream) {
     if (p.form != SR_FORM_XY)
-        return launch_sums<VS, T>(p, X, stream);
+        return launch_sums<VS, T>(ctx, p, X, stream);
     rows_xy<VS, T><<<resident_blocks(rows_xy<VS, T>, 0), 256, 0, stream>>>(p);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
@@ -394,6 +412,7 @@ template <typename T> sr_status launch_dense(const fused_params<T> &p, cudaStrea
         SR_CUDA_LAUNCHED();
         return SR_SUCCESS;
     }
+    SR_TRY(start_sums(p, stream));
     const int64_t tl = (p.n + 31) / 32;
 #define SR_DENSE_TL(TL)                                                                                  \
     if (tl <= TL) {                                                                                      \
@@ -439,10 +458,8 @@ template <typename T> sr_status run(sr_context_s *ctx, const sr_fused_args *a) {
     p.alpha = (T)a->alpha;
     p.beta = (T)a->beta;
     const int64_t out = a->form == SR_FORM_XY ? a->m : a->n;
-    if (a->form != SR_FORM_XY && out > 0) {
-        start_w<T><<<grid_for(out), 256, 0, stream>>>(p.w, p.z, p.beta, out);
-        SR_CUDA_LAUNCHED();
-    }
+    if (a->form != SR_FORM_XY && out > 0 && a->m == 0)
+        SR_TRY(start_sums(p, stream)); // no rows: w = β·z (else each sums launcher starts w)
     if (a->m > 0 && out > 0) {
         if (a->X) {
             const double mu = (double)a->X->nnz / (double)std::max<int64_t>(1, a->m);
@@ -452,12 +469,12 @@ template <typename T> sr_status run(sr_context_s *ctx, const sr_fused_args *a) {
             else if (entries == 4)
                 SR_TRY((launch_tiles<4, T>(p, a->X, mu, stream)));
             else switch (vector_size_for(mu)) {
-            case 1: SR_TRY((launch_sparse<1, T>(p, a->X, stream))); break;
-            case 2: SR_TRY((launch_sparse<2, T>(p, a->X, stream))); break;
-            case 4: SR_TRY((launch_sparse<4, T>(p, a->X, stream))); break;
-            case 8: SR_TRY((launch_sparse<8, T>(p, a->X, stream))); break;
-            case 16: SR_TRY((launch_sparse<16, T>(p, a->X, stream))); break;
-            default: SR_TRY((launch_sparse<32, T>(p, a->X, stream))); break;
+            case 1: SR_TRY((launch_sparse<1, T>(ctx, p, a->X, stream))); break;
+            case 2: SR_TRY((launch_sparse<2, T>(ctx, p, a->X, stream))); break;
+            case 4: SR_TRY((launch_sparse<4, T>(ctx, p, a->X, stream))); break;
+            case 8: SR_TRY((launch_sparse<8, T>(ctx, p, a->X, stream))); break;
+            case 16: SR_TRY((launch_sparse<16, T>(ctx, p, a->X, stream))); break;
+            default: SR_TRY((launch_sparse<32, T>(ctx, p, a->X, stream))); break;
             }
         } else {
             SR_TRY(launch_dense<T>(p, stream));

@@ -12,6 +12,8 @@
 #pragma once
 
 constexpr int kTileThreads = 256;
+// Rows of this mean length or shorter are short (tile_entries in cuda_fused.cu).
+constexpr double kTileMaxMean = 32.0;
 // Blocks an SM is meant to hold: while one waits at a barrier or on a load, the others run.
 constexpr int kTileBlocksPerSM = 4;
 
