@@ -14,6 +14,7 @@ the name, not of the summary; for the 3-grams it is in the features, an easy pro
 tall-skinny (10^7 x 100, 10 entries a row), ultra-wide (10^4 x 10^7, 1,000 a row) and dense
 (2·10^6 x 100) sets as in the paper's evaluation (--quick: a tenth of each)."""
 import argparse
+import itertools
 import json
 import lzma
 import os
@@ -141,6 +142,10 @@ def main():
         plots.plot("fused", rows, plots.beside(args.json))
 
 
+# ours with its default preconditioner, then plain CG (scikit-learn's sparse_cg step for step)
+PRECONDITIONERS = ("jacobi", None)
+
+
 def solvers(sr, name, X, labels, with_gpu, which):
     """Ridge (λ = 1) and logistic (C = 1) end to end, ours against scikit-learn on all cores."""
     out = []
@@ -158,15 +163,15 @@ def ridge(sr, name, X, labels, contexts):
     t0 = time.perf_counter()
     sk = Ridge(alpha=1.0, fit_intercept=False, solver="sparse_cg", tol=1e-10, max_iter=10_000).fit(X, labels).coef_
     t_sk = time.perf_counter() - t0
-    for backend, ctx in contexts:
+    for (backend, ctx), pre in itertools.product(contexts, PRECONDITIONERS):
         t0 = time.perf_counter()
-        r = sr.ridge(X, labels, 1.0, tol=1e-10, context=ctx)
+        r = sr.ridge(X, labels, 1.0, tol=1e-10, context=ctx, preconditioner=pre)
         t = time.perf_counter() - t0
         diff = float(np.abs(r.coef - sk).max() / np.abs(sk).max())
-        out.append(dict(set=name, solver="ridge", backend=backend, seconds=t, sklearn_seconds=t_sk,
-                        iterations=r.history[-1][0], max_rel_diff=diff))
-        print(f"  ridge    {backend:4}: {t:7.2f} s, {r.history[-1][0]} CG steps | scikit-learn sparse_cg {t_sk:7.2f} s "
-              f"({t_sk / t:5.1f}x) | max rel coef diff {diff:.1e}", flush=True)
+        out.append(dict(set=name, solver="ridge", backend=backend, preconditioner=str(pre), seconds=t,
+                        sklearn_seconds=t_sk, iterations=r.history[-1][0], max_rel_diff=diff))
+        print(f"  ridge    {backend:4} {str(pre):6}: {t:7.2f} s, {r.history[-1][0]} CG steps | scikit-learn sparse_cg "
+              f"{t_sk:7.2f} s ({t_sk / t:5.1f}x) | max rel coef diff {diff:.1e}", flush=True)
     return out
 
 
@@ -179,14 +184,14 @@ def logistic(sr, name, X, labels, contexts):
     lr = LogisticRegression(C=1.0, fit_intercept=False, solver="liblinear", tol=1e-6).fit(X, labels).coef_.ravel()
     t_sk = time.perf_counter() - t0
     objective = lambda w: 0.5 * w @ w + np.logaddexp(0, -labels * (X @ w)).sum()  # noqa: E731
-    for backend, ctx in contexts:
+    for (backend, ctx), pre in itertools.product(contexts, PRECONDITIONERS):
         t0 = time.perf_counter()
-        r = sr.logistic_regression(X, labels, 1.0, context=ctx)
+        r = sr.logistic_regression(X, labels, 1.0, context=ctx, preconditioner=pre)
         t = time.perf_counter() - t0
-        out.append(dict(set=name, solver="logistic", backend=backend, seconds=t, sklearn_seconds=t_sk,
-                        newton=r.history[-1][0], cg=r.history[-1][1], objective=objective(r.coef),
-                        sklearn_objective=objective(lr)))
-        print(f"  logistic {backend:4}: {t:7.2f} s, {r.history[-1][0]} Newton / {r.history[-1][1]} CG steps, "
+        out.append(dict(set=name, solver="logistic", backend=backend, preconditioner=str(pre), seconds=t,
+                        sklearn_seconds=t_sk, newton=r.history[-1][0], cg=r.history[-1][1],
+                        objective=objective(r.coef), sklearn_objective=objective(lr)))
+        print(f"  logistic {backend:4} {str(pre):6}: {t:7.2f} s, {r.history[-1][0]} Newton / {r.history[-1][1]} CG steps, "
               f"objective {objective(r.coef):.6f} | scikit-learn liblinear {t_sk:7.2f} s ({t_sk / t:5.1f}x), "
               f"objective {objective(lr):.6f}", flush=True)
     return out

@@ -717,7 +717,7 @@ typedef struct sr_solver_step {
 /* Called after each iteration; nonzero stops the call with SR_ERROR_CANCELLED (w keeps it). */
 typedef int (*sr_solver_fn)(const sr_solver_step *step, void *user);
 
-/* The solvers' CG, preconditioned by a diagonal (the default; the CPU backend for now) or plain.
+/* The solvers' CG, preconditioned by a diagonal (the default, on every backend) or plain.
  * Ridge: diag(XᵀX + λI) (Jacobi; on the PyPI bag of words 156 steps instead of 1,382 to the same
  * tolerance); plain is scikit-learn's sparse_cg step for step. Logistic: 0.99·I + 0.01·diag(H),
  * the trust region in its norm (Hsia, Chiang and Lin 2018, as LIBLINEAR; 12 Newton and 158 CG

@@ -93,8 +93,8 @@ def ridge(X, y, lam=1.0, *, fit_intercept=False, tol=1e-10, max_iter=None, callb
     """argmin ‖X·w + b − y‖² + lam·‖w‖² (scikit-learn Ridge(alpha=lam, fit_intercept=...)) by
     conjugate gradient on the normal equations; each product (XᵀX + lam·I)·p reads X once
     (fused_pattern); with fit_intercept X and y are centered implicitly (X stays sparse). Stops
-    when the residual falls below tol times its start. preconditioner="jacobi" (the default; on
-    the CPU backend for now) scales by the normal matrix's diagonal, None runs plain CG, step for
+    when the residual falls below tol times its start. preconditioner="jacobi" (the default,
+    on every backend) scales by the normal matrix's diagonal, None runs plain CG, step for
     step as scikit-learn's sparse_cg. Returns SolverResult(coef, intercept, history)."""
     return _solve(0, X, y, lam, tol, max_iter, fit_intercept, callback, context, preconditioner)
 
@@ -104,7 +104,7 @@ def logistic_regression(X, y, C=1.0, *, fit_intercept=False, tol=1e-10, max_iter
     """argmin ½‖w‖² + C·Σ log(1 + exp(−y_i (x_i·w + b))) (scikit-learn LogisticRegression(C=C,
     fit_intercept=...), the intercept unpenalized; labels ±1 or 1/0) by trust-region Newton with CG
     inner steps (LIBLINEAR's TRON); each Hessian-vector product reads X once. Stops when
-    ‖∇‖ <= tol·‖∇ at 0‖. preconditioner="jacobi" (the default; on the CPU backend for now)
+    ‖∇‖ <= tol·‖∇ at 0‖. preconditioner="jacobi" (the default, on every backend)
     preconditions the inner CG by 0.99·I + 0.01·diag(H) as LIBLINEAR does, None runs it plain.
     Returns SolverResult(coef, intercept, history)."""
     return _solve(1, X, y, C, tol, max_iter, fit_intercept, callback, context, preconditioner)

@@ -60,16 +60,14 @@ def test_preconditioners(ctx, rng):
     # both stop at ‖r‖ <= 1e-10·‖b‖; on columns this unevenly scaled that fixes the coefficients to
     # ~1e-8 of the largest, not each small one to 1e-6 of itself
     assert np.abs(jacobi.coef - plain.coef).max() <= 1e-6 * np.abs(plain.coef).max()
-    if ctx.backend == "cpu":  # the GPU keeps plain CG for now
-        assert jacobi.history[-1][0] < plain.history[-1][0]
+    assert jacobi.history[-1][0] < plain.history[-1][0]
     with pytest.raises(ValueError, match="preconditioner"):
         sr.ridge(X, y, 0.5, context=ctx, preconditioner="ilu")
     labels = np.where(y > 0, 1.0, -1.0)
     pcg = sr.logistic_regression(X, labels, 2.0, context=ctx)
     cg = sr.logistic_regression(X, labels, 2.0, context=ctx, preconditioner=None)
     assert np.abs(pcg.coef - cg.coef).max() <= 1e-6 * np.abs(cg.coef).max()
-    if ctx.backend == "cpu":
-        assert pcg.history[-1][1] < cg.history[-1][1]
+    assert pcg.history[-1][1] < cg.history[-1][1]
 
 
 def test_logistic_matches_sklearn(ctx, rng):

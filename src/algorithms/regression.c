@@ -61,11 +61,10 @@ static sr_status check_options(const char *fn, const sr_solver_options *o)
     return SR_SUCCESS;
 }
 
-/* Whether the solver's CG takes its diagonal preconditioner: as asked, and on the host only for
- * now (the GPU keeps plain CG until the preconditioned solves are tested and timed there). */
-static bool preconditioned(const sr_solver_options *o, const problem *pr)
+/* Whether the solver's CG takes its diagonal preconditioner (on every backend). */
+static bool preconditioned(const sr_solver_options *o)
 {
-    return o->preconditioner == SR_PRECONDITIONER_JACOBI && sr_algo_where(pr->X) == SR_HOST;
+    return o->preconditioner == SR_PRECONDITIONER_JACOBI;
 }
 
 /* *squares = X∘X for the diagonals of XᵀX and of the Hessian; NULL for bool X, whose own entries
@@ -293,7 +292,7 @@ sr_status sr_ridge(sr_context ctx, sr_matrix X, const sr_dense *y, double lambda
     memset(&rv, 0, sizeof rv);
     const sr_location where = sr_algo_where(pr.X);
     sr_status st = SR_SUCCESS;
-    const bool jacobi = preconditioned(&o, &pr);
+    const bool jacobi = preconditioned(&o);
     for (int k = 0; k < R_VECTORS && st == SR_SUCCESS; k++)
         if ((k != R_XBAR || o.fit_intercept) && (k != R_Z || jacobi))
             st = sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &rv.v[k]);
@@ -589,7 +588,7 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
                        ? SR_SUCCESS
                        : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     const sr_location where = sr_algo_where(lg.pr.X);
-    lg.pcg = preconditioned(&o, &lg.pr);
+    lg.pcg = preconditioned(&o);
     if (st == SR_SUCCESS && lg.pcg && !(lg.m_host = calloc((size_t)N + 1, sizeof(double))))
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     if (st == SR_SUCCESS && lg.pcg)

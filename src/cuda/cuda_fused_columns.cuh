@@ -89,7 +89,12 @@ template <typename T> __global__ void xty_scales(fused_params<T> p, T *scale) {
         scale[i] = p.alpha * (p.v ? p.v[i] : T(1)) * p.y[i];
 }
 
-template <typename T>
+// Block r adds s(i)·X(i,j) for the entries of each row i in its range [c0, c1) into its shared
+// sums, then writes w over the range. G lanes take a row's entries in the range together (coalesced
+// reads of colind and values), each warp U·32/G rows at once, so that each thread has U loads in
+// flight: one thread a row walking its entries alone read 32 rows' scattered sectors per warp
+// instruction and stayed latency-bound.
+template <int G, int U, typename T>
 __global__ void __launch_bounds__(1024, 1)
     column_range_sums(fused_params<T> p, const T *scale, int64_t width, const int32_t *first) {
     extern __shared__ unsigned char smem_raw[];
@@ -99,12 +104,40 @@ __global__ void __launch_bounds__(1024, 1)
     for (int64_t j = threadIdx.x; j < c1 - c0; j += blockDim.x)
         sums[j] = 0;
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < p.m; i += blockDim.x) {
-        const T s = scale[i];
-        const int64_t row = p.rowptr[i];
-        if (s != T(0))
-            for (int64_t k = row + starts[i]; k < row + ends[i]; k++)
-                atomicAdd(&sums[p.colind[k] - c0], (p.values ? p.values[k] : T(1)) * s);
+    // a warp takes 32/G·U rows a round, its G-lane groups U each; the loops stay warp-uniform for
+    // __any_sync
+    constexpr int kWarpRows = 32 / G * U;
+    const int lane = threadIdx.x % 32, part = lane % G, mine = lane / G * U;
+    const int64_t warps = blockDim.x / 32;
+    for (int64_t base = (int64_t)(threadIdx.x / 32) * kWarpRows; base < p.m; base += warps * kWarpRows) {
+        int64_t k[U], end[U];
+        T s[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t i = base + mine + u < p.m ? base + mine + u : -1;
+            s[u] = i >= 0 ? scale[i] : T(0);
+            const int64_t row = i >= 0 ? p.rowptr[i] : 0;
+            k[u] = i >= 0 && s[u] != T(0) ? row + starts[i] + part : 0;
+            end[u] = i >= 0 && s[u] != T(0) ? row + ends[i] : 0;
+        }
+        for (bool more = true; __any_sync(0xffffffffu, more);) {
+            int32_t col[U];
+            T x[U];
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (k[u] < end[u]) {
+                    col[u] = p.colind[k[u]];
+                    x[u] = p.values ? p.values[k[u]] : T(1);
+                }
+            more = false;
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (k[u] < end[u]) {
+                    atomicAdd(&sums[col[u] - c0], x[u] * s[u]);
+                    k[u] += G;
+                    more |= k[u] < end[u];
+                }
+        }
     }
     __syncthreads();
     for (int64_t j = threadIdx.x; j < c1 - c0; j += blockDim.x)
@@ -134,6 +167,18 @@ template <typename T> bool column_ranges_pay(const sr_matrix_s *X, double covera
            (ranges + 1) * X->nrows <= X->nnz && coverage < 0.5;
 }
 
+template <int G, typename T>
+sr_status launch_range_sums(const fused_params<T> &p, const T *scale, int64_t width, const column_range_plan *plan,
+                            cudaStream_t stream) {
+    constexpr int kRowsInFlight = 4; // a group's rows loaded together
+    auto kernel = column_range_sums<G, kRowsInFlight, T>;
+    const size_t smem = (size_t)width * sizeof(T);
+    SR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    kernel<<<(unsigned)plan->ranges, 1024, smem, stream>>>(p, scale, width, plan->first);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
 // w = α·Xᵀ(v ⊙ X·y) + β·z (XTVXY) or α·Xᵀ(v ⊙ y) + β·z (XTY), all of w written.
 template <int VS, typename T>
 sr_status launch_column_ranges(sr_context_s *ctx, const fused_params<T> &p, const sr_matrix_s *X,
@@ -152,9 +197,13 @@ sr_status launch_column_ranges(sr_context_s *ctx, const fused_params<T> &p, cons
         rows_xy<VS, T><<<resident_blocks(rows_xy<VS, T>, 0), 256, 0, stream>>>(q);
     }
     SR_CUDA_LAUNCHED();
-    const size_t smem = (size_t)width * sizeof(T);
-    SR_CUDA_TRY(cudaFuncSetAttribute(column_range_sums<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    column_range_sums<T><<<(unsigned)plan->ranges, 1024, smem, stream>>>(p, scale.get(), width, plan->first);
-    SR_CUDA_LAUNCHED();
-    return SR_SUCCESS;
+    // lanes a row: about as many as a row has entries in a range
+    const double per_range = (double)X->nnz / ((double)std::max<int64_t>(1, p.m) * (double)plan->ranges);
+    if (per_range >= 24)
+        return launch_range_sums<32, T>(p, scale.get(), width, plan, stream);
+    if (per_range >= 6)
+        return launch_range_sums<8, T>(p, scale.get(), width, plan, stream);
+    if (per_range >= 3)
+        return launch_range_sums<4, T>(p, scale.get(), width, plan, stream);
+    return launch_range_sums<2, T>(p, scale.get(), width, plan, stream);
 }
