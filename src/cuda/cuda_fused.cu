@@ -285,6 +285,14 @@ size_t shared_per_block() {
 
 #include "cuda_fused_columns.cuh"
 
+// Copies of w (n entries of `size` bytes) a block keeps in `room` bytes of shared memory, one a
+// group of warps: at most `limit`, and few enough that they take at most 8192 slots in all (their
+// final sum stays short), at least one.
+int shared_copies(int64_t limit, size_t room, int64_t n, size_t size) {
+    const int64_t fit = (int64_t)(room / ((size_t)std::max<int64_t>(1, n) * size));
+    return (int)std::max<int64_t>(1, std::min<int64_t>({limit, fit, 8192 / std::max<int64_t>(1, n)}));
+}
+
 template <int VS, bool MAPPED, bool PRIVATE, typename T>
 sr_status launch_blocks(const fused_params<T> &p, int slots, int copies, const int32_t *slot_of,
                         const int32_t *column_of, cudaStream_t stream) {
@@ -317,11 +325,9 @@ sr_status launch_sums(sr_context_s *ctx, const fused_params<T> &p, const sr_matr
     SR_TRY(start_sums(p, stream));
     if (row_bytes * (1024 / VS) <= per_block)
         return launch_blocks<VS, false, true, T>(p, (int)p.n, 1024 / VS, nullptr, nullptr, stream);
-    if (row_bytes <= per_block) {
-        const int64_t copies = std::max<int64_t>(1, std::min<int64_t>({32, (int64_t)(per_block / row_bytes),
-                                                                        8192 / std::max<int64_t>(1, p.n)}));
-        return launch_blocks<VS, false, false, T>(p, (int)p.n, (int)copies, nullptr, nullptr, stream);
-    }
+    if (row_bytes <= per_block)
+        return launch_blocks<VS, false, false, T>(p, (int)p.n, shared_copies(32, per_block, p.n, sizeof(T)), nullptr,
+                                                  nullptr, stream);
     if (plan.coverage >= 0.5)
         return launch_blocks<VS, true, false, T>(p, (int)plan.slots, 1, plan.slot_of, plan.column_of, stream);
     sparse_global<VS, T><<<resident_blocks(sparse_global<VS, T>, 0), 256, 0, stream>>>(p);
@@ -361,11 +367,9 @@ sr_status launch_tiles(const fused_params<T> &p, const sr_matrix_s *X, double mu
     SR_TRY(start_sums(p, stream));
     // tile_entries checked that the tile fits
     const size_t room = shared_per_block() / kTileBlocksPerSM - tile_bytes<T>(E), row_bytes = (size_t)p.n * sizeof(T);
-    if (row_bytes <= room) {
-        const int64_t copies = std::max<int64_t>(1, std::min<int64_t>({kTileThreads / 32, (int64_t)(room / row_bytes),
-                                                                        8192 / std::max<int64_t>(1, p.n)}));
-        return launch_tile_sums<E, false, T>(p, X, window, (int)p.n, (int)copies, nullptr, nullptr, stream);
-    }
+    if (row_bytes <= room)
+        return launch_tile_sums<E, false, T>(p, X, window, (int)p.n, shared_copies(kTileThreads / 32, room, p.n, sizeof(T)),
+                                             nullptr, nullptr, stream);
     hot_columns plan;
     SR_TRY(hot_columns_of(X, (int64_t)(room / sizeof(T)), &plan));
     if (plan.coverage >= 0.5)
@@ -384,12 +388,11 @@ sr_status launch_tiles(const fused_params<T> &p, const sr_matrix_s *X, double mu
 template <typename T> int tile_entries(sr_pattern_form form, double mu, int64_t n) {
     const size_t per_block = shared_per_block(), row_bytes = (size_t)n * sizeof(T);
     const char *env = getenv("SPARSERING_FUSED_TILES");
-    int E = sizeof(T) == 4 ? 8 : 4;
-    if (env && *env)
-        E = atoi(env) == 8 ? 8 : atoi(env) == 4 ? 4 : 0;
+    const int forced = env && *env ? atoi(env) : -1;
+    const int E = forced < 0 ? (sizeof(T) == 4 ? 8 : 4) : forced == 8 || forced == 4 ? forced : 0;
     if (E == 0 || tile_bytes<T>(E) > per_block / kTileBlocksPerSM) // a GPU with little shared memory
         return 0;
-    if (env && *env)
+    if (forced >= 0)
         return E;
     const bool tiles_hold_w = row_bytes <= per_block / kTileBlocksPerSM - tile_bytes<T>(E);
     if (form == SR_FORM_XY || mu > kTileMaxMean || (!tiles_hold_w && row_bytes <= per_block))
