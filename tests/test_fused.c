@@ -464,7 +464,7 @@ static void run_all(void)
     check_case(3000, 2000000, 200, d, d, false, SR_ROW_MAJOR); /* long rows, spread columns, many rows */
     /* GPU column ranges: the lanes a row (2, 4, 8, 32) follow its entries in a range (1.5, 5.3,
      * 19, 38 here, over ~132 ranges) */
-    check_case(40, 300000, 5000, f, f, false, SR_ROW_MAJOR);
+    check_case(12, 300000, 5000, f, f, false, SR_ROW_MAJOR);
     check_case(500, 1, 1, d, d, false, SR_ROW_MAJOR);     /* a single column */
     check_case(300, 200, 40, f, SR_TYPE_BOOL, false, SR_ROW_MAJOR); /* bool X: entries count 1 */
     check_case(400, 40, 40, d, d, true, SR_ROW_MAJOR);    /* dense, register tiles */

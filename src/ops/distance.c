@@ -304,6 +304,12 @@ static sr_status knn_batch(const sr_distance_prep *p, int64_t r0, int64_t rows, 
     if (p->overlap)
         return sr_cpu_knn_overlap_rows(&p->in, p->order, p->overlap_mode, r0, r0 + rows, k, idx, dist,
                                        sr_context_threads(p->ctx));
+    if (p->where == SR_DEVICE && p->overlap_mode == 1) { /* asked for: slower than the dense kernels so far */
+        bool taken = false;
+        SR_TRY(sr_cuda_knn_overlap_rows(&p->in, NULL, r0, r0 + rows, k, idx, dist, &taken));
+        if (taken)
+            return SR_SUCCESS;
+    }
     sr_strided_out full = {block, n, 1};
     SR_TRY(sr_distance_rows(p, r0, r0 + rows, &full));
     bool largest = sr_metric_is_similarity(p->in.metric);
