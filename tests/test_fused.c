@@ -458,12 +458,12 @@ static void run_all(void)
     check_case(20, 50000, 300, f, f, false, SR_ROW_MAJOR);
     check_case(20, 50000, 300, d, SR_TYPE_BOOL, false, SR_ROW_MAJOR);
     check_case(20, 400000, 300, f, f, false, SR_ROW_MAJOR);
-    /* long rows into global memory: rows of thousands of entries, in float64 and bool */
+    /* long rows over wide X with spread columns, in float64, float32 and bool: on the GPU by column
+     * ranges, whose lanes a row (8, 4, 2, 32) follow its entries in a range (19, 5.3, 1.5, 38 here,
+     * over ~132 ranges); on the CPU by the threads' column ranges */
     check_case(12, 300000, 2500, d, d, false, SR_ROW_MAJOR);
     check_case(12, 300000, 700, f, SR_TYPE_BOOL, false, SR_ROW_MAJOR);
-    check_case(3000, 2000000, 200, d, d, false, SR_ROW_MAJOR); /* long rows, spread columns, many rows */
-    /* GPU column ranges: the lanes a row (2, 4, 8, 32) follow its entries in a range (1.5, 5.3,
-     * 19, 38 here, over ~132 ranges) */
+    check_case(3000, 2000000, 200, d, d, false, SR_ROW_MAJOR); /* many rows */
     check_case(12, 300000, 5000, f, f, false, SR_ROW_MAJOR);
     check_case(500, 1, 1, d, d, false, SR_ROW_MAJOR);     /* a single column */
     check_case(300, 200, 40, f, SR_TYPE_BOOL, false, SR_ROW_MAJOR); /* bool X: entries count 1 */

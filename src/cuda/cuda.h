@@ -96,11 +96,10 @@ sr_status sr_cuda_select_rows(struct sr_context_s *ctx, const void *block, sr_ty
                               int64_t ld, int64_t k, bool largest, int64_t *idx, int64_t ld_idx,
                               const sr_strided_out *dist);
 /* k-NN of query rows [q0, q1) by the overlap (cuda_knn_overlap.cu), the dense path's neighbours and
- * distances: *taken false (nothing written) where it does not apply (k > 32, Chebyshev, a metric
- * walked by key without `order`, the device's copy of the rows by no-overlap key, or a batch of
- * 2^31 shared-column pairs or more). */
-sr_status sr_cuda_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *order, int64_t q0, int64_t q1,
-                                   int64_t k, int64_t *idx, const sr_strided_out *dist, bool *taken);
+ * distances: *taken false (nothing written) where it does not apply (k > 32, a metric not walked
+ * by index, or a batch of 2^31 shared-column pairs or more). */
+sr_status sr_cuda_knn_overlap_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k, int64_t *idx,
+                                   const sr_strided_out *dist, bool *taken);
 /* Device scratch per row that sr_cuda_select_rows takes beside the block (its candidates). */
 size_t sr_cuda_select_scratch_per_row(int64_t n, int64_t k, sr_type type);
 

@@ -38,16 +38,8 @@ __global__ void range_starts(const int64_t *rowptr, const int32_t *colind, int64
                              int32_t *first) {
     const int64_t total = (ranges + 1) * m;
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t r = t / m, i = t % m, c0 = r * width;
-        int64_t lo = rowptr[i], hi = rowptr[i + 1];
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if (colind[mid] < c0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        first[t] = (int32_t)(lo - rowptr[i]);
+        const int64_t r = t / m, i = t % m;
+        first[t] = (int32_t)sr_cuda::lower_bound(colind + rowptr[i], rowptr[i + 1] - rowptr[i], r * width);
     }
 }
 
@@ -162,19 +154,19 @@ template <typename T> bool column_ranges_pay(const sr_matrix_s *X, double covera
     if (env && *env == '0')
         return false;
     const double mu = (double)X->nnz / (double)(X->nrows > 0 ? X->nrows : 1);
-    const int64_t ranges = (X->ncols + column_range_width<T>(X->ncols) - 1) / column_range_width<T>(X->ncols);
+    const int64_t width = column_range_width<T>(X->ncols), ranges = (X->ncols + width - 1) / width;
     return (size_t)X->ncols * sizeof(T) > shared_per_block() && mu > kTileMaxMean &&
            (ranges + 1) * X->nrows <= X->nnz && coverage < 0.5;
 }
 
 template <int G, typename T>
-sr_status launch_range_sums(const fused_params<T> &p, const T *scale, int64_t width, const column_range_plan *plan,
+sr_status launch_range_sums(const fused_params<T> &p, const T *scale, const column_range_plan *plan,
                             cudaStream_t stream) {
     constexpr int kRowsInFlight = 4; // a group's rows loaded together
     auto kernel = column_range_sums<G, kRowsInFlight, T>;
-    const size_t smem = (size_t)width * sizeof(T);
+    const size_t smem = (size_t)plan->width * sizeof(T);
     SR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    kernel<<<(unsigned)plan->ranges, 1024, smem, stream>>>(p, scale, width, plan->first);
+    kernel<<<(unsigned)plan->ranges, 1024, smem, stream>>>(p, scale, plan->width, plan->first);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }
@@ -183,9 +175,8 @@ sr_status launch_range_sums(const fused_params<T> &p, const T *scale, int64_t wi
 template <int VS, typename T>
 sr_status launch_column_ranges(sr_context_s *ctx, const fused_params<T> &p, const sr_matrix_s *X,
                                cudaStream_t stream) {
-    const int64_t width = column_range_width<T>(p.n);
     const column_range_plan *plan = nullptr;
-    SR_TRY(column_ranges_of(ctx, X, width, &plan));
+    SR_TRY(column_ranges_of(ctx, X, column_range_width<T>(p.n), &plan));
     buffer<T> scale(ctx);
     SR_TRY(scale.allocate((size_t)p.m));
     if (p.form == SR_FORM_XTY) {
@@ -200,10 +191,10 @@ sr_status launch_column_ranges(sr_context_s *ctx, const fused_params<T> &p, cons
     // lanes a row: about as many as a row has entries in a range
     const double per_range = (double)X->nnz / ((double)std::max<int64_t>(1, p.m) * (double)plan->ranges);
     if (per_range >= 24)
-        return launch_range_sums<32, T>(p, scale.get(), width, plan, stream);
+        return launch_range_sums<32, T>(p, scale.get(), plan, stream);
     if (per_range >= 6)
-        return launch_range_sums<8, T>(p, scale.get(), width, plan, stream);
+        return launch_range_sums<8, T>(p, scale.get(), plan, stream);
     if (per_range >= 3)
-        return launch_range_sums<4, T>(p, scale.get(), width, plan, stream);
-    return launch_range_sums<2, T>(p, scale.get(), width, plan, stream);
+        return launch_range_sums<4, T>(p, scale.get(), plan, stream);
+    return launch_range_sums<2, T>(p, scale.get(), plan, stream);
 }

@@ -5,9 +5,9 @@
 // intersection terms, expanded in the query's column order, sorted by (query, row) with a stable
 // radix sort and summed in that order (the dense kernel sums the same terms, in an order its
 // atomics pick); the pairs are finalized into candidates. A warp per query then keeps the k best
-// of its candidates and of the rows it shares nothing with, taken along the metric's walk (by
-// index, or by an order of the rows' no-overlap keys, not yet built on the device) until no further
-// row can enter. Right (tests/test_knn_overlap.c), but on the paper-scale SEC-Edgar-like set and
+// of its candidates and of the rows it shares nothing with, taken by index (the metrics whose
+// no-overlap distance is one constant; those walked by an order of keys stay dense on the device)
+// until no further row can enter. Right (tests/test_knn_overlap.c), but on the paper-scale SEC-Edgar-like set and
 // the PyPI sets 4-6x slower than the dense kernels (bench/results-knn-h100.txt, 2026-11-26): their
 // Zipf-popular columns give a query shared columns with ~30% of the index, and expanding, sorting
 // and summing those pairs costs more than the dense kernels' tiles.
@@ -15,7 +15,6 @@
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 #include <algorithm>
-#include <type_traits>
 
 #include "cuda_common.cuh"
 
@@ -82,14 +81,7 @@ __global__ void finalize_pairs(const uint64_t *unique, const int64_t *count, con
 
 // The first u in [lo, hi) with key[u] >= target.
 __device__ inline int64_t first_at_least(const uint64_t *key, int64_t lo, int64_t hi, uint64_t target) {
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (key[mid] < target)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return lo + sr_cuda::lower_bound(key + lo, hi - lo, target);
 }
 
 // The k best (key, row) pairs of a warp, best first, lane l holding place l (k <= 32).
@@ -137,29 +129,10 @@ struct warp_best {
     }
 };
 
-// How a query walks the rows it shares nothing with (walk_of in cpu_overlap.c): along the order
-// (1), against it (-1) or by index (0), ending past the bound by more than slack.
-struct walk_plan {
-    int dir;
-    double slack;
-};
-
-__device__ walk_plan walk_of(sr_metric m, sr_disjoint_order kind, double q0, double q1, double d, bool single) {
-    if (kind == SR_DISJOINT_BY_INDEX)
-        return {0, 0.0};
-    if (m != SR_METRIC_CORRELATION)
-        return {1, 0.0};
-    const double vq = q0 - q1 * q1 / d;
-    if (!(vq > 0.0) || q1 == 0.0)
-        return {0, 0.0};
-    return {q1 > 0.0 ? 1 : -1, single ? 1e-6 : 1e-12};
-}
-
 template <typename T> struct select_args {
     const uint64_t *unique; // the batch's pairs, (query, row) ascending
     const T *cand_val;
     const int *runs;
-    const int32_t *order; // the rows by no-overlap key (NULL for the metrics walked by index)
     const double *qnorm, *xnorm;
     int64_t q0, rows, n, k;
     sr_metric m;
@@ -169,11 +142,10 @@ template <typename T> struct select_args {
     int64_t rs, cs;
 };
 
-// A warp a query: its pairs, then the walk, into the k best; written best first.
+// A warp a query: its pairs, then the rows it shares nothing with by index (their distance is one
+// constant, so the walk ends at the first that cannot enter), into the k best; written best first.
 template <typename T> __global__ void select_queries(select_args<T> a) {
     const int lane = threadIdx.x & 31;
-    const sr_disjoint_order kind = sr_metric_disjoint_order(a.m);
-    const bool single = std::is_same<T, float>::value;
     for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < a.rows;
          r += (int64_t)gridDim.x * blockDim.x / 32) {
         const int64_t j = a.q0 + r, runs = *a.runs;
@@ -187,13 +159,9 @@ template <typename T> __global__ void select_queries(select_args<T> a) {
                              has ? (int64_t)(a.unique[u] & 0xffffffffu) : 0);
         }
         const double qn0 = a.qnorm[2 * j], qn1 = a.qnorm[2 * j + 1];
-        const walk_plan plan = walk_of(a.m, kind, qn0, qn1, a.d, single);
         bool stop = false;
         for (int64_t w0 = 0; w0 < a.n && !stop; w0 += 32) {
-            const int64_t w = w0 + lane;
-            int64_t i = -1;
-            if (w < a.n)
-                i = plan.dir == 0 ? w : plan.dir > 0 ? a.order[w] : a.order[a.n - 1 - w];
+            const int64_t i = w0 + lane < a.n ? w0 + lane : -1;
             bool untouched = false;
             double kk = 0.0;
             if (i >= 0) {
@@ -205,18 +173,14 @@ template <typename T> __global__ void select_queries(select_args<T> a) {
                                                                       a.xnorm[2 * i + 1], a.d, a.p);
             }
             unsigned left = __ballot_sync(~0u, untouched);
-            while (left) { // in walk order: the first row past the bound ends the walk
+            while (left) { // in index order: the first row that cannot enter ends the walk
                 const int src = __ffs(left) - 1;
                 left &= left - 1;
                 const double key = __shfl_sync(~0u, kk, src);
                 const int64_t row = __shfl_sync(~0u, i, src);
-                if (best.count == best.k) {
-                    const double wk = __shfl_sync(~0u, best.key, best.k - 1);
-                    const int64_t wr = __shfl_sync(~0u, best.row, best.k - 1);
-                    if (plan.dir == 0 ? key > wk || (key == wk && row > wr) : key > wk + plan.slack) {
-                        stop = true;
-                        break;
-                    }
+                if (!best.enters(key, row)) {
+                    stop = true;
+                    break;
                 }
                 best.insert(key, row);
             }
@@ -229,7 +193,7 @@ template <typename T> __global__ void select_queries(select_args<T> a) {
 }
 
 template <typename T, typename Acc>
-sr_status knn_overlap(const sr_distance_inputs *in, const int32_t *order, int64_t q0, int64_t q1, int64_t k,
+sr_status knn_overlap(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k,
                       int64_t *idx, const sr_strided_out *dist, bool *taken) {
     const sr_matrix_s *Q = in->Q, *X = in->X, *XT = in->XT;
     sr_context_s *ctx = Q->ctx;
@@ -308,7 +272,6 @@ sr_status knn_overlap(const sr_distance_inputs *in, const int32_t *order, int64_
     a.unique = unique.get();
     a.cand_val = cand.get();
     a.runs = runs.get();
-    a.order = order;
     a.qnorm = in->qnorm;
     a.xnorm = in->xnorm;
     a.q0 = q0;
@@ -332,16 +295,16 @@ sr_status knn_overlap(const sr_distance_inputs *in, const int32_t *order, int64_
 
 } // namespace
 
-extern "C" sr_status sr_cuda_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *order, int64_t q0,
+extern "C" sr_status sr_cuda_knn_overlap_rows(const sr_distance_inputs *in, int64_t q0,
                                               int64_t q1, int64_t k, int64_t *idx, const sr_strided_out *dist,
                                               bool *taken) {
     *taken = false;
-    if (k > 32 || in->metric == SR_METRIC_CHEBYSHEV || !in->XT || in->X->nrows > INT32_MAX ||
-        (sr_metric_disjoint_order(in->metric) == SR_DISJOINT_BY_KEY && !order))
+    if (k > 32 || sr_metric_disjoint_order(in->metric) != SR_DISJOINT_BY_INDEX || !in->XT ||
+        in->X->nrows > INT32_MAX)
         return SR_SUCCESS;
     const bool wide = sr_metric_kind_of(in->metric) == SR_MK_UNION; // the dense kernel's accumulators
     if (in->Q->type == SR_TYPE_FLOAT64)
-        return knn_overlap<double, double>(in, order, q0, q1, k, idx, dist, taken);
-    return wide ? knn_overlap<float, double>(in, order, q0, q1, k, idx, dist, taken)
-                : knn_overlap<float, float>(in, order, q0, q1, k, idx, dist, taken);
+        return knn_overlap<double, double>(in, q0, q1, k, idx, dist, taken);
+    return wide ? knn_overlap<float, double>(in, q0, q1, k, idx, dist, taken)
+                : knn_overlap<float, float>(in, q0, q1, k, idx, dist, taken);
 }

@@ -115,10 +115,10 @@ sr_status sr_cuda_magnitude_order(const struct sr_matrix_s *A, int32_t *col, voi
     (void)A; (void)col; (void)abs; (void)rank;
     return no_cuda();
 }
-sr_status sr_cuda_knn_overlap_rows(const sr_distance_inputs *in, const int32_t *order, int64_t q0, int64_t q1,
-                                   int64_t k, int64_t *idx, const sr_strided_out *dist, bool *taken)
+sr_status sr_cuda_knn_overlap_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k, int64_t *idx,
+                                   const sr_strided_out *dist, bool *taken)
 {
-    (void)in; (void)order; (void)q0; (void)q1; (void)k; (void)idx; (void)dist;
+    (void)in; (void)q0; (void)q1; (void)k; (void)idx; (void)dist;
     *taken = false;
     return no_cuda();
 }

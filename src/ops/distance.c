@@ -306,7 +306,7 @@ static sr_status knn_batch(const sr_distance_prep *p, int64_t r0, int64_t rows, 
                                        sr_context_threads(p->ctx));
     if (p->where == SR_DEVICE && p->overlap_mode == 1) { /* asked for: slower than the dense kernels so far */
         bool taken = false;
-        SR_TRY(sr_cuda_knn_overlap_rows(&p->in, NULL, r0, r0 + rows, k, idx, dist, &taken));
+        SR_TRY(sr_cuda_knn_overlap_rows(&p->in, r0, r0 + rows, k, idx, dist, &taken));
         if (taken)
             return SR_SUCCESS;
     }
