@@ -59,17 +59,25 @@ static test_csr counts(int64_t nrows, int64_t ncols, int64_t c0, int64_t c1, int
     return m;
 }
 
-/* One k-NN run with SPARSERING_KNN_OVERLAP set to `mode` ("0", "1", or NULL for the default). */
-static void run(const char *mode, sr_matrix X, sr_matrix Q, int64_t nq, int64_t k, sr_metric m, sr_type type,
-                int64_t *idx, void *dist)
+static void set_mode(const char *name, const char *mode)
 {
     if (mode)
-        setenv("SPARSERING_KNN_OVERLAP", mode, 1);
+        setenv(name, mode, 1);
     else
-        unsetenv("SPARSERING_KNN_OVERLAP");
+        unsetenv(name);
+}
+
+/* One k-NN run with SPARSERING_KNN_OVERLAP set to `mode` ("0", "1", or NULL for the default) and
+ * SPARSERING_KNN_TILES to `tiles` (the device's tile path: "0" or NULL). */
+static void run(const char *mode, const char *tiles, sr_matrix X, sr_matrix Q, int64_t nq, int64_t k, sr_metric m,
+                sr_type type, int64_t *idx, void *dist)
+{
+    set_mode("SPARSERING_KNN_OVERLAP", mode);
+    set_mode("SPARSERING_KNN_TILES", tiles);
     sr_dense D = sr_dense_view(dist, nq, k, type, SR_ROW_MAJOR, SR_HOST);
     CHECK_OK(sr_knn(ctx, X, Q, k, m, m == SR_METRIC_MINKOWSKI ? 3.0 : 0.0, idx, &D, NULL));
     unsetenv("SPARSERING_KNN_OVERLAP");
+    unsetenv("SPARSERING_KNN_TILES");
 }
 
 static sr_matrix radius_run(const char *mode, sr_matrix X, sr_matrix Q, double radius, sr_metric m, sr_type type)
@@ -125,6 +133,15 @@ static void compare_radius(const char *what, sr_matrix X, sr_matrix Q, sr_metric
         }
 }
 
+/* Whether a metric's intersection terms on small integers are exact, so that any order of summing
+ * them gives the same bits: not the square roots (Hellinger), logarithms (KL, Jensen-Shannon),
+ * fractions (Canberra) or powers (Minkowski). */
+static bool exact_terms(sr_metric m)
+{
+    return m != SR_METRIC_HELLINGER && m != SR_METRIC_KL_DIVERGENCE && m != SR_METRIC_JENSEN_SHANNON &&
+           m != SR_METRIC_CANBERRA && m != SR_METRIC_MINKOWSKI;
+}
+
 /* Every metric on one index / query pair: the overlap path and the default choice equal the dense path. */
 static void compare_paths(const char *what, const test_csr *xi, const test_csr *xq, int64_t k, bool nonnegative)
 {
@@ -137,14 +154,19 @@ static void compare_paths(const char *what, const test_csr *xi, const test_csr *
         if (!nonnegative && (m == SR_METRIC_HELLINGER || m == SR_METRIC_KL_DIVERGENCE || m == SR_METRIC_JENSEN_SHANNON))
             continue;
         /* the device's dense kernel sums with atomics in an order of their own, so it repeats itself
-         * bit for bit only where the terms' sums are exact: there the metrics its overlap path takes
-         * with exact terms (KL's logarithms are not) */
-        if (where == SR_DEVICE && m != SR_METRIC_COSINE && m != SR_METRIC_INNER_PRODUCT && m != SR_METRIC_RUSSELL_RAO)
+         * bit for bit only where the terms' sums are exact */
+        if (where == SR_DEVICE && !exact_terms((sr_metric)m))
             continue;
-        run("0", X, Q, nq, k, (sr_metric)m, xi->type, want_i, want_d);
-        const char *modes[2] = {"1", NULL};
-        for (int t = 0; t < 2; t++) {
-            run(modes[t], X, Q, nq, k, (sr_metric)m, xi->type, got_i, got_d);
+        /* the dense path: no overlap path, and on the device no tiles (a block of n a query, then
+         * the selection kernel); against it the overlap path (on the device it declines all but the
+         * metrics walked by index, and the tiles take those) and the default choice (the tiles on
+         * the device, k <= 32) */
+        run("0", "0", X, Q, nq, k, (sr_metric)m, xi->type, want_i, want_d);
+        /* and on the device, blocks of 3 consecutive tiles (their cursors carried from tile to tile,
+         * which the default takes only for batches that fill the device) */
+        const char *modes[3] = {"1", NULL, NULL}, *tiles[3] = {NULL, NULL, "3"};
+        for (int t = 0; t < (where == SR_DEVICE ? 3 : 2); t++) {
+            run(modes[t], tiles[t], X, Q, nq, k, (sr_metric)m, xi->type, got_i, got_d);
             int64_t bad = 0, first = -1;
             for (int64_t e = 0; e < nq * k; e++)
                 if (got_i[e] != want_i[e] || memcmp((char *)got_d + e * es, (char *)want_d + e * es, es) != 0) {
@@ -152,10 +174,10 @@ static void compare_paths(const char *what, const test_csr *xi, const test_csr *
                     if (first < 0)
                         first = e;
                 }
-            CHECK(bad == 0, "%s, %s, %s, mode %s: %lld of %lld results differ from the dense path (first: query %lld, "
-                  "place %lld: row %lld, expected %lld)", what, sr_metric_name((sr_metric)m), sr_type_name(xi->type),
-                  modes[t] ? modes[t] : "auto", (long long)bad, (long long)(nq * k), (long long)(first / k),
-                  (long long)(first % k), (long long)(first >= 0 ? got_i[first] : -1),
+            CHECK(bad == 0, "%s, %s, %s, mode %s, tiles %s: %lld of %lld results differ from the dense path (first: "
+                  "query %lld, place %lld: row %lld, expected %lld)", what, sr_metric_name((sr_metric)m),
+                  sr_type_name(xi->type), modes[t] ? modes[t] : "auto", tiles[t] ? tiles[t] : "auto", (long long)bad,
+                  (long long)(nq * k), (long long)(first / k), (long long)(first % k), (long long)(first >= 0 ? got_i[first] : -1),
                   (long long)(first >= 0 ? want_i[first] : -1));
         }
         if (where == SR_HOST) /* the device's radius has no overlap path yet */
@@ -204,6 +226,28 @@ static void synthetic_cases(sr_type type)
     compare_paths("dense queries over several slices", &tall, &wide_queries, 11, true);
     test_csr_free(&tall);
     test_csr_free(&wide_queries);
+    /* an index of several device tiles (3,072 to 12,288 rows each, by the metric's accumulators), so
+     * a query's blocks each keep their k best and a last pass merges them; sparse queries, queries
+     * overlapping nothing (every row ties), and the index's own rows (ties between repeats) */
+    test_csr huge = counts(30000, 1400, 0, 1200, 4, false, type), few = counts(9, 1400, 0, 1400, 6, false, type);
+    test_csr none = counts(5, 1400, 1200, 1400, 3, false, type);
+    /* queries of up to 1,000 entries: past the 512 whose places a device block carries from tile
+     * to tile (the rest search each tile) */
+    test_csr wide = counts(6, 1400, 0, 1200, 1000, false, type);
+    compare_paths("an index of several tiles", &huge, &few, 13, true);
+    compare_paths("an index of several tiles, queries overlapping nothing", &huge, &none, 32, true);
+    compare_paths("an index of several tiles, long queries", &huge, &wide, 5, true);
+    /* popular columns: a column's run inside a tile passes 64 rows, so the device block shares it;
+     * queries of up to 100 such columns pass the 64 runs a tile shares (the rest stay with their
+     * warps) */
+    test_csr hot = counts(30000, 1400, 0, 100, 5, false, type), hot_queries = counts(8, 1400, 0, 100, 100, false, type);
+    compare_paths("an index of several tiles, popular columns", &hot, &hot_queries, 7, true);
+    test_csr_free(&hot);
+    test_csr_free(&hot_queries);
+    test_csr_free(&few);
+    test_csr_free(&none);
+    test_csr_free(&wide);
+    test_csr_free(&huge);
 }
 
 static void all_cases(void)

@@ -100,6 +100,14 @@ sr_status sr_cuda_select_rows(struct sr_context_s *ctx, const void *block, sr_ty
  * by index, or a batch of 2^31 shared-column pairs or more). */
 sr_status sr_cuda_knn_overlap_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k, int64_t *idx,
                                    const sr_strided_out *dist, bool *taken);
+/* k-NN of query rows [q0, q1) selecting as it scores (cuda_knn_tiles.cu): the dense path's
+ * neighbours and distances without its block of n distances per query. Applies (…_apply) for k <= 32
+ * and the sum metrics (not Chebyshev), unless SPARSERING_KNN_TILES=0; …_scratch_per_row bounds the
+ * device scratch a query takes. */
+bool sr_cuda_knn_tiles_apply(const sr_distance_inputs *in, int64_t k);
+size_t sr_cuda_knn_tiles_scratch_per_row(const sr_distance_inputs *in, int64_t k);
+sr_status sr_cuda_knn_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k, int64_t *idx,
+                                 const sr_strided_out *dist);
 /* Device scratch per row that sr_cuda_select_rows takes beside the block (its candidates). */
 size_t sr_cuda_select_scratch_per_row(int64_t n, int64_t k, sr_type type);
 

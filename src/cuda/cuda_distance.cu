@@ -18,9 +18,9 @@
 // intersecting pair, where a merge of the two rows would touch every entry of both. Walks that
 // run long (rows sharing most of their largest entries, a row against itself) go to whole warps.
 #include <cub/device/device_segmented_sort.cuh>
-#include <type_traits>
 
 #include "cuda_common.cuh"
+#include "cuda_distance_tile.cuh"
 
 extern "C" {
 #include "../semiring/metric.h"
@@ -30,10 +30,6 @@ extern "C" {
 namespace {
 
 using namespace sr_cuda;
-
-constexpr int kThreads = 256;
-constexpr int kTileBytes = 48 * 1024; // shared accumulators per block: 4 blocks per SM
-constexpr int kMaxGridY = 65535;
 
 template <typename T> __global__ void norms_kernel(const int64_t *rowptr, const T *vals, int64_t nrows, sr_metric m,
                                                    double p, double *norms) {
@@ -69,49 +65,11 @@ template <typename T> __global__ void bad_row_kernel(const int64_t *rowptr, cons
     }
 }
 
-// The first t in [lo, hi) with a[t] >= key (hi when none); all 32 lanes call it together.
-__device__ inline int64_t warp_lower_bound(const int32_t *a, int64_t lo, int64_t hi, int64_t key, int lane) {
-    while (hi - lo > 32) { // the answer stays in [lo, hi]
-        const int64_t step = (hi - lo + 31) / 32, probe = lo + lane * step;
-        const int below = __popc(__ballot_sync(~0u, probe < hi && a[probe] < key));
-        if (below == 0)
-            return lo;
-        const int64_t next_hi = lo + below * step;
-        lo = lo + (below - 1) * step + 1;
-        hi = next_hi < hi ? next_hi : hi;
-    }
-    const int64_t probe = lo + lane;
-    return lo + __popc(__ballot_sync(~0u, probe < hi && a[probe] < key));
-}
-
-template <typename T> struct tile_args {
-    const int64_t *qptr;
-    const int32_t *qcol;
-    const T *qval;
-    int64_t q0;
-    const int64_t *xptr, *xtptr; // X rows (Chebyshev), XT columns (the rest)
-    const int32_t *xcol, *xtrow;
-    const T *xval, *xtval;
-    const double *qnorm, *xnorm;
-    const int32_t *q_mag_col, *x_mag_col, *q_rank; // Chebyshev: rows by decreasing |value|
-    const T *q_mag_abs, *x_mag_abs;
-    int64_t nx;
-    double d, p;
-    T *out;
-    int64_t rs, cs;
-    int tile_rows;
-};
-
-template <typename T, sr_metric M>
-using acc_t = typename std::conditional<std::is_same<T, double>::value || sr_metric_kind_of(M) == SR_MK_UNION, double,
-                                        float>::type;
-
 template <typename T, sr_metric M> __global__ void __launch_bounds__(kThreads) intersect_kernel(tile_args<T> a) {
     using Acc = acc_t<T, M>;
     constexpr int nacc = sr_metric_accumulators(M);
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Acc *acc = reinterpret_cast<Acc *>(smem_raw);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kThreads / 32;
     const int64_t j = a.q0 + blockIdx.x;
     const int64_t qbegin = a.qptr[j], qend = a.qptr[j + 1];
     const double qn0 = a.qnorm[2 * j], qn1 = a.qnorm[2 * j + 1];
@@ -119,27 +77,7 @@ template <typename T, sr_metric M> __global__ void __launch_bounds__(kThreads) i
 
     for (int64_t i0 = (int64_t)blockIdx.y * a.tile_rows; i0 < a.nx; i0 += (int64_t)gridDim.y * a.tile_rows) {
         const int rows = (int)(a.nx - i0 < a.tile_rows ? a.nx - i0 : a.tile_rows);
-        for (int r = threadIdx.x; r < rows; r += kThreads) {
-            acc[r] = Acc(0);
-            if (nacc > 1)
-                acc[a.tile_rows + r] = Acc(0);
-        }
-        __syncthreads();
-        for (int64_t e = qbegin + warp; e < qend; e += warps) {
-            const int32_t c = a.qcol[e];
-            const double q = (double)a.qval[e];
-            const int64_t lo = warp_lower_bound(a.xtrow, a.xtptr[c], a.xtptr[c + 1], i0, lane);
-            const int64_t hi = warp_lower_bound(a.xtrow, lo, a.xtptr[c + 1], i0 + rows, lane);
-            for (int64_t t = lo + lane; t < hi; t += 32) {
-                const int r = a.xtrow[t] - (int)i0;
-                double a0 = 0.0, a1 = 0.0;
-                sr_metric_intersect(M, q, (double)a.xtval[t], a.p, &a0, &a1);
-                atomicAdd(&acc[r], (Acc)a0);
-                if (nacc > 1)
-                    atomicAdd(&acc[a.tile_rows + r], (Acc)a1);
-            }
-        }
-        __syncthreads();
+        accumulate_tile<T, M>(a, acc, i0, rows, qbegin, qend);
         for (int r = threadIdx.x; r < rows; r += kThreads) {
             const int64_t i = i0 + r;
             const double a1 = nacc > 1 ? (double)acc[a.tile_rows + r] : 0.0;
@@ -297,8 +235,7 @@ template <typename T, sr_metric M> sr_status launch(tile_args<T> a, int64_t nq, 
         dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
         chebyshev_kernel<T><<<grid, kThreads, kTileBytes, stream>>>(a);
     } else {
-        using Acc = acc_t<T, M>;
-        a.tile_rows = kTileBytes / (int)(sizeof(Acc) * sr_metric_accumulators(M));
+        a.tile_rows = tile_rows_of<T, M>();
         int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
         dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
         intersect_kernel<T, M><<<grid, kThreads, kTileBytes, stream>>>(a);
@@ -307,43 +244,10 @@ template <typename T, sr_metric M> sr_status launch(tile_args<T> a, int64_t nq, 
     return SR_SUCCESS;
 }
 
-// Calls launch<T, M> for the runtime metric m.
-template <typename T, int M = 0> sr_status dispatch(const sr_distance_inputs *in, tile_args<T> a, int64_t nq,
-                                                    cudaStream_t stream) {
-    if constexpr (M < SR_METRIC_COUNT) {
-        if ((int)in->metric == M)
-            return launch<T, (sr_metric)M>(a, nq, stream);
-        return dispatch<T, M + 1>(in, a, nq, stream);
-    } else {
-        return sr_error(SR_ERROR_INTERNAL, "distances: metric %d has no CUDA kernel", (int)in->metric);
-    }
-}
-
 template <typename T> sr_status distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1,
                                               const sr_strided_out *out) {
-    const sr_matrix_s *Q = in->Q, *X = in->X, *XT = in->XT;
-    tile_args<T> a{};
-    a.qptr = Q->rowptr;
-    a.qcol = Q->colind;
-    a.qval = static_cast<const T *>(Q->values);
-    a.xptr = X->rowptr;
-    a.xcol = X->colind;
-    a.xval = static_cast<const T *>(X->values);
-    if (XT) {
-        a.xtptr = XT->rowptr;
-        a.xtrow = XT->colind;
-        a.xtval = static_cast<const T *>(XT->values);
-    }
-    a.qnorm = in->qnorm;
-    a.xnorm = in->xnorm;
-    a.q_mag_col = in->q_mag_col;
-    a.x_mag_col = in->x_mag_col;
-    a.q_rank = in->q_rank;
-    a.q_mag_abs = static_cast<const T *>(in->q_mag_abs);
-    a.x_mag_abs = static_cast<const T *>(in->x_mag_abs);
-    a.nx = X->nrows;
-    a.d = (double)X->ncols;
-    a.p = in->p;
+    const sr_matrix_s *Q = in->Q;
+    tile_args<T> a = tile_args_of<T>(in);
     a.rs = out->row_stride;
     a.cs = out->col_stride;
     cudaStream_t stream = stream_of(Q->ctx);
@@ -352,7 +256,7 @@ template <typename T> sr_status distance_rows(const sr_distance_inputs *in, int6
         int64_t nq = q1 - s < kMaxGridX ? q1 - s : kMaxGridX;
         a.q0 = s;
         a.out = static_cast<T *>(out->data) + (s - q0) * out->row_stride;
-        SR_TRY(dispatch<T>(in, a, nq, stream));
+        SR_TRY(with_metric(in->metric, [&](auto metric) { return launch<T, decltype(metric)::value>(a, nq, stream); }));
     }
     SR_CUDA_TRY(cudaStreamSynchronize(stream));
     return SR_SUCCESS;

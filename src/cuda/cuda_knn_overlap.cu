@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "cuda_common.cuh"
+#include "cuda_topk.cuh"
 
 extern "C" {
 #include "../semiring/metric.h"
@@ -84,51 +85,6 @@ __device__ inline int64_t first_at_least(const uint64_t *key, int64_t lo, int64_
     return lo + sr_cuda::lower_bound(key + lo, hi - lo, target);
 }
 
-// The k best (key, row) pairs of a warp, best first, lane l holding place l (k <= 32).
-struct warp_best {
-    double key = 0.0;
-    int64_t row = 0;
-    int count = 0, k;
-    __device__ explicit warp_best(int k_) : k(k_) {}
-    // Whether (key, row) would enter: the list is not full or it beats the worst.
-    __device__ bool enters(double kk, int64_t rr) const {
-        if (count < k)
-            return true;
-        const double wk = __shfl_sync(~0u, key, k - 1);
-        const int64_t wr = __shfl_sync(~0u, row, k - 1);
-        return kk < wk || (kk == wk && rr < wr);
-    }
-    // (kk, rr) in its place; the warp calls it together, with the same pair.
-    __device__ void insert(double kk, int64_t rr) {
-        if (!enters(kk, rr))
-            return;
-        const int lane = threadIdx.x & 31;
-        const bool before = lane < count && (key < kk || (key == kk && row < rr));
-        const int at = __popc(__ballot_sync(~0u, before));
-        const double up_key = __shfl_up_sync(~0u, key, 1);
-        const int64_t up_row = __shfl_up_sync(~0u, row, 1);
-        if (lane > at && lane < k) {
-            key = up_key;
-            row = up_row;
-        }
-        if (lane == at) {
-            key = kk;
-            row = rr;
-        }
-        count = count < k ? count + 1 : k;
-    }
-    // Offers each lane's pair where `has`, in lane order.
-    __device__ void offer_lanes(bool has, double kk, int64_t rr) {
-        const bool enter = enters(kk, rr); // every lane: enters shuffles
-        unsigned want = __ballot_sync(~0u, has && enter);
-        while (want) {
-            const int src = __ffs(want) - 1;
-            want &= want - 1;
-            insert(__shfl_sync(~0u, kk, src), __shfl_sync(~0u, rr, src));
-        }
-    }
-};
-
 template <typename T> struct select_args {
     const uint64_t *unique; // the batch's pairs, (query, row) ascending
     const T *cand_val;
@@ -151,7 +107,7 @@ template <typename T> __global__ void select_queries(select_args<T> a) {
         const int64_t j = a.q0 + r, runs = *a.runs;
         const int64_t lo = first_at_least(a.unique, 0, runs, (uint64_t)r << 32);
         const int64_t hi = first_at_least(a.unique, lo, runs, (uint64_t)(r + 1) << 32);
-        warp_best best((int)a.k);
+        warp_best<double> best((int)a.k);
         for (int64_t u0 = lo; u0 < hi; u0 += 32) {
             const int64_t u = u0 + lane;
             const bool has = u < hi;

@@ -12,6 +12,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include "cuda_common.cuh"
+#include "cuda_topk.cuh"
 
 extern "C" {
 #include "cuda.h"
@@ -27,33 +28,6 @@ constexpr int kBins = 1 << kDigitBits;
 constexpr int kBuffer = 2048; // >= 2 * the largest k (1024)
 constexpr int kUnroll = 4;
 
-template <typename T> struct keys;
-template <> struct keys<float> {
-    using type = uint32_t;
-    __device__ static type of(float v, bool largest) {
-        uint32_t u = __float_as_uint(v);
-        u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-        return largest ? ~u : u;
-    }
-    __device__ static float value(type key, bool largest) { // of()'s inverse
-        const uint32_t u = largest ? ~key : key;
-        return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
-    }
-};
-template <> struct keys<double> {
-    using type = unsigned long long;
-    __device__ static type of(double v, bool largest) {
-        unsigned long long u = (unsigned long long)__double_as_longlong(v);
-        u = (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
-        return largest ? ~u : u;
-    }
-    __device__ static double value(type key, bool largest) {
-        const unsigned long long u = largest ? ~key : key;
-        return __longlong_as_double(
-            (long long)((u & 0x8000000000000000ull) ? (u & 0x7fffffffffffffffull) : ~u));
-    }
-};
-
 // Where a selection goes: the caller's outputs (final) or a row's candidate slots (chunked).
 template <typename T> struct select_out {
     int64_t *idx;
@@ -65,7 +39,7 @@ template <typename T> struct select_out {
 };
 
 template <typename T> struct select_shared {
-    using K = typename keys<T>::type;
+    using K = typename order_key<T>::type;
     using scan = cub::BlockScan<int, kSelectThreads>;
     typename scan::TempStorage scan_storage;
     int hist[kBins];
@@ -90,7 +64,7 @@ template <typename T>
 __global__ void __launch_bounds__(kSelectThreads)
     select_kernel(const T *block, int64_t n_row, int64_t ld, int64_t chunk, int k_want, bool largest,
                   const int32_t *in_idx, select_out<T> out) {
-    using K = typename keys<T>::type;
+    using K = typename order_key<T>::type;
     constexpr int kKeyBits = 8 * sizeof(K);
     __shared__ select_shared<T> sh;
     const int64_t begin = (int64_t)blockIdx.y * chunk;
@@ -116,7 +90,7 @@ __global__ void __launch_bounds__(kSelectThreads)
                 if (base + u * kSelectThreads >= n)
                     break; // uniform across the block
                 const int64_t i = base + u * kSelectThreads + tid;
-                const K key = keys<T>::of(v[u], largest);
+                const K key = order_key<T>::of(v[u], largest);
                 const bool match = i < n && (known == 0 || (key >> (kKeyBits - known)) == prefix);
                 const int digit = (int)((key >> shift) & (((K)1 << width) - 1));
                 const unsigned peers = __match_any_sync(~0u, match ? digit : -1);
@@ -163,7 +137,7 @@ __global__ void __launch_bounds__(kSelectThreads)
 #pragma unroll
         for (int u = 0; u < kUnroll; u++) {
             const int64_t i = base + u * kSelectThreads + tid;
-            const K key = keys<T>::of(v[u], largest);
+            const K key = order_key<T>::of(v[u], largest);
             const K top = known == kKeyBits ? key : key >> (kKeyBits - known);
             const bool sure = i < n && top < prefix, cand = i < n && top == prefix;
             const unsigned sure_lanes = __ballot_sync(~0u, sure), cand_lanes = __ballot_sync(~0u, cand);
@@ -192,12 +166,12 @@ __global__ void __launch_bounds__(kSelectThreads)
         __syncthreads();
         for (int64_t base = 0; base < n && sh.cand_count < cand_cap; base += kSelectThreads) {
             const int64_t i = base + tid;
-            const bool cand = i < n && (keys<T>::of(row[i], largest) >> (kKeyBits - known)) == prefix;
+            const bool cand = i < n && (order_key<T>::of(row[i], largest) >> (kKeyBits - known)) == prefix;
             int offset, total;
             typename select_shared<T>::scan(sh.scan_storage).ExclusiveSum(cand ? 1 : 0, offset, total);
             const int at = sh.cand_count + offset;
             if (cand && at < cand_cap) {
-                sh.key[sure_total + at] = keys<T>::of(row[i], largest);
+                sh.key[sure_total + at] = order_key<T>::of(row[i], largest);
                 sh.idx[sure_total + at] = (int)i;
             }
             __syncthreads();
@@ -239,7 +213,7 @@ __global__ void __launch_bounds__(kSelectThreads)
     for (int t = tid; t < k_want; t += kSelectThreads) {
         const bool real = t < k;
         const int i = real ? sh.idx[t] : 0;
-        const T v = real ? row[i] : (T)keys<T>::value(~(K)0, largest); // padding sorts last
+        const T v = real ? row[i] : (T)order_key<T>::value(~(K)0, largest); // padding sorts last
         const int64_t from = in_idx ? in_idx[(int64_t)blockIdx.x * ld + begin + i] : begin + i;
         if (out.cand_val) {
             const int64_t slot = ((int64_t)blockIdx.x * gridDim.y + blockIdx.y) * k_want + t;

@@ -122,6 +122,22 @@ sr_status sr_cuda_knn_overlap_rows(const sr_distance_inputs *in, int64_t q0, int
     *taken = false;
     return no_cuda();
 }
+bool sr_cuda_knn_tiles_apply(const sr_distance_inputs *in, int64_t k)
+{
+    (void)in; (void)k;
+    return false;
+}
+size_t sr_cuda_knn_tiles_scratch_per_row(const sr_distance_inputs *in, int64_t k)
+{
+    (void)in; (void)k;
+    return 0;
+}
+sr_status sr_cuda_knn_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k, int64_t *idx,
+                                 const sr_strided_out *dist)
+{
+    (void)in; (void)q0; (void)q1; (void)k; (void)idx; (void)dist;
+    return no_cuda();
+}
 size_t sr_cuda_select_scratch_per_row(int64_t n, int64_t k, sr_type type)
 {
     (void)n; (void)k; (void)type;

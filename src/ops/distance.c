@@ -310,6 +310,8 @@ static sr_status knn_batch(const sr_distance_prep *p, int64_t r0, int64_t rows, 
         if (taken)
             return SR_SUCCESS;
     }
+    if (p->tiles)
+        return sr_cuda_knn_tiles_rows(&p->in, r0, r0 + rows, k, idx, dist);
     sr_strided_out full = {block, n, 1};
     SR_TRY(sr_distance_rows(p, r0, r0 + rows, &full));
     bool largest = sr_metric_is_similarity(p->in.metric);
@@ -330,7 +332,8 @@ static sr_status knn_batches(const char *fn, const sr_distance_prep *p, int64_t 
     const bool staged = distances->location != p->where;
     void *block = NULL, *s_dist = NULL;
     int64_t *s_idx = NULL;
-    const size_t block_elems = p->overlap ? 0 : (size_t)b * (size_t)n; /* the overlap path selects as it goes */
+    /* the overlap and tile paths select as they go */
+    const size_t block_elems = p->overlap || p->tiles ? 0 : (size_t)b * (size_t)n;
     sr_status s = sr_mem_alloc_array(ctx, p->where, block_elems, es, &block);
     if (s == SR_SUCCESS && staged)
         s = sr_mem_alloc_array(ctx, p->where, (size_t)b * (size_t)k, es, &s_dist);
@@ -389,6 +392,10 @@ sr_status sr_distance_overlap_setup(sr_distance_prep *p, struct sr_matrix_s *ind
     return sr_cpu_disjoint_order(p->in.xnorm, n, p->in.metric, (double)p->in.X->ncols, p->own_order);
 }
 
+/* queries a batch of the tile path takes at most: a progress report (and a chance to cancel) at
+ * least this often, and a batch's grid of queries × tiles stays in bounds */
+static const int64_t kTileBatchCap = 16384;
+
 sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, sr_metric metric, double metric_arg,
                  int64_t *indices, const sr_dense *distances, const sr_knn_options *options)
 {
@@ -417,11 +424,19 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     const int64_t nq = queries->nrows, n = index->nrows;
     const size_t es = sr_type_size(distances->type);
     const bool staged = distances->location != p.where;
+    /* the overlap path on the device is asked for (SPARSERING_KNN_OVERLAP=1); it declines where it
+     * does not apply, and the tiles or the dense path take the batch */
+    p.tiles = p.where == SR_DEVICE && sr_cuda_knn_tiles_apply(&p.in, k);
     /* batches as the dense path's (the overlap path needs no block, but the workspace limit keeps
-     * setting how often progress is reported and a cancel is seen) */
+     * setting how often progress is reported and a cancel is seen); the tiles' candidates are a
+     * few per tile, and their batches are capped so that progress is still reported */
     size_t per_row = (size_t)n * es + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0) +
                      (p.where == SR_DEVICE ? sr_cuda_select_scratch_per_row(n, k, distances->type) : 0);
+    if (p.tiles)
+        per_row = sr_cuda_knn_tiles_scratch_per_row(&p.in, k) + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0);
     int64_t b = sr_distance_batch_rows(ctx, p.where, nq, per_row), done = 0;
+    if (p.tiles && b > kTileBatchCap)
+        b = kTileBatchCap;
     do
         s = knn_batches(fn, &p, k, indices, distances, b, options, &done);
     while (sr_ops_batch_shrinks(s, &b));

@@ -19,6 +19,8 @@ typedef struct sr_distance_prep {
     int overlap_mode;
     const int32_t *order;
     int32_t *own_order; /* the order of a cast index, for this call only */
+    /* device k-NN selecting as it scores (sr_cuda_knn_tiles_rows): taken, so no block of n a query */
+    bool tiles;
 } sr_distance_prep;
 
 /* Checks the pair and readies it for the backend where the index lives: values cast to the
