@@ -231,7 +231,7 @@ static void synthetic_cases(sr_type type)
      * overlapping nothing (every row ties), and the index's own rows (ties between repeats) */
     test_csr huge = counts(30000, 1400, 0, 1200, 4, false, type), few = counts(9, 1400, 0, 1400, 6, false, type);
     test_csr none = counts(5, 1400, 1200, 1400, 3, false, type);
-    /* queries of up to 1,000 entries: past the 512 whose places a device block carries from tile
+    /* queries of up to 1,000 entries: past the 256 whose places a device block carries from tile
      * to tile (the rest search each tile) */
     test_csr wide = counts(6, 1400, 0, 1200, 1000, false, type);
     compare_paths("an index of several tiles", &huge, &few, 13, true);

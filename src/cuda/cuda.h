@@ -102,8 +102,8 @@ sr_status sr_cuda_knn_overlap_rows(const sr_distance_inputs *in, int64_t q0, int
                                    const sr_strided_out *dist, bool *taken);
 /* k-NN of query rows [q0, q1) selecting as it scores (cuda_knn_tiles.cu): the dense path's
  * neighbours and distances without its block of n distances per query. Applies (…_apply) for k <= 32
- * and the sum metrics (not Chebyshev), unless SPARSERING_KNN_TILES=0; …_scratch_per_row bounds the
- * device scratch a query takes. */
+ * and every metric, unless SPARSERING_KNN_TILES=0; …_scratch_per_row bounds the device scratch a
+ * query takes. */
 bool sr_cuda_knn_tiles_apply(const sr_distance_inputs *in, int64_t k);
 size_t sr_cuda_knn_tiles_scratch_per_row(const sr_distance_inputs *in, int64_t k);
 sr_status sr_cuda_knn_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k, int64_t *idx,

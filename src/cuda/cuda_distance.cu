@@ -20,6 +20,7 @@
 #include <cub/device/device_segmented_sort.cuh>
 
 #include "cuda_common.cuh"
+#include "cuda_chebyshev_tile.cuh"
 #include "cuda_distance_tile.cuh"
 
 extern "C" {
@@ -39,9 +40,11 @@ template <typename T> __global__ void norms_kernel(const int64_t *rowptr, const 
         double n0 = 0.0, n1 = 0.0;
         for (int64_t e = rowptr[r] + lane; e < rowptr[r + 1]; e += 32)
             sr_metric_norm_add(m, (double)vals[e], p, &n0, &n1);
+        const bool largest = sr_metric_kind_of(m) == SR_MK_MAX; // Chebyshev's norm is the largest |v|
         for (int o = 16; o > 0; o /= 2) {
-            n0 += __shfl_down_sync(~0u, n0, o);
-            n1 += __shfl_down_sync(~0u, n1, o);
+            const double m0 = __shfl_down_sync(~0u, n0, o), m1 = __shfl_down_sync(~0u, n1, o);
+            n0 = largest ? fmax(n0, m0) : n0 + m0;
+            n1 = largest ? fmax(n1, m1) : n1 + m1;
         }
         if (lane == 0) {
             norms[2 * r] = n0;
@@ -88,152 +91,12 @@ template <typename T, sr_metric M> __global__ void __launch_bounds__(kThreads) i
     }
 }
 
-template <typename T> struct ordered_bits; // nonnegative floats order as their bits
-template <> struct ordered_bits<float> {
-    using type = unsigned;
-    __device__ static type of(float v) { return __float_as_uint(v); }
-    __device__ static float value(type b) { return __uint_as_float(b); }
-};
-template <> struct ordered_bits<double> {
-    using type = unsigned long long;
-    __device__ static type of(double v) { return (type)__double_as_longlong(v); }
-    __device__ static double value(type b) { return __longlong_as_double((long long)b); }
-};
-
-constexpr int kRankBits = 32; // the query's largest entries tracked per row
-
-constexpr int kShortWalk = 4; // a thread's steps through a row's order before a warp takes over
-
-template <typename T> __host__ __device__ constexpr int chebyshev_tile_rows() {
-    return kTileBytes / (int)(sizeof(typename ordered_bits<T>::type) + sizeof(unsigned));
-}
-
-__device__ inline bool holds(const int32_t *cols, int64_t n, int32_t c) {
-    const int64_t at = lower_bound(cols, n, c);
-    return at < n && cols[at] == c;
-}
-
-// Along order_col[from, to) (columns by decreasing magnitude), the magnitude of the first whose
-// column `cols` (sorted, n long) lacks; 0 when there is none. A thread takes at most `steps`
-// entries and says in *done whether it got an answer.
-template <typename T> __device__ double first_outside(const int32_t *order_col, const T *order_abs, int64_t from,
-                                                      int64_t to, const int32_t *cols, int64_t n, int steps,
-                                                      bool *done) {
-    for (int64_t t = from; t < to; t++) {
-        if (steps-- == 0) {
-            *done = false;
-            return 0.0;
-        }
-        if (!holds(cols, n, order_col[t]))
-            return (double)order_abs[t];
-    }
-    return 0.0;
-}
-
-// The same for a whole warp, 32 entries a step; all lanes call it and get the answer.
-template <typename T> __device__ double warp_first_outside(const int32_t *order_col, const T *order_abs, int64_t from,
-                                                           int64_t to, const int32_t *cols, int64_t n, int lane) {
-    for (int64_t base = from; base < to; base += 32) {
-        const int64_t t = base + lane;
-        const unsigned outside = __ballot_sync(~0u, t < to && !holds(cols, n, order_col[t]));
-        if (outside)
-            return (double)order_abs[base + __ffs(outside) - 1];
-    }
-    return 0.0;
-}
-
-// B, the largest |q| whose column row i lacks, from the shared-rank mask: valid when the row lacks
-// one of the query's tracked entries (ranks != ~0u); otherwise a warp walks the rest of the order.
-template <typename T> __device__ double query_off_row_from_mask(const tile_args<T> &a, int64_t qbegin, int64_t qn,
-                                                                unsigned ranks) {
-    const int first_off = __ffs(~ranks) - 1;
-    return first_off < qn ? (double)a.q_mag_abs[qbegin + first_off] : 0.0;
-}
-
-template <typename T> __global__ void __launch_bounds__(kThreads) chebyshev_kernel(tile_args<T> a) {
-    using Bits = typename ordered_bits<T>::type;
-    constexpr int tile_rows = chebyshev_tile_rows<T>();
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    Bits *shared_max = reinterpret_cast<Bits *>(smem_raw); // A's bits + 1; 0: nothing shared
-    unsigned *shared_ranks = reinterpret_cast<unsigned *>(shared_max + tile_rows);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kThreads / 32;
-    const int64_t j = a.q0 + blockIdx.x;
-    const int64_t qbegin = a.qptr[j], qn = a.qptr[j + 1] - qbegin;
-    const int32_t *qcols = a.qcol + qbegin;
-    const double qmax = qn > 0 ? (double)a.q_mag_abs[qbegin] : 0.0;
-    T *out_row = a.out + (int64_t)blockIdx.x * a.rs;
-
-    for (int64_t i0 = (int64_t)blockIdx.y * tile_rows; i0 < a.nx; i0 += (int64_t)gridDim.y * tile_rows) {
-        const int rows = (int)(a.nx - i0 < tile_rows ? a.nx - i0 : tile_rows);
-        for (int r = threadIdx.x; r < rows; r += kThreads) {
-            shared_max[r] = 0;
-            shared_ranks[r] = 0;
-        }
-        __syncthreads();
-        for (int64_t e = qbegin + warp; e < qbegin + qn; e += warps) {
-            const int32_t c = a.qcol[e];
-            const T q = a.qval[e];
-            const int rank = a.q_rank[e];
-            const unsigned bit = rank < kRankBits ? 1u << rank : 0u;
-            const int64_t lo = warp_lower_bound(a.xtrow, a.xtptr[c], a.xtptr[c + 1], i0, lane);
-            const int64_t hi = warp_lower_bound(a.xtrow, lo, a.xtptr[c + 1], i0 + rows, lane);
-            for (int64_t t = lo + lane; t < hi; t += 32) {
-                const int r = a.xtrow[t] - (int)i0;
-                atomicMax(&shared_max[r], ordered_bits<T>::of(fabs(q - a.xtval[t])) + 1);
-                if (bit)
-                    atomicOr(&shared_ranks[r], bit);
-            }
-        }
-        __syncthreads();
-        // A lane a row for the short walks. A row whose walk runs long (a self pair, or rows sharing
-        // most of their largest entries) is taken over by its whole warp: one lane walking a long
-        // row would hold up the block.
-        for (int r0 = warp * 32; r0 < rows; r0 += kThreads) {
-            const int r = r0 + lane;
-            bool long_walk = false;
-            if (r < rows) {
-                const int64_t i = i0 + r;
-                const Bits m = shared_max[r];
-                if (m == 0) { // nothing shared
-                    const double x = a.xptr[i + 1] > a.xptr[i] ? (double)a.x_mag_abs[a.xptr[i]] : 0.0;
-                    out_row[i * a.cs] = (T)fmax(x, qmax);
-                } else if (shared_ranks[r] == ~0u) {
-                    long_walk = true; // B needs a walk of the query's order: the warp does both walks
-                } else {
-                    bool done = true;
-                    const double c = first_outside(a.x_mag_col, a.x_mag_abs, a.xptr[i], a.xptr[i + 1], qcols, qn,
-                                                   kShortWalk, &done);
-                    if (done)
-                        out_row[i * a.cs] = (T)fmax((double)ordered_bits<T>::value(m - 1),
-                                                    fmax(query_off_row_from_mask(a, qbegin, qn, shared_ranks[r]), c));
-                    long_walk = !done;
-                }
-            }
-            for (unsigned pending = __ballot_sync(~0u, long_walk); pending; pending &= pending - 1) {
-                const int rl = r0 + __ffs(pending) - 1;
-                const int64_t i = i0 + rl;
-                const int32_t *xcols = a.xcol + a.xptr[i];
-                const int64_t xn = a.xptr[i + 1] - a.xptr[i];
-                const unsigned ranks = shared_ranks[rl];
-                const double b = ranks != ~0u ? query_off_row_from_mask(a, qbegin, qn, ranks)
-                                              : warp_first_outside(a.q_mag_col, a.q_mag_abs, qbegin + kRankBits,
-                                                                   qbegin + qn, xcols, xn, lane);
-                const double c =
-                    warp_first_outside(a.x_mag_col, a.x_mag_abs, a.xptr[i], a.xptr[i + 1], qcols, qn, lane);
-                if (lane == 0)
-                    out_row[i * a.cs] = (T)fmax((double)ordered_bits<T>::value(shared_max[rl] - 1), fmax(b, c));
-            }
-        }
-        __syncthreads();
-    }
-}
-
 template <typename T, sr_metric M> sr_status launch(tile_args<T> a, int64_t nq, cudaStream_t stream) {
     if constexpr (sr_metric_kind_of(M) == SR_MK_MAX) {
         a.tile_rows = chebyshev_tile_rows<T>();
         int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
         dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
-        chebyshev_kernel<T><<<grid, kThreads, kTileBytes, stream>>>(a);
+        SR_TRY((launch_chebyshev<T, store_sink<T>>(a, {}, grid, stream)));
     } else {
         a.tile_rows = tile_rows_of<T, M>();
         int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;

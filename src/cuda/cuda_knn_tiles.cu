@@ -1,21 +1,27 @@
-// k-NN on the GPU for the sum metrics (all but Chebyshev), selecting while it scores: the dense
-// path's tiles (cuda_distance_tile.cuh: a block per query and tile of index rows, the tile's
+// k-NN on the GPU selecting while it scores: the dense path's tiles (cuda_distance_tile.cuh and,
+// for Chebyshev, cuda_chebyshev_tile.cuh: a block per query and tile of index rows, the tile's
 // accumulators in shared memory), but instead of writing every distance to a block of batch × n
 // values in device memory and selecting from it in a second pass, each warp keeps the k best of
 // the rows it finalizes (cuda_topk.cuh), the block merges its warps' lists, and a last pass merges
 // a query's blocks. On SEC-Edgar-like data (663K index rows) that block is 4.4·10¹¹ values written
 // and read again all-vs-all; here it never exists, and the batches are no longer sized by it.
 //
-// Rows whose accumulators are zero (they share no column with the query) have, for cosine,
-// Russell-Rao, KL divergence and the inner product, one distance whatever the row: they are
-// offered at that value without reading their norms, and a full list rejects them at once.
+// Rows that share no column with the query are decided without their norms where they can be:
+// cosine, Russell-Rao, KL divergence and the inner product give them one constant; the other
+// metrics a value that never falls as the row's first norm rises (correlation: as its t, up or
+// down by the query's sum), so a group of rows whose bound cannot enter a full list is skipped
+// whole. The rows left are finalized
+// 32 at a time from a warp's queue (every lane busy on the double-precision finalizer).
 //
 // The neighbours and distances are the dense path's: the same sums (the same atomics) and
 // finalizer rounded to the output type, compared as cuda_select.cu compares them (order_key),
 // ties to the smaller index.
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #include "cuda_common.cuh"
+#include "cuda_chebyshev_tile.cuh"
 #include "cuda_distance_tile.cuh"
 #include "cuda_topk.cuh"
 
@@ -51,21 +57,58 @@ template <sr_metric M> __host__ __device__ constexpr bool floor_bounds_disjoint(
     return !constant_when_disjoint<M>() && M != SR_METRIC_CORRELATION;
 }
 
-// The smallest x0 of each group of 32 index rows.
+// The smallest x0 of each group of kFloorRows index rows (a tile holds whole groups).
+constexpr int kFloorRows = 128;
 __global__ void group_floors(const double *xnorm, int64_t n, double *floor) {
-    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < (n + 31) / 32;
+    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < (n + kFloorRows - 1) / kFloorRows;
          g += (int64_t)gridDim.x * blockDim.x) {
-        double m = xnorm[2 * (32 * g)];
-        for (int64_t i = 32 * g + 1; i < 32 * g + 32 && i < n; i++)
+        double m = xnorm[2 * (kFloorRows * g)];
+        for (int64_t i = kFloorRows * g + 1; i < kFloorRows * g + kFloorRows && i < n; i++)
             m = fmin(m, xnorm[2 * i]);
         floor[g] = m;
     }
 }
 
+// Correlation's distance for a row sharing nothing is 1 + q1·t / (d·√vq), t = x1 / √vx (1 where
+// vx ≤ 0; docs/knn-overlap.md): per group of kFloorRows rows, the smallest and largest t over the
+// rows with vx > 0 (+inf and -inf when none) and whether a row has vx ≤ 0.
+__global__ void group_spreads(const double *xnorm, int64_t n, double d, double *spread) {
+    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < (n + kFloorRows - 1) / kFloorRows;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        double lo = INFINITY, hi = -INFINITY, flat = 0.0;
+        for (int64_t i = kFloorRows * g; i < kFloorRows * g + kFloorRows && i < n; i++) {
+            const double x0 = xnorm[2 * i], x1 = xnorm[2 * i + 1], vx = x0 - x1 * x1 / d; // as the finalizer
+            if (vx > 0.0) {
+                const double t = x1 / sqrt(vx);
+                lo = fmin(lo, t);
+                hi = fmax(hi, t);
+            } else {
+                flat = 1.0;
+            }
+        }
+        spread[3 * g] = lo;
+        spread[3 * g + 1] = hi;
+        spread[3 * g + 2] = flat;
+    }
+}
+
+// The smallest correlation distance a row of the group sharing nothing with the query can have,
+// lowered by far more than the finalizer's rounding (it computes the same value another way).
+__device__ inline double correlation_floor(const double *spread, double q0, double q1, double d) {
+    const double vq = q0 - q1 * q1 / d;
+    if (!(vq > 0.0))
+        return 1.0 - 1e-9;
+    double low = spread[2] != 0.0 || q1 == 0.0 ? 1.0 : INFINITY;
+    if (spread[0] <= spread[1] && q1 != 0.0)
+        low = fmin(low, 1.0 + q1 * (q1 > 0.0 ? spread[0] : spread[1]) / (d * sqrt(vq)));
+    low = fmin(fmax(low, 0.0), 2.0);
+    return low - 1e-9 * (1.0 + low);
+}
+
 // Query entries whose place in their column of XT a block keeps from tile to tile (in shared
 // memory, after the accumulators): a warp then reads on from there instead of searching the
 // column for each tile. A query's entries past these search, as the dense kernel does.
-constexpr int kCursors = 512;
+constexpr int kCursors = 256;
 // A column's run inside a tile longer than this is not left to the warp that found it but shared
 // by the whole block after the others' runs: with a warp an entry, the warp holding a Zipf-popular
 // column (SEC-Edgar-like: 129K rows, ~2.4K a tile) kept the block waiting at its barrier (ncu).
@@ -78,8 +121,11 @@ struct walk_space {
     int64_t run_lo[kShared], run_hi[kShared];
     double run_q[kShared];
     int runs;
+    int32_t queue[kThreads / 32][64]; // each warp's rows waiting to be finalized (offer_tile)
 };
 constexpr size_t kTilesSmem = kTileBytes + sizeof(walk_space);
+// four blocks a multiprocessor, as the dense kernel (228 KiB, 1 KiB of it reserved a block)
+static_assert(4 * (kTilesSmem + 1024) <= 228 * 1024, "the tiles' shared memory takes a fifth of a multiprocessor");
 
 // The block's cursors at its first tile's first row (the warp that will walk each entry sets it).
 template <typename T>
@@ -124,11 +170,9 @@ __device__ void accumulate_walk(const tile_args<T> &a, acc_t<T, M> *acc, walk_sp
     using Acc = acc_t<T, M>;
     constexpr int nacc = sr_metric_accumulators(M);
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kThreads / 32;
-    for (int r = threadIdx.x; r < rows; r += kThreads) {
-        acc[r] = Acc(0);
-        if (nacc > 1)
-            acc[a.tile_rows + r] = Acc(0);
-    }
+    float4 *all = reinterpret_cast<float4 *>(acc); // the whole accumulator space, 16 bytes a store
+    for (int v = threadIdx.x; v < kTileBytes / (int)sizeof(float4); v += kThreads)
+        all[v] = make_float4(0.f, 0.f, 0.f, 0.f);
     if (threadIdx.x == 0)
         w.runs = 0;
     __syncthreads();
@@ -186,67 +230,15 @@ __device__ void accumulate_walk(const tile_args<T> &a, acc_t<T, M> *acc, walk_sp
     __syncthreads();
 }
 
-// A block per (query, run of tiles_per_block consecutive tiles): the k best of its rows.
-template <typename T, sr_metric M>
-__global__ void __launch_bounds__(kThreads) knn_tiles(tile_args<T> a, tiles_out<T> o, const double *floors,
-                                                      int64_t tiles_per_block) {
-    using Acc = acc_t<T, M>;
+// The block's k best: the warps' lists through shared memory (`space`, free by now: the block has
+// passed its last barrier over it) into warp 0's, written to the block's slots.
+template <typename T>
+__device__ void write_block_best(warp_best<typename order_key<T>::type> &best, unsigned char *space,
+                                 const tiles_out<T> &o) {
     using Key = typename order_key<T>::type;
-    constexpr int nacc = sr_metric_accumulators(M);
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    Acc *acc = reinterpret_cast<Acc *>(smem_raw);
-    walk_space &cur = *reinterpret_cast<walk_space *>(smem_raw + kTileBytes);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-    const int64_t j = a.q0 + blockIdx.x;
-    const int64_t qbegin = a.qptr[j], qend = a.qptr[j + 1];
-    const double qn0 = a.qnorm[2 * j], qn1 = a.qnorm[2 * j + 1];
-    Key zero_key = 0;
-    if constexpr (constant_when_disjoint<M>())
-        zero_key = order_key<T>::of((T)sr_metric_finalize(M, 0.0, 0.0, qn0, qn1, 1.0, 1.0, a.d, a.p), o.largest);
-    warp_best<Key> best(o.k);
-    const int64_t first = (int64_t)blockIdx.y * tiles_per_block * a.tile_rows;
-    const int64_t stop = min(a.nx, first + tiles_per_block * a.tile_rows);
-    start_cursors<T>(a, cur, qbegin, qend, first);
-    for (int64_t i0 = first; i0 < stop; i0 += a.tile_rows) {
-        const int rows = (int)(stop - i0 < a.tile_rows ? stop - i0 : a.tile_rows);
-        accumulate_walk<T, M>(a, acc, cur, i0, rows, qbegin, qend);
-        for (int r0 = warp * 32; r0 < rows; r0 += kThreads) { // warp-uniform: every lane offers together
-            // whether this group's rows that share nothing with the query can enter at all
-            bool disjoint_out = false;
-            if (best.full()) {
-                if constexpr (constant_when_disjoint<M>())
-                    disjoint_out = !(zero_key < best.wk);
-                if constexpr (floor_bounds_disjoint<M>()) {
-                    const double f = floors[(i0 + r0) / 32];
-                    disjoint_out =
-                        !(order_key<T>::of((T)sr_metric_finalize(M, 0.0, 0.0, qn0, qn1, f, f, a.d, a.p), o.largest) <
-                          best.wk);
-                }
-            }
-            const int r = r0 + lane;
-            const int64_t i = i0 + r;
-            bool has = r < rows;
-            Key key = 0;
-            if (has) {
-                const Acc x0 = acc[r], x1 = nacc > 1 ? acc[a.tile_rows + r] : Acc(0);
-                const bool disjoint = x0 == Acc(0) && x1 == Acc(0);
-                if (disjoint && disjoint_out)
-                    has = false;
-                else if (constant_when_disjoint<M>() && disjoint)
-                    key = zero_key;
-                else
-                    key = order_key<T>::of(
-                        (T)sr_metric_finalize(M, (double)x0, (double)x1, qn0, qn1, a.xnorm[2 * i], a.xnorm[2 * i + 1],
-                                              a.d, a.p),
-                        o.largest);
-            }
-            best.offer_lanes(has, key, i);
-        }
-        __syncthreads(); // the next tile zeroes the accumulators; at the end, their space is reused
-    }
-    // the warps' lists through shared memory (the accumulators' space) into warp 0's
     constexpr int warps = kThreads / 32;
-    Key *keys = reinterpret_cast<Key *>(smem_raw);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+    Key *keys = reinterpret_cast<Key *>(space);
     int64_t *rows_of = reinterpret_cast<int64_t *>(keys + warps * kMaxK);
     rows_of[warp * kMaxK + lane] = lane < best.count ? best.row : -1;
     keys[warp * kMaxK + lane] = best.key;
@@ -262,6 +254,170 @@ __global__ void __launch_bounds__(kThreads) knn_tiles(tile_args<T> a, tiles_out<
         o.key[slot] = best.key;
         o.row[slot] = lane < best.count ? best.row : -1;
     }
+}
+
+// Chebyshev's values (cuda_chebyshev_tile.cuh) into the warps' lists. A row sharing nothing with
+// the query has max(‖x‖∞, ‖q‖∞), rising with x0 = ‖x‖∞: a group whose smallest x0 gives a value
+// past a full list's worst has no such row that can enter, and is not read.
+template <typename T> struct best_sink {
+    using Key = typename order_key<T>::type;
+    struct params {
+        tiles_out<T> o;
+        const double *floors;
+    };
+    params p;
+    warp_best<Key> best;
+    double out_floor = INFINITY;
+    __device__ best_sink(const tile_args<T> &, params p_, int64_t) : p(p_), best(p_.o.k) {}
+    __device__ bool disjoint_out(const tile_args<T> &, int64_t group_row, double qmax) {
+        if (!best.full())
+            return false;
+        const double f = p.floors[group_row / kFloorRows];
+        if (f >= out_floor)
+            return true;
+        if (best.wk < order_key<T>::of((T)fmax(f, qmax), p.o.largest)) {
+            out_floor = f;
+            return true;
+        }
+        return false;
+    }
+    __device__ void lanes(const tile_args<T> &, bool has, T value, int64_t i) {
+        best.offer_lanes(has, order_key<T>::of(value, p.o.largest), i);
+    }
+    __device__ void one(const tile_args<T> &, T value, int64_t i) {
+        best.insert(order_key<T>::of(value, p.o.largest), i);
+    }
+    __device__ void finish(unsigned char *space) { write_block_best<T>(best, space, p.o); }
+};
+
+// The tile's rows offered to the warp's list (warp w takes steps of 32·R rows w, w + 8, ...). A row
+// sharing nothing with the query is decided at once where that is cheap: at the constant, or
+// dropped when its group's smallest x0 already gives a distance past the list's worst. The rest
+// (the rows that share columns, and disjoint rows of the monotone metrics that might enter) wait
+// in the warp's queue and are finalized 32 at a time, every lane busy: finalizing where they lie
+// ran the double-precision finalizer (square roots, divisions) for nearly every group, most
+// lanes idle (ncu: instruction-bound). Rows are offered out of index order that way, so a
+// disjoint row is dropped only when strictly worse; the list's own test settles ties by index.
+template <typename T, sr_metric M>
+__device__ void offer_tile(const tile_args<T> &a, const acc_t<T, M> *acc, int32_t *queue, int64_t i0, int rows,
+                           const double *floors, double qn0, double qn1, typename order_key<T>::type zero_key,
+                           bool largest, warp_best<typename order_key<T>::type> &best, double &out_floor) {
+    using Acc = acc_t<T, M>;
+    using Key = typename order_key<T>::type;
+    constexpr int nacc = sr_metric_accumulators(M);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+    int waiting = 0; // queue[0, waiting), warp-uniform
+    auto finalize_waiting = [&](int count) {
+        const bool has = lane < count;
+        const int r = has ? queue[lane] : 0;
+        Key key = 0;
+        if (has) {
+            const int64_t i = i0 + r;
+            const Acc x0 = acc[r], x1 = nacc > 1 ? acc[a.tile_rows + r] : Acc(0);
+            key = order_key<T>::of((T)sr_metric_finalize(M, (double)x0, (double)x1, qn0, qn1, a.xnorm[2 * i],
+                                                         a.xnorm[2 * i + 1], a.d, a.p),
+                                   largest);
+        }
+        best.offer_lanes(has, key, i0 + r);
+    };
+    // a lane reads R consecutive rows' accumulators in one 16-byte load: a warp takes 32·R rows a step
+    constexpr int R = 16 / (int)sizeof(Acc);
+    using Vec = typename std::conditional<R == 4, float4, double2>::type;
+    for (int r0 = warp * 32 * R; r0 < rows; r0 += kThreads * R) { // warp-uniform
+        bool disjoint_out = false; // whether no row of this step that shares nothing can enter
+        if (best.full()) {
+            if constexpr (constant_when_disjoint<M>())
+                disjoint_out = best.wk < zero_key;
+            if constexpr (M == SR_METRIC_CORRELATION)
+                disjoint_out = best.wk < order_key<T>::of(
+                                             (T)correlation_floor(floors + 3 * ((i0 + r0) / kFloorRows), qn0, qn1, a.d),
+                                             largest);
+            if constexpr (floor_bounds_disjoint<M>()) {
+                const double f = floors[(i0 + r0) / kFloorRows];
+                if (f >= out_floor) {
+                    disjoint_out = true;
+                } else if (best.wk < order_key<T>::of((T)sr_metric_finalize(M, 0.0, 0.0, qn0, qn1, f, f, a.d, a.p),
+                                                      largest)) {
+                    disjoint_out = true; // and every group with a larger floor, as the list only improves
+                    out_floor = f;
+                }
+            }
+        }
+        const int first = r0 + lane * R;
+        Acc x0[R], x1[R];
+        if (first + R <= rows) {
+            const Vec v0 = *reinterpret_cast<const Vec *>(acc + first);
+            memcpy(x0, &v0, sizeof v0);
+            if (nacc > 1) {
+                const Vec v1 = *reinterpret_cast<const Vec *>(acc + a.tile_rows + first);
+                memcpy(x1, &v1, sizeof v1);
+            }
+        } else {
+#pragma unroll
+            for (int u = 0; u < R; u++) {
+                x0[u] = first + u < rows ? acc[first + u] : Acc(0);
+                x1[u] = nacc > 1 && first + u < rows ? acc[a.tile_rows + first + u] : Acc(0);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < R; u++) {
+            const int r = first + u;
+            const bool has = r < rows;
+            const bool disjoint = x0[u] == Acc(0) && (nacc == 1 || x1[u] == Acc(0));
+            if constexpr (constant_when_disjoint<M>())
+                if (!disjoint_out)
+                    best.offer_lanes(has && disjoint, zero_key, i0 + r);
+            const bool wait = has && !(disjoint && (disjoint_out || constant_when_disjoint<M>()));
+            const unsigned waits = __ballot_sync(~0u, wait);
+            if (wait)
+                queue[waiting + __popc(waits & ((1u << lane) - 1))] = r;
+            waiting += __popc(waits);
+            __syncwarp();
+            if (waiting >= 32) {
+                finalize_waiting(32);
+                const int rest = waiting - 32;
+                const int moved = lane < rest ? queue[32 + lane] : 0;
+                __syncwarp();
+                if (lane < rest)
+                    queue[lane] = moved;
+                __syncwarp();
+                waiting = rest;
+            }
+        }
+    }
+    if (waiting > 0)
+        finalize_waiting(waiting);
+}
+
+// A block per (query, run of tiles_per_block consecutive tiles): the k best of its rows.
+template <typename T, sr_metric M>
+__global__ void __launch_bounds__(kThreads) knn_tiles(tile_args<T> a, tiles_out<T> o, const double *floors,
+                                                      int64_t tiles_per_block) {
+    using Acc = acc_t<T, M>;
+    using Key = typename order_key<T>::type;
+    constexpr int nacc = sr_metric_accumulators(M);
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Acc *acc = reinterpret_cast<Acc *>(smem_raw);
+    walk_space &cur = *reinterpret_cast<walk_space *>(smem_raw + kTileBytes);
+    const int warp = threadIdx.x / 32;
+    const int64_t j = a.q0 + blockIdx.x;
+    const int64_t qbegin = a.qptr[j], qend = a.qptr[j + 1];
+    const double qn0 = a.qnorm[2 * j], qn1 = a.qnorm[2 * j + 1];
+    Key zero_key = 0;
+    if constexpr (constant_when_disjoint<M>())
+        zero_key = order_key<T>::of((T)sr_metric_finalize(M, 0.0, 0.0, qn0, qn1, 1.0, 1.0, a.d, a.p), o.largest);
+    warp_best<Key> best(o.k);
+    double out_floor = INFINITY; // a group whose smallest x0 is at least this has no disjoint row that can enter
+    const int64_t first = (int64_t)blockIdx.y * tiles_per_block * a.tile_rows;
+    const int64_t stop = min(a.nx, first + tiles_per_block * a.tile_rows);
+    start_cursors<T>(a, cur, qbegin, qend, first);
+    for (int64_t i0 = first; i0 < stop; i0 += a.tile_rows) {
+        const int rows = (int)(stop - i0 < a.tile_rows ? stop - i0 : a.tile_rows);
+        accumulate_walk<T, M>(a, acc, cur, i0, rows, qbegin, qend);
+        offer_tile<T, M>(a, acc, cur.queue[warp], i0, rows, floors, qn0, qn1, zero_key, o.largest, best, out_floor);
+        __syncthreads(); // the next tile zeroes the accumulators; at the end, their space is reused
+    }
+    write_block_best<T>(best, smem_raw, o);
 }
 
 // A warp a query: the k best of its blocks' candidates, written best first.
@@ -310,6 +466,21 @@ int64_t tiles_per_block(int64_t nq, int64_t tiles, int64_t longest) {
     return (tiles + along - 1) / along;
 }
 
+// The batch's longest query (tiles_per_block's rule).
+sr_status longest_query(sr_context_s *ctx, const int64_t *qptr, int64_t q0, int64_t q1, int64_t *most) {
+    cudaStream_t stream = stream_of(ctx);
+    buffer<unsigned long long> longest(ctx);
+    SR_TRY(longest.allocate(1));
+    SR_CUDA_TRY(cudaMemsetAsync(longest.get(), 0, sizeof(unsigned long long), stream));
+    longest_row<<<grid_for(q1 - q0), 256, 0, stream>>>(qptr, q0, q1, longest.get());
+    SR_CUDA_LAUNCHED();
+    unsigned long long m = 0;
+    SR_CUDA_TRY(cudaMemcpyAsync(&m, longest.get(), sizeof m, cudaMemcpyDeviceToHost, stream));
+    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    *most = (int64_t)m;
+    return SR_SUCCESS;
+}
+
 template <typename T>
 sr_status knn_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k, int64_t *idx,
                          const sr_strided_out *dist) {
@@ -321,44 +492,54 @@ sr_status knn_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, i
     tiles_out<T> o{};
     o.k = (int)k;
     o.largest = sr_metric_is_similarity(in->metric);
+    // candidates of (query, block along y), the groups' smallest x0, then the launch and the merge
+    buffer<typename order_key<T>::type> keys(ctx);
+    buffer<int64_t> rows(ctx);
+    buffer<double> floors(ctx);
+    auto run = [&](int64_t ys, bool with_floors, auto launch) -> sr_status {
+        SR_TRY(keys.allocate((size_t)(nq * ys * k)));
+        SR_TRY(rows.allocate((size_t)(nq * ys * k)));
+        o.key = keys.get();
+        o.row = rows.get();
+        const int64_t groups = (a.nx + kFloorRows - 1) / kFloorRows;
+        if (with_floors) {
+            SR_TRY(floors.allocate((size_t)groups));
+            group_floors<<<grid_for(groups), 256, 0, stream>>>(a.xnorm, a.nx, floors.get());
+            SR_CUDA_LAUNCHED();
+        } else if (in->metric == SR_METRIC_CORRELATION) {
+            SR_TRY(floors.allocate((size_t)(3 * groups)));
+            group_spreads<<<grid_for(groups), 256, 0, stream>>>(a.xnorm, a.nx, a.d, floors.get());
+            SR_CUDA_LAUNCHED();
+        }
+        SR_TRY(launch(dim3((unsigned)nq, (unsigned)ys)));
+        merge_blocks<T><<<grid_for(nq * 32), 256, 0, stream>>>(o, nq, ys * k, idx, static_cast<T *>(dist->data),
+                                                               dist->row_stride, dist->col_stride);
+        SR_CUDA_LAUNCHED();
+        SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the candidates go
+        return SR_SUCCESS;
+    };
     return with_metric(in->metric, [&](auto metric) -> sr_status {
         constexpr sr_metric M = decltype(metric)::value;
-        if constexpr (sr_metric_kind_of(M) == SR_MK_MAX) {
-            return sr_error(SR_ERROR_INTERNAL, "knn tiles: Chebyshev has no tile kernel");
+        if constexpr (sr_metric_kind_of(M) == SR_MK_MAX) { // a block per (query, tile), tiles strided
+            a.tile_rows = chebyshev_tile_rows<T>();
+            const int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
+            return run(std::min<int64_t>(tiles, kMaxGridY), true, [&](dim3 grid) -> sr_status {
+                return launch_chebyshev<T, best_sink<T>>(a, {o, floors.get()}, grid, stream);
+            });
         } else {
             a.tile_rows = tile_rows_of<T, M>();
             const int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
-            buffer<unsigned long long> longest(ctx);
-            SR_TRY(longest.allocate(1));
-            SR_CUDA_TRY(cudaMemsetAsync(longest.get(), 0, sizeof(unsigned long long), stream));
-            longest_row<<<grid_for(nq), 256, 0, stream>>>(a.qptr, q0, q1, longest.get());
-            SR_CUDA_LAUNCHED();
-            unsigned long long most = 0;
-            SR_CUDA_TRY(cudaMemcpyAsync(&most, longest.get(), sizeof most, cudaMemcpyDeviceToHost, stream));
-            SR_CUDA_TRY(cudaStreamSynchronize(stream));
-            const int64_t per = tiles_per_block(nq, tiles, (int64_t)most), ys = (tiles + per - 1) / per;
-            buffer<typename order_key<T>::type> keys(ctx);
-            buffer<int64_t> rows(ctx);
-            buffer<double> floors(ctx);
-            SR_TRY(keys.allocate((size_t)(nq * ys * k)));
-            SR_TRY(rows.allocate((size_t)(nq * ys * k)));
-            if (floor_bounds_disjoint<M>()) {
-                SR_TRY(floors.allocate((size_t)((a.nx + 31) / 32)));
-                group_floors<<<grid_for((a.nx + 31) / 32), 256, 0, stream>>>(a.xnorm, a.nx, floors.get());
+            int64_t most = 0;
+            SR_TRY(longest_query(ctx, a.qptr, q0, q1, &most));
+            const int64_t per = tiles_per_block(nq, tiles, most);
+            return run((tiles + per - 1) / per, floor_bounds_disjoint<M>(), [&](dim3 grid) -> sr_status {
+                auto kernel = knn_tiles<T, M>;
+                SR_CUDA_TRY(
+                    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kTilesSmem));
+                kernel<<<grid, kThreads, kTilesSmem, stream>>>(a, o, floors.get(), per);
                 SR_CUDA_LAUNCHED();
-            }
-            o.key = keys.get();
-            o.row = rows.get();
-            auto kernel = knn_tiles<T, M>;
-            SR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kTilesSmem));
-            dim3 grid((unsigned)nq, (unsigned)ys);
-            kernel<<<grid, kThreads, kTilesSmem, stream>>>(a, o, floors.get(), per);
-            SR_CUDA_LAUNCHED();
-            merge_blocks<T><<<grid_for(nq * 32), 256, 0, stream>>>(o, nq, ys * k, idx, static_cast<T *>(dist->data),
-                                                                   dist->row_stride, dist->col_stride);
-            SR_CUDA_LAUNCHED();
-            SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the candidates go
-            return SR_SUCCESS;
+                return SR_SUCCESS;
+            });
         }
     });
 }
@@ -372,8 +553,9 @@ int tiles_setting() {
 } // namespace
 
 extern "C" bool sr_cuda_knn_tiles_apply(const sr_distance_inputs *in, int64_t k) {
-    return tiles_setting() != 0 && k <= kMaxK && in->XT != nullptr &&
-           sr_metric_kind_of(in->metric) != SR_MK_MAX && in->Q->nrows > 0;
+    const bool chebyshev = sr_metric_kind_of(in->metric) == SR_MK_MAX; // also walks the rows' magnitude orders
+    return tiles_setting() != 0 && k <= kMaxK && in->Q->nrows > 0 && in->XT != nullptr &&
+           (!chebyshev || (in->x_mag_col != nullptr && in->q_mag_col != nullptr));
 }
 
 extern "C" size_t sr_cuda_knn_tiles_scratch_per_row(const sr_distance_inputs *in, int64_t k) {
@@ -381,7 +563,9 @@ extern "C" size_t sr_cuda_knn_tiles_scratch_per_row(const sr_distance_inputs *in
     int64_t ys = 1;
     (void)with_metric(in->metric, [&](auto metric) {
         constexpr sr_metric M = decltype(metric)::value;
-        const int64_t rows = wide ? tile_rows_of<double, M>() : tile_rows_of<float, M>();
+        int64_t rows = wide ? tile_rows_of<double, M>() : tile_rows_of<float, M>();
+        if constexpr (sr_metric_kind_of(M) == SR_MK_MAX)
+            rows = wide ? chebyshev_tile_rows<double>() : chebyshev_tile_rows<float>();
         ys = std::min<int64_t>((in->X->nrows + rows - 1) / rows, kMaxGridY);
         return SR_SUCCESS;
     });
