@@ -1,7 +1,8 @@
 // Chebyshev on the GPU, max over the union of |q - x| (the method is in cuda_distance.cu's opening
 // comment): the tile kernel shared by the distances (cuda_distance.cu, every value stored) and the
 // k-NN that selects as it scores (cuda_knn_tiles.cu, each warp keeping its k best). What happens to
-// a row's value is the Sink's: store_sink below, best_sink in cuda_knn_tiles.cu.
+// a row's value is the Sink's: store_sink below, best_sink in cuda_knn_tiles.cu, which may say
+// that a row whose value has a lower bound already cannot count, and skip its walks.
 #pragma once
 
 #include "cuda_distance_tile.cuh"
@@ -17,6 +18,8 @@ template <typename T> struct store_sink {
         : out_row(a.out + query_of_block * a.rs), cs(a.cs) {}
     // Whether the rows of a group that share nothing need no value (never: every one is stored).
     __device__ bool disjoint_out(const tile_args<T> &, int64_t, double) const { return false; }
+    // Whether row i, whose value is at least `low`, needs no value (never).
+    __device__ bool cannot_count(T, int64_t) const { return false; }
     // Each lane's value where `has` (the warp calls it together).
     __device__ void lanes(const tile_args<T> &, bool has, T value, int64_t i) const {
         if (has)
@@ -178,7 +181,13 @@ __global__ void __launch_bounds__(kThreads) chebyshev_kernel(tile_args<T> a, typ
                         has = true;
                     }
                 } else if (shared_ranks[r] == ~0u) {
-                    long_walk = true; // B needs a walk of the query's order: the warp does both walks
+                    // B needs a walk of the query's order: the warp does both walks, unless A alone
+                    // (the shared columns' largest |q - x|, a lower bound) already cannot count
+                    long_walk = !sink.cannot_count((T)ordered_bits<T>::value(m - 1), i);
+                } else if (sink.cannot_count((T)fmax((double)ordered_bits<T>::value(m - 1),
+                                                     query_off_row_from_mask(a, qbegin, qn, shared_ranks[r])),
+                                             i)) {
+                    // max(A, B) bounds the value from below: C's walk would not change the outcome
                 } else {
                     bool done = true;
                     const double c = first_outside(a.x_mag_col, a.x_mag_abs, a.xptr[i], a.xptr[i + 1], qcols, qn,

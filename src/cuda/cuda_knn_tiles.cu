@@ -275,11 +275,14 @@ template <typename T> struct best_sink {
         const double f = p.floors[group_row / kFloorRows];
         if (f >= out_floor)
             return true;
-        if (best.wk < order_key<T>::of((T)fmax(f, qmax), p.o.largest)) {
+        if (!best.enters(order_key<T>::of((T)fmax(f, qmax), p.o.largest), group_row)) {
             out_floor = f;
             return true;
         }
         return false;
+    }
+    __device__ bool cannot_count(T low, int64_t i) const {
+        return !best.enters(order_key<T>::of(low, p.o.largest), i);
     }
     __device__ void lanes(const tile_args<T> &, bool has, T value, int64_t i) {
         best.offer_lanes(has, order_key<T>::of(value, p.o.largest), i);
@@ -296,8 +299,9 @@ template <typename T> struct best_sink {
 // (the rows that share columns, and disjoint rows of the monotone metrics that might enter) wait
 // in the warp's queue and are finalized 32 at a time, every lane busy: finalizing where they lie
 // ran the double-precision finalizer (square roots, divisions) for nearly every group, most
-// lanes idle (ncu: instruction-bound). Rows are offered out of index order that way, so a
-// disjoint row is dropped only when strictly worse; the list's own test settles ties by index.
+// lanes idle (ncu: instruction-bound). A bound is tested as the list tests a pair, with the
+// step's first row: (bound, first row) not entering means no row of the step can, in any order
+// of offers, as the list only improves.
 template <typename T, sr_metric M>
 __device__ void offer_tile(const tile_args<T> &a, const acc_t<T, M> *acc, int32_t *queue, int64_t i0, int rows,
                            const double *floors, double qn0, double qn1, typename order_key<T>::type zero_key,
@@ -325,20 +329,24 @@ __device__ void offer_tile(const tile_args<T> &a, const acc_t<T, M> *acc, int32_
     using Vec = typename std::conditional<R == 4, float4, double2>::type;
     for (int r0 = warp * 32 * R; r0 < rows; r0 += kThreads * R) { // warp-uniform
         bool disjoint_out = false; // whether no row of this step that shares nothing can enter
-        if (best.full()) {
+        if (best.full()) { // a bound and the step's first row, against the list's worst (ties by index)
+            const int64_t first_row = i0 + r0;
             if constexpr (constant_when_disjoint<M>())
-                disjoint_out = best.wk < zero_key;
+                disjoint_out = !best.enters(zero_key, first_row);
             if constexpr (M == SR_METRIC_CORRELATION)
-                disjoint_out = best.wk < order_key<T>::of(
-                                             (T)correlation_floor(floors + 3 * ((i0 + r0) / kFloorRows), qn0, qn1, a.d),
-                                             largest);
+                disjoint_out = !best.enters(
+                    order_key<T>::of((T)correlation_floor(floors + 3 * ((i0 + r0) / kFloorRows), qn0, qn1, a.d),
+                                     largest),
+                    first_row);
             if constexpr (floor_bounds_disjoint<M>()) {
                 const double f = floors[(i0 + r0) / kFloorRows];
                 if (f >= out_floor) {
                     disjoint_out = true;
-                } else if (best.wk < order_key<T>::of((T)sr_metric_finalize(M, 0.0, 0.0, qn0, qn1, f, f, a.d, a.p),
-                                                      largest)) {
-                    disjoint_out = true; // and every group with a larger floor, as the list only improves
+                } else if (!best.enters(order_key<T>::of((T)sr_metric_finalize(M, 0.0, 0.0, qn0, qn1, f, f, a.d, a.p),
+                                                         largest),
+                                        first_row)) {
+                    // and every later step with a floor as large: its rows come after, the list only improves
+                    disjoint_out = true;
                     out_floor = f;
                 }
             }
