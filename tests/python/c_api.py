@@ -13,9 +13,15 @@ SEMIRINGS = ["plus_times", "min_plus", "max_plus", "max_times", "min_times", "ma
              "any_pair"]
 
 
+SR_MAX_DEVICES = 16  # include/sparsering.h
+
+
 class Options(C.Structure):
+    """sr_context_options, every field: the library reads the whole struct (a shorter one left it
+    reading past the end, and a stray partition value failed sr_context_create at random)."""
     _fields_ = [("backend", C.c_int), ("device", C.c_int), ("stream", C.c_void_p), ("threads", C.c_int),
-                ("workspace_limit", C.c_size_t), ("host_memory_limit", C.c_size_t)]
+                ("workspace_limit", C.c_size_t), ("host_memory_limit", C.c_size_t), ("ndevices", C.c_int),
+                ("devices", C.c_int * SR_MAX_DEVICES), ("partition", C.c_int)]
 
 
 class Dense(C.Structure):
