@@ -22,8 +22,9 @@ def load(name, data):
     return knn_data.load_real(name, data).astype(np.float32).tocsr()
 
 
-def run(sr, cp, ctx, Xd, Qd, k, metric, mode, reps):
-    os.environ["SPARSERING_KNN_OVERLAP"] = mode
+def run(sr, cp, ctx, Xd, Qd, k, metric, mode, reps, setting="SPARSERING_KNN_OVERLAP"):
+    """k-NN with the environment `setting` at `mode`: (median seconds, indices, distances)."""
+    os.environ[setting] = mode
     out = sr.kneighbors(Xd, Qd, k, metric, dtype=np.float32, output_type="cupy", context=ctx)  # warm-up
     cp.cuda.Device().synchronize()
     times = []
@@ -32,7 +33,7 @@ def run(sr, cp, ctx, Xd, Qd, k, metric, mode, reps):
         out = sr.kneighbors(Xd, Qd, k, metric, dtype=np.float32, output_type="cupy", context=ctx)
         cp.cuda.Device().synchronize()
         times.append(time.perf_counter() - t0)
-    os.environ.pop("SPARSERING_KNN_OVERLAP")
+    os.environ.pop(setting)
     return float(np.median(times)), cp.asnumpy(out[1]), cp.asnumpy(out[0])  # (seconds, indices, distances)
 
 

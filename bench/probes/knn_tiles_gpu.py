@@ -16,21 +16,12 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 import sr_package  # noqa: E402
+import knn_overlap_gpu as overlap_probe  # noqa: E402
 from knn_overlap_gpu import load  # noqa: E402
 
 
 def run(sr, cp, ctx, Xd, Qd, k, metric, tiles, reps):
-    os.environ["SPARSERING_KNN_TILES"] = tiles
-    out = sr.kneighbors(Xd, Qd, k, metric, dtype=np.float32, output_type="cupy", context=ctx)  # warm-up
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        out = sr.kneighbors(Xd, Qd, k, metric, dtype=np.float32, output_type="cupy", context=ctx)
-        cp.cuda.Device().synchronize()
-        times.append(time.perf_counter() - t0)
-    os.environ.pop("SPARSERING_KNN_TILES")
-    return float(np.median(times)), cp.asnumpy(out[1]), cp.asnumpy(out[0])  # (seconds, indices, distances)
+    return overlap_probe.run(sr, cp, ctx, Xd, Qd, k, metric, tiles, reps, setting="SPARSERING_KNN_TILES")
 
 
 def referee(sr, ctx, X, rows, k, metric, wrong_rows, got):
