@@ -10,8 +10,8 @@
 // cosine, Russell-Rao, KL divergence and the inner product give them one constant; the other
 // metrics a value that never falls as the row's first norm rises (correlation: as its t, up or
 // down by the query's sum), so a group of rows whose bound cannot enter a full list is skipped
-// whole. The rows left are finalized
-// 32 at a time from a warp's queue (every lane busy on the double-precision finalizer).
+// whole. The rows left are finalized 32 at a time from a warp's queue (every lane busy on the
+// double-precision finalizer).
 //
 // The neighbours and distances are the dense path's: the same sums (the same atomics) and
 // finalizer rounded to the output type, compared as cuda_select.cu compares them (order_key),
@@ -51,8 +51,8 @@ template <sr_metric M> __host__ __device__ constexpr bool constant_when_disjoint
 }
 
 // Whether the distance of a row sharing nothing with the query never falls as the row's first norm
-// x0 rises (docs/knn-overlap.md; correlation's key is another): a group of 32 rows whose smallest
-// x0 gives a distance that cannot enter a full list has no disjoint row that can.
+// x0 rises (docs/knn-overlap.md; correlation's key is another): a group of kFloorRows rows whose
+// smallest x0 gives a distance that cannot enter a full list has no disjoint row that can.
 template <sr_metric M> __host__ __device__ constexpr bool floor_bounds_disjoint() {
     return !constant_when_disjoint<M>() && M != SR_METRIC_CORRELATION;
 }
