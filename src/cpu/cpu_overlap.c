@@ -237,15 +237,45 @@ static inline double row_value(const sr_distance_inputs *in, overlap_scratch *s,
  * Such a distance is past worst by a margin (1e-6 relative) far beyond every rounding between
  * this test and the finalizer (a few ulps, and the float32 output's 6e-8), so no tie is decided
  * here and the selection is the exact path's. For the metrics whose finalizer costs most of a
- * k-NN on word counts: cosine (q.x^2 against (1 - worst)^2 |q|^2 |x|^2) and the expanded Euclidean
- * forms (|q|^2 + |x|^2 - 2 q.x, the finalizer's own sum, against worst^2, or worst); never asked
- * for the largest-first inner product.
+ * k-NN on word counts: cosine (q.x^2 against (1 - worst)^2 |q|^2 |x|^2), the expanded Euclidean
+ * forms (|q|^2 + |x|^2 - 2 q.x, the finalizer's own sum, against worst^2, or worst) and the
+ * metrics rising with their union sum (that sum against the finalizer's inverse at worst: for
+ * Manhattan the finalizer is nearly free, but a row it rules out is neither finalized nor offered
+ * to the heap); never asked for the largest-first inner product.
  *
  * past_limit gives the query's side of the test (false where no row can be shown past: another
  * metric, or a bound that leaves no room); the row tests combine their comparisons with &, not
  * &&, so a loop of them has no branches and vectorizes. */
-static inline bool past_limit(sr_metric m, double worst, double q0, double *limit)
+
+/* Whether the metric's distance is a rising function of s = q0 + x0 + a0 (its union sum): the
+ * unexpanded Euclidean forms, Manhattan, Minkowski, Canberra, Hamming, Jensen-Shannon. */
+static inline bool union_sum_metric(sr_metric m)
 {
+    return m == SR_METRIC_L1 || m == SR_METRIC_SQEUCLIDEAN_UNEXPANDED || m == SR_METRIC_CANBERRA ||
+           m == SR_METRIC_L2_UNEXPANDED || m == SR_METRIC_HAMMING || m == SR_METRIC_JENSEN_SHANNON ||
+           m == SR_METRIC_MINKOWSKI;
+}
+
+/* The union sum at which such a distance reaches `bound` (the finalizer's inverse). */
+static inline double union_sum_at(sr_metric m, double bound, double d, double p)
+{
+    switch (m) {
+    case SR_METRIC_L2_UNEXPANDED:
+        return bound * bound;
+    case SR_METRIC_HAMMING:
+        return bound * d;
+    case SR_METRIC_JENSEN_SHANNON:
+        return 2.0 * bound * bound;
+    case SR_METRIC_MINKOWSKI:
+        return pow(bound, p);
+    default:
+        return bound;
+    }
+}
+
+static inline bool past_limit(const sr_distance_inputs *in, double worst, double q0, double *limit)
+{
+    const sr_metric m = in->metric;
     const double margin = 1e-6 * (1.0 + fabs(worst));
     if (m == SR_METRIC_COSINE) {
         const double room = 1.0 - worst - margin;
@@ -256,6 +286,10 @@ static inline bool past_limit(sr_metric m, double worst, double q0, double *limi
         const double bound = worst + margin;
         *limit = m == SR_METRIC_L2 ? bound * bound : bound;
         return worst >= 0.0;
+    }
+    if (union_sum_metric(m)) { /* the margin is far past the rounding of the finalizer and of its inverse */
+        *limit = union_sum_at(m, worst + margin, (double)in->X->ncols, in->p);
+        return worst >= 0.0 && isfinite(*limit);
     }
     return false;
 }
@@ -273,16 +307,26 @@ static inline int euclidean_past(double a0, double q0, double x0, double limit)
     return (sq > limit) & (sq > 1e-12 * (q0 + x0)) & (sq < 1.7976931348623157e308);
 }
 
+/* The union sum as the finalizer forms it, (q0 + x0) + a0, past the limit; and past 1e-30, so
+ * that no distance the output type would round to 0 is called past a bound of 0. */
+static inline int union_past(double a0, double q0, double x0, double limit)
+{
+    const double sum = q0 + x0 + a0;
+    return (sum > limit) & (sum > 1e-30) & (sum < 1.7976931348623157e308);
+}
+
 /* The test for index row i and query j. */
 static inline bool cannot_beat(const sr_distance_inputs *in, const overlap_scratch *s, int64_t j, int64_t i,
                                double worst)
 {
     const double q0 = in->qnorm[2 * j], x0 = in->xnorm[2 * i];
     double limit;
-    if (!past_limit(in->metric, worst, q0, &limit))
+    if (!past_limit(in, worst, q0, &limit))
         return false;
-    return in->metric == SR_METRIC_COSINE ? cosine_past(s->acc[i], q0, x0, limit)
-                                          : euclidean_past(s->acc[i], q0, x0, limit);
+    if (in->metric == SR_METRIC_COSINE)
+        return cosine_past(s->acc[i], q0, x0, limit);
+    return union_sum_metric(in->metric) ? union_past(s->acc[i], q0, x0, limit)
+                                        : euclidean_past(s->acc[i], q0, x0, limit);
 }
 
 SR_AVX2_CLONE static void mark_cosine(const double *restrict acc, const double *restrict x0, double q0, double limit,
@@ -297,6 +341,13 @@ SR_AVX2_CLONE static void mark_euclidean(const double *restrict acc, const doubl
 {
     for (int64_t i = 0; i < n; i++)
         mark[i] = (uint8_t)(euclidean_past(acc[i], q0, x0[i], limit) ^ 1);
+}
+
+SR_AVX2_CLONE static void mark_union(const double *restrict acc, const double *restrict x0, double q0, double limit,
+                                     int64_t n, uint8_t *restrict mark)
+{
+    for (int64_t i = 0; i < n; i++)
+        mark[i] = (uint8_t)(union_past(acc[i], q0, x0[i], limit) ^ 1);
 }
 
 /* cosine_past where its overflow guards cannot fail (|q|²·|x|² far below overflow for every row,
@@ -329,7 +380,7 @@ static double *first_norms(const sr_distance_inputs *in, double *max)
     const sr_metric m = in->metric;
     const int64_t n = in->X->nrows;
     *max = 0.0;
-    if (m != SR_METRIC_COSINE && m != SR_METRIC_L2 && m != SR_METRIC_SQEUCLIDEAN)
+    if (m != SR_METRIC_COSINE && m != SR_METRIC_L2 && m != SR_METRIC_SQEUCLIDEAN && !union_sum_metric(m))
         return NULL;
     double *x0 = malloc((size_t)(n > 0 ? n : 1) * sizeof *x0);
     for (int64_t i = 0; x0 && i < n; i++) {
@@ -350,8 +401,10 @@ static bool mark_candidates(const sr_distance_inputs *in, const overlap_scratch 
         return false;
     const double q0 = in->qnorm[2 * j];
     double limit;
-    if (!past_limit(m, worst, q0, &limit))
+    if (!past_limit(in, worst, q0, &limit))
         memset(mark, 1, (size_t)(i1 - i0));
+    else if (union_sum_metric(m))
+        mark_union(s->acc + i0, s->x0 + i0, q0, limit, i1 - i0, mark);
     else if (m == SR_METRIC_COSINE && q0 * s->x0_max < 1e300)
         mark_cosine_plain(s->acc + i0, s->x0 + i0, limit, i1 - i0, mark);
     else if (m == SR_METRIC_COSINE)
