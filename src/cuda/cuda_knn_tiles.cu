@@ -459,19 +459,20 @@ __global__ void longest_row(const int64_t *rowptr, int64_t q0, int64_t q1, unsig
 
 int tiles_setting();
 
-// Consecutive tiles a block takes. One when a query of the batch has entries past the cursors:
-// such a query's entries search every tile anyway, and a block of many tiles of it would run
-// long after the rest (MovieLens-like rows of 24K entries). Else all of them when the batch's
-// queries alone fill the device (a block keeps its cursors across its tiles), or fewer, so that
-// blocks still fill it.
+// Consecutive tiles a block takes, at least enough that the blocks along y fit the grid (an index
+// past 65,535 tiles). One when a query of the batch has entries past the cursors: such a query's
+// entries search every tile anyway, and a block of many tiles of it would run long after the rest
+// (MovieLens-like rows of 24K entries). Else all of them when the batch's queries alone fill the
+// device (a block keeps its cursors across its tiles), or fewer, so that blocks still fill it.
 int64_t tiles_per_block(int64_t nq, int64_t tiles, int64_t longest) {
+    const int64_t fewest = (tiles + kMaxGridY - 1) / kMaxGridY; // the grid's y holds at most kMaxGridY blocks
     if (tiles_setting() >= 2) // forced (tests: cursors carried across tiles on small inputs)
-        return tiles_setting();
+        return std::max<int64_t>(tiles_setting(), fewest);
     if (longest > kCursors)
-        return 1;
+        return fewest;
     const int64_t wanted = (int64_t)sm_count() * 32; // blocks: several waves of 4 a multiprocessor
     const int64_t along = std::clamp<int64_t>((wanted + nq - 1) / nq, 1, std::min<int64_t>(tiles, kMaxGridY));
-    return (tiles + along - 1) / along;
+    return std::max<int64_t>((tiles + along - 1) / along, fewest);
 }
 
 // The batch's longest query (tiles_per_block's rule).
