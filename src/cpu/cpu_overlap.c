@@ -315,14 +315,27 @@ static inline int union_past(double a0, double q0, double x0, double limit)
     return (sum > limit) & (sum > 1e-30) & (sum < 1.7976931348623157e308);
 }
 
+/* A query's past_limit for the last bound it was asked about: row after row is tested against a
+ * heap's worst that seldom moves, or a fixed radius, and Minkowski's inverse is a pow. One a
+ * query (the limit depends on its norm); `bound` starts as NaN, which equals nothing. */
+typedef struct limit_memo {
+    double bound, limit;
+    bool past; /* past_limit's answer for bound */
+} limit_memo;
+#define LIMIT_MEMO_NONE ((limit_memo){NAN, 0.0, false})
+
 /* The test for index row i and query j. */
 static inline bool cannot_beat(const sr_distance_inputs *in, const overlap_scratch *s, int64_t j, int64_t i,
-                               double worst)
+                               double worst, limit_memo *memo)
 {
     const double q0 = in->qnorm[2 * j], x0 = in->xnorm[2 * i];
-    double limit;
-    if (!past_limit(in, worst, q0, &limit))
+    if (!(memo->bound == worst)) {
+        memo->bound = worst;
+        memo->past = past_limit(in, worst, q0, &memo->limit);
+    }
+    if (!memo->past)
         return false;
+    const double limit = memo->limit;
     if (in->metric == SR_METRIC_COSINE)
         return cosine_past(s->acc[i], q0, x0, limit);
     return union_sum_metric(in->metric) ? union_past(s->acc[i], q0, x0, limit)
@@ -500,8 +513,9 @@ static void knn_block(void *user, const sr_distance_inputs *in, overlap_scratch 
     sr_select_heap *h = v->h;
     uint8_t mark[MARK_BLOCK];
     if (!(v->filter && h->size == h->k && mark_candidates(in, s, j, b0, b1, h->e[0].key, mark))) {
+        limit_memo memo = LIMIT_MEMO_NONE;
         for (int64_t i = b0; i < b1; i++)
-            if (!(v->filter && h->size == h->k && cannot_beat(in, s, j, i, h->e[0].key)))
+            if (!(v->filter && h->size == h->k && cannot_beat(in, s, j, i, h->e[0].key, &memo)))
                 sr_select_offer(h, v->sign * dense_value(in, s, j, i), i);
         return;
     }
@@ -525,9 +539,10 @@ static void query(const sr_distance_inputs *in, const int32_t *order, sr_disjoin
         knn_visit v = {h, filter, sign};
         score_densely(in, j, s, knn_block, &v);
     } else {
+        limit_memo memo = LIMIT_MEMO_NONE;
         for (int64_t t = 0; t < touched; t++) {
             const int32_t i = s->touched[t];
-            if (!(filter && h->size == h->k && cannot_beat(in, s, j, i, h->e[0].key)))
+            if (!(filter && h->size == h->k && cannot_beat(in, s, j, i, h->e[0].key, &memo)))
                 sr_select_offer(h, sign * row_value(in, s, j, i), i);
         }
         /* the rows that share nothing, best first: along the walk their value never improves, so it
@@ -643,9 +658,10 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
         score_densely(in, j, s, radius_block, &v);
         count = v.count;
     } else {
+        limit_memo memo = LIMIT_MEMO_NONE;
         for (int64_t t = 0; t < touched; t++) {
             const int32_t i = s->touched[t];
-            if (filter && cannot_beat(in, s, j, i, rule->bound))
+            if (filter && cannot_beat(in, s, j, i, rule->bound, &memo))
                 continue;
             const double v = row_value(in, s, j, i);
             if (i != self && keeps(rule, v))
