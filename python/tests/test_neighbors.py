@@ -231,10 +231,11 @@ def test_host_overlap_path_equals_dense_path_on_real_text(metric, monkeypatch):
 @pytest.mark.skipif(not any(name == "cuda" for name, _ in CONTEXTS), reason="no usable GPU")
 @pytest.mark.parametrize("metric", ["cosine", "inner_product", "euclidean"])
 def test_device_overlap_path_agrees_with_dense_path_on_real_text(metric, monkeypatch):
-    """The device k-NN's overlap path (SPARSERING_KNN_OVERLAP=1; euclidean, which it does not take
-    yet, compares the dense path with itself) against the dense path on 20,000 PyPI summaries. The dense kernel sums a pair's terms in float32 in an order its atomics
-    pick, the overlap path in column order: distances agree to rounding, and neighbours differ only
-    where two distances tie to that rounding."""
+    """The device k-NN's overlap path (SPARSERING_KNN_OVERLAP=1; euclidean, which it does not take,
+    falls to the default) against the default device path (the tiles, which sum as the dense kernel
+    does) on 20,000 PyPI summaries. The tiles sum a pair's terms in float32 in an order their
+    atomics pick, the overlap path in column order: distances agree to rounding, and neighbours
+    differ only where two distances tie to that rounding."""
     X = pypi_summaries(20000)
     ctx = sr.Context("cuda")
     Xd = sr.Matrix(X, context=ctx, location="device")
