@@ -1,5 +1,6 @@
 /* The k-NN and radius overlap paths (host: src/cpu/cpu_overlap.c; device k-NN:
- * src/cuda/cuda_knn_overlap.cu) against the dense path: for every metric,
+ * src/cuda/cuda_knn_overlap.cu; device k-NN and radius by tiles: src/cuda/cuda_tile_select.cuh)
+ * against the dense path: for every metric,
  * float32 and float64, the same neighbours and bit-identical distances (SPARSERING_KNN_OVERLAP=1
  * and the default per-query choice, each against =0), on inputs built to break it: counts that
  * tie (small integers, repeated index rows), empty rows, queries that overlap nothing (columns
@@ -80,23 +81,25 @@ static void run(const char *mode, const char *tiles, sr_matrix X, sr_matrix Q, i
     unsetenv("SPARSERING_KNN_TILES");
 }
 
-static sr_matrix radius_run(const char *mode, sr_matrix X, sr_matrix Q, double radius, sr_metric m, sr_type type)
+/* One radius search, SPARSERING_KNN_OVERLAP and SPARSERING_KNN_TILES set as run's. */
+static sr_matrix radius_run(const char *mode, const char *tiles, sr_matrix X, sr_matrix Q, double radius, sr_metric m,
+                            sr_type type)
 {
-    if (mode)
-        setenv("SPARSERING_KNN_OVERLAP", mode, 1);
-    else
-        unsetenv("SPARSERING_KNN_OVERLAP");
+    set_mode("SPARSERING_KNN_OVERLAP", mode);
+    set_mode("SPARSERING_KNN_TILES", tiles);
     sr_radius_options o = sr_radius_options_default();
     o.type = type;
     sr_matrix R = NULL;
     CHECK_OK(sr_radius_neighbors(ctx, X, Q, radius, m, m == SR_METRIC_MINKOWSKI ? 3.0 : 0.0, &o, &R));
     unsetenv("SPARSERING_KNN_OVERLAP");
+    unsetenv("SPARSERING_KNN_TILES");
     return R;
 }
 
-/* Radius neighbours of metric m by the overlap path and the default choice against the dense
- * path, at radii taken from the dense k-NN's distances (a small one, the widest k-th distance,
- * and, for the index against itself, with each row leaving itself out). */
+/* Radius neighbours of metric m by the overlap path and the default choice (on the device, the
+ * tiles, and the tiles 3 a block) against the dense path, at radii taken from the dense k-NN's
+ * distances (a small one, the widest k-th distance, and, for the index against itself, with each
+ * row leaving itself out). */
 static void compare_radius(const char *what, sr_matrix X, sr_matrix Q, sr_metric m, sr_type type, const void *dist,
                            int64_t nq, int64_t k)
 {
@@ -117,16 +120,16 @@ static void compare_radius(const char *what, sr_matrix X, sr_matrix Q, sr_metric
         for (int self = 0; self < 2; self++) {
             if (self && X != Q)
                 continue;
-            sr_matrix want = radius_run("0", X, self ? NULL : Q, radii[r], m, type);
-            const char *modes[2] = {"1", NULL};
-            for (int t = 0; t < 2; t++) {
-                sr_matrix got = radius_run(modes[t], X, self ? NULL : Q, radii[r], m, type);
+            sr_matrix want = radius_run("0", "0", X, self ? NULL : Q, radii[r], m, type);
+            const char *modes[3] = {"1", NULL, NULL}, *tiles[3] = {NULL, NULL, "3"};
+            for (int t = 0; t < (where == SR_DEVICE ? 3 : 2); t++) {
+                sr_matrix got = radius_run(modes[t], tiles[t], X, self ? NULL : Q, radii[r], m, type);
                 bool same = false;
                 if (got && want)
                     CHECK_OK(sr_matrix_equal(ctx, got, want, &same));
-                CHECK(same, "%s, %s, %s, radius %g%s, mode %s: radius neighbours differ from the dense path", what,
-                      sr_metric_name(m), sr_type_name(type), radii[r], self ? " (self)" : "",
-                      modes[t] ? modes[t] : "auto");
+                CHECK(same, "%s, %s, %s, radius %g%s, mode %s, tiles %s: radius neighbours differ from the dense path",
+                      what, sr_metric_name(m), sr_type_name(type), radii[r], self ? " (self)" : "",
+                      modes[t] ? modes[t] : "auto", tiles[t] ? tiles[t] : "auto");
                 sr_matrix_free(got);
             }
             sr_matrix_free(want);
@@ -180,8 +183,7 @@ static void compare_paths(const char *what, const test_csr *xi, const test_csr *
                   (long long)(nq * k), (long long)(first / k), (long long)(first % k), (long long)(first >= 0 ? got_i[first] : -1),
                   (long long)(first >= 0 ? want_i[first] : -1));
         }
-        if (where == SR_HOST) /* the device's radius has no overlap path yet */
-            compare_radius(what, X, Q, (sr_metric)m, xi->type, want_d, nq, k);
+        compare_radius(what, X, Q, (sr_metric)m, xi->type, want_d, nq, k);
     }
     free(want_i);
     free(got_i);

@@ -129,20 +129,39 @@ static void check_radius(sr_metric metric, const test_csr *xt, const test_csr *q
 static void check_limits_and_rejections(void)
 {
     test_csr t = rows_with_copies(40, 10);
+    for (int64_t e = 0; e < t.nnz; e++) /* small integers: every sum exact, so two runs agree bit for bit */
+        ((double *)t.values)[e] = (double)(1 + test_below(3));
     sr_matrix X = test_make_matrix(ctx, &t), Xw = X, R = NULL;
     if (where == SR_DEVICE)
         CHECK_OK(sr_matrix_copy_to(ctx, X, SR_DEVICE, &Xw));
     sr_radius_options o = sr_radius_options_default();
-    /* one batch of 40 rows (6.25 KiB of float32 distances), whose 1600 pairs (8 bytes each) pass 8 KiB */
-    CHECK_OK(sr_context_set_workspace_limit(ctx, 8192));
+    /* host: batches of 7 rows (1,120 bytes of float32 distances), whose 280 pairs (8 bytes each) pass
+     * 1,200 bytes; device tiles: 25 pairs held (48 bytes each), fewer than a single query's 39 */
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 1200));
     CHECK_FAILS(sr_radius_neighbors(ctx, Xw, NULL, INFINITY, SR_METRIC_L2, 0, &o, &R), SR_ERROR_OUT_OF_MEMORY,
                 "lower the radius");
-    CHECK_OK(sr_context_set_workspace_limit(ctx, 40 * 4 * 5)); /* 5 rows a batch: 8 batches */
+    /* 300 pairs held on the device: the batch of 40 queries (1,560 pairs) is retried in fewer, and
+     * the pieces stack to the same result (the host's one batch of 1,560 pairs fits) */
+    sr_matrix all = NULL, parts = NULL;
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 0));
+    CHECK_OK(sr_radius_neighbors(ctx, Xw, NULL, INFINITY, SR_METRIC_L2, 0, &o, &all));
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 48 * 300));
+    CHECK_OK(sr_radius_neighbors(ctx, Xw, NULL, INFINITY, SR_METRIC_L2, 0, &o, &parts));
+    bool same = false;
+    CHECK_OK(sr_matrix_equal(ctx, all, parts, &same));
+    CHECK(same, "radius neighbours in batches that fit the workspace differ from one batch");
+    sr_matrix_free(all);
+    sr_matrix_free(parts);
+    /* host: 5 rows of distances a batch, 8 batches; the device tiles write no distances and take
+     * every query in one batch */
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 40 * 4 * 5));
     int64_t seen = 0;
+    const int64_t first_batch = where == SR_DEVICE ? 40 : 5;
     o.progress = test_stop_at_first_report;
     o.progress_user = &seen;
-    CHECK_FAILS(sr_radius_neighbors(ctx, Xw, NULL, -1.0, SR_METRIC_L2, 0, &o, &R), SR_ERROR_CANCELLED, "after 5 of 40");
-    CHECK(seen == 5, "progress reported %lld rows, expected 5", (long long)seen);
+    CHECK_FAILS(sr_radius_neighbors(ctx, Xw, NULL, -1.0, SR_METRIC_L2, 0, &o, &R), SR_ERROR_CANCELLED,
+                where == SR_DEVICE ? "after 40 of 40" : "after 5 of 40");
+    CHECK(seen == first_batch, "progress reported %lld rows, expected %lld", (long long)seen, (long long)first_batch);
     CHECK_OK(sr_context_set_workspace_limit(ctx, 0));
     o = sr_radius_options_default();
     CHECK_FAILS(sr_radius_neighbors(ctx, Xw, NULL, NAN, SR_METRIC_L2, 0, &o, &R), SR_ERROR_INVALID_ARGUMENT, "NaN");
@@ -170,8 +189,9 @@ static void run_all(void)
             check_radius(metrics[i], &x, NULL, 0.2, false, (sr_graph_mode)mode, 0);
             check_radius(metrics[i], &x, NULL, 0.2, true, (sr_graph_mode)mode, 0);
             check_radius(metrics[i], &x, &q, 0.3, false, (sr_graph_mode)mode, 0);
-            /* 3 query rows of distances a batch: many pieces stacked */
-            check_radius(metrics[i], &x, NULL, 0.1, false, (sr_graph_mode)mode, 70 * 8 * 3);
+            /* host: 3 query rows of distances a batch; device tiles: 70 pairs held (48 bytes each),
+             * so the first batch is retried in a few queries a batch. Many pieces stacked. */
+            check_radius(metrics[i], &x, NULL, 0.1, false, (sr_graph_mode)mode, where == SR_DEVICE ? 70 * 48 : 70 * 8 * 3);
         }
     check_radius(SR_METRIC_L2, &x, NULL, 0.0, false, SR_GRAPH_DISTANCE, 0); /* radius 0: the copies only */
     check_radius(SR_METRIC_L2, &x, NULL, -1.0, true, SR_GRAPH_DISTANCE, 0); /* negative: nothing */

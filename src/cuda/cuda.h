@@ -108,6 +108,15 @@ bool sr_cuda_knn_tiles_apply(const sr_distance_inputs *in, int64_t k);
 size_t sr_cuda_knn_tiles_scratch_per_row(const sr_distance_inputs *in, int64_t k);
 sr_status sr_cuda_knn_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k, int64_t *idx,
                                  const sr_strided_out *dist);
+/* Radius neighbours of query rows [q0, q1) deciding as they are scored (cuda_radius_tiles.cu), on
+ * the same tiles and bounds as sr_cuda_knn_tiles_rows: the rows `rule` keeps (a radius, maybe
+ * leaving each query's own row out), as a new device CSR of q1 - q0 rows in *piece, the dense
+ * path's pairs and values. At most `capacity` pairs are held: *pairs gets the count found, and past
+ * the capacity *piece stays NULL (take fewer queries). Applies (…_apply) for every metric, unless
+ * SPARSERING_KNN_TILES=0. */
+bool sr_cuda_radius_tiles_apply(const sr_distance_inputs *in);
+sr_status sr_cuda_radius_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, const sr_keep_rule *rule,
+                                    int64_t capacity, struct sr_matrix_s **piece, int64_t *pairs);
 /* Device scratch per row that sr_cuda_select_rows takes beside the block (its candidates). */
 size_t sr_cuda_select_scratch_per_row(int64_t n, int64_t k, sr_type type);
 

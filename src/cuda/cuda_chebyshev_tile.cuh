@@ -50,7 +50,8 @@ constexpr int kRankBits = 32; // the query's largest entries tracked per row
 constexpr int kShortWalk = 4; // a thread's steps through a row's order before a warp takes over
 
 template <typename T> __host__ __device__ constexpr int chebyshev_tile_rows() {
-    return kTileBytes / (int)(sizeof(typename ordered_bits<T>::type) + sizeof(unsigned));
+    static_assert(sizeof(typename ordered_bits<T>::type) == sizeof(T), "tile_rows_of counts a T a row");
+    return tile_rows_of<T, SR_METRIC_CHEBYSHEV>();
 }
 
 __device__ inline bool holds(const int32_t *cols, int64_t n, int32_t c) {

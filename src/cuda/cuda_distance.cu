@@ -92,17 +92,13 @@ template <typename T, sr_metric M> __global__ void __launch_bounds__(kThreads) i
 }
 
 template <typename T, sr_metric M> sr_status launch(tile_args<T> a, int64_t nq, cudaStream_t stream) {
-    if constexpr (sr_metric_kind_of(M) == SR_MK_MAX) {
-        a.tile_rows = chebyshev_tile_rows<T>();
-        int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
-        dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
+    a.tile_rows = tile_rows_of<T, M>();
+    const int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
+    const dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
+    if constexpr (sr_metric_kind_of(M) == SR_MK_MAX)
         SR_TRY((launch_chebyshev<T, store_sink<T>>(a, {}, grid, stream)));
-    } else {
-        a.tile_rows = tile_rows_of<T, M>();
-        int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
-        dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
+    else
         intersect_kernel<T, M><<<grid, kThreads, kTileBytes, stream>>>(a);
-    }
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }

@@ -99,9 +99,24 @@ template <int M = 0, typename F> sr_status with_metric(sr_metric m, F &&f) {
     }
 }
 
-// Rows of index a tile holds: its accumulators fill kTileBytes.
-template <typename T, sr_metric M> constexpr int tile_rows_of() {
-    return kTileBytes / (int)(sizeof(acc_t<T, M>) * sr_metric_accumulators(M));
+// Rows of index a tile holds: its accumulators fill kTileBytes (Chebyshev's: a row's largest shared
+// |q - x| as the bits of a T, and a mask of the query's largest entries it shares).
+template <typename T, sr_metric M> __host__ __device__ constexpr int tile_rows_of() {
+    if constexpr (sr_metric_kind_of(M) == SR_MK_MAX)
+        return kTileBytes / (int)(sizeof(T) + sizeof(unsigned));
+    else
+        return kTileBytes / (int)(sizeof(acc_t<T, M>) * sr_metric_accumulators(M));
+}
+
+// The same for the runtime metric and value type (the host's batch sizing).
+inline int tile_rows_for(sr_metric metric, sr_type type) {
+    int rows = 0;
+    (void)with_metric(metric, [&](auto m) {
+        constexpr sr_metric M = decltype(m)::value;
+        rows = type == SR_TYPE_FLOAT64 ? tile_rows_of<double, M>() : tile_rows_of<float, M>();
+        return SR_SUCCESS;
+    });
+    return rows;
 }
 
 // The accumulators of index rows [i0, i0 + rows) against query entries [qbegin, qend): zeroed,

@@ -132,6 +132,19 @@ size_t sr_cuda_knn_tiles_scratch_per_row(const sr_distance_inputs *in, int64_t k
     (void)in; (void)k;
     return 0;
 }
+bool sr_cuda_radius_tiles_apply(const sr_distance_inputs *in)
+{
+    (void)in;
+    return false;
+}
+sr_status sr_cuda_radius_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, const sr_keep_rule *rule,
+                                    int64_t capacity, struct sr_matrix_s **piece, int64_t *pairs)
+{
+    (void)in; (void)q0; (void)q1; (void)rule; (void)capacity;
+    *piece = NULL;
+    *pairs = 0;
+    return no_cuda();
+}
 sr_status sr_cuda_knn_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k, int64_t *idx,
                                  const sr_strided_out *dist)
 {

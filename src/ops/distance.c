@@ -392,10 +392,6 @@ sr_status sr_distance_overlap_setup(sr_distance_prep *p, struct sr_matrix_s *ind
     return sr_cpu_disjoint_order(p->in.xnorm, n, p->in.metric, (double)p->in.X->ncols, p->own_order);
 }
 
-/* queries a batch of the tile path takes at most: a progress report (and a chance to cancel) at
- * least this often, and a batch's grid of queries × tiles stays in bounds */
-static const int64_t kTileBatchCap = 16384;
-
 sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, sr_metric metric, double metric_arg,
                  int64_t *indices, const sr_dense *distances, const sr_knn_options *options)
 {
@@ -435,8 +431,8 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     if (p.tiles)
         per_row = sr_cuda_knn_tiles_scratch_per_row(&p.in, k) + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0);
     int64_t b = sr_distance_batch_rows(ctx, p.where, nq, per_row), done = 0;
-    if (p.tiles && b > kTileBatchCap)
-        b = kTileBatchCap;
+    if (p.tiles && b > SR_TILE_BATCH_CAP)
+        b = SR_TILE_BATCH_CAP;
     do
         s = knn_batches(fn, &p, k, indices, distances, b, options, &done);
     while (sr_ops_batch_shrinks(s, &b));

@@ -19,7 +19,8 @@ typedef struct sr_distance_prep {
     int overlap_mode;
     const int32_t *order;
     int32_t *own_order; /* the order of a cast index, for this call only */
-    /* device k-NN selecting as it scores (sr_cuda_knn_tiles_rows): taken, so no block of n a query */
+    /* device k-NN and radius deciding as they score (sr_cuda_knn_tiles_rows, sr_cuda_radius_tiles_rows):
+     * taken, so no block of n a query */
     bool tiles;
 } sr_distance_prep;
 
@@ -60,5 +61,9 @@ sr_status sr_distance_copy_rows_out(struct sr_context_s *ctx, const sr_dense *D,
 /* Query rows per batch so that `per_row` bytes each stay under the workspace limit (and a
  * batch's block under 1 GiB); at least 1. */
 int64_t sr_distance_batch_rows(const struct sr_context_s *ctx, sr_location where, int64_t nq, size_t per_row);
+
+/* Queries a batch of the device tiles (k-NN, radius) takes at most: a progress report (and a chance
+ * to cancel) at least this often, and a batch's grid of queries × tiles stays in bounds. */
+#define SR_TILE_BATCH_CAP ((int64_t)16384)
 
 #endif

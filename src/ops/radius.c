@@ -7,6 +7,7 @@
 #include "../core/memory.h"
 #include "../core/types.h"
 #include "../cpu/cpu.h"
+#include "../cuda/cuda.h"
 #include "../semiring/metric.h"
 #include "distance_prep.h"
 #include "multi_gpu.h"
@@ -84,12 +85,68 @@ static void free_pieces(struct sr_context_s *ctx, piece_list *list)
     sr_mem_free(ctx, SR_HOST, list->at, (size_t)list->capacity * sizeof *list->at);
 }
 
-/* Queries [*done, nq) in batches of b rows: the block's distances, then the kept ones as a piece
- * appended to the list; *done advances past each piece kept, so a retry in smaller batches
- * (sr_ops_batch_shrinks) starts where this one stopped. */
-static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double radius, bool leave_out_self,
-                             const sr_radius_options *o, int64_t b, int64_t *done, piece_list *list)
+/* A batch's pairs past the workspace: the error a single query gets, whose pairs alone do not fit. */
+static sr_status too_many_pairs(const char *fn, double radius, int64_t pairs, int64_t r0, int64_t rows, double bytes,
+                                size_t budget)
 {
+    return sr_error(SR_ERROR_OUT_OF_MEMORY,
+                    "%s: radius %g keeps %lld pairs for queries %lld..%lld (%.2f MiB), past the workspace limit "
+                    "(%.2f MiB): lower the radius, or raise the limit with sr_context_set_workspace_limit",
+                    fn, radius, (long long)pairs, (long long)r0, (long long)(r0 + rows - 1), bytes / 1048576.0,
+                    (double)budget / 1048576.0);
+}
+
+/* Device bytes a pair of the tiles' radius takes while its batch is sorted into CSR (its key and
+ * value twice, the sort's double buffer, then the piece's column and value). */
+static const size_t kTilePairBytes = 48;
+
+/* Pairs a query of the tiles' radius is first given room for, before a batch has shown how many
+ * its queries keep (then the last batch's mean, with a margin); at least kTileFloorPairs a batch. */
+static const double kTileFirstPairs = 64.0;
+static const int64_t kTileFloorPairs = (int64_t)1 << 20;
+
+/* The rows of queries [r0, r0 + rows) within the radius through the device tiles, as a piece. The
+ * pairs get room for *per_query a query (updated from what the batch kept); a batch that keeps more
+ * runs again with room for exactly what it keeps when that fits the workspace, and otherwise *b
+ * becomes a batch that should fit and the status says to retry. */
+static sr_status tile_piece(const char *fn, const sr_distance_prep *p, const sr_keep_rule *rule, double radius,
+                            int64_t r0, int64_t rows, int64_t *b, double *per_query, struct sr_matrix_s **piece)
+{
+    const size_t budget = sr_context_workspace(p->ctx, p->where);
+    const int64_t most = (int64_t)(budget / kTilePairBytes);
+    const double wanted = 1.25 * *per_query * (double)rows;
+    int64_t capacity = wanted > (double)most ? most : (int64_t)wanted;
+    if (capacity < kTileFloorPairs)
+        capacity = kTileFloorPairs < most ? kTileFloorPairs : most;
+    int64_t pairs = 0;
+    SR_TRY(sr_cuda_radius_tiles_rows(&p->in, r0, r0 + rows, rule, capacity, piece, &pairs));
+    if (*piece == NULL && pairs <= most) { /* more than guessed, but it fits: once more, with room for all */
+        /* and a margin: a value at the radius may round the other way with the atomics' order */
+        const int64_t room = pairs + pairs / 64 + 1024;
+        SR_TRY(sr_cuda_radius_tiles_rows(&p->in, r0, r0 + rows, rule, room < most ? room : most, piece, &pairs));
+    }
+    *per_query = (double)pairs / (double)rows;
+    if (*piece != NULL)
+        return SR_SUCCESS;
+    if (rows == 1)
+        return too_many_pairs(fn, radius, pairs, r0, rows, (double)pairs * (double)kTilePairBytes, budget);
+    /* the batch's share that fits, with room for queries keeping more than the batch's mean */
+    const double fits = (double)rows * (double)most / (double)pairs * 0.75;
+    *b = fits < 1.0 ? 1 : fits < (double)rows / 2 ? (int64_t)fits : rows / 2;
+    return sr_error(SR_ERROR_DEVICE_OUT_OF_MEMORY, "%s: queries %lld..%lld keep %lld pairs, past %lld; retrying "
+                    "%lld queries a batch", fn, (long long)r0, (long long)(r0 + rows - 1), (long long)pairs,
+                    (long long)most, (long long)*b);
+}
+
+/* Queries [*done, nq) in batches of *b rows: the block's distances, then the kept ones as a piece
+ * appended to the list (on the device tiles, the kept ones directly); *done advances past each
+ * piece kept, so a retry in smaller batches starts where this one stopped. The tiles lower *b
+ * themselves when a batch's pairs do not fit; sr_ops_batch_shrinks halves it on other shortages. */
+static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double radius, bool leave_out_self,
+                             const sr_radius_options *o, int64_t *batch, int64_t *done, double *per_query,
+                             piece_list *list)
+{
+    const int64_t b = *batch;
     struct sr_context_s *ctx = p->ctx;
     const int64_t nq = p->in.Q->nrows, n = p->in.X->nrows;
     const size_t es = sr_type_size(o->type), budget = sr_context_workspace(ctx, p->where);
@@ -97,7 +154,8 @@ static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double r
                          SR_KEEP_NO_SELF};
     SR_TRY(reserve_pieces(ctx, list, (nq - *done + b - 1) / b));
     void *block = NULL;
-    const size_t block_elems = p->overlap ? 0 : (size_t)b * (size_t)n; /* the overlap path keeps as it goes */
+    /* the overlap path and the tiles keep as they go */
+    const size_t block_elems = p->overlap || p->tiles ? 0 : (size_t)b * (size_t)n;
     SR_TRY(sr_mem_alloc_array(ctx, p->where, block_elems, es, &block));
     sr_status s = SR_SUCCESS;
     for (int64_t r0 = *done; s == SR_SUCCESS && r0 < nq; r0 += b) {
@@ -107,6 +165,8 @@ static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double r
         if (p->overlap) {
             s = sr_cpu_radius_overlap_rows(ctx, &p->in, p->order, p->overlap_mode, r0, r0 + rows, &rule, o->type,
                                            &piece, sr_context_threads(ctx));
+        } else if (p->tiles) {
+            s = tile_piece(fn, p, &rule, radius, r0, rows, batch, per_query, &piece);
         } else {
             const sr_strided_out out = {block, n, 1};
             s = sr_distance_rows(p, r0, r0 + rows, &out);
@@ -117,12 +177,7 @@ static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double r
         if (s == SR_SUCCESS) { /* each batch's pairs must fit where its distances did */
             const double bytes = (double)piece->nnz * (double)(sizeof(int32_t) + es);
             if (bytes > (double)budget)
-                s = sr_error(SR_ERROR_OUT_OF_MEMORY,
-                             "%s: radius %g keeps %lld pairs for queries %lld..%lld (%.2f MiB), past the workspace "
-                             "limit (%.2f MiB): lower the radius, or raise the limit with "
-                             "sr_context_set_workspace_limit",
-                             fn, radius, (long long)piece->nnz, (long long)r0, (long long)(r0 + rows - 1),
-                             bytes / 1048576.0, (double)budget / 1048576.0);
+                s = too_many_pairs(fn, radius, piece->nnz, r0, rows, bytes, budget);
         }
         if (s != SR_SUCCESS) {
             sr_matrix_destroy(piece);
@@ -160,13 +215,20 @@ sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries
         return s;
     }
     const int64_t nq = p.in.Q->nrows, n = index->nrows;
-    int64_t b = sr_distance_batch_rows(ctx, p.where, nq, (size_t)n * sr_type_size(o.type)), done = 0;
+    p.tiles = p.where == SR_DEVICE && !p.overlap && sr_cuda_radius_tiles_apply(&p.in);
+    int64_t b = p.tiles ? (nq < 1 ? 1 : nq < SR_TILE_BATCH_CAP ? nq : SR_TILE_BATCH_CAP)
+                        : sr_distance_batch_rows(ctx, p.where, nq, (size_t)n * sr_type_size(o.type));
+    int64_t done = 0;
+    double per_query = kTileFirstPairs; /* the tiles' pairs a query, as the last batch kept */
     piece_list pieces = {NULL, 0, 0};
     struct sr_matrix_s *out = NULL;
     if (n > 0)
-        do
-            s = find_pieces(fn, &p, radius, self && !o.include_self, &o, b, &done, &pieces);
-        while (sr_ops_batch_shrinks(s, &b));
+        for (;;) {
+            const int64_t tried = b;
+            s = find_pieces(fn, &p, radius, self && !o.include_self, &o, &b, &done, &per_query, &pieces);
+            if (!(s == SR_ERROR_DEVICE_OUT_OF_MEMORY && (b < tried || sr_ops_batch_shrinks(s, &b))))
+                break;
+        }
     if (s == SR_SUCCESS)
         s = stack_pieces(ctx, pieces.at, pieces.count, nq, n, o.type, p.where, &out);
     free_pieces(ctx, &pieces);
