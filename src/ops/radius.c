@@ -67,7 +67,7 @@ static sr_status reserve_pieces(struct sr_context_s *ctx, piece_list *list, int6
 {
     if (list->count + more <= list->capacity)
         return SR_SUCCESS;
-    const int64_t capacity = list->count + more;
+    const int64_t capacity = list->count + more > 2 * list->capacity ? list->count + more : 2 * list->capacity;
     struct sr_matrix_s **at = NULL;
     SR_TRY(sr_mem_alloc_array(ctx, SR_HOST, (size_t)capacity, sizeof *at, (void **)&at));
     if (list->count > 0)
@@ -104,6 +104,7 @@ static const size_t kTilePairBytes = 48;
  * its queries keep (then the last batch's mean, with a margin); at least kTileFloorPairs a batch. */
 static const double kTileFirstPairs = 64.0;
 static const int64_t kTileFloorPairs = (int64_t)1 << 20;
+static const int64_t kTileFirstBatch = 1024;
 
 /* The rows of queries [r0, r0 + rows) within the radius through the device tiles, as a piece. The
  * pairs get room for *per_query a query (updated from what the batch kept); a batch that keeps more
@@ -114,10 +115,11 @@ static sr_status tile_piece(const char *fn, const sr_distance_prep *p, const sr_
 {
     const size_t budget = sr_context_workspace(p->ctx, p->where);
     const int64_t most = (int64_t)(budget / kTilePairBytes);
-    const double wanted = 1.25 * *per_query * (double)rows;
-    int64_t capacity = wanted > (double)most ? most : (int64_t)wanted;
-    if (capacity < kTileFloorPairs)
-        capacity = kTileFloorPairs < most ? kTileFloorPairs : most;
+    const double possible = (double)rows * (double)p->in.X->nrows; /* every pair */
+    double wanted = 1.25 * *per_query * (double)rows;
+    wanted = wanted < (double)kTileFloorPairs ? (double)kTileFloorPairs : wanted;
+    wanted = wanted < possible ? wanted : possible;
+    const int64_t capacity = wanted > (double)most ? most : (int64_t)wanted;
     int64_t pairs = 0;
     SR_TRY(sr_cuda_radius_tiles_rows(&p->in, r0, r0 + rows, rule, capacity, piece, &pairs));
     if (*piece == NULL && pairs <= most) { /* more than guessed, but it fits: once more, with room for all */
@@ -126,8 +128,12 @@ static sr_status tile_piece(const char *fn, const sr_distance_prep *p, const sr_
         SR_TRY(sr_cuda_radius_tiles_rows(&p->in, r0, r0 + rows, rule, room < most ? room : most, piece, &pairs));
     }
     *per_query = (double)pairs / (double)rows;
-    if (*piece != NULL)
+    if (*piece != NULL) { /* the next batch: up to 4 times as many queries, as many as the workspace holds */
+        const double next = (double)(rows * 4 < SR_TILE_BATCH_CAP ? rows * 4 : SR_TILE_BATCH_CAP),
+                     fit = (double)most / (1.25 * (*per_query > 1.0 ? *per_query : 1.0));
+        *b = (int64_t)(next < fit ? next : fit > 1.0 ? fit : 1.0);
         return SR_SUCCESS;
+    }
     if (rows == 1)
         return too_many_pairs(fn, radius, pairs, r0, rows, (double)pairs * (double)kTilePairBytes, budget);
     /* the batch's share that fits, with room for queries keeping more than the batch's mean */
@@ -146,7 +152,7 @@ static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double r
                              const sr_radius_options *o, int64_t *batch, int64_t *done, double *per_query,
                              piece_list *list)
 {
-    const int64_t b = *batch;
+    const int64_t b = *batch; /* the tiles may change *batch from one batch to the next */
     struct sr_context_s *ctx = p->ctx;
     const int64_t nq = p->in.Q->nrows, n = p->in.X->nrows;
     const size_t es = sr_type_size(o->type), budget = sr_context_workspace(ctx, p->where);
@@ -158,8 +164,11 @@ static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double r
     const size_t block_elems = p->overlap || p->tiles ? 0 : (size_t)b * (size_t)n;
     SR_TRY(sr_mem_alloc_array(ctx, p->where, block_elems, es, &block));
     sr_status s = SR_SUCCESS;
-    for (int64_t r0 = *done; s == SR_SUCCESS && r0 < nq; r0 += b) {
-        const int64_t rows = nq - r0 < b ? nq - r0 : b;
+    for (int64_t r0 = *done, rows = 0; s == SR_SUCCESS && r0 < nq; r0 += rows) {
+        rows = nq - r0 < *batch ? nq - r0 : *batch;
+        s = reserve_pieces(ctx, list, 1);
+        if (s != SR_SUCCESS)
+            break;
         rule.self_offset = leave_out_self ? r0 : SR_KEEP_NO_SELF;
         struct sr_matrix_s *piece = NULL;
         if (p->overlap) {
@@ -216,7 +225,9 @@ sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries
     }
     const int64_t nq = p.in.Q->nrows, n = index->nrows;
     p.tiles = p.where == SR_DEVICE && !p.overlap && sr_cuda_radius_tiles_apply(&p.in);
-    int64_t b = p.tiles ? (nq < 1 ? 1 : nq < SR_TILE_BATCH_CAP ? nq : SR_TILE_BATCH_CAP)
+    /* the tiles' first batch is small: it shows how many pairs a query keeps before a large one
+     * is given room for them (tile_piece then grows the batches) */
+    int64_t b = p.tiles ? (nq < 1 ? 1 : nq < kTileFirstBatch ? nq : kTileFirstBatch)
                         : sr_distance_batch_rows(ctx, p.where, nq, (size_t)n * sr_type_size(o.type));
     int64_t done = 0;
     double per_query = kTileFirstPairs; /* the tiles' pairs a query, as the last batch kept */
