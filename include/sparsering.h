@@ -547,9 +547,11 @@ sr_status sr_knn_graph(sr_context ctx, sr_matrix X, int64_t k, sr_metric metric,
  * column i unless include_self (only that entry: equal rows stay). Distance graphs hold the
  * distances (explicit zeros kept) in `type`; connectivity graphs are bool. Built batch by batch
  * under sr_knn's memory bounds; R lives where the index lives, columns sorted in each row. The
- * result's size is not known in advance: when one batch's pairs (4 + value bytes each) pass the
- * context's workspace limit, the call stops with SR_ERROR_OUT_OF_MEMORY and says how many that
- * batch kept; lower the radius or raise the limit. */
+ * result's size is not known in advance: on the host, when one batch's pairs (4 + value bytes
+ * each) pass the context's workspace limit, the call stops with SR_ERROR_OUT_OF_MEMORY and says
+ * how many that batch kept; on the device (which keeps pairs as it scores, 48 bytes each while a
+ * batch is sorted) a batch that does not fit is retried in fewer queries, and only a single query
+ * whose pairs pass the limit stops the call so. Lower the radius or raise the limit. */
 typedef struct sr_radius_options {
     sr_graph_mode mode;        /* default SR_GRAPH_DISTANCE */
     bool include_self;         /* queries NULL only; default false */

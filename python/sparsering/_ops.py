@@ -377,7 +377,8 @@ def radius_neighbors_graph(X, radius, mode="connectivity", metric="minkowski", p
     csr_matrix, 1.0 (connectivity) or the distance (mode="distance"; explicit zeros for equal
     rows are kept) per pair; include_self=False leaves out each row's own entry (only that one).
     inner_product, a similarity, keeps the pairs at least `radius`. Built in batches; a batch
-    whose pairs would not fit the workspace limit raises OutOfMemoryError. n_jobs is ignored.
+    whose pairs would not fit the workspace limit raises OutOfMemoryError (on the GPU, batches are
+    retried smaller first: only a single query's pairs can). n_jobs is ignored.
     output_type as in kneighbors_graph."""
     if metric_params and "p" in metric_params:
         p = metric_params["p"]
