@@ -279,6 +279,25 @@ sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring
 sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr_matrix A, sr_matrix B,
                  const sr_descriptor *desc);
 
+/* Products left in row blocks. On a context spanning several GPUs, sr_mxm puts the GPUs' row
+ * blocks of C together on the first GPU (on R-MAT 20's A·A half of C, 14 GB, crosses NVLink: a fifth
+ * of the call). sr_mxm_row_blocks leaves them where they were made: block g holds rows
+ * [first_row, first_row + its rows) of C = A ⊕.⊗ B as a CSR matrix on GPU devices[g], cut as
+ * sr_mxm cuts A (the context's partition). Calls on a block go through that GPU's own context,
+ * sr_row_blocks_context(C, g) (owned by ctx; it lives as long as ctx). On any other context (one
+ * GPU, the host) there is one block, the whole product where sr_mxm would put it, and its context
+ * is ctx. No mask, accumulate or transpose: sr_mxm has them. */
+typedef struct sr_row_blocks_s *sr_row_blocks;
+sr_status sr_mxm_row_blocks(sr_context ctx, sr_row_blocks *C, sr_semiring s, sr_matrix A, sr_matrix B);
+int sr_row_blocks_count(sr_row_blocks C); /* 0 for NULL */
+/* Block g, borrowed (C owns it until sr_row_blocks_free: do not free it), and the first row of C it holds. */
+sr_status sr_row_blocks_get(sr_row_blocks C, int g, sr_matrix *block, int64_t *first_row);
+/* The context whose device holds block g (NULL when g is out of range). */
+sr_context sr_row_blocks_context(sr_row_blocks C, int g);
+/* The blocks one under the other as one new matrix where sr_mxm would have put C (C is unchanged). */
+sr_status sr_row_blocks_gather(sr_row_blocks C, sr_matrix *out);
+sr_status sr_row_blocks_free(sr_row_blocks C); /* NULL is allowed */
+
 /* SpMV plans. PageRank, CG and GNN layers call SpMV hundreds of times on one matrix;
  * sr_spmv_plan analyses A once for them. It ranks A's columns by how many entries they hold and
  * gives the x values of the first ones a place in fast memory: on the GPU, each block's shared

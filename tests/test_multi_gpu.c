@@ -440,6 +440,50 @@ static void mxm_case(sr_context multi, const test_csr *A, const test_csr *B, sr_
     sr_matrix_free(Bn);
 }
 
+/* The product left in row blocks: one a GPU, each on its own GPU, their rows those of sr_mxm's
+ * product on the same context (the same blocks; a float sum may round otherwise from run to run),
+ * and gathered again. */
+static void row_blocks_case(sr_context multi, const test_csr *A, const test_csr *B, sr_semiring s, const char *what)
+{
+    const double rel = s == SR_PLUS_TIMES ? 1e-13 : 0;
+    sr_matrix An = device_matrix(multi, A), Bn = device_matrix(multi, B), Cn = NULL, G = NULL;
+    sr_row_blocks R = NULL;
+    CHECK_OK(sr_mxm(multi, &Cn, NULL, s, An, Bn, NULL));
+    CHECK_OK(sr_mxm_row_blocks(multi, &R, s, An, Bn));
+    CHECK(sr_row_blocks_count(R) == 2, "%s: %d row blocks, expected 2", what, sr_row_blocks_count(R));
+    int64_t expect_row = 0;
+    for (int g = 0; g < sr_row_blocks_count(R); g++) {
+        sr_matrix block = NULL, want = NULL;
+        int64_t first = -1;
+        CHECK_OK(sr_row_blocks_get(R, g, &block, &first));
+        sr_matrix_info bi;
+        CHECK_OK(sr_matrix_get_info(block, &bi));
+        CHECK(first == expect_row, "%s: block %d starts at row %lld, expected %lld", what, g, (long long)first,
+              (long long)expect_row);
+        CHECK(bi.location == SR_DEVICE && bi.device == g, "%s: block %d lives on device %d", what, g, bi.device);
+        /* the block through its own GPU's context, against the same rows of the gathered product */
+        sr_matrix host_block = NULL;
+        CHECK_OK(sr_matrix_copy_to(sr_row_blocks_context(R, g), block, SR_HOST, &host_block));
+        CHECK_OK(sr_extract(multi, &want, Cn, first, 0, bi.nrows, bi.ncols));
+        sr_matrix host_want = NULL;
+        CHECK_OK(sr_matrix_copy_to(multi, want, SR_HOST, &host_want));
+        matrices_close(host_want, host_block, rel, what);
+        expect_row += bi.nrows;
+        sr_matrix_free(host_block);
+        sr_matrix_free(host_want);
+        sr_matrix_free(want);
+    }
+    CHECK(expect_row == A->nrows, "%s: the blocks hold %lld rows of %lld", what, (long long)expect_row,
+          (long long)A->nrows);
+    CHECK_OK(sr_row_blocks_gather(R, &G));
+    matrices_close(Cn, G, rel, what);
+    CHECK_OK(sr_row_blocks_free(R));
+    sr_matrix_free(G);
+    sr_matrix_free(Cn);
+    sr_matrix_free(An);
+    sr_matrix_free(Bn);
+}
+
 static void check_mxm(void)
 {
     test_csr A = test_random_csr(4000, 3000, 12, SR_TYPE_FLOAT64);
@@ -450,6 +494,9 @@ static void check_mxm(void)
     mxm_case(many, &G, &G, SR_OR_AND, "G·G or_and");
     test_csr T = test_random_csr(1, 3000, 40, SR_TYPE_FLOAT64); /* one row: a GPU without any */
     mxm_case(many, &T, &B, SR_PLUS_TIMES, "one row");
+    row_blocks_case(many, &A, &B, SR_PLUS_TIMES, "row blocks, A·B plus_times");
+    row_blocks_case(many_rows, &G, &G, SR_OR_AND, "row blocks, G·G or_and, rows");
+    row_blocks_case(many, &T, &B, SR_PLUS_TIMES, "row blocks, one row");
     test_csr_free(&A);
     test_csr_free(&B);
     test_csr_free(&G);

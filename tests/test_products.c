@@ -323,8 +323,43 @@ static void test_errors(void)
     test_csr_free(&b);
 }
 
+/* Off a context spanning several GPUs, sr_mxm_row_blocks gives one block: sr_mxm's product, on
+ * ctx, gathered into a copy of itself; and its arguments are checked as sr_mxm's. */
+static void check_row_blocks(void)
+{
+    test_csr a = test_random_csr(60, 40, 5, SR_TYPE_FLOAT64), b = test_random_csr(40, 50, 4, SR_TYPE_FLOAT64);
+    sr_matrix A = place(&a), B = place(&b), C = NULL, G = NULL, block = NULL;
+    sr_row_blocks R = NULL;
+    CHECK_OK(sr_mxm(ctx, &C, NULL, SR_PLUS_TIMES, A, B, NULL));
+    CHECK_OK(sr_mxm_row_blocks(ctx, &R, SR_PLUS_TIMES, A, B));
+    CHECK(sr_row_blocks_count(R) == 1, "%d row blocks on one device, expected 1", sr_row_blocks_count(R));
+    int64_t first = -1;
+    CHECK_OK(sr_row_blocks_get(R, 0, &block, &first));
+    CHECK(first == 0 && sr_row_blocks_context(R, 0) == ctx && sr_row_blocks_context(R, 1) == NULL,
+          "the one block starts at row %lld, or its context is not the call's", (long long)first);
+    bool same = false;
+    CHECK_OK(sr_matrix_equal(ctx, block, C, &same));
+    CHECK(same, "the one row block differs from sr_mxm's product");
+    CHECK_OK(sr_row_blocks_gather(R, &G));
+    CHECK_OK(sr_matrix_equal(ctx, G, C, &same));
+    CHECK(same, "the gathered row blocks differ from sr_mxm's product");
+    CHECK_FAILS(sr_row_blocks_get(R, 1, &block, &first), SR_ERROR_INVALID_ARGUMENT, "block 1 of 1");
+    CHECK_OK(sr_row_blocks_free(R));
+    R = NULL;
+    CHECK_FAILS(sr_mxm_row_blocks(ctx, &R, SR_PLUS_TIMES, B, B), SR_ERROR_INVALID_ARGUMENT, "has 40 rows");
+    CHECK(R == NULL && sr_row_blocks_count(R) == 0, "a failed call left row blocks");
+    CHECK_OK(sr_row_blocks_free(NULL));
+    sr_matrix_free(G);
+    sr_matrix_free(C);
+    sr_matrix_free(A);
+    sr_matrix_free(B);
+    test_csr_free(&a);
+    test_csr_free(&b);
+}
+
 static void run_all(void)
 {
+    check_row_blocks();
     const sr_type types[] = {SR_TYPE_BOOL, SR_TYPE_INT32, SR_TYPE_FLOAT32, SR_TYPE_FLOAT64};
     test_errors();
     for (int si = 0; si < SR_SEMIRING_COUNT; si++)

@@ -24,8 +24,9 @@ from ._boolean import (QueryStats, bits_count, bits_from_matrix, bits_or, cfpq, 
                        kronecker, labeled_graphs_from_networkx, matrix_from_bits, mxm_bits, pack_bits, reachability, read_labeled_graph, reduce_rows,
                        transitive_closure, unpack_bits)
 from ._matrix import BooleanMatrix, Context, Matrix, as_matrix, default_context, set_default_context
-from ._ops import (METRICS, SEMIRINGS, kneighbors, kneighbors_graph, mxm, pairwise_distances, radius_neighbors,
-                   radius_neighbors_graph, spmm, spmv, SpmvPlan, spmv_plan, spmv_plan_free)
+from ._ops import (METRICS, SEMIRINGS, RowBlocks, kneighbors, kneighbors_graph, mxm, mxm_row_blocks,
+                   pairwise_distances, radius_neighbors, radius_neighbors_graph, spmm, spmv, SpmvPlan, spmv_plan,
+                   spmv_plan_free)
 from ._pagerank import PageRankInfo, pagerank
 from ._regression import SolverResult, fused_pattern, logistic_regression, ridge
 from ._sddmm import Factorization, factorize, sddmm, sddmm_spmm, sddmm_values
@@ -49,5 +50,5 @@ __all__ = ["PageRankInfo", "pagerank", "SpmvPlan", "spmv_plan", "spmv_plan_free"
            "InternalError", "InvalidArgumentError", "InvalidMatrixError", "METRICS", "Matrix", "NearestNeighbors",
            "NoDeviceError", "OutOfMemoryError", "ParseError", "SEMIRINGS", "SizeOverflowError", "SparseringError",
            "UnsupportedError", "as_matrix", "default_context", "kneighbors", "kneighbors_graph", "library_version", "mxm",
-           "pairwise_distances", "radius_neighbors", "radius_neighbors_graph", "read_mm", "set_default_context", "spmm",
+           "mxm_row_blocks", "RowBlocks", "pairwise_distances", "radius_neighbors", "radius_neighbors_graph", "read_mm", "set_default_context", "spmm",
            "spmv"]

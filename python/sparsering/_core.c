@@ -340,13 +340,12 @@ static PyObject *matrix_info(MatrixObject *self, PyObject *unused)
                          (int)i.location, i.device);
 }
 
-/* export_csr(indptr_out, indices_out, values_out or None): host arrays, or device arrays. */
-static PyObject *matrix_export_csr(MatrixObject *self, PyObject *args)
+/* m's CSR arrays into indptr, indices and values (or None): host arrays, or device arrays, copied
+ * through ctx. */
+static PyObject *export_csr_into(sr_context ctx, sr_matrix m, PyObject *indptr, PyObject *indices, PyObject *values)
 {
     Py_buffer p = {0}, c = {0}, v = {0};
-    PyObject *indptr, *indices, *values = NULL, *result = NULL;
-    if (!PyArg_ParseTuple(args, "OOO", &indptr, &indices, &values))
-        return NULL;
+    PyObject *result = NULL;
     sr_matrix_info i;
     int want_values = values != Py_None;
     sr_location where[3] = {SR_HOST, SR_HOST, SR_HOST};
@@ -355,13 +354,12 @@ static PyObject *matrix_export_csr(MatrixObject *self, PyObject *args)
         (want_values && get_array(values, &v, 1, PyBUF_C_CONTIGUOUS, &where[2])) ||
         same_place(where, want_values ? 3 : 2, "export_csr"))
         goto done;
-    if (info_of(self->m, &i) || check_bytes(&p, (size_t)(i.nrows + 1) * 8, "indptr") ||
+    if (info_of(m, &i) || check_bytes(&p, (size_t)(i.nrows + 1) * 8, "indptr") ||
         check_bytes(&c, (size_t)i.nnz * 4, "indices") ||
         (want_values && check_bytes(&v, (size_t)i.nnz * sr_type_size(i.type), "values")))
         goto done;
     sr_status s;
-    Py_BEGIN_ALLOW_THREADS s = sr_matrix_export_csr(((ContextObject *)self->context)->ctx, self->m, p.buf, c.buf,
-                                                    want_values ? v.buf : NULL, where[0]);
+    Py_BEGIN_ALLOW_THREADS s = sr_matrix_export_csr(ctx, m, p.buf, c.buf, want_values ? v.buf : NULL, where[0]);
     Py_END_ALLOW_THREADS if (s != SR_SUCCESS) raise_status(s);
     else
     {
@@ -373,6 +371,15 @@ done:
     release_buffer(&c);
     release_buffer(&v);
     return result;
+}
+
+/* export_csr(indptr_out, indices_out, values_out or None): host arrays, or device arrays. */
+static PyObject *matrix_export_csr(MatrixObject *self, PyObject *args)
+{
+    PyObject *indptr, *indices, *values;
+    if (!PyArg_ParseTuple(args, "OOO", &indptr, &indices, &values))
+        return NULL;
+    return export_csr_into(((ContextObject *)self->context)->ctx, self->m, indptr, indices, values);
 }
 
 /* export_dense(out, layout): every element, host. */
@@ -1017,6 +1024,86 @@ static PyObject *binary(PyObject *mod, PyObject *args)
     return wrap_matrix(context, C);
 }
 
+/* ------------------------------------------------------------------ row blocks (sr_mxm_row_blocks) */
+
+static const char *kRowBlocks = "sparsering.row_blocks";
+
+static void row_blocks_destroy(PyObject *capsule) { sr_row_blocks_free(PyCapsule_GetPointer(capsule, kRowBlocks)); }
+
+/* mxm_row_blocks(ctx, A, B, semiring) -> a capsule owning the blocks */
+static PyObject *mxm_row_blocks(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *a, *b;
+    int semiring;
+    if (!PyArg_ParseTuple(args, "OOOi", &context, &a, &b, &semiring))
+        return NULL;
+    sr_context ctx = ctx_of(context);
+    sr_matrix A, B;
+    if (!ctx || matrix_arg(a, &A, 0, "A") || matrix_arg(b, &B, 0, "B"))
+        return NULL;
+    sr_row_blocks R = NULL;
+    TRY(sr_mxm_row_blocks(ctx, &R, (sr_semiring)semiring, A, B));
+    PyObject *capsule = PyCapsule_New(R, kRowBlocks, row_blocks_destroy);
+    if (!capsule)
+        sr_row_blocks_free(R);
+    return capsule;
+}
+
+/* row_blocks_info(capsule) -> [(first_row, nrows, ncols, nnz, type, location, device), ...] */
+static PyObject *row_blocks_info(PyObject *mod, PyObject *capsule)
+{
+    (void)mod;
+    sr_row_blocks R = PyCapsule_GetPointer(capsule, kRowBlocks);
+    if (!R)
+        return NULL;
+    PyObject *out = PyList_New(sr_row_blocks_count(R));
+    for (int g = 0; out && g < sr_row_blocks_count(R); g++) {
+        sr_matrix block;
+        int64_t first;
+        sr_matrix_info i;
+        if (sr_row_blocks_get(R, g, &block, &first) != SR_SUCCESS || info_of(block, &i)) {
+            Py_DECREF(out);
+            return PyErr_Occurred() ? NULL : raise_status(SR_ERROR_INTERNAL);
+        }
+        PyList_SET_ITEM(out, g, Py_BuildValue("(LLLLiii)", (long long)first, (long long)i.nrows, (long long)i.ncols,
+                                              (long long)i.nnz, (int)i.type, (int)i.location, i.device));
+    }
+    return out;
+}
+
+/* row_blocks_export_csr(capsule, g, indptr, indices, values or None): block g into host (or its
+ * GPU's) arrays, through its own GPU's context */
+static PyObject *row_blocks_export_csr(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *capsule, *indptr, *indices, *values;
+    int g;
+    if (!PyArg_ParseTuple(args, "OiOOO", &capsule, &g, &indptr, &indices, &values))
+        return NULL;
+    sr_row_blocks R = PyCapsule_GetPointer(capsule, kRowBlocks);
+    if (!R)
+        return NULL;
+    sr_matrix block;
+    TRY(sr_row_blocks_get(R, g, &block, NULL));
+    return export_csr_into(sr_row_blocks_context(R, g), block, indptr, indices, values);
+}
+
+/* row_blocks_gather(ctx, capsule) -> Matrix (where sr_mxm would have put the product) */
+static PyObject *row_blocks_gather(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *context, *capsule;
+    if (!PyArg_ParseTuple(args, "OO", &context, &capsule))
+        return NULL;
+    sr_row_blocks R = PyCapsule_GetPointer(capsule, kRowBlocks);
+    if (!R || !ctx_of(context))
+        return NULL;
+    sr_matrix C = NULL;
+    TRY(sr_row_blocks_gather(R, &C));
+    return wrap_matrix(context, C);
+}
+
 /* extract(ctx, A, row0, col0, nrows, ncols) -> Matrix */
 static PyObject *extract(PyObject *mod, PyObject *args)
 {
@@ -1604,6 +1691,12 @@ static PyMethodDef module_methods[] = {
      "fused_pattern(ctx, form, w, alpha, X_or_None, X_dense_or_None, v_or_None, y, beta, z_or_None)"},
     {"solve", solve, METH_VARARGS,
      "solve(ctx, kind, X, y, w, lambda_or_C, tolerance, max_iterations, fit_intercept, callback) -> (b, steps)"},
+    {"mxm_row_blocks", mxm_row_blocks, METH_VARARGS, "mxm_row_blocks(ctx, A, B, semiring) -> row blocks"},
+    {"row_blocks_info", row_blocks_info, METH_O, "row_blocks_info(blocks) -> [(first_row, nrows, ncols, nnz, type, "
+                                                 "location, device)]"},
+    {"row_blocks_export_csr", row_blocks_export_csr, METH_VARARGS,
+     "row_blocks_export_csr(blocks, g, indptr, indices, values or None)"},
+    {"row_blocks_gather", row_blocks_gather, METH_VARARGS, "row_blocks_gather(ctx, blocks) -> Matrix"},
     {"extract", extract, METH_VARARGS, "extract(ctx, A, row0, col0, nrows, ncols)"},
     {"reduce_rows", reduce_rows, METH_VARARGS, "reduce_rows(ctx, A, semiring)"},
     {"spmv_plan", spmv_plan, METH_VARARGS, "spmv_plan(ctx, A, drop) -> info tuple, or None with drop"},

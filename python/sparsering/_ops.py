@@ -2,6 +2,7 @@
 from collections import namedtuple
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import _core, _device
 from ._matrix import (BOOL, COL_MAJOR, FLOAT32, FLOAT64, ROW_MAJOR, Matrix, _context, as_matrix, numpy_dtype,
@@ -234,6 +235,67 @@ def mxm(A, B, semiring="plus_times", *, mask=None, complement=False, transpose_b
     h = _core.binary(ctx._ctx, 0, A._h, B._h, s, _mask(mask, ctx, A), acc, complement, transpose_b)
     C = Matrix._wrap(h, ctx)
     return C if keep else C.to_device_csr(kind) if kind else C.to_scipy()
+
+
+class RowBlocks:
+    """C = A ⊕.⊗ B left in row blocks where the GPUs made it (mxm_row_blocks): on a context over
+    several GPUs, block g holds rows [first_rows[g], first_rows[g] + its rows) on GPU g, so the
+    product's second half never crosses to the first GPU; elsewhere one block, the whole product.
+    block(g) and to_scipy() copy each block to the host from its own GPU; gather() puts the blocks
+    together where mxm would (a Matrix)."""
+
+    def __init__(self, capsule, ctx, shape):
+        self._blocks, self._ctx, self.shape = capsule, ctx, shape
+        self._info = _core.row_blocks_info(capsule)
+
+    def __len__(self):
+        return len(self._info)
+
+    @property
+    def first_rows(self):
+        """The first row of C each block holds."""
+        return [i[0] for i in self._info]
+
+    @property
+    def nnz(self):
+        return sum(i[3] for i in self._info)
+
+    @property
+    def devices(self):
+        """The CUDA device each block lives on (-1: the host)."""
+        return [i[6] if i[5] else -1 for i in self._info]
+
+    def block(self, g):
+        """Block g as a scipy csr_matrix of its rows (bool blocks give True at every entry)."""
+        _, nrows, ncols, nnz, t, _, _ = self._info[g]
+        indptr, indices = np.empty(nrows + 1, dtype=np.int64), np.empty(nnz, dtype=np.int32)
+        values = None if t == BOOL else np.empty(nnz, dtype=numpy_dtype(t))
+        _core.row_blocks_export_csr(self._blocks, g, indptr, indices, values)
+        if values is None:
+            values = np.ones(nnz, dtype=np.bool_)
+        return sp.csr_matrix((values, indices, indptr), shape=(nrows, ncols))
+
+    def to_scipy(self):
+        """The whole product as a scipy csr_matrix, the blocks stacked on the host."""
+        return sp.vstack([self.block(g) for g in range(len(self))], format="csr")
+
+    def gather(self):
+        """The blocks one under the other as one Matrix, where mxm would have put the product."""
+        return Matrix._wrap(_core.row_blocks_gather(self._ctx._ctx, self._blocks), self._ctx)
+
+    def __repr__(self):
+        return f"<sparsering.RowBlocks {self.shape[0]}x{self.shape[1]}, {self.nnz} entries in {len(self)} blocks>"
+
+
+def mxm_row_blocks(A, B, semiring="plus_times", *, context=None):
+    """C = A ⊕.⊗ B (SpGEMM) left in row blocks, one a GPU of a context over several GPUs (cut as
+    mxm cuts A), instead of gathered on the first GPU: a RowBlocks. On any other context there is
+    one block. No mask, accumulate or transpose (mxm has them)."""
+    ctx = _ctx_for(A, context)
+    kind = _device_kind(A, B)
+    A = as_matrix(A, ctx, None, "device" if kind else None)
+    B = as_matrix(B, ctx, A.dtype, A.location)  # B is taken in A's value type
+    return RowBlocks(_core.mxm_row_blocks(ctx._ctx, A._h, B._h, semiring_id(semiring)), ctx, (A.shape[0], B.shape[1]))
 
 
 def _metric(metric, p):

@@ -57,3 +57,19 @@ def test_sddmm_and_mxm_equal_one_gpu():
     Cn = sr.mxm(M, M, context=many)
     C1, Cn = (c.to_scipy() if hasattr(c, "to_scipy") else c for c in (C1, Cn))
     assert (abs(C1 - Cn) > 1e-12 * abs(C1).max()).nnz == 0
+
+
+def test_mxm_row_blocks_stay_on_their_gpus():
+    one, many = _contexts()
+    rng = np.random.default_rng(7)
+    M = sp.random(3000, 3000, density=0.003, format="csr", random_state=rng, dtype=np.float64)
+    C = sr.mxm(M, M, context=one)
+    R = sr.mxm_row_blocks(sr.Matrix(M, context=many, location="device"), M, context=many)
+    assert len(R) == 2 and R.devices == [0, 1] and R.first_rows[0] == 0 and R.nnz == C.nnz
+    for g, first in enumerate(R.first_rows):
+        block = R.block(g)
+        want = C[first:first + block.shape[0]]
+        assert (abs(block - want) > 1e-12 * abs(C).max()).nnz == 0
+    assert (abs(R.to_scipy() - C) > 1e-12 * abs(C).max()).nnz == 0
+    G = R.gather()
+    assert G.location == "device" and (abs(G.to_scipy() - C) > 1e-12 * abs(C).max()).nnz == 0

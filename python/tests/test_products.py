@@ -116,3 +116,16 @@ def test_graph_from_shared_data(ctx):
     M = sr.read_mm(path, dtype=np.float64, context=ctx)
     A = M.to_scipy()
     np.testing.assert_allclose(sr.mxm(M, M, context=ctx).to_scipy().toarray(), (A @ A).toarray(), rtol=1e-12)
+
+
+def test_mxm_row_blocks_one_block(ctx, rng):
+    """Off a context over several GPUs the product is one block: mxm's, stacked and gathered alike."""
+    A, B = random_csr(rng, 120, 80, 0.05), random_csr(rng, 80, 90, 0.05)
+    C = sr.mxm(A, B, context=ctx)
+    R = sr.mxm_row_blocks(A, B, context=ctx)
+    assert len(R) == 1 and R.first_rows == [0] and R.shape == (120, 90) and R.nnz == C.nnz
+    assert R.devices == ([0] if ctx.on_device else [-1])
+    assert abs(R.to_scipy() - C).max() == 0 and abs(R.block(0) - C).max() == 0
+    assert abs(R.gather().to_scipy() - C).max() == 0
+    with pytest.raises(sr.InvalidArgumentError, match="rows"):
+        sr.mxm_row_blocks(B, B, context=ctx)

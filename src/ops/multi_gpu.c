@@ -665,23 +665,23 @@ static sr_status mxm_on_gpu(int g, void *arg)
     return sr_mxm(j->ctx->peers[g], &j->C[g], NULL, j->s, j->A[g], (struct sr_matrix_s *)j->B[g], NULL);
 }
 
-/* *C on the first GPU = the GPUs' row blocks one under the other. */
-static sr_status stack_rows(struct sr_context_s *ctx, mxm_job *j, const int64_t *row0, int64_t nrows, int64_t ncols,
-                            struct sr_matrix_s **C)
+/* *C on the first GPU = the GPUs' row blocks one under the other (block g: rows [row0[g], row0[g+1])). */
+static sr_status stack_rows(struct sr_context_s *ctx, struct sr_matrix_s *const *parts, const int64_t *row0,
+                            int64_t nrows, int64_t ncols, struct sr_matrix_s **C)
 {
     const int n = ctx->ndevices;
-    const sr_type type = j->C[0]->type;
+    const sr_type type = parts[0]->type;
     const size_t vs = type == SR_TYPE_BOOL ? 0 : sr_type_size(type);
     int64_t start[SR_MAX_DEVICES + 1] = {0};
     for (int g = 0; g < n; g++)
-        start[g + 1] = start[g] + j->C[g]->nnz;
+        start[g + 1] = start[g] + parts[g]->nnz;
     struct sr_matrix_s *T = NULL;
     SR_TRY(sr_matrix_alloc(ctx, nrows, ncols, start[n], type, SR_DEVICE, &T));
     sr_status s = settle(ctx);
     sr_cuda_move moves[3 * SR_MAX_DEVICES];
     int m = 0;
     for (int g = 0; g < n; g++) {
-        const struct sr_matrix_s *P = j->C[g];
+        const struct sr_matrix_s *P = parts[g];
         moves[m++] = (sr_cuda_move){g, 0, P->rowptr, T->rowptr + row0[g], (size_t)P->nrows * sizeof(int64_t)};
         moves[m++] = (sr_cuda_move){g, 0, P->colind, T->colind + start[g], (size_t)P->nnz * sizeof(int32_t)};
         if (vs)
@@ -702,12 +702,13 @@ static sr_status stack_rows(struct sr_context_s *ctx, mxm_job *j, const int64_t 
     return SR_SUCCESS;
 }
 
-static sr_status spread_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
-                            sr_semiring s, struct sr_matrix_s **C)
+/* parts[g] (on GPU g) = rows [row0[g], row0[g+1]) of A ⊕.⊗ B: A's row blocks, B on every GPU. */
+static sr_status spread_mxm_parts(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                                  sr_semiring s, struct sr_matrix_s **parts, int64_t *row0)
 {
     const int n = ctx->ndevices;
     const size_t ptr_bytes = sr_matrix_rowptr_bytes(A);
-    int64_t *rowptr = NULL, *flops = NULL, row0[SR_MAX_DEVICES + 1];
+    int64_t *rowptr = NULL, *flops = NULL;
     mxm_job j = {ctx, s, {NULL}, {NULL}, {NULL}};
     struct sr_matrix_s *copies[SR_MAX_DEVICES] = {NULL};
     sr_status st = host_rowptr(ctx, (struct sr_matrix_s *)A, &rowptr);
@@ -726,13 +727,25 @@ static sr_status spread_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *
         j.B[g] = g == 0 ? B : copies[g];
     if (st == SR_SUCCESS)
         st = on_every_gpu(ctx, mxm_on_gpu, &j);
-    if (st == SR_SUCCESS)
-        st = stack_rows(ctx, &j, row0, A->nrows, B->ncols, C);
-    free_all(j.C, n);
+    for (int g = 0; g < n; g++)
+        parts[g] = st == SR_SUCCESS ? j.C[g] : NULL;
+    if (st != SR_SUCCESS)
+        free_all(j.C, n);
     free_all(j.A, n);
     free_all(copies, n);
     sr_mem_free(ctx, SR_HOST, rowptr, ptr_bytes);
     sr_mem_free(ctx, SR_HOST, flops, ptr_bytes);
+    return st;
+}
+
+static sr_status spread_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                            sr_semiring s, struct sr_matrix_s **C)
+{
+    struct sr_matrix_s *parts[SR_MAX_DEVICES] = {NULL};
+    int64_t row0[SR_MAX_DEVICES + 1];
+    SR_TRY(spread_mxm_parts(ctx, A, B, s, parts, row0));
+    const sr_status st = stack_rows(ctx, parts, row0, A->nrows, B->ncols, C);
+    free_all(parts, ctx->ndevices);
     return st;
 }
 
@@ -772,4 +785,16 @@ sr_status sr_multi_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
                        sr_semiring s, struct sr_matrix_s **C)
 {
     ONE_AT_A_TIME(ctx, spread_mxm(ctx, A, B, s, C));
+}
+
+sr_status sr_multi_mxm_parts(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                             sr_semiring s, struct sr_matrix_s **parts, int64_t *row0)
+{
+    ONE_AT_A_TIME(ctx, spread_mxm_parts(ctx, A, B, s, parts, row0));
+}
+
+sr_status sr_multi_stack_rows(struct sr_context_s *ctx, struct sr_matrix_s *const *parts, const int64_t *row0,
+                              int64_t nrows, int64_t ncols, struct sr_matrix_s **C)
+{
+    ONE_AT_A_TIME(ctx, stack_rows(ctx, parts, row0, nrows, ncols, C));
 }

@@ -34,5 +34,12 @@ sr_status sr_multi_sddmm(struct sr_context_s *ctx, const sr_sddmm_args *a, const
  * put together on the first GPU. */
 sr_status sr_multi_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                        sr_semiring s, struct sr_matrix_s **C);
+/* The same product left on the GPUs: parts[g] (a matrix of GPU g's context, ctx->peers[g]) holds
+ * rows [row0[g], row0[g+1]) of C. */
+sr_status sr_multi_mxm_parts(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
+                             sr_semiring s, struct sr_matrix_s **parts, int64_t *row0);
+/* *C on the first GPU = parts[0..ndevices) (as sr_multi_mxm_parts left them) one under the other. */
+sr_status sr_multi_stack_rows(struct sr_context_s *ctx, struct sr_matrix_s *const *parts, const int64_t *row0,
+                              int64_t nrows, int64_t ncols, struct sr_matrix_s **C);
 
 #endif
