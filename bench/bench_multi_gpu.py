@@ -149,6 +149,20 @@ def bench_spgemm(sr, ctxs, rows, scales, reps):
             same = nnz == want[0] and (check is None or (abs(check - want[1]) > 1e-4 * abs(want[1]).max()).nnz == 0)
             row(rows, "spgemm", f"{data} -> {nnz / 1e6:.0f}M", label, first, steady, base, bool(same))
             C = None
+            if len(ctx.devices) > 1:  # the product left in row blocks (sr.mxm_row_blocks): no gather
+                R = None
+
+                def g():
+                    nonlocal R
+                    R = None
+                    R = sr.mxm_row_blocks(M, M, context=ctx)
+                    ctx.synchronize()
+                t0 = time.perf_counter()
+                g()
+                first = time.perf_counter() - t0
+                steady = median_time(g, reps=reps, warm=0)
+                row(rows, "spgemm", f"{data}, left in row blocks", label, first, steady, base, R.nnz == want[0])
+                R = None
             del M
 
 
