@@ -250,6 +250,71 @@ template <int L, int R, int U> __global__ void __launch_bounds__(256) folded(par
     }
 }
 
+// A lane an entry (written 2026-11-26, not yet run): a warp takes `chunk` consecutive entries in
+// rounds of 32·U, lane l the entries base + l + 32u, so each entry's index, row and column work is
+// done once (the library's groups of 8 lanes repeat it 8 times at K = 32: ncu, instruction-bound).
+// A lane finds its row stepping from the round's first row, keeps its row of A (NV vectors) in
+// registers while the row does not change, and loads its U rows of B before using any; the
+// writes of a round coalesce. K = NV·4 floats exactly.
+template <int NV, int U> __global__ void __launch_bounds__(256) lane_entry(params p, int64_t chunk) {
+    const int lane = threadIdx.x % 32;
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+    const float4 *A4 = reinterpret_cast<const float4 *>(p.A), *B4 = reinterpret_cast<const float4 *>(p.B);
+    for (int64_t c0 = warp * chunk; c0 < p.nnz; c0 += warps * chunk) {
+        const int64_t c1 = min(c0 + chunk, p.nnz);
+        int64_t row = row_of_entry(p.rowptr, p.nrows, c0), cached = -1;
+        float4 a[NV];
+        for (int64_t base = c0; base < c1; base += 32 * U) {
+            int64_t e[U], rw[U];
+            int32_t col[U];
+            int64_t from = row;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                e[u] = base + 32 * u + lane;
+                rw[u] = from;
+                col[u] = 0;
+                if (e[u] < c1) {
+                    col[u] = p.colind[e[u]];
+                    rw[u] = find_row(p.rowptr, p.nrows, from, e[u]);
+                    from = rw[u];
+                }
+            }
+            float4 b[U][NV];
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (e[u] < c1)
+#pragma unroll
+                    for (int v = 0; v < NV; v++)
+                        b[u][v] = B4[(int64_t)col[u] * NV + v];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                if (e[u] >= c1)
+                    continue;
+                if (rw[u] != cached) {
+#pragma unroll
+                    for (int v = 0; v < NV; v++)
+                        a[v] = A4[rw[u] * NV + v];
+                    cached = rw[u];
+                }
+                float s = 0;
+#pragma unroll
+                for (int v = 0; v < NV; v++)
+                    s = dot4(a[v], b[u][v], s);
+                p.out[e[u]] = s;
+            }
+            // the next round starts from the row of this round's last entry
+            const int64_t last = min(base + 32 * U, c1) - 1 - base;
+            int64_t pick = rw[0];
+#pragma unroll
+            for (int u = 1; u < U; u++)
+                if (u == (int)(last / 32))
+                    pick = rw[u];
+            row = __shfl_sync(~0u, pick, (int)(last % 32));
+        }
+    }
+}
+
 static std::vector<char> slurp(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -361,6 +426,13 @@ int main(int argc, char **argv) {
                     timed(name, [&] { group_launch(folded<8, 1, 4>, 8, chunk); }, false);
                     snprintf(name, sizeof name, "folded L4 U4 c%lld", (long long)chunk);
                     timed(name, [&] { group_launch(folded<4, 2, 4>, 4, chunk); }, false);
+                }
+                for (int64_t chunk : {256, 1024}) {
+                    char name[64];
+                    snprintf(name, sizeof name, "lane-entry U1 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(lane_entry<8, 1>, 32, chunk); }, false);
+                    snprintf(name, sizeof name, "lane-entry U2 c%lld", (long long)chunk);
+                    timed(name, [&] { group_launch(lane_entry<8, 2>, 32, chunk); }, false);
                 }
             } else {
                 timed("current L32", [&] { cur_launch(current<32, 1>, 1); }, true);
