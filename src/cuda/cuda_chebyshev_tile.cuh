@@ -1,8 +1,9 @@
 // Chebyshev on the GPU, max over the union of |q - x| (the method is in cuda_distance.cu's opening
 // comment): the tile kernel shared by the distances (cuda_distance.cu, every value stored) and the
-// k-NN that selects as it scores (cuda_knn_tiles.cu, each warp keeping its k best). What happens to
-// a row's value is the Sink's: store_sink below, best_sink in cuda_knn_tiles.cu, which may say
-// that a row whose value has a lower bound already cannot count, and skip its walks.
+// k-NN and radius search that decide as they score (cuda_tile_select.cuh). What happens to a row's
+// value is the Sink's: store_sink below, best_sink (cuda_knn_tiles.cu, each warp keeping its k
+// best) and radius_sink (cuda_radius_tiles.cu), which may say that a row whose value has a lower
+// bound already cannot count, and skip its walks.
 #pragma once
 
 #include "cuda_distance_tile.cuh"

@@ -1,8 +1,8 @@
 // One query against one tile of index rows, for the sum metrics (all but Chebyshev): the
 // accumulators of the tile's rows in shared memory, filled through the index's inverted form
 // (XT: for each column, the index rows holding it). Shared by the kernel that writes every
-// distance (cuda_distance.cu) and the k-NN kernel that keeps only the best (cuda_knn_tiles.cu),
-// so both sum the same terms the same way.
+// distance (cuda_distance.cu) and the kernels that decide each row as they score it
+// (cuda_tile_select.cuh: k-NN and radius), so all sum the same terms the same way.
 #pragma once
 
 #include <type_traits>
