@@ -36,6 +36,10 @@ sr_status sr_ops_dense_to_csr(struct sr_context_s *ctx, const sr_dense *dense, c
 sr_descriptor sr_ops_descriptor(const sr_descriptor *desc);
 /* The same for a call whose output is a sparse matrix or a dense view, where replace is refused. */
 sr_status sr_ops_plain_descriptor(const char *fn, const sr_descriptor *desc, sr_descriptor *d);
+/* sr_mxm's operands A ⊕.⊗ B (or B^T): the semiring takes A's type (its output type in *out), B has
+ * A's type and place, and the inner sizes agree (src/ops/products.c). */
+sr_status sr_ops_check_mxm_operands(const char *fn, sr_semiring s, const struct sr_matrix_s *A,
+                                    const struct sr_matrix_s *B, bool transpose_b, sr_type *out);
 /* d is a valid contiguous n x 1 view (sr_vector_view's shape) named `name` in messages; n < 0
  * takes any length. */
 sr_status sr_ops_check_vector(const char *fn, const char *name, const sr_dense *d, int64_t n);

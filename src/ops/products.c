@@ -67,6 +67,20 @@ sr_status sr_spmv(sr_context ctx, const sr_dense *y, sr_matrix mask, sr_semiring
     return sr_spmm(ctx, y, mask, s, A, x, desc);
 }
 
+sr_status sr_ops_check_mxm_operands(const char *fn, sr_semiring s, const struct sr_matrix_s *A,
+                                    const struct sr_matrix_s *B, bool transpose_b, sr_type *out)
+{
+    SR_TRY(sr_semiring_output_type(s, A->type, out));
+    SR_CHECK_ARG(B->type == A->type, "%s: B has type %s but A has type %s", fn, sr_type_name(B->type),
+                 sr_type_name(A->type));
+    SR_CHECK_ARG(B->location == A->location, "%s: A lives on the %s but B on the %s (sr_matrix_copy_to moves one)", fn,
+                 sr_ops_place(A->location), sr_ops_place(B->location));
+    const int64_t inner = transpose_b ? B->ncols : B->nrows;
+    SR_CHECK_ARG(inner == A->ncols, "%s: A is %lld x %lld but B%s has %lld rows", fn, (long long)A->nrows,
+                 (long long)A->ncols, transpose_b ? "^T" : "", (long long)inner);
+    return SR_SUCCESS;
+}
+
 sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr_matrix A, sr_matrix B,
                  const sr_descriptor *desc)
 {
@@ -77,14 +91,8 @@ sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr
     sr_descriptor d;
     SR_TRY(sr_ops_plain_descriptor(fn, desc, &d));
     sr_type out;
-    SR_TRY(sr_semiring_output_type(s, A->type, &out));
-    SR_CHECK_ARG(B->type == A->type, "%s: B has type %s but A has type %s", fn, sr_type_name(B->type),
-                 sr_type_name(A->type));
-    SR_CHECK_ARG(B->location == A->location, "%s: A lives on the %s but B on the %s (sr_matrix_copy_to moves one)", fn,
-                 sr_ops_place(A->location), sr_ops_place(B->location));
-    int64_t inner = d.transpose_b ? B->ncols : B->nrows, ncols = d.transpose_b ? B->nrows : B->ncols;
-    SR_CHECK_ARG(inner == A->ncols, "%s: A is %lld x %lld but B%s has %lld rows", fn, (long long)A->nrows,
-                 (long long)A->ncols, d.transpose_b ? "^T" : "", (long long)inner);
+    SR_TRY(sr_ops_check_mxm_operands(fn, s, A, B, d.transpose_b, &out));
+    const int64_t ncols = d.transpose_b ? B->nrows : B->ncols;
     SR_TRY(sr_ops_check_mask(fn, ctx, mask, A, A->nrows, ncols));
     struct sr_matrix_s *old;
     SR_TRY(sr_ops_accumulator(fn, ctx, C, d.accumulate, A->nrows, ncols, out, A->location, &old));

@@ -35,16 +35,17 @@ sr_status sr_mxm_row_blocks(sr_context ctx, sr_row_blocks *C, sr_semiring s, sr_
     *C = NULL;
     SR_TRY(sr_ops_check_matrix(fn, ctx, A));
     SR_TRY(sr_ops_check_matrix(fn, ctx, B));
+    sr_type out;
+    SR_TRY(sr_ops_check_mxm_operands(fn, s, A, B, false, &out));
     struct sr_row_blocks_s *R = NULL;
     SR_TRY(sr_mem_alloc(ctx, SR_HOST, sizeof *R, (void **)&R));
     *R = (struct sr_row_blocks_s){ctx, 0, A->nrows, B->ncols, {0}, {NULL}};
     sr_context_retain(ctx);
     sr_status st;
-    if (A->location == SR_DEVICE && B->location == SR_DEVICE && sr_multi_applies(ctx, A) && B->type == A->type &&
-        B->nrows == A->ncols) {
+    if (sr_multi_applies(ctx, A)) { /* A on the device, and B with it */
         st = sr_multi_mxm_parts(ctx, A, B, s, R->block, R->row0);
         R->count = st == SR_SUCCESS ? ctx->ndevices : 0;
-    } else { /* one block; sr_mxm checks the rest */
+    } else { /* one block, sr_mxm's product */
         st = sr_mxm(ctx, &R->block[0], NULL, s, A, B, NULL);
         R->count = st == SR_SUCCESS ? 1 : 0;
         R->row0[1] = A->nrows;
