@@ -152,16 +152,14 @@ static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double r
                              const sr_radius_options *o, int64_t *batch, int64_t *done, double *per_query,
                              piece_list *list)
 {
-    const int64_t b = *batch; /* the tiles may change *batch from one batch to the next */
     struct sr_context_s *ctx = p->ctx;
     const int64_t nq = p->in.Q->nrows, n = p->in.X->nrows;
     const size_t es = sr_type_size(o->type), budget = sr_context_workspace(ctx, p->where);
     sr_keep_rule rule = {sr_metric_is_similarity(p->in.metric) ? SR_KEEP_AT_LEAST : SR_KEEP_AT_MOST, radius,
                          SR_KEEP_NO_SELF};
-    SR_TRY(reserve_pieces(ctx, list, (nq - *done + b - 1) / b));
     void *block = NULL;
-    /* the overlap path and the tiles keep as they go */
-    const size_t block_elems = p->overlap || p->tiles ? 0 : (size_t)b * (size_t)n;
+    /* the overlap path and the tiles keep as they go (the tiles may change *batch between batches) */
+    const size_t block_elems = p->overlap || p->tiles ? 0 : (size_t)*batch * (size_t)n;
     SR_TRY(sr_mem_alloc_array(ctx, p->where, block_elems, es, &block));
     sr_status s = SR_SUCCESS;
     for (int64_t r0 = *done, rows = 0; s == SR_SUCCESS && r0 < nq; r0 += rows) {
