@@ -124,6 +124,22 @@ def bench_sddmm(sr, ctxs, rows, data_dir, reps):
     os.environ.pop("SPARSERING_MULTI_SDDMM", None)
 
 
+def timed_call(make, ctx, reps):
+    """(the last result, the first call's seconds, the median of `reps` more): each call ends with
+    the context synchronized, and drops the previous result first, so two never coexist."""
+    out = [None]
+
+    def f():
+        out[0] = None
+        out[0] = make()
+        ctx.synchronize()
+    t0 = time.perf_counter()
+    f()
+    first = time.perf_counter() - t0
+    steady = median_time(f, reps=reps, warm=0)
+    return out.pop(), first, steady
+
+
 def bench_spgemm(sr, ctxs, rows, scales, reps):
     for scale in scales:
         G = rmat(scale, 8).astype(np.float32)
@@ -131,17 +147,7 @@ def bench_spgemm(sr, ctxs, rows, scales, reps):
         want = base = None
         for label, ctx in ctxs:
             M = sr.Matrix(G, context=ctx)
-            C = None
-
-            def f():
-                nonlocal C
-                C = None
-                C = sr.mxm(M, M, context=ctx)
-                ctx.synchronize()
-            t0 = time.perf_counter()
-            f()
-            first = time.perf_counter() - t0
-            steady = median_time(f, reps=reps, warm=0)
+            C, first, steady = timed_call(lambda: sr.mxm(M, M, context=ctx), ctx, reps)
             nnz = C.nnz
             check = C.to_scipy() if nnz < 50_000_000 else None
             if want is None:
@@ -150,17 +156,7 @@ def bench_spgemm(sr, ctxs, rows, scales, reps):
             row(rows, "spgemm", f"{data} -> {nnz / 1e6:.0f}M", label, first, steady, base, bool(same))
             C = None
             if len(ctx.devices) > 1:  # the product left in row blocks (sr.mxm_row_blocks): no gather
-                R = None
-
-                def g():
-                    nonlocal R
-                    R = None
-                    R = sr.mxm_row_blocks(M, M, context=ctx)
-                    ctx.synchronize()
-                t0 = time.perf_counter()
-                g()
-                first = time.perf_counter() - t0
-                steady = median_time(g, reps=reps, warm=0)
+                R, first, steady = timed_call(lambda: sr.mxm_row_blocks(M, M, context=ctx), ctx, reps)
                 row(rows, "spgemm", f"{data}, left in row blocks", label, first, steady, base, R.nnz == want[0])
                 R = None
             del M

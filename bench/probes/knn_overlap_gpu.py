@@ -22,6 +22,16 @@ def load(name, data):
     return knn_data.load_real(name, data).astype(np.float32).tocsr()
 
 
+def device_set(sr, ctx, name, data, queries):
+    """The set (indices sorted) on the host and the device, `queries` of its rows drawn at random
+    (seed 0, in index order), and those rows on the device: (X, Xd, rows, Qd)."""
+    X = load(name, data)
+    X.sort_indices()
+    Xd = sr.Matrix(X, context=ctx, location="device")
+    rows = np.sort(np.random.default_rng(0).choice(X.shape[0], min(queries, X.shape[0]), replace=False))
+    return X, Xd, rows, sr.Matrix(X[rows], context=ctx, location="device")
+
+
 def run(sr, cp, ctx, Xd, Qd, k, metric, mode, reps, setting="SPARSERING_KNN_OVERLAP"):
     """k-NN with the environment `setting` at `mode`: (median seconds, indices, distances)."""
     os.environ[setting] = mode

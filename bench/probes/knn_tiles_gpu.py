@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 import sr_package  # noqa: E402
 import knn_overlap_gpu as overlap_probe  # noqa: E402
-from knn_overlap_gpu import load  # noqa: E402
+from knn_overlap_gpu import device_set  # noqa: E402
 
 
 def run(sr, cp, ctx, Xd, Qd, k, metric, tiles, reps):
@@ -53,11 +53,7 @@ def main():
     print(f"{'set':22} {'metric':22} {'queries':>8} {'dense s':>9} {'tiles s':>9} {'speedup':>8} {'scaled all s':>12} "
           f"{'idx differ':>10} {'max dist diff':>13}", flush=True)
     for name in args.sets.split(","):
-        X = load(name, args.data)
-        X.sort_indices()
-        Xd = sr.Matrix(X, context=ctx, location="device")
-        rows = np.sort(np.random.default_rng(0).choice(X.shape[0], min(args.queries, X.shape[0]), replace=False))
-        Qd = sr.Matrix(X[rows], context=ctx, location="device")
+        X, Xd, rows, Qd = device_set(sr, ctx, name, args.data, args.queries)
         for metric in args.metrics.split(","):
             td, di, dd = run(sr, cp, ctx, Xd, Qd, args.k, metric, "0", args.reps)
             tt, ti, tdist = run(sr, cp, ctx, Xd, Qd, args.k, metric, "1", args.reps)

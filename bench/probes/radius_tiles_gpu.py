@@ -16,7 +16,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 import sr_package  # noqa: E402
-from knn_overlap_gpu import load  # noqa: E402
+from knn_overlap_gpu import device_set  # noqa: E402
 
 
 def radius_run(sr, cp, ctx, Xd, Qd, radius, metric, tiles, reps):
@@ -49,11 +49,7 @@ def main():
     print(f"{'set':22} {'metric':22} {'queries':>8} {'radius':>10} {'pairs':>9} {'dense s':>9} {'tiles s':>9} "
           f"{'speedup':>8} {'same pairs':>10} {'max value diff':>14}", flush=True)
     for name in args.sets.split(","):
-        X = load(name, args.data)
-        X.sort_indices()
-        Xd = sr.Matrix(X, context=ctx, location="device")
-        rows = np.sort(np.random.default_rng(0).choice(X.shape[0], min(args.queries, X.shape[0]), replace=False))
-        Qd = sr.Matrix(X[rows], context=ctx, location="device")
+        X, Xd, rows, Qd = device_set(sr, ctx, name, args.data, args.queries)
         for metric in args.metrics.split(","):
             dist, _ = sr.kneighbors(Xd, Qd, args.k, metric, dtype=np.float32, output_type="cupy", context=ctx)
             kth = cp.asnumpy(dist)[:, -1]
