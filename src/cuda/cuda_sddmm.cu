@@ -243,7 +243,7 @@ template <typename T> bool aligned_for(const void *p, int vec) {
 }
 
 // The launch choices (docs/sddmm.md):
-// - plus_times with K of 9 to 32 vectors (36 to 128 floats): sddmm_rounds, its lanes, vectors
+// - plus_times with K of 8 to 32 vectors (32 to 128 floats): sddmm_rounds, its lanes, vectors
 //   a lane and entries in flight from round_lanes;
 // - other K up to 256 vectors: sddmm_interleaved with the A fragment in registers, the fewest
 //   lanes that cover K in one round of vectors (with_lanes, at most 32, then R up to 8); past 256
@@ -305,12 +305,16 @@ template <class Launch> sr_status with_lanes(int64_t nvec, Launch launch) {
     return launch(integral_constant<int, 32>{}, integral_constant<int, 8>{});
 }
 
-// sddmm_rounds' lanes an entry (L), vectors a lane (R) and entries in flight a group (U) for 9 to
+// sddmm_rounds' lanes an entry (L), vectors a lane (R) and entries in flight a group (U) for 8 to
 // 32 vectors of A's row: launch(L, R, U) as integral constants. Measured on the H100
 // (bench/probes/sddmm_probe.cu, docs/sddmm.md): 8 lanes of 4 vectors and 2 entries in flight at
-// K = 128 floats (a warp an entry waits longer on each).
+// K = 128 floats (a warp an entry waits longer on each); at K = 32 floats 4 lanes of 2 vectors
+// and 4 entries in flight (kernel 0.41 -> 0.33 ms on PyPI names' 3-grams, 0.44 -> 0.41 on a
+// power-law graph, 0.098 -> 0.099 on PyPI summaries, against 8 lanes an entry interleaved).
 template <class Launch> sr_status round_lanes(int64_t nvec, Launch launch) {
     using std::integral_constant;
+    if (nvec <= 8)
+        return launch(integral_constant<int, 4>{}, integral_constant<int, 2>{}, integral_constant<int, 4>{});
     if (nvec <= 16)
         return launch(integral_constant<int, 4>{}, integral_constant<int, 4>{}, integral_constant<int, 2>{});
     return launch(integral_constant<int, 8>{}, integral_constant<int, 4>{}, integral_constant<int, 2>{});
@@ -318,9 +322,10 @@ template <class Launch> sr_status round_lanes(int64_t nvec, Launch launch) {
 
 // The kernel for K (the choices above launch_rounds). Measured on the H100 against the
 // interleaved kernel: sddmm_rounds took 0.5x its time at K = 128 floats on PyPI names' 3-grams,
-// 0.7x on PyPI summaries, 1.07x on a power-law graph whose B overflows L2; at K = 32 and 512 it
-// was slower on the bags of words (registers: fewer groups resident).
-bool takes_rounds(int64_t nvec) { return nvec > 8 && nvec <= 32; }
+// 0.7x on PyPI summaries, 1.07x on a power-law graph whose B overflows L2, 0.8x at K = 32 on the
+// 3-grams with 4 lanes an entry; at K = 512 it was slower on the bags of words (registers: fewer
+// groups resident).
+bool takes_rounds(int64_t nvec) { return nvec >= 8 && nvec <= 32; }
 
 template <typename T, int VEC, class Ops> sr_status launch_fast(const sddmm_params<T> &p, cudaStream_t stream) {
     const int64_t nvec = p.K / VEC;
