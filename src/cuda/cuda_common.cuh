@@ -108,6 +108,14 @@ inline unsigned blocks_for(int64_t n, int threads) {
 }
 
 // Multiprocessors of the current device (read once).
+// The bits a value up to max_value takes (0 for 0): radix sorts' end bits.
+inline int bits_for(uint64_t max_value) {
+    int bits = 0;
+    while (bits < 64 && (max_value >> bits) != 0)
+        bits++;
+    return bits;
+}
+
 inline int sm_count() {
     static int sms = 0;
     if (sms == 0) {

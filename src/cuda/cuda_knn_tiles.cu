@@ -72,10 +72,8 @@ template <typename T> struct best_sink {
     __device__ best_sink(const tile_args<T> &, params p, int64_t) : o(p.o), best(p.o.k) { memo.floors = p.floors; }
     __device__ bool ready() const { return best.full(); }
     __device__ bool cannot_count(T v, int64_t i) const { return !best.enters(order_key<T>::of(v, o.largest), i); }
-    // Chebyshev: a row sharing nothing has max(‖x‖∞, ‖q‖∞), rising with its group's floor.
     __device__ bool disjoint_out(const tile_args<T> &, int64_t group_row, double qmax) {
-        return ready() &&
-               memo.group_out(group_row, [&](double f) { return cannot_count((T)fmax(f, qmax), group_row); });
+        return chebyshev_disjoint_out<T>(*this, group_row, qmax);
     }
     __device__ void lanes(const tile_args<T> &, bool has, T value, int64_t i) {
         best.offer_lanes(has, order_key<T>::of(value, o.largest), i);

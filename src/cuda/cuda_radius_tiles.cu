@@ -52,9 +52,8 @@ template <typename T> struct radius_sink {
     __device__ bool keeps(T v) const { return o.at_least ? (double)v >= o.bound : (double)v <= o.bound; }
     __device__ bool ready() const { return true; }
     __device__ bool cannot_count(T v, int64_t) const { return !keeps(v); }
-    // Chebyshev: a row sharing nothing has max(‖x‖∞, ‖q‖∞), rising with its group's floor.
     __device__ bool disjoint_out(const tile_args<T> &, int64_t group_row, double qmax) {
-        return memo.group_out(group_row, [&](double f) { return cannot_count((T)fmax(f, qmax), group_row); });
+        return chebyshev_disjoint_out<T>(*this, group_row, qmax);
     }
     __device__ void put(unsigned long long slot, T value, int64_t i) const {
         if (slot < (unsigned long long)o.capacity) {
@@ -91,13 +90,6 @@ __global__ void split_keys(const uint64_t *key, int64_t pairs, int64_t nq, int32
         if (t <= nq)
             rowptr[t] = lower_bound(key, pairs, (uint64_t)t << kRowBits);
     }
-}
-
-int bits_for(uint64_t v) {
-    int bits = 0;
-    while (bits < 64 && (v >> bits) != 0)
-        bits++;
-    return bits;
 }
 
 template <typename T>

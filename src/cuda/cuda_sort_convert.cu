@@ -12,13 +12,6 @@ namespace {
 
 constexpr int kColumnBits = 31; // column indices are < 2^31
 
-int bits_for(uint64_t max_value) {
-    int bits = 0;
-    while (bits < 64 && (max_value >> bits) != 0)
-        bits++;
-    return bits;
-}
-
 __global__ void expand_rows_kernel(const int64_t *rowptr, int64_t nrows, int64_t nnz, int64_t *rows) {
     for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < nnz; k += (int64_t)gridDim.x * blockDim.x)
         rows[k] = sr_cuda::row_of_entry(rowptr, nrows, k);
@@ -117,7 +110,7 @@ extern "C" sr_status sr_cuda_coo_to_csr(sr_context_s *ctx, int64_t nrows, int64_
                                         sr_duplicates dup, sr_matrix_s **out) {
     sr_cuda::device_guard guard(ctx->device);
     cudaStream_t stream = sr_cuda::stream_of(ctx);
-    const int key_bits = kColumnBits + bits_for(nrows > 0 ? (uint64_t)(nrows - 1) : 0);
+    const int key_bits = kColumnBits + sr_cuda::bits_for(nrows > 0 ? (uint64_t)(nrows - 1) : 0);
     if (key_bits > 64)
         return sr_error(SR_ERROR_UNSUPPORTED, "device COO input supports at most 2^33 rows (%lld given)",
                         (long long)nrows);
@@ -274,7 +267,7 @@ template <typename P>
 sr_status sort_by_column(const sr_matrix_s *A, int32_t *keys[2], P *payload[2], sr_cuda::buffer<unsigned char> &temp,
                          size_t &temp_bytes) {
     cudaStream_t stream = sr_cuda::stream_of(A->ctx);
-    const int end_bit = bits_for(A->ncols > 1 ? (uint64_t)(A->ncols - 1) : 1);
+    const int end_bit = sr_cuda::bits_for(A->ncols > 1 ? (uint64_t)(A->ncols - 1) : 1);
     SR_CUDA_TRY(cudaMemcpyAsync(keys[0], A->colind, (size_t)A->nnz * sizeof(int32_t), cudaMemcpyDeviceToDevice, stream));
     cub::DoubleBuffer<int32_t> k(keys[0], keys[1]);
     cub::DoubleBuffer<P> v(payload[0], payload[1]);

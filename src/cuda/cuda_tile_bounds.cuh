@@ -112,4 +112,11 @@ struct floor_memo {
     }
 };
 
+// Chebyshev's sinks: whether no row sharing nothing in the group of group_row can count once the
+// sink is ready; such a row has max(‖x‖∞, ‖q‖∞), rising with its group's floor.
+template <typename T, class Sink> __device__ bool chebyshev_disjoint_out(Sink &sink, int64_t group_row, double qmax) {
+    return sink.ready() &&
+           sink.memo.group_out(group_row, [&](double f) { return sink.cannot_count((T)fmax(f, qmax), group_row); });
+}
+
 } // namespace
