@@ -21,6 +21,10 @@ void sr_mem_free(struct sr_context_s *ctx, sr_location where, void *ptr, size_t 
 /* Copies and waits; host-to-host is a memcpy. */
 sr_status sr_mem_copy(struct sr_context_s *ctx, void *dst, sr_location dst_loc, const void *src,
                       sr_location src_loc, size_t bytes);
+/* memcpy split over `threads` threads (fewer for small copies): for large host-side staging. */
+void sr_host_copy(void *dst, const void *src, size_t bytes, int threads);
+/* The threads sr_host_copy is worth giving: at most 8, at most the processors. */
+int sr_host_copy_threads(void);
 sr_status sr_mem_copy2d(struct sr_context_s *ctx, void *dst, size_t dst_pitch, sr_location dst_loc,
                         const void *src, size_t src_pitch, sr_location src_loc, size_t width, size_t rows);
 
