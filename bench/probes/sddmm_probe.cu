@@ -5,7 +5,7 @@
 // out = A·Bᵀ at S's entries. Reads S from files that bench/probes/sddmm_probe.py writes.
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o sddmm_probe bench/probes/sddmm_probe.cu
 //   python3 bench/probes/sddmm_probe.py ../shared/data /tmp/sddmm && ./sddmm_probe /tmp/sddmm/*.csr
-// H100 (2026-11-24), kernel medians (floor: bench_sddmm.floor_bytes at 2.95 TB/s):
+// H100 (2026-11-24; lane_entry 2026-11-26), kernel medians (floor: bench_sddmm.floor_bytes at 2.95 TB/s):
 //   PyPI summaries K = 32: current L8 0.097 ms, batched L8 U2 0.095 (floor 0.025); K = 128: current
 //   L32 0.290, batched L8 U2 0.160, L16 U4 0.191, L32 U4 0.222 (floor 0.081).
 //   PyPI names 3-grams K = 32: 0.411, batched L4 U4 0.329, folded L4 U4 0.307 (floor 0.090);
@@ -14,6 +14,9 @@
 //   batched L16 U4 1.685, L8 U2 1.714 (floor 0.536): B overflows L2, the gathers go to DRAM.
 //   Chunks of 64 entries a group beat 256 everywhere; the folded reduction (L - 1 shuffles a
 //   round of L entries instead of log2(L) an entry) did not pay beyond 3-grams at K = 32.
+//   K = 32, 2026-11-26: batched L4 U4 c64 0.099 / 0.328 / 0.409 ms (summaries / 3-grams /
+//   power-law, now the library's choice), folded L4 U4 c64 0.095 / 0.306 / 0.403, lane-entry U1
+//   c256 0.129 / 0.573 / 0.509 (c1024: 0.148 / 0.556 / 0.472): a lane an entry loses.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -250,7 +253,7 @@ template <int L, int R, int U> __global__ void __launch_bounds__(256) folded(par
     }
 }
 
-// A lane an entry (written 2026-11-26, not yet run): a warp takes `chunk` consecutive entries in
+// A lane an entry (2026-11-26; slower than groups of 4 lanes, see the top): a warp takes `chunk` consecutive entries in
 // rounds of 32·U, lane l the entries base + l + 32u, so each entry's index, row and column work is
 // done once (the library's groups of 8 lanes repeat it 8 times at K = 32: ncu, instruction-bound).
 // A lane finds its row stepping from the round's first row, keeps its row of A (NV vectors) in
