@@ -259,6 +259,47 @@ static void test_large_transpose(void)
     test_csr_free(&m);
 }
 
+/* Host copies of a few MiB and more are split over the context's threads (sr_host_copy, whole
+ * pages a thread): a matrix built from one long row keeps every byte, for lengths that split
+ * evenly and not, on one thread and on four. */
+static void test_large_host_copies(void)
+{
+    const int64_t sizes[] = {(1 << 20) + 1, 3 << 20, (3 << 20) + 1021};
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+        for (int threads = 1; threads <= 4; threads += 3) {
+            const int64_t nnz = sizes[z];
+            int64_t rowptr[2] = {0, nnz};
+            int32_t *colind = malloc((size_t)nnz * sizeof *colind);
+            double *values = malloc((size_t)nnz * sizeof *values);
+            for (int64_t k = 0; k < nnz; k++) {
+                colind[k] = (int32_t)k;
+                values[k] = test_uniform() - 0.5;
+            }
+            sr_context_options o = sr_context_options_default();
+            o.backend = SR_BACKEND_CPU;
+            o.threads = threads;
+            sr_context c = NULL;
+            sr_matrix A = NULL;
+            CHECK_OK(sr_context_create(&c, &o));
+            if (c)
+                CHECK_OK(sr_matrix_from_csr(c, &A, 1, nnz, SR_TYPE_FLOAT64, rowptr, colind, values, SR_HOST));
+            if (A) {
+                const int64_t *rp;
+                const int32_t *ci;
+                const void *v;
+                sr_matrix_csr_arrays(A, &rp, &ci, &v);
+                CHECK(rp[1] == nnz && memcmp(ci, colind, (size_t)nnz * sizeof *colind) == 0 &&
+                          memcmp(v, values, (size_t)nnz * sizeof *values) == 0,
+                      "%lld entries on %d threads: the matrix's arrays differ from the caller's", (long long)nnz,
+                      threads);
+            }
+            sr_matrix_free(A);
+            sr_context_destroy(c);
+            free(colind);
+            free(values);
+        }
+}
+
 /* What the fuzzers found (fuzz/fuzz_csr.c), kept: no triplets at all, and int32 duplicates whose
  * sum passes the type (an error naming the row, not a wrapped value). */
 static void test_fuzz_regressions(void)
@@ -294,6 +335,7 @@ int main(void)
     test_coo();
     test_cast_errors();
     test_fuzz_regressions();
+    test_large_host_copies();
     for (size_t s = 0; s < sizeof test_shapes / sizeof test_shapes[0]; s++)
         for (int t = 0; t < 4; t++) {
             test_csr m = test_random_csr(test_shapes[s].nrows, test_shapes[s].ncols, test_shapes[s].degree,
