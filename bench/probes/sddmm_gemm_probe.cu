@@ -1,0 +1,387 @@
+// SDDMM on dense-ish S through register-tiled dense products (written 2026-11-26, not yet run on a
+// GPU): out[e] = (A·Bᵀ)[i, j] at S's entries, A (m x K) and B (n x K) row-major float32, K a
+// multiple of 16. The library's dense tiles (src/cuda/cuda_sddmm_dense.cuh) compute a thread an
+// entry from shared memory: 2·K shared-memory reads an entry, which is what keeps them at 1.0-1.7x
+// cuSPARSE on 8K x 8K at 25% and on a band of 512 (README). Here a block computes the whole
+// 128 x 128 product of a tile that holds entries (256 threads, 8 x 8 outputs each, K in steps of
+// 16 through shared memory: 4·K/8 shared reads per 64 multiply-adds), stages it in shared memory
+// and writes the tile's entries from there. It computes every cell of a touched tile, so it pays
+// where tiles are well filled (a band, 25% uniform) and not at 5%; the question for the library is
+// from what fill on, and by how much against cuSPARSE's SDDMM (run here, same process).
+// The tiles' entries come in tile order from the host (tile_ptr, the entry's index in S and its
+// place in the tile), which the library would build once and keep with S as it keeps its panel
+// order.
+//   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/sddmm_gemm bench/probes/sddmm_gemm_probe.cu -lcusparse
+//   /tmp/sddmm_gemm
+#include <cusparse.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CK(x)                                                                                                       \
+    do {                                                                                                            \
+        cudaError_t e = (x);                                                                                        \
+        if (e != cudaSuccess) {                                                                                     \
+            printf("%s line %d: %s\n", #x, __LINE__, cudaGetErrorString(e));                                       \
+            exit(1);                                                                                                \
+        }                                                                                                           \
+    } while (0)
+#define CS(x)                                                                                                       \
+    do {                                                                                                            \
+        cusparseStatus_t s = (x);                                                                                   \
+        if (s != CUSPARSE_STATUS_SUCCESS) {                                                                         \
+            printf("%s line %d: cuSPARSE status %d\n", #x, __LINE__, (int)s);                                       \
+            exit(1);                                                                                                \
+        }                                                                                                           \
+    } while (0)
+
+constexpr int BM = 128, BN = 128, BK = 16, TM = 8, TN = 8, THREADS = 256;
+constexpr int CS_LD = BN + 4; // the staged tile's row pitch (floats): rows 16 bytes apart in banks
+
+// A block per tile with entries, grid-strided over them. Thread (ty, tx) of a 16 x 16 grid owns
+// rows ty*4 + {0..3} and 64 + ty*4 + {0..3} and the same columns by tx, so that a warp's
+// shared-memory reads of A's and B's fragments are float4s of consecutive addresses.
+__global__ void __launch_bounds__(THREADS) gemm_tiles(const float *__restrict__ A, const float *__restrict__ B,
+                                                      int64_t m, int64_t n, int K, int64_t tiles_n,
+                                                      const int64_t *__restrict__ tile_id,
+                                                      const int64_t *__restrict__ tile_ptr,
+                                                      const int64_t *__restrict__ ent_idx,
+                                                      const uint16_t *__restrict__ ent_row,
+                                                      const uint16_t *__restrict__ ent_col, int64_t ntiles,
+                                                      float *__restrict__ out) {
+    extern __shared__ __align__(16) float smem[];
+    float *As = smem;            // [BK][BM]: A's tile transposed
+    float *Bs = smem + BK * BM;  // [BK][BN]
+    float *Cs = smem;            // [BM][CS_LD] after the products (aliases As and Bs)
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    for (int64_t w = blockIdx.x; w < ntiles; w += gridDim.x) {
+        const int64_t t = tile_id[w];
+        const int64_t i0 = t / tiles_n * BM, j0 = t % tiles_n * BN;
+        float acc[TM][TN];
+#pragma unroll
+        for (int a = 0; a < TM; a++)
+#pragma unroll
+            for (int b = 0; b < TN; b++)
+                acc[a][b] = 0.f;
+        for (int k0 = 0; k0 < K; k0 += BK) {
+            // 128 rows x 16 floats of each operand: 512 float4s, two a thread, stored transposed
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int f = threadIdx.x + h * THREADS, r = f / 4, q = f % 4 * 4;
+                float4 va = make_float4(0.f, 0.f, 0.f, 0.f), vb = va;
+                if (i0 + r < m)
+                    va = *reinterpret_cast<const float4 *>(A + (i0 + r) * (int64_t)K + k0 + q);
+                if (j0 + r < n)
+                    vb = *reinterpret_cast<const float4 *>(B + (j0 + r) * (int64_t)K + k0 + q);
+                As[(q + 0) * BM + r] = va.x, As[(q + 1) * BM + r] = va.y, As[(q + 2) * BM + r] = va.z,
+                                    As[(q + 3) * BM + r] = va.w;
+                Bs[(q + 0) * BN + r] = vb.x, Bs[(q + 1) * BN + r] = vb.y, Bs[(q + 2) * BN + r] = vb.z,
+                                    Bs[(q + 3) * BN + r] = vb.w;
+            }
+            __syncthreads();
+#pragma unroll
+            for (int k = 0; k < BK; k++) {
+                const float4 a0 = *reinterpret_cast<const float4 *>(As + k * BM + ty * 4);
+                const float4 a1 = *reinterpret_cast<const float4 *>(As + k * BM + 64 + ty * 4);
+                const float4 b0 = *reinterpret_cast<const float4 *>(Bs + k * BN + tx * 4);
+                const float4 b1 = *reinterpret_cast<const float4 *>(Bs + k * BN + 64 + tx * 4);
+                const float a[TM] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                const float b[TN] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                for (int x = 0; x < TM; x++)
+#pragma unroll
+                    for (int y = 0; y < TN; y++)
+                        acc[x][y] = fmaf(a[x], b[y], acc[x][y]);
+            }
+            __syncthreads();
+        }
+        // stage the tile, then each entry of it is one shared-memory read
+#pragma unroll
+        for (int x = 0; x < TM; x++) {
+            const int r = (x < 4 ? 0 : 64) + ty * 4 + x % 4;
+            float *row = Cs + r * CS_LD;
+            *reinterpret_cast<float4 *>(row + tx * 4) = make_float4(acc[x][0], acc[x][1], acc[x][2], acc[x][3]);
+            *reinterpret_cast<float4 *>(row + 64 + tx * 4) = make_float4(acc[x][4], acc[x][5], acc[x][6], acc[x][7]);
+        }
+        __syncthreads();
+        for (int64_t k = tile_ptr[w] + threadIdx.x; k < tile_ptr[w + 1]; k += THREADS)
+            out[ent_idx[k]] = Cs[ent_row[k] * CS_LD + ent_col[k]];
+        __syncthreads(); // the next tile's loads overwrite Cs
+    }
+}
+
+// The library's dense-tile idea without its tiling, as a second reference point: a thread an
+// entry, its row of A and of B through L1/L2 (float4 loads).
+__global__ void thread_per_entry(const int64_t *rowptr, const int32_t *colind, int64_t m, const float *A,
+                                 const float *B, int K, float *out) {
+    for (int64_t i = blockIdx.x; i < m; i += gridDim.x)
+        for (int64_t e = rowptr[i] + threadIdx.x; e < rowptr[i + 1]; e += blockDim.x) {
+            const float4 *a = reinterpret_cast<const float4 *>(A + i * K);
+            const float4 *b = reinterpret_cast<const float4 *>(B + (int64_t)colind[e] * K);
+            float s = 0.f;
+            for (int q = 0; q < K / 4; q++) {
+                const float4 x = a[q], y = b[q];
+                s += x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
+            }
+            out[e] = s;
+        }
+}
+
+// float64 reference: a warp an entry.
+__global__ void reference(const int64_t *rowptr, const int32_t *colind, int64_t m, const float *A, const float *B,
+                          int K, double *out) {
+    const int lane = threadIdx.x % 32;
+    for (int64_t i = blockIdx.x; i < m; i += gridDim.x)
+        for (int64_t e = rowptr[i] + threadIdx.x / 32; e < rowptr[i + 1]; e += blockDim.x / 32) {
+            double s = 0;
+            for (int k = lane; k < K; k += 32)
+                s += (double)A[i * K + k] * (double)B[(int64_t)colind[e] * K + k];
+            for (int o = 16; o > 0; o /= 2)
+                s += __shfl_xor_sync(0xffffffffu, s, o);
+            if (lane == 0)
+                out[e] = s;
+        }
+}
+
+__global__ void fill(float *x, int64_t n, uint32_t seed) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+        h ^= h >> 16, h *= 0x85ebca6bu, h ^= h >> 13;
+        x[i] = (float)(h & 0xffff) / 65536.0f - 0.5f;
+    }
+}
+
+struct csr {
+    int64_t m, n;
+    std::vector<int64_t> rowptr;
+    std::vector<int32_t> colind;
+};
+
+static csr uniform(int64_t m, int64_t n, double p, uint64_t seed) {
+    csr s{m, n, {0}, {}};
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            if ((double)(x >> 11) / 9007199254740992.0 < p)
+                s.colind.push_back((int32_t)j);
+        }
+        s.rowptr.push_back((int64_t)s.colind.size());
+    }
+    return s;
+}
+
+static csr band(int64_t m, int64_t half) { // row i holds i - half .. i + half - 1, clipped
+    csr s{m, m, {0}, {}};
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = std::max<int64_t>(0, i - half); j < std::min<int64_t>(m, i + half); j++)
+            s.colind.push_back((int32_t)j);
+        s.rowptr.push_back((int64_t)s.colind.size());
+    }
+    return s;
+}
+
+// The tiles with entries and their entries in tile order (row, then column, within a tile).
+struct tile_order {
+    std::vector<int64_t> tile_id, tile_ptr, ent_idx;
+    std::vector<uint16_t> ent_row, ent_col;
+    int64_t tiles_n;
+};
+
+static tile_order order_of(const csr &s) {
+    tile_order o;
+    o.tiles_n = (s.n + BN - 1) / BN;
+    const int64_t tiles_m = (s.m + BM - 1) / BM;
+    std::vector<int64_t> count((size_t)(tiles_m * o.tiles_n) + 1, 0);
+    for (int64_t i = 0; i < s.m; i++)
+        for (int64_t e = s.rowptr[i]; e < s.rowptr[i + 1]; e++)
+            count[(size_t)(i / BM * o.tiles_n + s.colind[e] / BN)]++;
+    std::vector<int64_t> at((size_t)(tiles_m * o.tiles_n), 0);
+    o.tile_ptr.push_back(0);
+    for (int64_t t = 0; t < tiles_m * o.tiles_n; t++)
+        if (count[(size_t)t]) {
+            at[(size_t)t] = o.tile_ptr.back();
+            o.tile_id.push_back(t);
+            o.tile_ptr.push_back(o.tile_ptr.back() + count[(size_t)t]);
+        }
+    const size_t nnz = s.colind.size();
+    o.ent_idx.resize(nnz), o.ent_row.resize(nnz), o.ent_col.resize(nnz);
+    for (int64_t i = 0; i < s.m; i++) // rows in order: a tile's entries come row by row
+        for (int64_t e = s.rowptr[i]; e < s.rowptr[i + 1]; e++) {
+            const int64_t t = i / BM * o.tiles_n + s.colind[e] / BN, k = at[(size_t)t]++;
+            o.ent_idx[(size_t)k] = e, o.ent_row[(size_t)k] = (uint16_t)(i % BM),
+            o.ent_col[(size_t)k] = (uint16_t)(s.colind[e] % BN);
+        }
+    return o;
+}
+
+template <typename F> static float median_ms(F launch) {
+    cudaEvent_t t0, t1;
+    CK(cudaEventCreate(&t0));
+    CK(cudaEventCreate(&t1));
+    launch();
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    std::vector<float> ts;
+    for (int rep = 0; rep < 15; rep++) {
+        CK(cudaEventRecord(t0));
+        launch();
+        CK(cudaEventRecord(t1));
+        CK(cudaEventSynchronize(t1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, t0, t1));
+        ts.push_back(ms);
+    }
+    std::sort(ts.begin(), ts.end());
+    return ts[ts.size() / 2];
+}
+
+template <typename T> static T *upload(const std::vector<T> &v) {
+    T *d = nullptr;
+    CK(cudaMalloc(&d, std::max<size_t>(1, v.size()) * sizeof(T)));
+    CK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+
+static double max_rel_err(const float *d_out, const double *d_ref, size_t nnz) {
+    std::vector<float> got(nnz);
+    std::vector<double> want(nnz);
+    CK(cudaMemcpy(got.data(), d_out, nnz * sizeof(float), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(want.data(), d_ref, nnz * sizeof(double), cudaMemcpyDeviceToHost));
+    double err = 0, scale = 0;
+    for (size_t e = 0; e < nnz; e++)
+        scale = std::max(scale, std::fabs(want[e]));
+    for (size_t e = 0; e < nnz; e++)
+        err = std::max(err, std::fabs((double)got[e] - want[e]) / (scale > 0 ? scale : 1));
+    return err;
+}
+
+// cuSPARSE's SDDMM (vals = A · op(B) at S's pattern, B given as K x n column-major: our n x K
+// rows), its median time in *ms; NaN there when cuSPARSE refuses the call (printed).
+static void cusparse_sddmm(cusparseHandle_t handle, int64_t m, int64_t n, int K, int64_t nnz, int32_t *rowptr32,
+                           int32_t *colind, float *A, float *B, float *vals, float *ms) {
+    cusparseSpMatDescr_t C = nullptr;
+    cusparseDnMatDescr_t dA = nullptr, dB = nullptr;
+    const float alpha = 1.f, beta = 0.f;
+    size_t bytes = 0;
+    void *work = nullptr;
+    const auto opn = CUSPARSE_OPERATION_NON_TRANSPOSE;
+    cusparseStatus_t st = cusparseCreateCsr(&C, m, n, nnz, rowptr32, colind, vals, CUSPARSE_INDEX_32I,
+                                            CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F);
+    if (st == CUSPARSE_STATUS_SUCCESS)
+        st = cusparseCreateDnMat(&dA, m, K, K, A, CUDA_R_32F, CUSPARSE_ORDER_ROW);
+    if (st == CUSPARSE_STATUS_SUCCESS)
+        st = cusparseCreateDnMat(&dB, K, n, K, B, CUDA_R_32F, CUSPARSE_ORDER_COL);
+    if (st == CUSPARSE_STATUS_SUCCESS)
+        st = cusparseSDDMM_bufferSize(handle, opn, opn, &alpha, dA, dB, &beta, C, CUDA_R_32F,
+                                      CUSPARSE_SDDMM_ALG_DEFAULT, &bytes);
+    if (st == CUSPARSE_STATUS_SUCCESS)
+        CK(cudaMalloc(&work, std::max<size_t>(bytes, 1)));
+    if (st == CUSPARSE_STATUS_SUCCESS)
+        st = cusparseSDDMM_preprocess(handle, opn, opn, &alpha, dA, dB, &beta, C, CUDA_R_32F,
+                                      CUSPARSE_SDDMM_ALG_DEFAULT, work);
+    if (st == CUSPARSE_STATUS_SUCCESS)
+        *ms = median_ms([&] {
+            cusparseSDDMM(handle, opn, opn, &alpha, dA, dB, &beta, C, CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, work);
+        });
+    else
+        printf(" [cuSPARSE status %d]", (int)st);
+    if (work)
+        CK(cudaFree(work));
+    if (C)
+        cusparseDestroySpMat(C);
+    if (dA)
+        cusparseDestroyDnMat(dA);
+    if (dB)
+        cusparseDestroyDnMat(dB);
+}
+
+int main() {
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    cusparseHandle_t handle;
+    CS(cusparseCreate(&handle));
+    struct named {
+        const char *name;
+        csr s;
+    };
+    std::vector<named> sets;
+    sets.push_back({"uniform 8K x 8K at 25%", uniform(8192, 8192, 0.25, 6)});
+    sets.push_back({"uniform 16K x 16K at 5%", uniform(16384, 16384, 0.05, 5)});
+    sets.push_back({"band 32K, 512 wide", band(32768, 256)});
+    const size_t smem = std::max<size_t>(2 * BK * BM * sizeof(float), BM * CS_LD * sizeof(float));
+    CK(cudaFuncSetAttribute(gemm_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    int per_sm = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_tiles, THREADS, smem));
+    printf("gemm_tiles: %d blocks a multiprocessor, %zu bytes of shared memory a block\n", per_sm, smem);
+    for (auto &set : sets) {
+        const csr &s = set.s;
+        const size_t nnz = s.colind.size();
+        const tile_order o = order_of(s);
+        printf("%s: %zu entries, %zu tiles with entries, %.0f entries a tile (%.0f%% of its cells)\n", set.name, nnz,
+               o.tile_id.size(), (double)nnz / (double)o.tile_id.size(),
+               100.0 * (double)nnz / (double)o.tile_id.size() / (BM * BN));
+        int64_t *rowptr = upload(s.rowptr), *tile_id = upload(o.tile_id), *tile_ptr = upload(o.tile_ptr),
+                *ent_idx = upload(o.ent_idx);
+        int32_t *colind = upload(s.colind);
+        std::vector<int32_t> rowptr32_h(s.rowptr.begin(), s.rowptr.end()); // cuSPARSE: one index width
+        int32_t *rowptr32 = upload(rowptr32_h);
+        uint16_t *ent_row = upload(o.ent_row), *ent_col = upload(o.ent_col);
+        float *out, *vals;
+        double *ref;
+        CK(cudaMalloc(&out, nnz * sizeof(float)));
+        CK(cudaMalloc(&vals, nnz * sizeof(float)));
+        CK(cudaMalloc(&ref, nnz * sizeof(double)));
+        const int64_t ntiles = (int64_t)o.tile_id.size();
+        for (int K : {32, 128, 512}) {
+            float *A, *B;
+            CK(cudaMalloc(&A, s.m * K * sizeof(float)));
+            CK(cudaMalloc(&B, s.n * K * sizeof(float)));
+            fill<<<1024, 256>>>(A, s.m * K, 1);
+            fill<<<1024, 256>>>(B, s.n * K, 2);
+            reference<<<4 * sms, 256>>>(rowptr, colind, s.m, A, B, K, ref);
+            CK(cudaGetLastError());
+            const double flops = 2.0 * (double)nnz * K;
+            const float t_gemm = median_ms([&] {
+                gemm_tiles<<<(unsigned)std::min<int64_t>(ntiles, (int64_t)sms * per_sm * 8), THREADS, smem>>>(
+                    A, B, s.m, s.n, K, o.tiles_n, tile_id, tile_ptr, ent_idx, ent_row, ent_col, ntiles, out);
+            });
+            const double e_gemm = max_rel_err(out, ref, nnz);
+            const float t_thread = median_ms([&] {
+                thread_per_entry<<<(unsigned)std::min<int64_t>(s.m, (int64_t)sms * 64), 256>>>(rowptr, colind, s.m, A,
+                                                                                              B, K, out);
+            });
+            const double e_thread = max_rel_err(out, ref, nnz);
+            printf("  K %4d  gemm tiles %8.3f ms %6.0f GFLOP/s (err %.1e) | thread an entry %8.3f ms %6.0f GFLOP/s "
+                   "(err %.1e)",
+                   K, t_gemm, flops / t_gemm / 1e6, e_gemm, t_thread, flops / t_thread / 1e6, e_thread);
+            fflush(stdout);
+            float t_cs = NAN;
+            double e_cs = NAN;
+            cusparse_sddmm(handle, s.m, s.n, K, (int64_t)nnz, rowptr32, colind, A, B, vals, &t_cs);
+            if (t_cs == t_cs)
+                e_cs = max_rel_err(vals, ref, nnz);
+            printf(" | cuSPARSE %8.3f ms (err %.1e) | gemm tiles %5.2fx cuSPARSE\n", t_cs, e_cs, t_cs / t_gemm);
+            fflush(stdout);
+            CK(cudaFree(A));
+            CK(cudaFree(B));
+        }
+        CK(cudaFree(rowptr));
+        CK(cudaFree(rowptr32));
+        CK(cudaFree(colind));
+        CK(cudaFree(tile_id));
+        CK(cudaFree(tile_ptr));
+        CK(cudaFree(ent_idx));
+        CK(cudaFree(ent_row));
+        CK(cudaFree(ent_col));
+        CK(cudaFree(out));
+        CK(cudaFree(vals));
+        CK(cudaFree(ref));
+    }
+    CS(cusparseDestroy(handle));
+    return 0;
+}
