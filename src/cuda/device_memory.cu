@@ -29,7 +29,7 @@ static cudaMemcpyKind copy_kind(sr_location dst, sr_location src) {
 // GPUs. Pinned memory (cudaHostAlloc, cupy's pinned pools, registered buffers) and small copies
 // go directly. The staging sets (two chunks of pinned memory each) are kept for the process's
 // life, one per copy that ran at once (one per GPU of a context over several), so only the first
-// large copy on each thread pays for pinning them.
+// large copies pay for pinning them.
 namespace {
 
 constexpr size_t kStageChunk = (size_t)8 << 20, kStageMin = (size_t)4 << 20;
