@@ -450,7 +450,10 @@ static void row_blocks_case(sr_context multi, const test_csr *A, const test_csr 
     sr_row_blocks R = NULL;
     CHECK_OK(sr_mxm(multi, &Cn, NULL, s, An, Bn, NULL));
     CHECK_OK(sr_mxm_row_blocks(multi, &R, s, An, Bn));
-    CHECK(sr_row_blocks_count(R) == 2, "%s: %d row blocks, expected 2", what, sr_row_blocks_count(R));
+    sr_context_options mo;
+    CHECK_OK(sr_context_get_options(multi, &mo));
+    CHECK(sr_row_blocks_count(R) == mo.ndevices, "%s: %d row blocks, expected %d", what, sr_row_blocks_count(R),
+          mo.ndevices);
     int64_t expect_row = 0;
     for (int g = 0; g < sr_row_blocks_count(R); g++) {
         sr_matrix block = NULL, want = NULL;
@@ -554,6 +557,30 @@ static void check_shared_context(void)
     test_csr_free(&X);
 }
 
+/* Where the host has more than two GPUs, the k-NN, graph, SDDMM and SpGEMM checks again on a
+ * context over all of them (SPARSERING_DEVICES=all), both partitions: more blocks, the same
+ * one-GPU answers. */
+static void check_all_gpus(void)
+{
+    setenv("SPARSERING_DEVICES", "all", 1);
+    sr_context_options o = sr_context_options_default(), got;
+    o.backend = SR_BACKEND_CUDA;
+    CHECK_OK(sr_context_create(&many, &o));
+    if (many && sr_context_get_options(many, &got) == SR_SUCCESS && got.ndevices > 2) {
+        printf("test_multi_gpu: the checks again on all %d GPUs\n", got.ndevices);
+        o.partition = SR_PARTITION_ROWS;
+        CHECK_OK(sr_context_create(&many_rows, &o));
+        check_knn();
+        check_graphs();
+        check_sddmm();
+        check_mxm();
+        sr_context_destroy(many_rows);
+    }
+    sr_context_destroy(many);
+    many = many_rows = NULL;
+    unsetenv("SPARSERING_DEVICES");
+}
+
 int main(void)
 {
     test_seed("test_multi_gpu");
@@ -584,6 +611,7 @@ int main(void)
     CHECK(peak > 0, "the two-GPU context counted no device memory");
     sr_context_destroy(many_rows);
     sr_context_destroy(many);
+    check_all_gpus();
     sr_context_destroy(one);
     return test_finish("test_multi_gpu");
 }
