@@ -20,10 +20,12 @@ void sr_host_copy(void *dst, const void *src, size_t bytes, int threads)
 {
     if (threads > (int)(bytes / kPerThreadMin))
         threads = (int)(bytes / kPerThreadMin);
-    if (threads <= 1) {
+    if (threads <= 1) { /* small copies (most of sr_mem_copy's) stop here, before asking for the cores */
         memcpy(dst, src, bytes);
         return;
     }
+    const int most = sr_host_copy_threads(); /* a system call (the affinity mask): only for large copies */
+    threads = threads < most ? threads : most;
     const size_t piece = (bytes / (size_t)threads + 4095) & ~(size_t)4095; /* whole pages a thread */
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int t = 0; t < threads; t++) {

@@ -81,8 +81,7 @@ sr_status sr_mem_copy(struct sr_context_s *ctx, void *dst, sr_location dst_loc, 
     if (bytes == 0)
         return SR_SUCCESS;
     if (dst_loc == SR_HOST && src_loc == SR_HOST) { /* large copies (a matrix's arrays) over the context's threads */
-        const int threads = ctx ? sr_context_threads(ctx) : 1;
-        sr_host_copy(dst, src, bytes, threads < sr_host_copy_threads() ? threads : sr_host_copy_threads());
+        sr_host_copy(dst, src, bytes, ctx ? sr_context_threads(ctx) : 1);
         return SR_SUCCESS;
     }
     SR_TRY(sr_context_require_device(ctx));

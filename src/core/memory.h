@@ -18,10 +18,11 @@ sr_status sr_mem_check_proportion(const struct sr_context_s *ctx, double index_b
 /* Like sr_mem_alloc for n elements of `size` bytes, failing with SR_ERROR_OVERFLOW on overflow. */
 sr_status sr_mem_alloc_array(struct sr_context_s *ctx, sr_location where, size_t n, size_t size, void **ptr);
 void sr_mem_free(struct sr_context_s *ctx, sr_location where, void *ptr, size_t bytes);
-/* Copies and waits; host-to-host is a memcpy. */
+/* Copies and waits; host-to-host is a memcpy (sr_host_copy over the context's threads). */
 sr_status sr_mem_copy(struct sr_context_s *ctx, void *dst, sr_location dst_loc, const void *src,
                       sr_location src_loc, size_t bytes);
-/* memcpy split over `threads` threads (fewer for small copies): for large host-side staging. */
+/* memcpy split over at most `threads` threads: one a MiB at most, and at most
+ * sr_host_copy_threads(); under 2 MiB a plain memcpy. */
 void sr_host_copy(void *dst, const void *src, size_t bytes, int threads);
 /* The threads sr_host_copy is worth giving: at most 8, at most the processors. */
 int sr_host_copy_threads(void);
