@@ -18,21 +18,10 @@
 //   /tmp/sddmm_gemm
 #include <cusparse.h>
 
-#include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
 
-#define CK(x)                                                                                                       \
-    do {                                                                                                            \
-        cudaError_t e = (x);                                                                                        \
-        if (e != cudaSuccess) {                                                                                     \
-            printf("%s line %d: %s\n", #x, __LINE__, cudaGetErrorString(e));                                       \
-            exit(1);                                                                                                \
-        }                                                                                                           \
-    } while (0)
+#include "probe_common.cuh"
+
 #define CS(x)                                                                                                       \
     do {                                                                                                            \
         cusparseStatus_t s = (x);                                                                                   \
@@ -245,14 +234,6 @@ __global__ void reference(const int64_t *rowptr, const int32_t *colind, int64_t 
         }
 }
 
-__global__ void fill(float *x, int64_t n, uint32_t seed) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-        h ^= h >> 16, h *= 0x85ebca6bu, h ^= h >> 13;
-        x[i] = (float)(h & 0xffff) / 65536.0f - 0.5f;
-    }
-}
-
 struct csr {
     int64_t m, n;
     std::vector<int64_t> rowptr;
@@ -315,27 +296,6 @@ static tile_order order_of(const csr &s) {
             o.ent_col[(size_t)k] = (uint16_t)(s.colind[e] % BN);
         }
     return o;
-}
-
-template <typename F> static float median_ms(F launch) {
-    cudaEvent_t t0, t1;
-    CK(cudaEventCreate(&t0));
-    CK(cudaEventCreate(&t1));
-    launch();
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
-    std::vector<float> ts;
-    for (int rep = 0; rep < 15; rep++) {
-        CK(cudaEventRecord(t0));
-        launch();
-        CK(cudaEventRecord(t1));
-        CK(cudaEventSynchronize(t1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, t0, t1));
-        ts.push_back(ms);
-    }
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
 }
 
 template <typename T> static T *upload(const std::vector<T> &v) {

@@ -17,19 +17,7 @@
 //   K = 32, 2026-11-26: batched L4 U4 c64 0.099 / 0.328 / 0.409 ms (summaries / 3-grams /
 //   power-law, now the library's choice), folded L4 U4 c64 0.095 / 0.306 / 0.403, lane-entry U1
 //   c256 0.129 / 0.573 / 0.509 (c1024: 0.148 / 0.556 / 0.472): a lane an entry loses.
-#include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#define CK(x)                                                                                                       \
-    do {                                                                                                            \
-        cudaError_t e = (x);                                                                                        \
-        if (e != cudaSuccess) {                                                                                     \
-            printf("%s line %d: %s\n", #x, __LINE__, cudaGetErrorString(e));                                       \
-            exit(1);                                                                                                \
-        }                                                                                                           \
-    } while (0)
+#include "probe_common.cuh"
 
 struct params {
     const int64_t *rowptr;
@@ -333,14 +321,6 @@ static std::vector<char> slurp(const char *path) {
     return b;
 }
 
-__global__ void fill(float *x, int64_t n, uint32_t seed) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-        h ^= h >> 16, h *= 0x85ebca6bu, h ^= h >> 13;
-        x[i] = (float)(h & 0xffff) / 65536.0f - 0.5f;
-    }
-}
-
 int main(int argc, char **argv) {
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -369,26 +349,10 @@ int main(int argc, char **argv) {
             fill<<<1024, 256>>>(B, n * K, 2);
             p.A = A, p.B = B, p.K = K;
             std::vector<float> want(nnz), got(nnz);
-            cudaEvent_t t0, t1;
-            CK(cudaEventCreate(&t0));
-            CK(cudaEventCreate(&t1));
             auto timed = [&](const char *name, auto launch, bool is_ref) {
                 p.out = is_ref ? ref : out;
                 CK(cudaMemset(p.out, 0, nnz * 4));
-                launch();
-                CK(cudaGetLastError());
-                CK(cudaDeviceSynchronize());
-                std::vector<float> ts;
-                for (int rep = 0; rep < 15; rep++) {
-                    CK(cudaEventRecord(t0));
-                    launch();
-                    CK(cudaEventRecord(t1));
-                    CK(cudaEventSynchronize(t1));
-                    float ms = 0;
-                    CK(cudaEventElapsedTime(&ms, t0, t1));
-                    ts.push_back(ms);
-                }
-                std::sort(ts.begin(), ts.end());
+                const float ms = median_ms(launch);
                 double err = 0;
                 if (is_ref) {
                     CK(cudaMemcpy(want.data(), ref, nnz * 4, cudaMemcpyDeviceToHost));
@@ -397,8 +361,8 @@ int main(int argc, char **argv) {
                     for (int64_t i = 0; i < nnz; i++)
                         err = std::max(err, (double)std::abs(got[i] - want[i]) / (std::abs(want[i]) + 1e-3));
                 }
-                printf("  K %4d %-26s %8.3f ms  %7.0f GFLOP/s  err %.1e\n", K, name, ts[ts.size() / 2],
-                       2.0 * nnz * K / ts[ts.size() / 2] / 1e6, err);
+                printf("  K %4d %-26s %8.3f ms  %7.0f GFLOP/s  err %.1e\n", K, name, ms, 2.0 * nnz * K / ms / 1e6,
+                       err);
                 fflush(stdout);
             };
             auto cur_launch = [&](auto kernel, int G) {
