@@ -153,6 +153,22 @@ def _context(context):
     return default_context() if context is None else context
 
 
+def exported_csr(export, nrows, ncols, nnz, type_id):
+    """A scipy csr_matrix from a library export: export(indptr, indices, values or None) fills
+    host arrays (int64 row pointers, int32 columns); bool matrices give True at every entry."""
+    indptr = np.empty(nrows + 1, dtype=np.int64)
+    indices = np.empty(nnz, dtype=np.int32)
+    values = None if type_id == BOOL else np.empty(nnz, dtype=_DTYPES[type_id])
+    export(indptr, indices, values)
+    if values is None:
+        values = np.ones(nnz, dtype=np.bool_)
+    if nnz <= _INT32.max:
+        indptr = indptr.astype(np.int32)  # scipy wants one index dtype for both arrays
+    else:
+        indices = indices.astype(np.int64)
+    return sp.csr_matrix((values, indices, indptr), shape=(nrows, ncols))
+
+
 class Matrix:
     """A sparse matrix held by sparsering (CSR, 64-bit row pointers, 32-bit columns), on the
     host or on the GPU. Make one with Matrix(scipy_matrix_or_array), Matrix.read_mm, or as the
@@ -237,17 +253,7 @@ class Matrix:
 
     def to_scipy(self):
         """A scipy.sparse.csr_matrix copy (bool matrices give True at every entry)."""
-        indptr = np.empty(self._nrows + 1, dtype=np.int64)
-        indices = np.empty(self._nnz, dtype=np.int32)
-        values = None if self._type == BOOL else np.empty(self._nnz, dtype=_DTYPES[self._type])
-        self._h.export_csr(indptr, indices, values)
-        if values is None:
-            values = np.ones(self._nnz, dtype=np.bool_)
-        if self._nnz <= _INT32.max:
-            indptr = indptr.astype(np.int32)  # scipy wants one index dtype for both arrays
-        else:
-            indices = indices.astype(np.int64)
-        return sp.csr_matrix((values, indices, indptr), shape=self.shape)
+        return exported_csr(self._h.export_csr, self._nrows, self._ncols, self._nnz, self._type)
 
     def to_device_csr(self, kind="cupy"):
         """The matrix as a cupyx.scipy.sparse.csr_matrix (kind "cupy") or a torch sparse CSR tensor

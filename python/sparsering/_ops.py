@@ -5,8 +5,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core, _device
-from ._matrix import (BOOL, COL_MAJOR, FLOAT32, FLOAT64, ROW_MAJOR, Matrix, _context, as_matrix, numpy_dtype,
-                      sr_type_of)
+from ._matrix import (BOOL, COL_MAJOR, FLOAT32, FLOAT64, ROW_MAJOR, Matrix, _context, as_matrix, exported_csr,
+                      numpy_dtype, sr_type_of)
 from ._progress import progress_callback
 
 SEMIRINGS = _core.SEMIRINGS  # the names the library gives, in its order
@@ -268,12 +268,7 @@ class RowBlocks:
     def block(self, g):
         """Block g as a scipy csr_matrix of its rows (bool blocks give True at every entry)."""
         _, nrows, ncols, nnz, t, _, _ = self._info[g]
-        indptr, indices = np.empty(nrows + 1, dtype=np.int64), np.empty(nnz, dtype=np.int32)
-        values = None if t == BOOL else np.empty(nnz, dtype=numpy_dtype(t))
-        _core.row_blocks_export_csr(self._blocks, g, indptr, indices, values)
-        if values is None:
-            values = np.ones(nnz, dtype=np.bool_)
-        return sp.csr_matrix((values, indices, indptr), shape=(nrows, ncols))
+        return exported_csr(lambda *arrays: _core.row_blocks_export_csr(self._blocks, g, *arrays), nrows, ncols, nnz, t)
 
     def to_scipy(self):
         """The whole product as a scipy csr_matrix, the blocks stacked on the host."""
