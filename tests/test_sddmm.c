@@ -418,6 +418,8 @@ static void check_dense_ish(void)
     check_sddmm(400, 250, 7, 40, f, f, SR_PLUS_TIMES, 2, 0, false, R, R);      /* scalar loads */
     check_sddmm(90, 120, 1, 30, d, d, SR_PLUS_TIMES, 1, 1, false, R, R);       /* K = 1 */
     check_sddmm(33, 2000, 16, 900, f, f, SR_PLUS_TIMES, 1, 0, false, R, R);    /* one panel, many ranges */
+    check_sddmm(300, 700, 20, 350, f, f, SR_PLUS_TIMES, 1, 0.5, false, R, R);  /* half full; K past 16, not a multiple */
+    check_sddmm(129, 129, 12, 129, f, f, SR_PLUS_TIMES, -1, 0, false, R, R);   /* full; a row and a column past a tile */
 }
 
 static void run_all(void)
@@ -437,6 +439,13 @@ static void run_all(void)
         setenv("SPARSERING_SDDMM_DENSE", "0", 1);
         check_dense_ish();
         unsetenv("SPARSERING_SDDMM_DENSE");
+        /* whole 128 x 128 tile products (float32, K a multiple of 4) on every case, then never */
+        setenv("SPARSERING_SDDMM_GEMM", "1", 1);
+        check_plus_times();
+        check_dense_ish();
+        setenv("SPARSERING_SDDMM_GEMM", "0", 1);
+        check_dense_ish();
+        unsetenv("SPARSERING_SDDMM_GEMM");
     } else {
         check_plus_times();
     }

@@ -16,7 +16,8 @@ typedef enum sr_sddmm_strategy {
     SR_SDDMM_AUTO = 0,
     SR_SDDMM_DENSE_TILES = 1,
     SR_SDDMM_PANELS = 2,
-    SR_SDDMM_ROWS = 3      /* S's entry order (with column tiles where they pay) */
+    SR_SDDMM_ROWS = 3,     /* S's entry order (with column tiles where they pay) */
+    SR_SDDMM_GEMM_TILES = 4 /* whole 128 x 128 tile products (float32, well-filled S) */
 } sr_sddmm_strategy;
 
 typedef struct sr_sddmm_args {

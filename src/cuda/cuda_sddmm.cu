@@ -83,15 +83,26 @@ template <typename T> struct sddmm_params {
     const int64_t *order; // entries in visiting order (column tiles), or nullptr for CSR order
 };
 
+// An entry's output from its product d, S's value s (used when p.svals) and its β value b (used
+// when p.beta != 0 and p.beta_vals), loaded by the caller.
+template <class Ops>
+__device__ __forceinline__ typename Ops::value finish_with(const sddmm_params<typename Ops::value> &p,
+                                                           typename Ops::value d, typename Ops::value s,
+                                                           typename Ops::value b) {
+    using T = typename Ops::value;
+    if (p.svals)
+        d = Ops::mul(s, d);
+    double r = p.alpha * (double)d;
+    if (p.beta != 0.0)
+        r += p.beta * (p.beta_vals ? (double)b : 1.0);
+    return (T)r;
+}
+
 template <class Ops> __device__ __forceinline__ typename Ops::value finish(const sddmm_params<typename Ops::value> &p,
                                                                           typename Ops::value d, int64_t e) {
     using T = typename Ops::value;
-    if (p.svals)
-        d = Ops::mul(p.svals[e], d);
-    double r = p.alpha * (double)d;
-    if (p.beta != 0.0)
-        r += p.beta * (p.beta_vals ? (double)p.beta_vals[e] : 1.0);
-    return (T)r;
+    return finish_with<Ops>(p, d, p.svals ? p.svals[e] : T(1),
+                            p.beta != 0.0 && p.beta_vals ? p.beta_vals[e] : T(1));
 }
 
 // The row of entry e, stepping forward from `row` (the previous entry's, or -1) when it is near:
@@ -382,6 +393,7 @@ int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
 
 #include "cuda_sddmm_panels.cuh"
 #include "cuda_sddmm_dense.cuh"
+#include "cuda_sddmm_gemm.cuh"
 
 // The row panels' order of S's entries, when it pays.
 sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool force, panel_order_view *view);
@@ -389,6 +401,10 @@ sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, boo
 // Whether S's dense tiles pay for rows of nvec vectors (K elements of es bytes); sampled once per
 // tiling and kept with S.
 sr_status dense_tiles_pay(const sr_matrix_s *S, int64_t nvec, int64_t K, size_t es, bool *pay);
+
+// Whether S's 128 x 128 tiles hold enough entries for whole tile products (kGemmFill); sampled
+// once and kept with S.
+sr_status gemm_tiles_pay(const sr_matrix_s *S, bool *pay);
 
 // An optional speed-up's status: success when it failed for want of device memory (the call
 // goes on without it; the context's last error still says what did not fit).
@@ -407,11 +423,21 @@ template <class Ops> struct sddmm_launcher {
 
     // The plus_times kernel family for S at K (nvec vectors a row): the dense tiles, the row
     // panels (then *order holds their order) or S's entry order.
-    static sr_status choose(const sr_matrix_s *S, int64_t K, int64_t nvec, sr_sddmm_strategy *strategy,
+    static sr_status choose(const sr_matrix_s *S, int64_t K, int64_t nvec, bool vectors, sr_sddmm_strategy *strategy,
                             panel_order_view *order) {
         const int setting = panels_setting();
         const int64_t P = panel_rows(K, sizeof(T));
         const int dense = dense_setting();
+        if constexpr (std::is_same<T, float>::value) { // whole tile products: float32 rows of float4s
+            const int gemm = gemm_setting();
+            bool pay = gemm == 1 && vectors;
+            if (gemm == -1 && vectors && setting != 1 && dense != 1)
+                SR_TRY(gemm_tiles_pay(S, &pay));
+            if (pay) {
+                *strategy = SR_SDDMM_GEMM_TILES;
+                return SR_SUCCESS;
+            }
+        }
         bool tiles_pay = false; // forced row panels keep their cases (tests) unless the tiles are forced too
         if (dense == -1 && setting != 1)
             SR_TRY(dense_tiles_pay(S, nvec, K, sizeof(T), &tiles_pay));
@@ -440,7 +466,7 @@ template <class Ops> struct sddmm_launcher {
             const bool vectors = a->K % VEC == 0 && aligned_for<T>(static_cast<const T *>(a->A), VEC) &&
                                  aligned_for<T>(static_cast<const T *>(a->B), VEC);
             panel_order_view order{};
-            return choose(a->S, a->K, a->K / (vectors ? VEC : 1), out, &order);
+            return choose(a->S, a->K, a->K / (vectors ? VEC : 1), vectors, out, &order);
         }
         return SR_SUCCESS;
     }
@@ -470,9 +496,15 @@ template <class Ops> struct sddmm_launcher {
             panel_order_view order{};
             sr_sddmm_strategy strategy = a->strategy;
             if (strategy == SR_SDDMM_AUTO)
-                SR_TRY(choose(S, p.K, nvec, &strategy, &order));
+                SR_TRY(choose(S, p.K, nvec, vectors, &strategy, &order));
             else if (strategy == SR_SDDMM_PANELS) // told by the whole S: this block builds its own order
                 SR_TRY(without_if_out_of_memory(panel_order(S, P, p.K, sizeof(T), true, &order)));
+            if constexpr (std::is_same<T, float>::value)
+                if (strategy == SR_SDDMM_GEMM_TILES && vectors) { // else (told, unaligned) S's order
+                    SR_TRY(launch_gemm_tiles<Ops>(p, S->ncols, stream));
+                    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+                    return SR_SUCCESS;
+                }
             if (strategy == SR_SDDMM_DENSE_TILES) {
                 if (vectors)
                     SR_TRY((launch_dense<T, VEC, Ops>(p, S->ncols, stream)));
@@ -552,6 +584,7 @@ struct entry_orders {
     double panel_reuse = 0;
     int64_t dense_rows = 0, dense_cols = 0; // the dense tiling sampled (0: none yet)
     double dense_fill = 0;                  // its entries per (panel, touched tile)
+    double gemm_fill = -1;                  // entries per touched 128 x 128 tile (-1: not sampled)
 };
 std::mutex orders_mutex;
 
@@ -621,6 +654,20 @@ sr_status dense_tiles_pay(const sr_matrix_s *S, int64_t nvec, int64_t K, size_t 
         o->dense_cols = t.tile_cols;
     }
     *pay = o->dense_fill >= kDenseFill;
+    return SR_SUCCESS;
+}
+
+sr_status gemm_tiles_pay(const sr_matrix_s *S, bool *pay) {
+    *pay = false;
+    const double panel_entries = S->nrows ? (double)S->nnz / (double)S->nrows * kGemmRows : 0.0;
+    if (panel_entries < kGemmFill) // a panel too sparse to fill even one tile needs no sample
+        return SR_SUCCESS;
+    std::lock_guard<std::mutex> lock(orders_mutex);
+    entry_orders *o = nullptr;
+    SR_TRY(orders_of(S, &o));
+    if (o->gemm_fill < 0)
+        SR_TRY(sample_tile_fill(S->ctx, S, dense_tiling{kGemmRows, kGemmCols, 0, 0}, &o->gemm_fill));
+    *pay = o->gemm_fill >= kGemmFill;
     return SR_SUCCESS;
 }
 

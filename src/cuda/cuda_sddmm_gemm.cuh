@@ -1,0 +1,207 @@
+// Well-filled S (attention masks, bands, S at 20% and more; included by cuda_sddmm.cu inside its
+// namespace): a block computes the whole 128 x 128 product of a tile of A's rows and B's rows as
+// a register-tiled GEMM on the FMA pipes, stages it in shared memory and writes the tile's
+// entries from there. The dense tiles (cuda_sddmm_dense.cuh) compute a thread an entry from
+// shared memory, two shared-memory reads a multiply-add; here a thread owns 8 x 8 outputs, 16
+// shared-memory reads for 64 multiply-adds, so a tile costs the same whatever its fill and pays
+// where a good share of its cells are entries. float32 plus_times, rows of A and B 16-byte
+// aligned, K a multiple of 4 (sddmm_gemm_pay).
+//
+// Every entry's K products are summed in order k = 0 .. K-1 by one thread, so its value does not
+// depend on the tiling (a row block on another GPU gets the same bits).
+#pragma once
+
+constexpr int kGemmRows = 128, kGemmCols = 128, kGemmDepth = 16, kGemmThreads = 256;
+constexpr int kGemmPitch = kGemmRows + 8;    // A's and B's k-slices, [depth][pitch]: fragment reads hit 32 banks
+constexpr int kGemmOutPitch = kGemmCols + 4; // the staged product, [rows][pitch]: rows 16 bytes apart in banks
+constexpr size_t kGemmSmem = (size_t)kGemmRows * kGemmOutPitch * sizeof(float); // the slices alias it
+
+// When the GEMM tiles run (sddmm_gemm_pay): a 128 x 128 tile touched by S holding at least this
+// many entries (18% of its cells), sampled as the dense tiles' fill is. Measured on the H100
+// (bench/probes/sddmm_gemm_probe.cu, kernel alone): a whole tile costs about what 1,600-2,600 of
+// its entries cost through the entry kernels, so uniform S at 25% (4.1K a tile) ran 1.6-2.3x
+// faster and at 5% (819) 1.5-2x slower; a band of 512 (13K) 2.5-3.8x faster.
+// SPARSERING_SDDMM_GEMM=0 turns them off, =1 uses them wherever they can run.
+constexpr double kGemmFill = 3000;
+
+inline int gemm_setting() {
+    const char *env = getenv("SPARSERING_SDDMM_GEMM");
+    return env && *env ? atoi(env) : -1;
+}
+
+// Columns k0 .. k0 + 15 of rows i0 .. i0 + 127 of A and c .. c + 127 of B into As and Bs
+// (k-major: transposed), zeros past the rows, columns and K: 512 float4s of each, two a thread.
+__device__ __forceinline__ void gemm_load_slices(const sddmm_params<float> &p, int64_t i0, int64_t rows, int64_t c,
+                                                 int64_t ncols, int k0, float *As, float *Bs) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int f = threadIdx.x + h * kGemmThreads, r = f / 4, q = f % 4 * 4;
+        float4 va = make_float4(0.f, 0.f, 0.f, 0.f), vb = va;
+        if (k0 + q < p.K) { // K is a multiple of 4: a float4 is all in or all out
+            if (r < rows)
+                va = *reinterpret_cast<const float4 *>(p.A + (i0 + r) * p.K + k0 + q);
+            if (c + r < ncols)
+                vb = *reinterpret_cast<const float4 *>(p.B + (c + r) * p.K + k0 + q);
+        }
+        As[(q + 0) * kGemmPitch + r] = va.x, As[(q + 1) * kGemmPitch + r] = va.y;
+        As[(q + 2) * kGemmPitch + r] = va.z, As[(q + 3) * kGemmPitch + r] = va.w;
+        Bs[(q + 0) * kGemmPitch + r] = vb.x, Bs[(q + 1) * kGemmPitch + r] = vb.y;
+        Bs[(q + 2) * kGemmPitch + r] = vb.z, Bs[(q + 3) * kGemmPitch + r] = vb.w;
+    }
+}
+
+// The 128 x 128 product of the panel's rows and B's rows c .. c + 127 into Cs. Thread (ty, tx) of
+// a 16 x 16 grid owns rows ty*4 + {0..3} and 64 + ty*4 + {0..3} and the same columns by tx, so a
+// warp's fragment reads are float4s of consecutive addresses.
+__device__ __forceinline__ void gemm_tile_product(const sddmm_params<float> &p, int64_t i0, int64_t rows, int64_t c,
+                                                  int64_t ncols, float *smem) {
+    float *As = smem, *Bs = smem + kGemmDepth * kGemmPitch, *Cs = smem;
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    float acc[8][8];
+#pragma unroll
+    for (int x = 0; x < 8; x++)
+#pragma unroll
+        for (int y = 0; y < 8; y++)
+            acc[x][y] = 0.f;
+    for (int k0 = 0; k0 < p.K; k0 += kGemmDepth) {
+        gemm_load_slices(p, i0, rows, c, ncols, k0, As, Bs);
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < kGemmDepth; k++) {
+            const float4 a0 = *reinterpret_cast<const float4 *>(As + k * kGemmPitch + ty * 4);
+            const float4 a1 = *reinterpret_cast<const float4 *>(As + k * kGemmPitch + 64 + ty * 4);
+            const float4 b0 = *reinterpret_cast<const float4 *>(Bs + k * kGemmPitch + tx * 4);
+            const float4 b1 = *reinterpret_cast<const float4 *>(Bs + k * kGemmPitch + 64 + tx * 4);
+            const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+            for (int x = 0; x < 8; x++)
+#pragma unroll
+                for (int y = 0; y < 8; y++)
+                    acc[x][y] = fmaf(a[x], b[y], acc[x][y]);
+        }
+        __syncthreads(); // the next slices overwrite these (and Cs aliases them)
+    }
+#pragma unroll
+    for (int x = 0; x < 8; x++) {
+        float *row = Cs + ((x < 4 ? 0 : 64) + ty * 4 + x % 4) * kGemmOutPitch;
+        *reinterpret_cast<float4 *>(row + tx * 4) = make_float4(acc[x][0], acc[x][1], acc[x][2], acc[x][3]);
+        *reinterpret_cast<float4 *>(row + 64 + tx * 4) = make_float4(acc[x][4], acc[x][5], acc[x][6], acc[x][7]);
+    }
+}
+
+constexpr int kGemmWarpRows = kGemmRows / (kGemmThreads / 32); // the rows a warp writes
+
+// The staged tile's entries, warp w writing rows w·16 .. w·16 + 15 (c: the tile's first column,
+// stop: its end within the column range). Each row's entries inside the tile are the next run
+// from its cursor (S's columns rise within a row): the first 32 of every row, and their S and β
+// values, are requested together, so the warp waits on one round of loads, not 16; a row with
+// more than 32 entries in the tile reads the rest 32 at a time. The first column past the run
+// lowers next_col, the next tile's start.
+template <class Ops>
+__device__ __forceinline__ void gemm_write_entries(const sddmm_params<float> &p, int64_t rows, int64_t c, int64_t stop,
+                                                   const float *Cs, int64_t *cursor, const int64_t *row_end,
+                                                   int32_t *next_col) {
+    const int lane = threadIdx.x % 32, first = threadIdx.x / 32 * kGemmWarpRows;
+    int32_t col[kGemmWarpRows];
+    float sv[kGemmWarpRows], bv[kGemmWarpRows];
+    const bool need_b = p.beta != 0.0 && p.beta_vals;
+#pragma unroll
+    for (int rr = 0; rr < kGemmWarpRows; rr++) {
+        const int row = first + rr;
+        const int64_t e = row < rows ? cursor[row] + lane : 0;
+        const bool here = row < rows && e < row_end[row];
+        col[rr] = here ? p.colind[e] : INT32_MAX;
+        sv[rr] = here && p.svals ? p.svals[e] : 1.f;
+        bv[rr] = here && need_b ? p.beta_vals[e] : 1.f;
+    }
+#pragma unroll
+    for (int rr = 0; rr < kGemmWarpRows; rr++) {
+        const int row = first + rr;
+        if (row >= rows)
+            break;
+        int64_t at = cursor[row];
+        const int64_t end = row_end[row];
+        const float *staged = Cs + row * kGemmOutPitch; // column col at col - c
+        bool in = col[rr] < stop;
+        if (in)
+            p.out[at + lane] = finish_with<Ops>(p, staged[col[rr] - c], sv[rr], bv[rr]);
+        int taken = __popc(__ballot_sync(0xffffffffu, in)); // a prefix: columns rise
+        int32_t next = __shfl_sync(0xffffffffu, col[rr], taken % 32);
+        at += taken;
+        while (taken == 32) { // a long run: the rest 32 at a time
+            const int64_t e = at + lane;
+            const int32_t cl = e < end ? p.colind[e] : INT32_MAX;
+            in = cl < stop;
+            if (in)
+                p.out[e] = finish<Ops>(p, staged[cl - c], e);
+            taken = __popc(__ballot_sync(0xffffffffu, in));
+            next = __shfl_sync(0xffffffffu, cl, taken % 32);
+            at += taken;
+        }
+        if (lane == 0) {
+            cursor[row] = at;
+            if (next != INT32_MAX)
+                atomicMin(next_col, next);
+        }
+    }
+}
+
+// A block per (panel of 128 rows, column range), grid-strided. Each row keeps a cursor to its
+// first entry not yet written; a tile begins at the least column any row has left, so a band or
+// a block-structured S computes only the tiles it touches.
+template <class Ops>
+__global__ void __launch_bounds__(kGemmThreads, 2) sddmm_gemm_tiles(sddmm_params<float> p, int64_t ncols,
+                                                                    int64_t splits, int64_t split_cols) {
+    extern __shared__ __align__(16) float gemm_smem[];
+    __shared__ int64_t cursor[kGemmRows], row_end[kGemmRows];
+    __shared__ int32_t next_col[2];
+    const int64_t panels = (p.nrows + kGemmRows - 1) / kGemmRows;
+    for (int64_t w = blockIdx.x; w < panels * splits; w += gridDim.x) {
+        const int64_t r0 = w / splits * kGemmRows, rows = min((int64_t)kGemmRows, p.nrows - r0);
+        const int64_t c_lo = w % splits * split_cols, c_hi = min(ncols, c_lo + split_cols);
+        if (threadIdx.x == 0)
+            next_col[0] = next_col[1] = INT32_MAX;
+        __syncthreads();
+        if (threadIdx.x < rows) {
+            const int64_t b = p.rowptr[r0 + threadIdx.x], e = p.rowptr[r0 + threadIdx.x + 1];
+            const int64_t at = c_lo == 0 ? b : b + lower_bound(p.colind + b, e - b, (int32_t)c_lo);
+            cursor[threadIdx.x] = at;
+            row_end[threadIdx.x] = e;
+            if (at < e)
+                atomicMin(&next_col[0], p.colind[at]);
+        }
+        for (int tile = 0;; tile++) {
+            __syncthreads(); // the rows' next columns are in; the last tile's Cs readers are done
+            const int64_t c = next_col[tile & 1];
+            if (c >= c_hi)
+                break;
+            gemm_tile_product(p, r0, rows, c, ncols, gemm_smem);
+            __syncthreads(); // Cs is whole; every thread has read next_col[tile & 1]
+            if (threadIdx.x == 0)
+                next_col[tile & 1] = INT32_MAX; // for tile + 2: the rows below lower next_col[tile + 1]
+            gemm_write_entries<Ops>(p, rows, c, min(c + kGemmCols, c_hi), gemm_smem, cursor, row_end,
+                                    &next_col[(tile + 1) & 1]);
+        }
+        __syncthreads(); // the next panel's cursors and next_col
+    }
+}
+
+// The launch: enough (panel, column range) blocks to keep every multiprocessor busy with a few
+// blocks each; a panel is cut into column ranges only when the panels alone are too few.
+template <class Ops> sr_status launch_gemm_tiles(const sddmm_params<float> &p, int64_t ncols, cudaStream_t stream) {
+    auto kernel = sddmm_gemm_tiles<Ops>;
+    SR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kGemmSmem));
+    int per_sm = 1;
+    SR_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kGemmThreads, kGemmSmem));
+    const int64_t resident = (int64_t)sm_count() * std::max(per_sm, 1);
+    const int64_t panels = (p.nrows + kGemmRows - 1) / kGemmRows;
+    const int64_t tiles = std::max<int64_t>((ncols + kGemmCols - 1) / kGemmCols, 1);
+    const int64_t splits = std::clamp<int64_t>((4 * resident + panels - 1) / panels, 1, tiles);
+    const int64_t split_cols = (tiles + splits - 1) / splits * kGemmCols;
+    const int64_t ranges = std::max<int64_t>((ncols + split_cols - 1) / split_cols, 1);
+    const int64_t blocks = std::min<int64_t>(panels * ranges, resident * 16);
+    kernel<<<(unsigned)std::max<int64_t>(blocks, 1), kGemmThreads, kGemmSmem, stream>>>(p, ncols, ranges, split_cols);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
