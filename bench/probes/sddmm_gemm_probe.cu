@@ -1,5 +1,5 @@
-// SDDMM on dense-ish S through register-tiled dense products (written 2026-11-26, not yet run on a
-// GPU): out[e] = (A·Bᵀ)[i, j] at S's entries, A (m x K) and B (n x K) row-major float32, K a
+// SDDMM on dense-ish S through register-tiled dense products (run 2026-11-26 on the H100; the FMA
+// tiles became the library's GEMM tiles, src/cuda/cuda_sddmm_gemm.cuh): out[e] = (A·Bᵀ)[i, j] at S's entries, A (m x K) and B (n x K) row-major float32, K a
 // multiple of 16. The library's dense tiles (src/cuda/cuda_sddmm_dense.cuh) compute a thread an
 // entry from shared memory: 2·K shared-memory reads an entry, which is what keeps them at 1.0-1.7x
 // cuSPARSE on 8K x 8K at 25% and on a band of 512 (README). Here a block computes the whole
@@ -14,6 +14,11 @@
 // The tiles' entries come in tile order from the host (tile_ptr, the entry's index in S and its
 // place in the tile), which the library would build once and keep with S as it keeps its panel
 // order.
+// H100, kernel medians (K = 32 / 128 / 512): 8K x 8K at 25% FMA 0.276 / 0.573 / 1.926 ms, TF32
+// 0.243 / 0.373 / 0.956 (err 1.7-3e-4), 3xTF32 0.448 / 0.754 / 2.181, cuSPARSE 0.209 / 0.774 / 2.162;
+// 16K at 5% FMA 0.616 / 1.913 / 7.349, cuSPARSE 0.201 / 0.800 / 3.297; band of 512 FMA 0.222 /
+// 0.314 / 0.736, cuSPARSE 0.222 / 0.572 / 1.649 (this cuSPARSE call, CSR with its default algorithm
+// on raw buffers, is faster than torch.sparse.sampled_addmm's, which bench_sddmm.py times).
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/sddmm_gemm bench/probes/sddmm_gemm_probe.cu -lcusparse
 //   /tmp/sddmm_gemm
 #include <cusparse.h>

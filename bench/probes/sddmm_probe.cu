@@ -17,6 +17,10 @@
 //   K = 32, 2026-11-26: batched L4 U4 c64 0.099 / 0.328 / 0.409 ms (summaries / 3-grams /
 //   power-law, now the library's choice), folded L4 U4 c64 0.095 / 0.306 / 0.403, lane-entry U1
 //   c256 0.129 / 0.573 / 0.509 (c1024: 0.148 / 0.556 / 0.472): a lane an entry loses.
+//   2026-11-26 (eighteenth session): batched L4 U4 c64 at four blocks an SM (64 registers) 0.112 /
+//   0.356 / 0.473, with 8 entries in flight 0.231 / 0.869 / 1.121; hot (the H most frequent
+//   columns' rows of B in shared memory) H = 256 0.126 / 0.422 / 0.466, 512 0.136 / 0.440 / 0.479,
+//   768 0.188 / 0.579 / 0.552 (51-65% / 30-53% / 0% of the entries in hot columns): all slower.
 #include "probe_common.cuh"
 
 struct params {
@@ -93,7 +97,7 @@ template <int L, int R> __global__ void __launch_bounds__(256) current(params p,
 // Batched: a group takes `chunk` consecutive entries; per round of L entries each lane reads one
 // entry's column and finds its row (stepping from the round's first row), then the group takes
 // the round's entries U at a time, their U rows of B loaded before any is used.
-template <int L, int R, int U> __global__ void __launch_bounds__(256) batched(params p, int64_t chunk) {
+template <int L, int R, int U, int MINB = 1> __global__ void __launch_bounds__(256, MINB) batched(params p, int64_t chunk) {
     const int lane = threadIdx.x % L;
     const unsigned mask = group_mask<L>();
     const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / L;
@@ -321,6 +325,84 @@ static std::vector<char> slurp(const char *path) {
     return b;
 }
 
+// Batched with the rows of B of the H most frequent columns of S in shared memory (loaded once a
+// block; the grid is one resident wave): an entry in a hot column reads its row of B from shared
+// memory, the others through L1/L2 as before. ncu (H100, 3-grams K = 32): the batched kernel
+// hits L1 67% and L2 81%, at 34% occupancy and 51% of L2's throughput, latency-bound.
+template <int L, int R, int U, int MINB>
+__global__ void __launch_bounds__(256, MINB) hot(params p, int64_t chunk, const int32_t *slot_of, const int32_t *column_of, int H) {
+    extern __shared__ float4 hot_rows[];
+    const int lane = threadIdx.x % L;
+    const unsigned mask = group_mask<L>();
+    const int64_t nvec = p.K / 4;
+    for (int i = threadIdx.x; i < H * nvec; i += blockDim.x)
+        hot_rows[i] = reinterpret_cast<const float4 *>(p.B + (int64_t)column_of[i / nvec] * p.K)[i % nvec];
+    __syncthreads();
+    const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / L;
+    const int64_t groups = (int64_t)gridDim.x * blockDim.x / L;
+    for (int64_t c0 = group * chunk; c0 < p.nnz; c0 += groups * chunk) {
+        const int64_t c1 = min(c0 + chunk, p.nnz);
+        int64_t row = row_of_entry(p.rowptr, p.nrows, c0), cached = -1;
+        float4 a[R];
+        for (int64_t base = c0; base < c1; base += L) {
+            const int64_t mine = base + lane;
+            const int count = (int)min((int64_t)L, c1 - base);
+            int32_t my_col = 0, my_slot = -1;
+            int64_t my_row = row;
+            if (lane < count) {
+                my_col = p.colind[mine];
+                my_slot = slot_of[my_col];
+                while (p.rowptr[my_row + 1] <= mine)
+                    my_row++;
+            }
+            row = __shfl_sync(mask, my_row, count - 1, L);
+            for (int j = 0; j < count; j += U) {
+                int64_t rw[U];
+                float4 b[U][R];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    const int32_t col = __shfl_sync(mask, my_col, (j + u) % L, L);
+                    const int32_t slot = __shfl_sync(mask, my_slot, (j + u) % L, L);
+                    rw[u] = __shfl_sync(mask, my_row, (j + u) % L, L);
+                    const float4 *src = slot >= 0 ? hot_rows + (int64_t)slot * nvec
+                                                  : reinterpret_cast<const float4 *>(p.B + (int64_t)col * p.K);
+                    if (j + u < count)
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+                            if (r * L + lane < nvec)
+                                b[u][r] = src[r * L + lane];
+                }
+                float s[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    s[u] = 0;
+                    if (j + u >= count)
+                        continue;
+                    if (rw[u] != cached) {
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+                            if (r * L + lane < nvec)
+                                a[r] = reinterpret_cast<const float4 *>(p.A + rw[u] * p.K)[r * L + lane];
+                        cached = rw[u];
+                    }
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        if (r * L + lane < nvec)
+                            s[u] = dot4(a[r], b[u][r], s[u]);
+                }
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    s[u] = group_sum<L>(s[u]);
+                if (lane == 0)
+#pragma unroll
+                    for (int u = 0; u < U; u++)
+                        if (j + u < count)
+                            p.out[base + j + u] = s[u];
+            }
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -336,6 +418,29 @@ int main(int argc, char **argv) {
         CK(cudaMalloc(&colind, nnz * 4));
         CK(cudaMemcpy(rowptr, h + 3, (m + 1) * 8, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(colind, h + 3 + m + 1, nnz * 4, cudaMemcpyHostToDevice));
+        // the columns by entry count, most first: slot_of[j] (-1 past the first 1024), column_of
+        std::vector<int64_t> counts(n, 0);
+        const int32_t *cols_host = reinterpret_cast<const int32_t *>(h + 3 + m + 1);
+        for (int64_t e = 0; e < nnz; e++)
+            counts[cols_host[e]]++;
+        std::vector<int32_t> by_count(n), slot_host(n, -1);
+        for (int64_t j = 0; j < n; j++)
+            by_count[j] = (int32_t)j;
+        const int64_t most = std::min<int64_t>(n, 1024);
+        std::partial_sort(by_count.begin(), by_count.begin() + most, by_count.end(),
+                          [&](int32_t x, int32_t y) { return counts[x] > counts[y]; });
+        int32_t *slot_of, *column_of;
+        CK(cudaMalloc(&slot_of, n * 4));
+        CK(cudaMalloc(&column_of, most * 4));
+        CK(cudaMemcpy(column_of, by_count.data(), most * 4, cudaMemcpyHostToDevice));
+        auto set_hot = [&](int64_t H) { // the first H columns hot; their share of the entries
+            std::fill(slot_host.begin(), slot_host.end(), -1);
+            int64_t covered = 0;
+            for (int64_t r = 0; r < H; r++)
+                slot_host[by_count[r]] = (int32_t)r, covered += counts[by_count[r]];
+            CK(cudaMemcpy(slot_of, slot_host.data(), n * 4, cudaMemcpyHostToDevice));
+            return (double)covered / (double)std::max<int64_t>(nnz, 1);
+        };
         p.rowptr = rowptr, p.colind = colind, p.nrows = m, p.nnz = nnz;
         float *out, *ref;
         CK(cudaMalloc(&out, nnz * 4));
@@ -394,7 +499,29 @@ int main(int argc, char **argv) {
                     snprintf(name, sizeof name, "folded L4 U4 c%lld", (long long)chunk);
                     timed(name, [&] { group_launch(folded<4, 2, 4>, 4, chunk); }, false);
                 }
-                for (int64_t chunk : {256, 1024}) {
+                timed("batched L4 U4 c64 minb4", [&] { group_launch(batched<4, 2, 4, 4>, 4, 64); }, false);
+                timed("batched L4 U8 c64 minb3", [&] { group_launch(batched<4, 2, 8, 3>, 4, 64); }, false);
+                timed("batched L4 U4 c64 minb3", [&] { group_launch(batched<4, 2, 4, 3>, 4, 64); }, false);
+                auto hot_launch = [&](auto kernel, int H) {
+                    const size_t smem = (size_t)H * K * 4;
+                    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+                    int per_sm = 0;
+                    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, smem));
+                    const int64_t groups = (nnz + 63) / 64;
+                    const int64_t blocks = std::min<int64_t>((groups * 4 + 255) / 256, (int64_t)sms * std::max(per_sm, 1));
+                    kernel<<<(unsigned)std::max<int64_t>(blocks, 1), 256, smem>>>(p, 64, slot_of, column_of, H);
+                };
+                for (int H : {256, 512, 768}) {
+                    if (H > most)
+                        continue;
+                    char name[64];
+                    const double cover = set_hot(H);
+                    snprintf(name, sizeof name, "hot H%d (%.0f%%) minb3", H, 100 * cover);
+                    timed(name, [&] { hot_launch(hot<4, 2, 4, 3>, H); }, false);
+                    snprintf(name, sizeof name, "hot H%d (%.0f%%) minb2", H, 100 * cover);
+                    timed(name, [&] { hot_launch(hot<4, 2, 4, 2>, H); }, false);
+                }
+                for (int64_t chunk : {256}) {
                     char name[64];
                     snprintf(name, sizeof name, "lane-entry U1 c%lld", (long long)chunk);
                     timed(name, [&] { group_launch(lane_entry<8, 1>, 32, chunk); }, false);
@@ -424,6 +551,8 @@ int main(int argc, char **argv) {
         }
         CK(cudaFree(rowptr));
         CK(cudaFree(colind));
+        CK(cudaFree(slot_of));
+        CK(cudaFree(column_of));
         CK(cudaFree(out));
         CK(cudaFree(ref));
     }

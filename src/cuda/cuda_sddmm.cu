@@ -12,7 +12,9 @@
 // (column_tile_order) so that a tile of B stays resident, as the paper's SM-L2 scheme does. Where
 // S is dense enough that a tile of B's rows serves a thousand entries of a panel, dense tiles
 // (cuda_sddmm_dense.cuh, the paper's SM-SM scheme) keep both A's panel and B's tile in shared
-// memory. The comment above launch_rounds documents the choices.
+// memory; where a 128 x 128 tile holds 3,000 entries or more, GEMM tiles (cuda_sddmm_gemm.cuh)
+// compute the whole tile's product on the FMA pipes and keep the sampled cells. The comment above
+// launch_rounds documents the choices.
 //
 // Fused SDDMM→SpMM: a group per chunk of entries computes each entry's score as above (the rows
 // of B and V of its next few entries requested together) and adds score·V(j) to accumulators in
