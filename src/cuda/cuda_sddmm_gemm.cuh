@@ -14,7 +14,8 @@
 constexpr int kGemmRows = 128, kGemmCols = 128, kGemmDepth = 16, kGemmThreads = 256;
 constexpr int kGemmPitch = kGemmRows + 8;    // A's and B's k-slices, [depth][pitch]: fragment reads hit 32 banks
 constexpr int kGemmOutPitch = kGemmCols + 4; // the staged product, [rows][pitch]: rows 16 bytes apart in banks
-constexpr size_t kGemmSmem = (size_t)kGemmRows * kGemmOutPitch * sizeof(float); // the slices alias it
+constexpr size_t kGemmSmem = (size_t)kGemmRows * kGemmOutPitch * sizeof(float); // two stages of slices alias it
+static_assert(4 * kGemmDepth * kGemmPitch * sizeof(float) <= kGemmSmem, "two stages of slices fit under the staged tile");
 
 // When the GEMM tiles run (sddmm_gemm_pay): a 128 x 128 tile touched by S holding at least this
 // many entries (18% of its cells), sampled as the dense tiles' fill is. Measured on the H100
@@ -29,33 +30,49 @@ inline int gemm_setting() {
     return env && *env ? atoi(env) : -1;
 }
 
-// Columns k0 .. k0 + 15 of rows i0 .. i0 + 127 of A and c .. c + 127 of B into As and Bs
-// (k-major: transposed), zeros past the rows, columns and K: 512 float4s of each, two a thread.
-__device__ __forceinline__ void gemm_load_slices(const sddmm_params<float> &p, int64_t i0, int64_t rows, int64_t c,
-                                                 int64_t ncols, int k0, float *As, float *Bs) {
+// A slice: columns k0 .. k0 + 15 of rows i0 .. i0 + 127 of A and of rows c .. c + 127 of B, 512
+// float4s of each, two a thread, zeros past the rows, the columns and K.
+struct gemm_slice {
+    float4 a[2], b[2];
+};
+
+__device__ __forceinline__ gemm_slice gemm_fetch_slice(const sddmm_params<float> &p, int64_t i0, int64_t rows,
+                                                       int64_t c, int64_t ncols, int k0) {
+    gemm_slice g;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int f = threadIdx.x + h * kGemmThreads, r = f / 4, q = f % 4 * 4;
-        float4 va = make_float4(0.f, 0.f, 0.f, 0.f), vb = va;
+        g.a[h] = g.b[h] = make_float4(0.f, 0.f, 0.f, 0.f);
         if (k0 + q < p.K) { // K is a multiple of 4: a float4 is all in or all out
             if (r < rows)
-                va = *reinterpret_cast<const float4 *>(p.A + (i0 + r) * p.K + k0 + q);
+                g.a[h] = *reinterpret_cast<const float4 *>(p.A + (i0 + r) * p.K + k0 + q);
             if (c + r < ncols)
-                vb = *reinterpret_cast<const float4 *>(p.B + (c + r) * p.K + k0 + q);
+                g.b[h] = *reinterpret_cast<const float4 *>(p.B + (c + r) * p.K + k0 + q);
         }
-        As[(q + 0) * kGemmPitch + r] = va.x, As[(q + 1) * kGemmPitch + r] = va.y;
-        As[(q + 2) * kGemmPitch + r] = va.z, As[(q + 3) * kGemmPitch + r] = va.w;
-        Bs[(q + 0) * kGemmPitch + r] = vb.x, Bs[(q + 1) * kGemmPitch + r] = vb.y;
-        Bs[(q + 2) * kGemmPitch + r] = vb.z, Bs[(q + 3) * kGemmPitch + r] = vb.w;
+    }
+    return g;
+}
+
+// The slice into As and Bs, k-major (transposed).
+__device__ __forceinline__ void gemm_store_slice(const gemm_slice &g, float *As, float *Bs) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int f = threadIdx.x + h * kGemmThreads, r = f / 4, q = f % 4 * 4;
+        As[(q + 0) * kGemmPitch + r] = g.a[h].x, As[(q + 1) * kGemmPitch + r] = g.a[h].y;
+        As[(q + 2) * kGemmPitch + r] = g.a[h].z, As[(q + 3) * kGemmPitch + r] = g.a[h].w;
+        Bs[(q + 0) * kGemmPitch + r] = g.b[h].x, Bs[(q + 1) * kGemmPitch + r] = g.b[h].y;
+        Bs[(q + 2) * kGemmPitch + r] = g.b[h].z, Bs[(q + 3) * kGemmPitch + r] = g.b[h].w;
     }
 }
 
 // The 128 x 128 product of the panel's rows and B's rows c .. c + 127 into Cs. Thread (ty, tx) of
 // a 16 x 16 grid owns rows ty*4 + {0..3} and 64 + ty*4 + {0..3} and the same columns by tx, so a
-// warp's fragment reads are float4s of consecutive addresses.
+// warp's fragment reads are float4s of consecutive addresses. Two stages of slices: the next
+// slice's loads are in flight while the FMAs run on this one, one barrier a slice.
 __device__ __forceinline__ void gemm_tile_product(const sddmm_params<float> &p, int64_t i0, int64_t rows, int64_t c,
                                                   int64_t ncols, float *smem) {
-    float *As = smem, *Bs = smem + kGemmDepth * kGemmPitch, *Cs = smem;
+    constexpr int kStage = 2 * kGemmDepth * kGemmPitch; // A's slice, then B's
+    float *Cs = smem;
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
     float acc[8][8];
 #pragma unroll
@@ -63,9 +80,14 @@ __device__ __forceinline__ void gemm_tile_product(const sddmm_params<float> &p, 
 #pragma unroll
         for (int y = 0; y < 8; y++)
             acc[x][y] = 0.f;
-    for (int k0 = 0; k0 < p.K; k0 += kGemmDepth) {
-        gemm_load_slices(p, i0, rows, c, ncols, k0, As, Bs);
-        __syncthreads();
+    gemm_store_slice(gemm_fetch_slice(p, i0, rows, c, ncols, 0), smem, smem + kGemmDepth * kGemmPitch);
+    __syncthreads();
+    for (int k0 = 0, stage = 0; k0 < p.K; k0 += kGemmDepth, stage ^= 1) {
+        const bool more = k0 + kGemmDepth < p.K;
+        gemm_slice next;
+        if (more)
+            next = gemm_fetch_slice(p, i0, rows, c, ncols, k0 + kGemmDepth);
+        const float *As = smem + stage * kStage, *Bs = As + kGemmDepth * kGemmPitch;
 #pragma unroll
         for (int k = 0; k < kGemmDepth; k++) {
             const float4 a0 = *reinterpret_cast<const float4 *>(As + k * kGemmPitch + ty * 4);
@@ -80,7 +102,9 @@ __device__ __forceinline__ void gemm_tile_product(const sddmm_params<float> &p, 
                 for (int y = 0; y < 8; y++)
                     acc[x][y] = fmaf(a[x], b[y], acc[x][y]);
         }
-        __syncthreads(); // the next slices overwrite these (and Cs aliases them)
+        if (more) // the other stage: its readers passed the last barrier
+            gemm_store_slice(next, smem + (stage ^ 1) * kStage, smem + (stage ^ 1) * kStage + kGemmDepth * kGemmPitch);
+        __syncthreads(); // the next stage is whole; this one's readers are done (Cs aliases both)
     }
 #pragma unroll
     for (int x = 0; x < 8; x++) {
