@@ -118,17 +118,18 @@ constexpr int kGemmWarpRows = kGemmRows / (kGemmThreads / 32); // the rows a war
 
 // The staged tile's entries, warp w writing rows w·16 .. w·16 + 15 (c: the tile's first column,
 // stop: its end within the column range). Each row's entries inside the tile are the next run
-// from its cursor (S's columns rise within a row): the first 32 of every row, and their S and β
-// values, are requested together, so the warp waits on one round of loads, not 16; a row with
-// more than 32 entries in the tile reads the rest 32 at a time. The first column past the run
-// lowers next_col, the next tile's start.
+// from its cursor (S's columns rise within a row): the first 32 of every row, and their S
+// values, are requested together (β's values, when used, when written), so the warp waits on one round of loads, not 16; a row with
+// more than 32 entries in the tile requests the other 96 its tile can hold at once (a band's rows
+// fill their tiles: reading them 32 at a time, three waits a row, took the band at K = 32 0.42 ms).
+// The first column past the run lowers next_col, the next tile's start.
 template <class Ops>
 __device__ __forceinline__ void gemm_write_entries(const sddmm_params<float> &p, int64_t rows, int64_t c, int64_t stop,
                                                    const float *Cs, int64_t *cursor, const int64_t *row_end,
                                                    int32_t *next_col) {
     const int lane = threadIdx.x % 32, first = threadIdx.x / 32 * kGemmWarpRows;
     int32_t col[kGemmWarpRows];
-    float sv[kGemmWarpRows], bv[kGemmWarpRows];
+    float sv[kGemmWarpRows];
     const bool need_b = p.beta != 0.0 && p.beta_vals;
 #pragma unroll
     for (int rr = 0; rr < kGemmWarpRows; rr++) {
@@ -137,7 +138,6 @@ __device__ __forceinline__ void gemm_write_entries(const sddmm_params<float> &p,
         const bool here = row < rows && e < row_end[row];
         col[rr] = here ? p.colind[e] : INT32_MAX;
         sv[rr] = here && p.svals ? p.svals[e] : 1.f;
-        bv[rr] = here && need_b ? p.beta_vals[e] : 1.f;
     }
 #pragma unroll
     for (int rr = 0; rr < kGemmWarpRows; rr++) {
@@ -149,19 +149,38 @@ __device__ __forceinline__ void gemm_write_entries(const sddmm_params<float> &p,
         const float *staged = Cs + row * kGemmOutPitch; // column col at col - c
         bool in = col[rr] < stop;
         if (in)
-            p.out[at + lane] = finish_with<Ops>(p, staged[col[rr] - c], sv[rr], bv[rr]);
+            p.out[at + lane] = finish_with<Ops>(p, staged[col[rr] - c], sv[rr], need_b ? p.beta_vals[at + lane] : 1.f);
         int taken = __popc(__ballot_sync(0xffffffffu, in)); // a prefix: columns rise
         int32_t next = __shfl_sync(0xffffffffu, col[rr], taken % 32);
         at += taken;
-        while (taken == 32) { // a long run: the rest 32 at a time
-            const int64_t e = at + lane;
-            const int32_t cl = e < end ? p.colind[e] : INT32_MAX;
-            in = cl < stop;
-            if (in)
-                p.out[e] = finish<Ops>(p, staged[cl - c], e);
-            taken = __popc(__ballot_sync(0xffffffffu, in));
-            next = __shfl_sync(0xffffffffu, cl, taken % 32);
-            at += taken;
+        if (taken == 32) { // a long run: at most 128 entries of a row fit in a tile, the other 96 requested at once
+            constexpr int kMore = kGemmCols / 32 - 1;
+            int32_t cl[kMore];
+            float sm[kMore];
+#pragma unroll
+            for (int h = 0; h < kMore; h++) {
+                const int64_t e = at + h * 32 + lane;
+                const bool here = e < end;
+                cl[h] = here ? p.colind[e] : INT32_MAX;
+                sm[h] = here && p.svals ? p.svals[e] : 1.f;
+            }
+#pragma unroll
+            for (int h = 0; h < kMore; h++) {
+                const int64_t e = at + h * 32 + lane;
+                in = cl[h] < stop;
+                if (in)
+                    p.out[e] = finish_with<Ops>(p, staged[cl[h] - c], sm[h], need_b ? p.beta_vals[e] : 1.f);
+                taken = __popc(__ballot_sync(0xffffffffu, in));
+                next = __shfl_sync(0xffffffffu, cl[h], taken % 32);
+                if (taken < 32) {
+                    at += h * 32 + taken;
+                    break;
+                }
+            }
+            if (taken == 32) { // the whole tile's 128 columns: the row goes on past them
+                at += kMore * 32;
+                next = at < end ? p.colind[at] : INT32_MAX;
+            }
         }
         if (lane == 0) {
             cursor[row] = at;
