@@ -94,77 +94,6 @@ template <int L, int R> __global__ void __launch_bounds__(256) current(params p,
     }
 }
 
-// Batched: a group takes `chunk` consecutive entries; per round of L entries each lane reads one
-// entry's column and finds its row (stepping from the round's first row), then the group takes
-// the round's entries U at a time, their U rows of B loaded before any is used.
-template <int L, int R, int U, int MINB = 1> __global__ void __launch_bounds__(256, MINB) batched(params p, int64_t chunk) {
-    const int lane = threadIdx.x % L;
-    const unsigned mask = group_mask<L>();
-    const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / L;
-    const int64_t groups = (int64_t)gridDim.x * blockDim.x / L;
-    const int64_t nvec = p.K / 4;
-    for (int64_t c0 = group * chunk; c0 < p.nnz; c0 += groups * chunk) {
-        const int64_t c1 = min(c0 + chunk, p.nnz);
-        int64_t row = row_of_entry(p.rowptr, p.nrows, c0), cached = -1;
-        float4 a[R];
-        for (int64_t base = c0; base < c1; base += L) {
-            const int64_t mine = base + lane;
-            const int count = (int)min((int64_t)L, c1 - base);
-            int32_t my_col = 0;
-            int64_t my_row = row;
-            if (lane < count) {
-                my_col = p.colind[mine];
-                while (p.rowptr[my_row + 1] <= mine)
-                    my_row++;
-            }
-            row = __shfl_sync(mask, my_row, count - 1, L);
-            for (int j = 0; j < count; j += U) {
-                int32_t col[U];
-                int64_t rw[U];
-                float4 b[U][R];
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    col[u] = __shfl_sync(mask, my_col, (j + u) % L, L);
-                    rw[u] = __shfl_sync(mask, my_row, (j + u) % L, L);
-                }
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (j + u < count)
-#pragma unroll
-                        for (int r = 0; r < R; r++)
-                            if (r * L + lane < nvec)
-                                b[u][r] = reinterpret_cast<const float4 *>(p.B + (int64_t)col[u] * p.K)[r * L + lane];
-                float s[U];
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    s[u] = 0;
-                    if (j + u >= count)
-                        continue;
-                    if (rw[u] != cached) {
-#pragma unroll
-                        for (int r = 0; r < R; r++)
-                            if (r * L + lane < nvec)
-                                a[r] = reinterpret_cast<const float4 *>(p.A + rw[u] * p.K)[r * L + lane];
-                        cached = rw[u];
-                    }
-#pragma unroll
-                    for (int r = 0; r < R; r++)
-                        if (r * L + lane < nvec)
-                            s[u] = dot4(a[r], b[u][r], s[u]);
-                }
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    s[u] = group_sum<L>(s[u]);
-                if (lane == 0)
-#pragma unroll
-                    for (int u = 0; u < U; u++)
-                        if (j + u < count)
-                            p.out[base + j + u] = s[u];
-            }
-        }
-    }
-}
-
 // Batched with the transposed reduction: the group's L lanes hold partial sums of L entries (a
 // round) and fold them in L - 1 shuffles, halving the entries a lane keeps each step, so lane i
 // ends with the whole sum of one entry (i, bit-reversed by the folds' order) instead of every lane
@@ -325,19 +254,29 @@ static std::vector<char> slurp(const char *path) {
     return b;
 }
 
-// Batched with the rows of B of the H most frequent columns of S in shared memory (loaded once a
-// block; the grid is one resident wave): an entry in a hot column reads its row of B from shared
-// memory, the others through L1/L2 as before. ncu (H100, 3-grams K = 32): the batched kernel
-// hits L1 67% and L2 81%, at 34% occupancy and 51% of L2's throughput, latency-bound.
-template <int L, int R, int U, int MINB>
-__global__ void __launch_bounds__(256, MINB) hot(params p, int64_t chunk, const int32_t *slot_of, const int32_t *column_of, int H) {
+// Batched: a group takes `chunk` consecutive entries; per round of L entries each lane reads one
+// entry's column and finds its row (stepping from the round's first row), then the group takes
+// the round's entries U at a time, their U rows of B loaded before any is used. HOT: the rows of
+// B of the H most frequent columns of S sit in shared memory (loaded once a block; the grid is
+// one resident wave): an entry in a hot column reads its row of B from there, the others through
+// L1/L2 as before. ncu (H100, 3-grams K = 32): the plain kernel hits L1 67% and L2 81%, at 34%
+// occupancy and 51% of L2's throughput, latency-bound.
+struct hot_rows_of_b {
+    const int32_t *slot_of = nullptr, *column_of = nullptr;
+    int H = 0;
+};
+
+template <int L, int R, int U, int MINB = 1, bool HOT = false>
+__global__ void __launch_bounds__(256, MINB) batched(params p, int64_t chunk, hot_rows_of_b hot) {
     extern __shared__ float4 hot_rows[];
     const int lane = threadIdx.x % L;
     const unsigned mask = group_mask<L>();
     const int64_t nvec = p.K / 4;
-    for (int i = threadIdx.x; i < H * nvec; i += blockDim.x)
-        hot_rows[i] = reinterpret_cast<const float4 *>(p.B + (int64_t)column_of[i / nvec] * p.K)[i % nvec];
-    __syncthreads();
+    if (HOT) {
+        for (int i = threadIdx.x; i < hot.H * nvec; i += blockDim.x)
+            hot_rows[i] = reinterpret_cast<const float4 *>(p.B + (int64_t)hot.column_of[i / nvec] * p.K)[i % nvec];
+        __syncthreads();
+    }
     const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / L;
     const int64_t groups = (int64_t)gridDim.x * blockDim.x / L;
     for (int64_t c0 = group * chunk; c0 < p.nnz; c0 += groups * chunk) {
@@ -351,7 +290,7 @@ __global__ void __launch_bounds__(256, MINB) hot(params p, int64_t chunk, const 
             int64_t my_row = row;
             if (lane < count) {
                 my_col = p.colind[mine];
-                my_slot = slot_of[my_col];
+                my_slot = HOT ? hot.slot_of[my_col] : -1;
                 while (p.rowptr[my_row + 1] <= mine)
                     my_row++;
             }
@@ -364,7 +303,7 @@ __global__ void __launch_bounds__(256, MINB) hot(params p, int64_t chunk, const 
                     const int32_t col = __shfl_sync(mask, my_col, (j + u) % L, L);
                     const int32_t slot = __shfl_sync(mask, my_slot, (j + u) % L, L);
                     rw[u] = __shfl_sync(mask, my_row, (j + u) % L, L);
-                    const float4 *src = slot >= 0 ? hot_rows + (int64_t)slot * nvec
+                    const float4 *src = HOT && slot >= 0 ? hot_rows + (int64_t)slot * nvec
                                                   : reinterpret_cast<const float4 *>(p.B + (int64_t)col * p.K);
                     if (j + u < count)
 #pragma unroll
@@ -479,29 +418,29 @@ int main(int argc, char **argv) {
                 const int64_t blocks = std::min<int64_t>((warps * 32 + 255) / 256, (int64_t)sms * 64);
                 kernel<<<(unsigned)blocks, 256>>>(p, chunk);
             };
-            auto group_launch = [&](auto kernel, int L, int64_t chunk) {
+            auto group_launch = [&](auto kernel, int L, int64_t chunk, auto... extra) {
                 const int64_t groups = (nnz + chunk - 1) / chunk;
                 const int64_t blocks = std::min<int64_t>((groups * L + 255) / 256, (int64_t)sms * 64);
-                kernel<<<(unsigned)std::max<int64_t>(blocks, 1), 256>>>(p, chunk);
+                kernel<<<(unsigned)std::max<int64_t>(blocks, 1), 256>>>(p, chunk, extra...);
             };
             if (K == 32) {
                 timed("current L8", [&] { cur_launch(current<8, 1>, 4); }, true);
                 for (int64_t chunk : {64, 256}) {
                     char name[64];
                     snprintf(name, sizeof name, "batched L8 U2 c%lld", (long long)chunk);
-                    timed(name, [&] { group_launch(batched<8, 1, 2>, 8, chunk); }, false);
+                    timed(name, [&] { group_launch(batched<8, 1, 2>, 8, chunk, hot_rows_of_b{}); }, false);
                     snprintf(name, sizeof name, "batched L8 U4 c%lld", (long long)chunk);
-                    timed(name, [&] { group_launch(batched<8, 1, 4>, 8, chunk); }, false);
+                    timed(name, [&] { group_launch(batched<8, 1, 4>, 8, chunk, hot_rows_of_b{}); }, false);
                     snprintf(name, sizeof name, "batched L4 U4 c%lld", (long long)chunk);
-                    timed(name, [&] { group_launch(batched<4, 2, 4>, 4, chunk); }, false);
+                    timed(name, [&] { group_launch(batched<4, 2, 4>, 4, chunk, hot_rows_of_b{}); }, false);
                     snprintf(name, sizeof name, "folded L8 U4 c%lld", (long long)chunk);
                     timed(name, [&] { group_launch(folded<8, 1, 4>, 8, chunk); }, false);
                     snprintf(name, sizeof name, "folded L4 U4 c%lld", (long long)chunk);
                     timed(name, [&] { group_launch(folded<4, 2, 4>, 4, chunk); }, false);
                 }
-                timed("batched L4 U4 c64 minb4", [&] { group_launch(batched<4, 2, 4, 4>, 4, 64); }, false);
-                timed("batched L4 U8 c64 minb3", [&] { group_launch(batched<4, 2, 8, 3>, 4, 64); }, false);
-                timed("batched L4 U4 c64 minb3", [&] { group_launch(batched<4, 2, 4, 3>, 4, 64); }, false);
+                timed("batched L4 U4 c64 minb4", [&] { group_launch(batched<4, 2, 4, 4>, 4, 64, hot_rows_of_b{}); }, false);
+                timed("batched L4 U8 c64 minb3", [&] { group_launch(batched<4, 2, 8, 3>, 4, 64, hot_rows_of_b{}); }, false);
+                timed("batched L4 U4 c64 minb3", [&] { group_launch(batched<4, 2, 4, 3>, 4, 64, hot_rows_of_b{}); }, false);
                 auto hot_launch = [&](auto kernel, int H) {
                     const size_t smem = (size_t)H * K * 4;
                     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -509,7 +448,7 @@ int main(int argc, char **argv) {
                     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, smem));
                     const int64_t groups = (nnz + 63) / 64;
                     const int64_t blocks = std::min<int64_t>((groups * 4 + 255) / 256, (int64_t)sms * std::max(per_sm, 1));
-                    kernel<<<(unsigned)std::max<int64_t>(blocks, 1), 256, smem>>>(p, 64, slot_of, column_of, H);
+                    kernel<<<(unsigned)std::max<int64_t>(blocks, 1), 256, smem>>>(p, 64, hot_rows_of_b{slot_of, column_of, H});
                 };
                 for (int H : {256, 512, 768}) {
                     if (H > most)
@@ -517,9 +456,9 @@ int main(int argc, char **argv) {
                     char name[64];
                     const double cover = set_hot(H);
                     snprintf(name, sizeof name, "hot H%d (%.0f%%) minb3", H, 100 * cover);
-                    timed(name, [&] { hot_launch(hot<4, 2, 4, 3>, H); }, false);
+                    timed(name, [&] { hot_launch(batched<4, 2, 4, 3, true>, H); }, false);
                     snprintf(name, sizeof name, "hot H%d (%.0f%%) minb2", H, 100 * cover);
-                    timed(name, [&] { hot_launch(hot<4, 2, 4, 2>, H); }, false);
+                    timed(name, [&] { hot_launch(batched<4, 2, 4, 2, true>, H); }, false);
                 }
                 for (int64_t chunk : {256}) {
                     char name[64];
@@ -533,13 +472,13 @@ int main(int argc, char **argv) {
                 for (int64_t chunk : {64, 256}) {
                     char name[64];
                     snprintf(name, sizeof name, "batched L32 U4 c%lld", (long long)chunk);
-                    timed(name, [&] { group_launch(batched<32, 1, 4>, 32, chunk); }, false);
+                    timed(name, [&] { group_launch(batched<32, 1, 4>, 32, chunk, hot_rows_of_b{}); }, false);
                     snprintf(name, sizeof name, "batched L16 U4 c%lld", (long long)chunk);
-                    timed(name, [&] { group_launch(batched<16, 2, 4>, 16, chunk); }, false);
+                    timed(name, [&] { group_launch(batched<16, 2, 4>, 16, chunk, hot_rows_of_b{}); }, false);
                     snprintf(name, sizeof name, "batched L8 U2 c%lld", (long long)chunk);
-                    timed(name, [&] { group_launch(batched<8, 4, 2>, 8, chunk); }, false);
+                    timed(name, [&] { group_launch(batched<8, 4, 2>, 8, chunk, hot_rows_of_b{}); }, false);
                     snprintf(name, sizeof name, "batched L8 U4 c%lld", (long long)chunk);
-                    timed(name, [&] { group_launch(batched<8, 4, 4>, 8, chunk); }, false);
+                    timed(name, [&] { group_launch(batched<8, 4, 4>, 8, chunk, hot_rows_of_b{}); }, false);
                     snprintf(name, sizeof name, "folded L8 U4 c%lld", (long long)chunk);
                     timed(name, [&] { group_launch(folded<8, 4, 4>, 8, chunk); }, false);
                     snprintf(name, sizeof name, "folded L16 U4 c%lld", (long long)chunk);
