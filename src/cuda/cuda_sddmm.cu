@@ -423,8 +423,9 @@ int panels_setting() {
 template <class Ops> struct sddmm_launcher {
     using T = typename Ops::value;
 
-    // The plus_times kernel family for S at K (nvec vectors a row): the dense tiles, the row
-    // panels (then *order holds their order) or S's entry order.
+    // The plus_times kernel family for S at K (nvec vectors a row; `vectors`: 16-byte rows): the
+    // GEMM tiles (float32), the dense tiles, the row panels (then *order holds their order) or S's
+    // entry order.
     static sr_status choose(const sr_matrix_s *S, int64_t K, int64_t nvec, bool vectors, sr_sddmm_strategy *strategy,
                             panel_order_view *order) {
         const int setting = panels_setting();

@@ -2,10 +2,10 @@
 // namespace): a block computes the whole 128 x 128 product of a tile of A's rows and B's rows as
 // a register-tiled GEMM on the FMA pipes, stages it in shared memory and writes the tile's
 // entries from there. The dense tiles (cuda_sddmm_dense.cuh) compute a thread an entry from
-// shared memory, two shared-memory reads a multiply-add; here a thread owns 8 x 8 outputs, 16
-// shared-memory reads for 64 multiply-adds, so a tile costs the same whatever its fill and pays
+// shared memory, two shared-memory reads a multiply-add; here a thread owns 8 x 8 outputs, four
+// 16-byte shared-memory reads for 64 multiply-adds, so a tile costs the same whatever its fill and pays
 // where a good share of its cells are entries. float32 plus_times, rows of A and B 16-byte
-// aligned, K a multiple of 4 (sddmm_gemm_pay).
+// aligned, K a multiple of 4 (gemm_tiles_pay in cuda_sddmm.cu).
 //
 // Every entry's K products are summed in order k = 0 .. K-1 by one thread, so its value does not
 // depend on the tiling (a row block on another GPU gets the same bits).
@@ -17,7 +17,7 @@ constexpr int kGemmOutPitch = kGemmCols + 4; // the staged product, [rows][pitch
 constexpr size_t kGemmSmem = (size_t)kGemmRows * kGemmOutPitch * sizeof(float); // two stages of slices alias it
 static_assert(4 * kGemmDepth * kGemmPitch * sizeof(float) <= kGemmSmem, "two stages of slices fit under the staged tile");
 
-// When the GEMM tiles run (sddmm_gemm_pay): a 128 x 128 tile touched by S holding at least this
+// When the GEMM tiles run (gemm_tiles_pay): a 128 x 128 tile touched by S holding at least this
 // many entries (18% of its cells), sampled as the dense tiles' fill is. Measured on the H100
 // (bench/probes/sddmm_gemm_probe.cu, kernel alone): a whole tile costs about what 1,600-2,600 of
 // its entries cost through the entry kernels, so uniform S at 25% (4.1K a tile) ran 1.6-2.3x
@@ -239,6 +239,8 @@ template <class Ops> sr_status launch_gemm_tiles(const sddmm_params<float> &p, i
     SR_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kGemmThreads, kGemmSmem));
     const int64_t resident = (int64_t)sm_count() * std::max(per_sm, 1);
     const int64_t panels = (p.nrows + kGemmRows - 1) / kGemmRows;
+    if (panels == 0)
+        return SR_SUCCESS;
     const int64_t tiles = std::max<int64_t>((ncols + kGemmCols - 1) / kGemmCols, 1);
     const int64_t splits = std::clamp<int64_t>((4 * resident + panels - 1) / panels, 1, tiles);
     const int64_t split_cols = (tiles + splits - 1) / splits * kGemmCols;
