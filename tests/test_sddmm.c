@@ -439,16 +439,17 @@ static void run_all(void)
         setenv("SPARSERING_SDDMM_DENSE", "0", 1);
         check_dense_ish();
         unsetenv("SPARSERING_SDDMM_DENSE");
-        /* whole 128 x 128 tile products (float32, K a multiple of 4) on every case, then never */
-        setenv("SPARSERING_SDDMM_GEMM", "1", 1);
-        check_plus_times();
-        check_dense_ish();
-        setenv("SPARSERING_SDDMM_GEMM", "0", 1);
-        check_dense_ish();
-        unsetenv("SPARSERING_SDDMM_GEMM");
     } else {
         check_plus_times();
     }
+    /* whole tile products (GPU: 128 x 128, float32 with K a multiple of 4; CPU: 64 x 64, float32
+     * and float64) on every case, then never */
+    setenv("SPARSERING_SDDMM_GEMM", "1", 1);
+    check_plus_times();
+    check_dense_ish();
+    setenv("SPARSERING_SDDMM_GEMM", "0", 1);
+    check_dense_ish();
+    unsetenv("SPARSERING_SDDMM_GEMM");
     check_dense_ish();
     check_sddmm(80, 60, 20, 5, d, d, SR_MIN_PLUS, 1, 0, false, R, R);
     check_sddmm(80, 60, 20, 5, f, f, SR_MAX_TIMES, 1, 0, true, Cm, R);

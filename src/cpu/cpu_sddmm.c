@@ -9,6 +9,7 @@
 #include "../core/error.h"
 #include "cpu.h"
 #include "cpu_clones.h"
+#include "cpu_sddmm.h"
 
 /* Entries a task takes: a few thousand dot products amortize the row search and scheduling. */
 #define SDDMM_TASK 2048
@@ -32,16 +33,6 @@ static int64_t row_of_entry(const int64_t *rowptr, int64_t nrows, int64_t e)
     return lo;
 }
 
-/* S(i, j) as the β term reads it: 1 for bool S. */
-static double s_value(const struct sr_matrix_s *S, int64_t e)
-{
-    switch (S->type) {
-    case SR_TYPE_FLOAT32: return ((const float *)S->values)[e];
-    case SR_TYPE_FLOAT64: return ((const double *)S->values)[e];
-    case SR_TYPE_INT32: return ((const int32_t *)S->values)[e];
-    default: return 1.0;
-    }
-}
 
 #define SR_DEFINE_SDDMM(SEMI, ADD, MUL, T, OUT)                                                          \
     static inline T dot8_##ADD##_##MUL##_##T(const T *restrict x, const T *restrict y, int64_t K)      \
@@ -111,10 +102,7 @@ static double s_value(const struct sr_matrix_s *S, int64_t e)
             T d = dot_##ADD##_##MUL##_##T(x, y, K);                                                     \
             if (sv)                                                                                      \
                 d = (T)SR_MUL_##MUL(sv[e], d);                                                           \
-            double r = a->alpha * (double)d;                                                             \
-            if (a->beta != 0.0)                                                                          \
-                r += a->beta * s_value(S, e);                                                            \
-            out[e] = (T)r;                                                                               \
+            out[e] = (T)sr_cpu_sddmm_output(a, (double)d, e);                                            \
         }                                                                                                \
     }                                                                                                    \
     static void sddmm_##ADD##_##MUL##_##T(const sr_sddmm_args *a, T *out, int threads)                  \
@@ -137,6 +125,8 @@ static int sddmm_threads(const sr_sddmm_args *a, int64_t p)
 sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out)
 {
     const int threads = sddmm_threads(a, 0);
+    if (sr_cpu_sddmm_tiles_pay(a))
+        return sr_cpu_sddmm_tiles(a, out, threads);
 #define SR_DISPATCH_SDDMM(SEMI, ADD, MUL, T, OUT)                                                        \
     if (a->semiring == SEMI && a->out_type == OUT && a->in_type == OUT) {                                \
         sddmm_##ADD##_##MUL##_##T(a, (T *)out, threads);                                                 \
