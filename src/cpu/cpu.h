@@ -148,7 +148,8 @@ void sr_cpu_dense_row_major(const sr_dense *B, void *out, int threads);
 /* The sampled product (src/core/sddmm.h): S->nnz values of a->out_type into `out`. */
 sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out);
 /* Whether well-filled S takes whole tile products (plus_times, float32 or float64;
- * src/cpu/cpu_sddmm_tiles.c), and the call that runs them. */
+ * src/cpu/cpu_sddmm_tiles.c), and the call that runs them (SR_ERROR_OUT_OF_MEMORY, with nothing
+ * written, when a thread's packs do not fit). */
 bool sr_cpu_sddmm_tiles_pay(const sr_sddmm_args *a);
 sr_status sr_cpu_sddmm_tiles(const sr_sddmm_args *a, void *out, int threads);
 /* The fused SDDMM→SpMM into O (m x p, strided): V is n x p, row-major, packed. */

@@ -125,8 +125,11 @@ static int sddmm_threads(const sr_sddmm_args *a, int64_t p)
 sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out)
 {
     const int threads = sddmm_threads(a, 0);
-    if (sr_cpu_sddmm_tiles_pay(a))
-        return sr_cpu_sddmm_tiles(a, out, threads);
+    if (sr_cpu_sddmm_tiles_pay(a)) { /* without host memory for the tiles' packs, the dot products */
+        const sr_status st = sr_cpu_sddmm_tiles(a, out, threads);
+        if (st != SR_ERROR_OUT_OF_MEMORY)
+            return st;
+    }
 #define SR_DISPATCH_SDDMM(SEMI, ADD, MUL, T, OUT)                                                        \
     if (a->semiring == SEMI && a->out_type == OUT && a->in_type == OUT) {                                \
         sddmm_##ADD##_##MUL##_##T(a, (T *)out, threads);                                                 \

@@ -162,7 +162,9 @@ typedef double vec_double __attribute__((vector_size(32)));
                 _Pragma("omp atomic write") failed = 1;                                                  \
             }                                                                                            \
             _Pragma("omp barrier")                                                                       \
-            if (!failed) {                                                                               \
+            int any_failed;                                                                              \
+            _Pragma("omp atomic read") any_failed = failed;                                              \
+            if (!any_failed) {                                                                           \
                 T *bp = ap + (size_t)TILE_ROWS * (size_t)a->K, *P = bp + (size_t)TILE_COLS * (size_t)a->K; \
                 _Pragma("omp for schedule(dynamic, 1)")                                                  \
                 for (int64_t t = 0; t < panels; t++)                                                     \
