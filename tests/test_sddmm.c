@@ -447,6 +447,8 @@ static void run_all(void)
     setenv("SPARSERING_SDDMM_GEMM", "1", 1);
     check_plus_times();
     check_dense_ish();
+    setenv("SPARSERING_SDDMM_GEMM", "2", 1); /* CPU: B packed tile by tile, not whole */
+    check_dense_ish();
     setenv("SPARSERING_SDDMM_GEMM", "0", 1);
     check_dense_ish();
     unsetenv("SPARSERING_SDDMM_GEMM");

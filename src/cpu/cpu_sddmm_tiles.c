@@ -22,7 +22,7 @@
 #define BLOCK_ROWS 4
 
 /* SPARSERING_SDDMM_GEMM=0 turns the tiles off, =1 uses them wherever they can run (both
- * backends read it). */
+ * backends read it); =2 (the CPU's, for tests) too, packing B tile by tile as past PREPACK_BYTES. */
 static int tiles_setting(void)
 {
     const char *env = getenv("SPARSERING_SDDMM_GEMM");
@@ -68,7 +68,7 @@ bool sr_cpu_sddmm_tiles_pay(const sr_sddmm_args *a)
     const int setting = tiles_setting();
     if (!can || setting == 0 || a->S->nnz == 0)
         return false;
-    if (setting == 1)
+    if (setting >= 1)
         return true;
     const struct sr_matrix_s *S = a->S;
     if ((double)S->nnz / (double)S->nrows * TILE_ROWS < TILES_FILL) /* too sparse to fill one tile */
@@ -80,6 +80,11 @@ bool sr_cpu_sddmm_tiles_pay(const sr_sddmm_args *a)
  * clone) of floats and doubles; a scalar times a vector broadcasts the scalar. */
 typedef float vec_float __attribute__((vector_size(32)));
 typedef double vec_double __attribute__((vector_size(32)));
+
+/* B is packed whole once (k-major, tile after tile) when that copy takes at most this much, so a
+ * tile's columns are packed once, not once for every panel that touches them; past it, tile by
+ * tile. */
+#define PREPACK_BYTES ((size_t)256 << 20)
 
 #define SR_DEFINE_SDDMM_TILES(T)                                                                         \
     enum { LANES_##T = 32 / (int)sizeof(T) };                                                            \
@@ -120,8 +125,10 @@ typedef double vec_double __attribute__((vector_size(32)));
                 dst[k * width + r] = row ? row[k] : (T)0;                                                \
         }                                                                                                \
     }                                                                                                    \
-    /* One panel's entries: rows [r0, r0 + 64). */                                                      \
-    static void tiles_panel_##T(const sr_sddmm_args *a, T *out, int64_t r0, T *ap, T *bp, T *P)          \
+    /* One panel's entries: rows [r0, r0 + 64). Tiles are columns [64t, 64t + 64), B's rows packed     \
+     * in `packed` (all of B, tile after tile) or, when it is NULL, into bp tile by tile. */            \
+    static void tiles_panel_##T(const sr_sddmm_args *a, T *out, int64_t r0, const T *packed, T *ap, T *bp, \
+                                T *P)                                                                    \
     {                                                                                                    \
         const struct sr_matrix_s *S = a->S;                                                              \
         const T *sv = a->pattern ? NULL : (const T *)S->values;                                          \
@@ -137,9 +144,12 @@ typedef double vec_double __attribute__((vector_size(32)));
                     c = S->colind[cursor[i]];                                                            \
             if (c == S->ncols)                                                                           \
                 break;                                                                                   \
+            c -= c % TILE_COLS;                                                                          \
             const int64_t width = S->ncols - c < TILE_COLS ? S->ncols - c : TILE_COLS;                   \
-            pack_##T((const T *)a->B, c, width, K, TILE_COLS, bp);                                       \
-            tile_product_##T(ap, bp, K, P);                                                              \
+            const T *tile = packed ? packed + (size_t)(c / TILE_COLS) * TILE_COLS * (size_t)K : bp;      \
+            if (!packed)                                                                                 \
+                pack_##T((const T *)a->B, c, width, K, TILE_COLS, bp);                                   \
+            tile_product_##T(ap, tile, K, P);                                                            \
             for (int i = 0; i < rows; i++)                                                               \
                 for (; cursor[i] < end[i] && S->colind[cursor[i]] < c + width; cursor[i]++) {            \
                     const int64_t e = cursor[i];                                                         \
@@ -155,8 +165,20 @@ typedef double vec_double __attribute__((vector_size(32)));
         const int64_t panels = (a->S->nrows + TILE_ROWS - 1) / TILE_ROWS;                                \
         const size_t room = (size_t)(TILE_ROWS + TILE_COLS) * (size_t)a->K + TILE_ROWS * TILE_COLS;      \
         int failed = 0;                                                                                  \
+        const int64_t tiles_across = (a->S->ncols + TILE_COLS - 1) / TILE_COLS;                          \
+        const size_t packed_bytes = (size_t)tiles_across * TILE_COLS * (size_t)a->K * sizeof(T);         \
+        const bool whole = packed_bytes <= PREPACK_BYTES && tiles_setting() != 2;                        \
+        T *packed = whole ? aligned_alloc(64, (packed_bytes + 63) / 64 * 64) : NULL;                     \
         _Pragma("omp parallel num_threads(threads)")                                                     \
         {                                                                                                \
+            if (packed) {                                                                                \
+                _Pragma("omp for schedule(static)")                                                      \
+                for (int64_t t = 0; t < tiles_across; t++) {                                             \
+                    const int64_t c = t * TILE_COLS;                                                     \
+                    pack_##T((const T *)a->B, c, a->S->ncols - c < TILE_COLS ? a->S->ncols - c : TILE_COLS, \
+                             a->K, TILE_COLS, packed + (size_t)t * TILE_COLS * (size_t)a->K);            \
+                }                                                                                        \
+            }                                                                                            \
             T *ap = aligned_alloc(64, (room * sizeof(T) + 63) / 64 * 64);                              \
             if (!ap) {                                                                                   \
                 _Pragma("omp atomic write") failed = 1;                                                  \
@@ -168,10 +190,11 @@ typedef double vec_double __attribute__((vector_size(32)));
                 T *bp = ap + (size_t)TILE_ROWS * (size_t)a->K, *P = bp + (size_t)TILE_COLS * (size_t)a->K; \
                 _Pragma("omp for schedule(dynamic, 1)")                                                  \
                 for (int64_t t = 0; t < panels; t++)                                                     \
-                    tiles_panel_##T(a, out, t * TILE_ROWS, ap, bp, P);                                   \
+                    tiles_panel_##T(a, out, t * TILE_ROWS, packed, ap, bp, P);                           \
             }                                                                                            \
             free(ap);                                                                                    \
         }                                                                                                \
+        free(packed);                                                                                    \
         return failed ? sr_error(SR_ERROR_OUT_OF_MEMORY,                                                 \
                                  "sr_sddmm: out of host memory for a thread's tiles (%zu bytes)",        \
                                  room * sizeof(T))                                                       \

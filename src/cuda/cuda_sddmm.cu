@@ -433,7 +433,7 @@ template <class Ops> struct sddmm_launcher {
         const int dense = dense_setting();
         if constexpr (std::is_same<T, float>::value) { // whole tile products: float32 rows of float4s
             const int gemm = gemm_setting();
-            bool pay = gemm == 1 && vectors;
+            bool pay = gemm >= 1 && vectors; // 2 (the CPU's B packing, for tests) forces them too
             if (gemm == -1 && vectors && setting != 1 && dense != 1)
                 SR_TRY(gemm_tiles_pay(S, &pay));
             if (pay) {

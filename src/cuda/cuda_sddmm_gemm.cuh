@@ -22,7 +22,7 @@ static_assert(4 * kGemmDepth * kGemmPitch * sizeof(float) <= kGemmSmem, "two sta
 // (bench/probes/sddmm_gemm_probe.cu, kernel alone): a whole tile costs about what 1,600-2,600 of
 // its entries cost through the entry kernels, so uniform S at 25% (4.1K a tile) ran 1.6-2.3x
 // faster and at 5% (819) 1.5-2x slower; a band of 512 (13K) 2.5-3.8x faster.
-// SPARSERING_SDDMM_GEMM=0 turns them off, =1 uses them wherever they can run.
+// SPARSERING_SDDMM_GEMM=0 turns them off, =1 (or 2) uses them wherever they can run.
 constexpr double kGemmFill = 3000;
 
 inline int gemm_setting() {
