@@ -1,12 +1,13 @@
-/* Well-filled S on the host (bands, attention masks, S at a fifth of its cells and more): whole
- * tile products instead of a dot product an entry, the CPU's counterpart of the GPU's GEMM tiles
- * (src/cuda/cuda_sddmm_gemm.cuh). A task takes a panel of 64 rows and packs their rows of A
- * k-major once; it then walks the 64-column tiles the panel touches (each beginning at the least
- * column a row has left, so a band computes only its own), packs the tile's rows of B k-major,
- * computes the whole 64 x 64 product by a register-blocked kernel (4 rows x 64 bytes of columns:
- * eight AVX2 accumulators, eight fused multiply-adds for six loads, where a dot product an entry
- * loads two vectors for each) and writes the panel's entries in the tile from it. Each entry's K
- * products are summed in order k = 0 .. K-1. */
+/* Well-filled S on the host (bands, attention masks, S at half its cells and more): whole tile
+ * products instead of a dot product an entry, the CPU's counterpart of the GPU's GEMM tiles
+ * (src/cuda/cuda_sddmm_gemm.cuh). B's rows are packed k-major once, in tiles of 64 columns (or,
+ * past PREPACK_BYTES, by each panel for the tiles it touches); a task takes a panel of 64 rows,
+ * packs their rows of A k-major, walks the tiles the panel touches (from the one holding the least
+ * column a row has left, so a band computes only its own), computes each whole 64 x 64 product by
+ * a register-blocked kernel (4 rows x 64 bytes of columns: eight AVX2 accumulators, eight fused
+ * multiply-adds for six loads, where a dot product an entry loads two vectors for each) and writes
+ * the panel's entries in the tile from it. Each entry's K products are summed in order k = 0 ..
+ * K-1. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,9 +31,9 @@ static int tiles_setting(void)
 }
 
 /* Entries a touched 64 x 64 tile must hold on average for the tiles to run: half of its cells.
- * Measured here (2 cores, AVX2; docs/sddmm.md, "CPU"): the tiles tie the dot products at a quarter
- * (uniform 8K at 25%) and lose at an eighth, where most of a tile's products are thrown away; a band
- * of 512 fills its tiles to ~90%. */
+ * Measured on 2 cores (bench/results-sddmm-cpu.txt): a band of 512 (~90% full) 1.2-2.1x the dot
+ * products; uniform S at a quarter 0.9-2.05x (winning at K >= 128 in float32, at 512 in float64)
+ * and at an eighth 0.5-1.2x, where most of a tile's products are thrown away. */
 #define TILES_FILL 2048.0
 
 /* The mean entries per touched tile over up to 8 panels spread over S. */
