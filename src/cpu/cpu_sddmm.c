@@ -33,7 +33,6 @@ static int64_t row_of_entry(const int64_t *rowptr, int64_t nrows, int64_t e)
     return lo;
 }
 
-
 #define SR_DEFINE_SDDMM(SEMI, ADD, MUL, T, OUT)                                                          \
     static inline T dot8_##ADD##_##MUL##_##T(const T *restrict x, const T *restrict y, int64_t K)      \
     {                                                                                                    \
