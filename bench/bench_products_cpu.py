@@ -103,8 +103,8 @@ def main():
             continue
         for r in product_rows(name, A, ctx, gb, not args.no_scipy_spgemm):
             rows.append(r)
-            print(f"{r['product']:13} {r['matrix']:20} ours {r['ours_ms']:9.2f} ms  scipy {r['scipy_ms']:9.2f} ms "
-                  f"{r['scipy_ms'] / r['ours_ms']:6.2f}x  GraphBLAS {r['graphblas_ms']:9.2f} ms "
+            print(f"{r['product']:13} {r['matrix']:20} ours {r['ours_ms']:9.3f} ms  scipy {r['scipy_ms']:9.3f} ms "
+                  f"{r['scipy_ms'] / r['ours_ms']:6.2f}x  GraphBLAS {r['graphblas_ms']:9.3f} ms "
                   f"{r['graphblas_ms'] / r['ours_ms']:6.2f}x  (err {r['rel_err']:.1e})", flush=True)
     if args.json:
         with open(args.json, "w") as f:

@@ -2,8 +2,14 @@
  * matrix, repeated, on a context of 16 threads (more than CI's cores). Waking the whole team for
  * microseconds of work made such calls take milliseconds on a busy machine (8 ms a SpMV of 5,000
  * entries beside another process's threads); sr_context_threads_for runs them on one thread.
- * Also checks that the results do not depend on the thread count chosen. CPU backend. */
+ * Also checks that the results do not depend on the thread count chosen. Then calls that take
+ * every thread, beside threads that spin on all the other cores (as another library's OpenMP
+ * runtime does for milliseconds after each of its calls): an OpenMP team waits a scheduler tick
+ * (4 ms) for its threads there; the pool's calls (src/cpu/cpu_pool.h) do not. CPU backend. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -50,6 +56,73 @@ static double typical_call(sr_context ctx, int product, sr_matrix A, const sr_de
     }
     qsort(t, CALLS, sizeof *t, by_value);
     return t[CALLS / 10];
+}
+
+static atomic_int spinning;
+
+static void *spin(void *unused)
+{
+    (void)unused;
+    while (atomic_load_explicit(&spinning, memory_order_relaxed))
+        ;
+    return NULL;
+}
+
+/* The median seconds of CALLS / 3 calls of SpMV, SpGEMM and the vector dot on a 60,000-entry
+ * matrix, all threads taking part, alone and beside a spinning thread on every core but one. */
+static void beside_spinners(sr_context ctx)
+{
+    const int64_t n = 20000;
+    test_csr a = test_random_csr(n, n, 3, SR_TYPE_FLOAT64);
+    sr_matrix A = test_make_matrix_at(ctx, &a, SR_HOST);
+    double *xs = malloc((size_t)n * sizeof *xs), *ys = malloc((size_t)n * sizeof *ys);
+    for (int64_t i = 0; i < n; i++)
+        xs[i] = test_uniform() - 0.5;
+    sr_dense x = sr_vector_view(xs, n, SR_TYPE_FLOAT64, SR_HOST), y = sr_vector_view(ys, n, SR_TYPE_FLOAT64, SR_HOST);
+    setenv("SPARSERING_SERIAL_WORK", "0", 1); /* a team for every call */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const int spinners = cores > 1 ? (int)(cores - 1 < 64 ? cores - 1 : 64) : 1;
+    pthread_t threads[64];
+    const char *names[] = {"spmv", "mxm (A·A)", "vector dot"};
+    /* beside the spinners a call may run on fewer threads, so take up to 3x as long, plus 1 ms of
+     * slack; an OpenMP team there took a scheduler tick or two (4-8 ms) a call */
+    double alone[3] = {0, 0, 0};
+    for (int phase = 0; phase < 2; phase++) {
+        atomic_store(&spinning, phase);
+        for (int s = 0; phase && s < spinners; s++)
+            pthread_create(&threads[s], NULL, spin, NULL);
+        for (int product = 0; product < 3; product++) {
+            double t[CALLS / 3], dot = 0;
+            for (int r = 0; r < CALLS / 3; r++) {
+                sr_matrix C = NULL;
+                const double t0 = now();
+                if (product == 0)
+                    CHECK_OK(sr_spmv(ctx, &y, NULL, SR_PLUS_TIMES, A, &x, NULL));
+                else if (product == 1)
+                    CHECK_OK(sr_mxm(ctx, &C, NULL, SR_PLUS_TIMES, A, A, NULL));
+                else
+                    CHECK_OK(sr_vector_dot(ctx, &x, &x, &dot));
+                t[r] = now() - t0;
+                sr_matrix_free(C);
+            }
+            qsort(t, CALLS / 3, sizeof *t, by_value);
+            const double median = t[CALLS / 6];
+            printf("  %-12s %d entries, %s: median %.1f us, 90th percentile %.1f us\n", names[product], (int)a.nnz,
+                   phase ? "beside spinning threads" : "alone", 1e6 * median, 1e6 * t[CALLS / 3 * 9 / 10]);
+            const double limit = 3 * alone[product] + 1e-3;
+            CHECK(!TIMES_CHECKED || !phase || median <= limit, "%s takes %.0f us a call beside %d spinning threads, "
+                  "%.0f us alone (limit %.0f us): the call waits for threads that cannot run", names[product],
+                  1e6 * median, spinners, 1e6 * alone[product], 1e6 * limit);
+            if (!phase)
+                alone[product] = median;
+        }
+        atomic_store(&spinning, 0);
+        for (int s = 0; phase && s < spinners; s++)
+            pthread_join(threads[s], NULL);
+    }
+    sr_matrix_free(A);
+    test_csr_free(&a);
+    free(xs), free(ys);
 }
 
 int main(void)
@@ -113,6 +186,11 @@ int main(void)
     sr_matrix_free(A);
     test_csr_free(&a);
     free(xs), free(ys), free(Xs), free(Ys), free(y_all), free(Y_all);
+    sr_context_destroy(ctx);
+
+    o.threads = 0; /* all cores */
+    CHECK_OK(sr_context_create(&ctx, &o));
+    beside_spinners(ctx);
     sr_context_destroy(ctx);
     return test_finish("test_small_calls");
 }

@@ -1,5 +1,6 @@
 /* The fused pattern on the host: each row of X is read once; its dot with y (X·y), scaled by v,
- * is spread back over the row's columns (Xᵀ·) while the row is still in L1. Threads sum into
+ * is spread back over the row's columns (Xᵀ·) while the row is still in L1. Its loops run on the
+ * pool (cpu_pool.h) like the vector calls of the solvers built on it. Threads sum into
  * their own copies of w (added at the end) when those take at most PRIVATE_ELEMENTS in all and X
  * has at least as many rows as columns. Wider sparse X (10^4 x 10^7: copies of w would cost more
  * than X's entries) has each thread own a range of w's columns instead (fused_by_columns); dense X
@@ -7,15 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <omp.h>
-
 #include "../core/error.h"
 #include "cpu.h"
+#include "cpu_pool.h"
 
 #define PRIVATE_ELEMENTS ((int64_t)1 << 25) /* 256 MiB of doubles across the threads' copies of w */
 
 /* The most threads the column ranges serve (their cuts live on the stack). */
 #define SR_CPU_MAX_THREADS 1024
+#define FUSED_ROWS 256 /* rows a chunk of the pool (cpu_pool.h) */
+
+/* One call's state for the pool's chunks (void pointers: one struct serves float and double). */
+typedef struct {
+    const sr_fused_args *a;
+    int threads;
+    bool private_sums;   /* each slot adds into its own copy of w in sums */
+    void *sums, *shared; /* threads copies of w, or one shared (atomic adds) */
+    void *p;             /* the column ranges' row scales */
+    const int64_t *cuts; /* the column ranges: threads + 1 bounds */
+} fused_job;
 
 /* cuts[0..threads]: column ranges holding about equal shares of X's entries, at the quantiles of
  * a sample of its column indices (up to 2^16 entries, evenly spaced), 0 and n at the ends. */
@@ -96,93 +107,114 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
             }                                                                                             \
         }                                                                                                 \
     }                                                                                                     \
-    /* Sparse X, w by column ranges: thread t owns w(cuts[t] .. cuts[t+1]), sets it to β·z, then       \
-     * visits every row with p(i) != 0 and adds α·p(i)·X(i, j) for the row's entries in its range      \
-     * (found by a binary search: a row's columns are sorted). No copies, no atomics; each w(j) is     \
-     * summed by one thread in row order, the same for any number of threads. XTVXY's p = v ⊙ X·y     \
-     * comes first, by rows (X is then read twice, once by rows, once by ranges). */                   \
-    static sr_status fused_by_columns_##T(const sr_fused_args *a, int threads, const int64_t *cuts)       \
+    /* XY's rows, or the scales p(i) = α·v(i)·X(i,:)·y of the column ranges' first pass. */              \
+    static void rows_chunk_##T(void *arg, int64_t c, int slot)                                            \
     {                                                                                                     \
+        const fused_job *job = arg;                                                                       \
+        const sr_fused_args *a = job->a;                                                                  \
         const T *v = a->v, *y = a->y, *z = a->z;                                                          \
-        T *w = a->w;                                                                                      \
         const T alpha = (T)a->alpha, beta = (T)a->beta;                                                   \
+        const int64_t i1 = (c + 1) * FUSED_ROWS < a->m ? (c + 1) * FUSED_ROWS : a->m;                      \
+        (void)slot;                                                                                       \
+        for (int64_t i = c * FUSED_ROWS; i < i1; i++) {                                                   \
+            if (a->form == SR_FORM_XY) {                                                                  \
+                const T d = row_dot_##T(a, i) * (v ? v[i] : (T)1);                                        \
+                ((T *)a->w)[i] = alpha * d + (z ? beta * z[i] : (T)0);                                    \
+            } else {                                                                                      \
+                ((T *)job->p)[i] = alpha * (v ? v[i] : (T)1) * (a->form == SR_FORM_XTY ? y[i] : row_dot_##T(a, i)); \
+            }                                                                                             \
+        }                                                                                                 \
+    }                                                                                                     \
+    /* Column range c (cuts[c] .. cuts[c+1]) of w: set to β·z, then every row with p(i) != 0 adds     \
+     * p(i)·X(i, j) for its entries in the range (found by a binary search: a row's columns are       \
+     * sorted). No copies, no atomics; each w(j) is summed in row order by one thread, the same for   \
+     * any number of threads. */                                                                      \
+    static void range_chunk_##T(void *arg, int64_t c, int slot)                                           \
+    {                                                                                                     \
+        const fused_job *job = arg;                                                                       \
+        const sr_fused_args *a = job->a;                                                                  \
+        const T *z = a->z, *p = job->p;                                                                   \
+        T *w = a->w;                                                                                      \
+        const T beta = (T)a->beta;                                                                        \
         const int64_t *rowptr = a->X->rowptr;                                                             \
         const int32_t *restrict col = a->X->colind;                                                       \
         const T *restrict xv = a->X->type == SR_TYPE_BOOL ? NULL : (const T *)a->X->values;               \
-        T *p = malloc((size_t)(a->m > 0 ? a->m : 1) * sizeof(T));                                         \
-        if (!p)                                                                                           \
-            return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld row scales", (long long)a->m); \
-        _Pragma("omp parallel num_threads(threads)")                                                      \
-        {                                                                                                 \
-            _Pragma("omp for schedule(dynamic, 256)")                                                     \
-            for (int64_t i = 0; i < a->m; i++)                                                            \
-                p[i] = alpha * (v ? v[i] : (T)1) * (a->form == SR_FORM_XTY ? y[i] : row_dot_##T(a, i));   \
-            const int t = omp_get_thread_num();                                                           \
-            const int64_t c0 = cuts[t], c1 = cuts[t + 1];                                                 \
-            for (int64_t j = c0; j < c1; j++)                                                             \
-                w[j] = z ? beta * z[j] : (T)0;                                                            \
-            for (int64_t i = 0; i < a->m && c0 < c1; i++) {                                               \
-                const int64_t lo = rowptr[i], hi = rowptr[i + 1];                                         \
-                if (p[i] == 0 || lo == hi || col[hi - 1] < c0 || col[lo] >= c1)                           \
-                    continue;                                                                             \
-                for (int64_t k = sr_cpu_lower_bound(col, lo, hi, c0); k < hi && col[k] < c1; k++)        \
-                    w[col[k]] += (xv ? xv[k] : (T)1) * p[i];                                              \
-            }                                                                                             \
+        const int64_t c0 = job->cuts[c], c1 = job->cuts[c + 1];                                           \
+        (void)slot;                                                                                       \
+        for (int64_t j = c0; j < c1; j++)                                                                 \
+            w[j] = z ? beta * z[j] : (T)0;                                                                \
+        for (int64_t i = 0; i < a->m && c0 < c1; i++) {                                                   \
+            const int64_t lo = rowptr[i], hi = rowptr[i + 1];                                             \
+            if (p[i] == 0 || lo == hi || col[hi - 1] < c0 || col[lo] >= c1)                               \
+                continue;                                                                                 \
+            for (int64_t k = sr_cpu_lower_bound(col, lo, hi, c0); k < hi && col[k] < c1; k++)            \
+                w[col[k]] += (xv ? xv[k] : (T)1) * p[i];                                                  \
         }                                                                                                 \
-        free(p);                                                                                          \
-        return SR_SUCCESS;                                                                                \
+    }                                                                                                     \
+    /* Rows spread into the slot's copy of w (or the shared sums, atomically). */                      \
+    static void spread_chunk_##T(void *arg, int64_t c, int slot)                                          \
+    {                                                                                                     \
+        const fused_job *job = arg;                                                                       \
+        const sr_fused_args *a = job->a;                                                                  \
+        const T *v = a->v, *y = a->y;                                                                     \
+        T *acc = job->private_sums ? (T *)job->sums + (size_t)slot * (size_t)a->n : (T *)job->shared;    \
+        const int64_t i1 = (c + 1) * FUSED_ROWS < a->m ? (c + 1) * FUSED_ROWS : a->m;                      \
+        for (int64_t i = c * FUSED_ROWS; i < i1; i++) {                                                   \
+            const T scale = v ? v[i] : (T)1;                                                              \
+            const T p = a->form == SR_FORM_XTY ? scale * y[i] : scale * row_dot_##T(a, i);                \
+            if (p != 0)                                                                                   \
+                row_spread_##T(a, i, p, acc, !job->private_sums);                                         \
+        }                                                                                                 \
+    }                                                                                                     \
+    /* w = α·Σ sums + β·z over column share c of `threads` (z may be w: read before written). */         \
+    static void gather_chunk_##T(void *arg, int64_t c, int slot)                                          \
+    {                                                                                                     \
+        const fused_job *job = arg;                                                                       \
+        const sr_fused_args *a = job->a;                                                                  \
+        const T *z = a->z, *sums = job->sums, *shared = job->shared;                                      \
+        T *w = a->w;                                                                                      \
+        const T alpha = (T)a->alpha, beta = (T)a->beta;                                                   \
+        (void)slot;                                                                                       \
+        for (int64_t j = a->n * c / job->threads; j < a->n * (c + 1) / job->threads; j++) {              \
+            T s = 0;                                                                                      \
+            if (job->private_sums)                                                                        \
+                for (int t = 0; t < job->threads; t++)                                                    \
+                    s += sums[(size_t)t * (size_t)a->n + (size_t)j];                                      \
+            else                                                                                          \
+                s = shared[j];                                                                            \
+            w[j] = alpha * s + (z ? beta * z[j] : (T)0);                                                  \
+        }                                                                                                 \
     }                                                                                                     \
     static sr_status fused_##T(const sr_fused_args *a, int threads)                                       \
     {                                                                                                     \
-        const T *v = a->v, *y = a->y, *z = a->z;                                                          \
-        T *w = a->w;                                                                                      \
-        const T alpha = (T)a->alpha, beta = (T)a->beta;                                                   \
+        const int64_t row_chunks = (a->m + FUSED_ROWS - 1) / FUSED_ROWS;                                  \
+        fused_job job = {a, threads, false, NULL, NULL, NULL, NULL};                                      \
         if (a->form == SR_FORM_XY) {                                                                      \
-            _Pragma("omp parallel for num_threads(threads) schedule(dynamic, 256)")                       \
-            for (int64_t i = 0; i < a->m; i++) {                                                          \
-                const T d = row_dot_##T(a, i) * (v ? v[i] : (T)1);                                        \
-                w[i] = alpha * d + (z ? beta * z[i] : (T)0);                                              \
-            }                                                                                             \
+            sr_cpu_run_chunks(threads, row_chunks, rows_chunk_##T, &job);                                 \
             return SR_SUCCESS;                                                                            \
         }                                                                                                 \
-        const bool private_sums = (int64_t)threads * a->n <= PRIVATE_ELEMENTS;                            \
-        if (a->X && (!private_sums || a->m < a->n)) {                                                     \
+        job.private_sums = (int64_t)threads * a->n <= PRIVATE_ELEMENTS;                                   \
+        if (a->X && (!job.private_sums || a->m < a->n)) {                                                 \
             int64_t cuts[SR_CPU_MAX_THREADS + 1];                                                         \
-            threads = threads < SR_CPU_MAX_THREADS ? threads : SR_CPU_MAX_THREADS;                        \
-            SR_TRY(column_cuts(a->X, threads, cuts));                                                     \
-            return fused_by_columns_##T(a, threads, cuts);                                                \
+            job.threads = threads < SR_CPU_MAX_THREADS ? threads : SR_CPU_MAX_THREADS;                    \
+            SR_TRY(column_cuts(a->X, job.threads, cuts));                                                 \
+            job.cuts = cuts;                                                                              \
+            if (!(job.p = malloc((size_t)(a->m > 0 ? a->m : 1) * sizeof(T))))                             \
+                return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld row scales", (long long)a->m); \
+            sr_cpu_run_chunks(threads, row_chunks, rows_chunk_##T, &job);                                 \
+            sr_cpu_run_chunks(job.threads, job.threads, range_chunk_##T, &job);                           \
+            free(job.p);                                                                                  \
+            return SR_SUCCESS;                                                                            \
         }                                                                                                 \
-        T *sums = private_sums ? calloc((size_t)threads * (size_t)(a->n > 0 ? a->n : 1), sizeof(T)) : NULL; \
-        if (private_sums && !sums)                                                                        \
+        if (job.private_sums && !(job.sums = calloc((size_t)threads * (size_t)(a->n > 0 ? a->n : 1), sizeof(T)))) \
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d partial sums of %lld",     \
                             threads, (long long)a->n);                                                    \
-        T *shared = NULL;                                                                                 \
-        if (!private_sums && !(shared = calloc((size_t)a->n, sizeof(T))))                                 \
+        if (!job.private_sums && !(job.shared = calloc((size_t)(a->n > 0 ? a->n : 1), sizeof(T))))        \
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld sums", (long long)a->n); \
-        _Pragma("omp parallel num_threads(threads)")                                                      \
-        {                                                                                                 \
-            T *acc = private_sums ? sums + (size_t)omp_get_thread_num() * (size_t)a->n : shared;          \
-            _Pragma("omp for schedule(dynamic, 256)")                                                     \
-            for (int64_t i = 0; i < a->m; i++) {                                                          \
-                const T scale = v ? v[i] : (T)1;                                                          \
-                const T p = a->form == SR_FORM_XTY ? scale * y[i] : scale * row_dot_##T(a, i);            \
-                if (p != 0)                                                                               \
-                    row_spread_##T(a, i, p, acc, !private_sums);                                          \
-            }                                                                                             \
-            /* w = α·Σ sums + β·z, a column range a thread (z may be w: read before written) */           \
-            _Pragma("omp for schedule(static)")                                                           \
-            for (int64_t j = 0; j < a->n; j++) {                                                          \
-                T s = 0;                                                                                  \
-                if (private_sums)                                                                         \
-                    for (int t = 0; t < threads; t++)                                                     \
-                        s += sums[(size_t)t * (size_t)a->n + (size_t)j];                                  \
-                else                                                                                      \
-                    s = shared[j];                                                                        \
-                w[j] = alpha * s + (z ? beta * z[j] : (T)0);                                              \
-            }                                                                                             \
-        }                                                                                                 \
-        free(sums);                                                                                       \
-        free(shared);                                                                                     \
+        sr_cpu_run_chunks(threads, row_chunks, spread_chunk_##T, &job);                                   \
+        sr_cpu_run_chunks(threads, threads, gather_chunk_##T, &job);                                      \
+        free(job.sums);                                                                                   \
+        free(job.shared);                                                                                 \
         return SR_SUCCESS;                                                                                \
     }
 SR_DEFINE_FUSED_PATTERN(float)

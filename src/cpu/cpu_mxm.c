@@ -1,15 +1,18 @@
 /* Sparse x sparse semiring product on the host (Gustavson): a count pass sizes each output row,
  * a fill pass computes it with a dense accumulator per thread, then each row's columns are
- * sorted (radix sort for long rows, quicksort for short ones). */
+ * sorted (radix sort for long rows, quicksort for short ones). Both passes run on the pool
+ * (cpu_pool.h), in chunks of 64 rows. */
 #include <stdlib.h>
 #include <string.h>
 
-#include <omp.h>
 
 #include "../core/error.h"
 #include "../core/memory.h"
 #include "../core/types.h"
 #include "cpu.h"
+#include "cpu_pool.h"
+
+enum { MXM_ROWS_PER_CHUNK = 64 };
 
 /* Per-thread work rows: stamps of the last output row that touched a column, and mask stamps. */
 typedef struct {
@@ -30,88 +33,109 @@ static inline void stamp_mask_row(const struct sr_matrix_s *mask, int64_t i, int
 
 #define ALLOWED(j) (!mask || ((mask_mark[j] == i) != complement))
 
-static void count_rows(const struct sr_matrix_s *A, const struct sr_matrix_s *B, const struct sr_matrix_s *mask,
-                       bool complement, spa *w, int64_t *counts, int threads)
+/* A pass over A's rows in chunks for the pool (cpu_pool.h): a chunk is `rows_per_chunk` rows, and
+ * each slot clears its stamps before its first chunk of the pass (a stamp left by the previous
+ * pass would read as "seen in this row"). */
+typedef struct {
+    const struct sr_matrix_s *A, *B, *mask;
+    bool complement;
+    spa *w;
+    struct sr_matrix_s *C; /* the fill pass's output; counts go to C->rowptr + 1 */
+    int64_t rows_per_chunk;
+    bool *ready; /* per slot: stamps cleared in this pass */
+} mxm_pass;
+
+static void chunk_rows(const mxm_pass *p, int64_t chunk, int64_t *i0, int64_t *i1)
 {
-    const int64_t n = B->ncols;
-#pragma omp parallel num_threads(threads)
-    {
-        int64_t *mark = w->mark + (size_t)omp_get_thread_num() * (size_t)n;
-        int64_t *mask_mark = mask ? w->mask_mark + (size_t)omp_get_thread_num() * (size_t)n : NULL;
-        for (int64_t j = 0; j < n; j++)
-            mark[j] = -1;
-        for (int64_t j = 0; mask && j < n; j++)
-            mask_mark[j] = -1;
-#pragma omp for schedule(dynamic, 64)
-        for (int64_t i = 0; i < A->nrows; i++) {
-            if (mask)
-                stamp_mask_row(mask, i, mask_mark);
-            int64_t count = 0;
-            for (int64_t ka = A->rowptr[i]; ka < A->rowptr[i + 1]; ka++) {
-                int64_t k = A->colind[ka];
-                for (int64_t kb = B->rowptr[k]; kb < B->rowptr[k + 1]; kb++) {
-                    int32_t j = B->colind[kb];
-                    if (mark[j] != i && ALLOWED(j)) {
-                        mark[j] = i;
-                        count++;
-                    }
+    *i0 = chunk * p->rows_per_chunk;
+    *i1 = *i0 + p->rows_per_chunk < p->A->nrows ? *i0 + p->rows_per_chunk : p->A->nrows;
+}
+
+/* The slot's stamps, cleared on its first chunk of the pass. */
+static void slot_stamps(const mxm_pass *p, int slot, int64_t **mark, int64_t **mask_mark)
+{
+    const size_t n = (size_t)p->B->ncols;
+    *mark = p->w->mark + (size_t)slot * n;
+    *mask_mark = p->mask ? p->w->mask_mark + (size_t)slot * n : NULL;
+    if (p->ready[slot])
+        return;
+    for (size_t j = 0; j < n; j++)
+        (*mark)[j] = -1;
+    for (size_t j = 0; p->mask && j < n; j++)
+        (*mask_mark)[j] = -1;
+    p->ready[slot] = true;
+}
+
+static void count_chunk(void *arg, int64_t chunk, int slot)
+{
+    const mxm_pass *p = arg;
+    const struct sr_matrix_s *A = p->A, *B = p->B, *mask = p->mask;
+    const bool complement = p->complement;
+    int64_t *mark, *mask_mark, i0, i1;
+    slot_stamps(p, slot, &mark, &mask_mark);
+    chunk_rows(p, chunk, &i0, &i1);
+    for (int64_t i = i0; i < i1; i++) {
+        if (mask)
+            stamp_mask_row(mask, i, mask_mark);
+        int64_t count = 0;
+        for (int64_t ka = A->rowptr[i]; ka < A->rowptr[i + 1]; ka++) {
+            int64_t k = A->colind[ka];
+            for (int64_t kb = B->rowptr[k]; kb < B->rowptr[k + 1]; kb++) {
+                int32_t j = B->colind[kb];
+                if (mark[j] != i && ALLOWED(j)) {
+                    mark[j] = i;
+                    count++;
                 }
             }
-            counts[i + 1] = count;
         }
+        p->C->rowptr[i + 1] = count;
     }
 }
 
-/* One fill kernel per (semiring, T); C's rowptr is set and its arrays allocated. */
+/* One fill kernel per (semiring, T) for the pool; C's rowptr is set and its arrays allocated. */
 #define SR_DEFINE_MXM_FILL(SEMI, ADD, MUL, T, OUT)                                                       \
-    static void mxm_fill_##ADD##_##MUL##_##T(const struct sr_matrix_s *A, const struct sr_matrix_s *B,   \
-                                             const struct sr_matrix_s *mask, bool complement, spa *w,    \
-                                             struct sr_matrix_s *C, int threads)                         \
+    static void mxm_fill_##ADD##_##MUL##_##T(void *arg, int64_t chunk, int slot)                         \
     {                                                                                                    \
-        const int64_t n = B->ncols;                                                                      \
+        const mxm_pass *p = arg;                                                                         \
+        const struct sr_matrix_s *A = p->A, *B = p->B, *mask = p->mask;                                  \
+        struct sr_matrix_s *C = p->C;                                                                    \
+        const bool complement = p->complement;                                                           \
+        const size_t n = (size_t)B->ncols;                                                               \
         const T *av = (const T *)A->values, *bv = (const T *)B->values;                                  \
         T *cv = (T *)C->values;                                                                          \
-        _Pragma("omp parallel num_threads(threads)")                                                     \
-        {                                                                                                \
-            int64_t *mark = w->mark + (size_t)omp_get_thread_num() * (size_t)n;                          \
-            int64_t *mask_mark = mask ? w->mask_mark + (size_t)omp_get_thread_num() * (size_t)n : NULL;  \
-            T *acc = cv ? (T *)w->acc + (size_t)omp_get_thread_num() * (size_t)n : NULL;                 \
-            int32_t *sort_tmp = w->sort_tmp ? w->sort_tmp + (size_t)omp_get_thread_num() * (size_t)w->longest \
-                                            : NULL;                                                      \
-            for (int64_t j = 0; j < n; j++)                                                              \
-                mark[j] = -1;                                                                            \
-            for (int64_t j = 0; mask && j < n; j++)                                                      \
-                mask_mark[j] = -1;                                                                       \
-            _Pragma("omp for schedule(dynamic, 64)")                                                     \
-            for (int64_t i = 0; i < A->nrows; i++) {                                                     \
-                if (mask)                                                                                \
-                    stamp_mask_row(mask, i, mask_mark);                                                  \
-                int32_t *cols = C->colind + C->rowptr[i];                                                \
-                int64_t count = 0;                                                                       \
-                for (int64_t ka = A->rowptr[i]; ka < A->rowptr[i + 1]; ka++) {                           \
-                    const int64_t k = A->colind[ka];                                                     \
-                    const T a = av ? av[ka] : (T)1;                                                      \
-                    (void)a;                                                                             \
-                    for (int64_t kb = B->rowptr[k]; kb < B->rowptr[k + 1]; kb++) {                       \
-                        const int32_t j = B->colind[kb];                                                 \
-                        if (!ALLOWED(j))                                                                 \
-                            continue;                                                                    \
-                        const T b = bv ? bv[kb] : (T)1;                                                  \
-                        (void)b;                                                                         \
-                        if (mark[j] != i) {                                                              \
-                            mark[j] = i;                                                                 \
-                            cols[count++] = j;                                                           \
-                            if (acc)                                                                     \
-                                acc[j] = (T)SR_MUL_##MUL(a, b);                                          \
-                        } else if (acc) {                                                                \
-                            acc[j] = (T)SR_ADD_##ADD(acc[j], (T)SR_MUL_##MUL(a, b));                     \
-                        }                                                                                \
+        int64_t *mark, *mask_mark, i0, i1;                                                               \
+        slot_stamps(p, slot, &mark, &mask_mark);                                                         \
+        chunk_rows(p, chunk, &i0, &i1);                                                                  \
+        T *acc = cv ? (T *)p->w->acc + (size_t)slot * n : NULL;                                          \
+        int32_t *sort_tmp = p->w->sort_tmp ? p->w->sort_tmp + (size_t)slot * (size_t)p->w->longest : NULL; \
+        for (int64_t i = i0; i < i1; i++) {                                                              \
+            if (mask)                                                                                    \
+                stamp_mask_row(mask, i, mask_mark);                                                      \
+            int32_t *cols = C->colind + C->rowptr[i];                                                    \
+            int64_t count = 0;                                                                           \
+            for (int64_t ka = A->rowptr[i]; ka < A->rowptr[i + 1]; ka++) {                               \
+                const int64_t k = A->colind[ka];                                                         \
+                const T a = av ? av[ka] : (T)1;                                                          \
+                (void)a;                                                                                 \
+                for (int64_t kb = B->rowptr[k]; kb < B->rowptr[k + 1]; kb++) {                           \
+                    const int32_t j = B->colind[kb];                                                     \
+                    if (!ALLOWED(j))                                                                     \
+                        continue;                                                                        \
+                    const T b = bv ? bv[kb] : (T)1;                                                      \
+                    (void)b;                                                                             \
+                    if (mark[j] != i) {                                                                  \
+                        mark[j] = i;                                                                     \
+                        cols[count++] = j;                                                               \
+                        if (acc)                                                                         \
+                            acc[j] = (T)SR_MUL_##MUL(a, b);                                              \
+                    } else if (acc) {                                                                    \
+                        acc[j] = (T)SR_ADD_##ADD(acc[j], (T)SR_MUL_##MUL(a, b));                         \
                     }                                                                                    \
                 }                                                                                        \
-                sr_cpu_sort_columns(cols, sort_tmp, count, w->key_bits);                                        \
-                for (int64_t q = 0; acc && q < count; q++)                                               \
-                    cv[C->rowptr[i] + q] = acc[cols[q]];                                                 \
             }                                                                                            \
+            sr_cpu_sort_columns(cols, sort_tmp, count, p->w->key_bits);                                  \
+            for (int64_t q = 0; acc && q < count; q++)                                                   \
+                cv[C->rowptr[i] + q] = acc[cols[q]];                                                     \
         }                                                                                                \
     }
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_MXM_FILL)
@@ -152,8 +176,13 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
         st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * n, sr_value_size(out_type), &w.acc);
     if (st == SR_SUCCESS)
         st = sr_matrix_alloc(ctx, A->nrows, B->ncols, 0, out_type, SR_HOST, &C);
+    bool *ready = NULL;
+    if (st == SR_SUCCESS && !(ready = calloc((size_t)threads, sizeof *ready)))
+        st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a product's %d threads", threads);
+    mxm_pass pass = {A, B, mask, complement, &w, C, MXM_ROWS_PER_CHUNK, ready};
+    const int64_t chunks = (A->nrows + MXM_ROWS_PER_CHUNK - 1) / MXM_ROWS_PER_CHUNK;
     if (st == SR_SUCCESS) {
-        count_rows(A, B, mask, complement, &w, C->rowptr, threads);
+        sr_cpu_run_chunks(threads, chunks, count_chunk, &pass);
         for (int64_t i = 0; i < A->nrows; i++)
             w.longest = C->rowptr[i + 1] > w.longest ? C->rowptr[i + 1] : w.longest;
         while (w.key_bits < 31 && ((int64_t)1 << w.key_bits) < B->ncols)
@@ -166,9 +195,10 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
                                 (void **)&w.sort_tmp);
     if (st == SR_SUCCESS) {
         bool done = false;
+        memset(ready, 0, (size_t)threads * sizeof *ready);
 #define SR_DISPATCH_MXM(SEMI, ADD, MUL, T, OUT)                                                          \
     if (!done && s == SEMI && out_type == OUT) {                                                         \
-        mxm_fill_##ADD##_##MUL##_##T(A, B, mask, complement, &w, C, threads);                            \
+        sr_cpu_run_chunks(threads, chunks, mxm_fill_##ADD##_##MUL##_##T, &pass);                         \
         done = true;                                                                                     \
     }
         SR_FOR_EACH_SEMIRING_KERNEL(SR_DISPATCH_MXM)
@@ -181,6 +211,7 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
     sr_mem_free(ctx, SR_HOST, w.mask_mark, 0);
     sr_mem_free(ctx, SR_HOST, w.acc, 0);
     sr_mem_free(ctx, SR_HOST, w.sort_tmp, 0);
+    free(ready);
     if (st != SR_SUCCESS) {
         sr_matrix_destroy(C);
         return st;

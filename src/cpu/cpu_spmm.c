@@ -5,6 +5,7 @@
 
 #include "../core/error.h"
 #include "cpu.h"
+#include "cpu_pool.h"
 
 /* Element (i, j) of a dense view with elements of type T. */
 #define DENSE_AT(T, d, i, j) (((T *)(d)->data)[sr_dense_offset((d), (i), (j))])
@@ -102,7 +103,7 @@ SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SPMM)
 
 /* The first row of thread t's share when rows are split into equal parts of entries plus rows
  * (an empty row still costs its write): a search in rowptr. */
-static int64_t first_row_of_share(const int64_t *rowptr, int64_t nrows, int t, int shares)
+static int64_t first_row_of_share(const int64_t *rowptr, int64_t nrows, int64_t t, int64_t shares)
 {
     const int64_t total = rowptr[nrows] + nrows, want = (int64_t)((double)total * t / shares);
     int64_t lo = 0, hi = nrows; /* the first r with rowptr[r] + r >= want */
@@ -116,43 +117,58 @@ static int64_t first_row_of_share(const int64_t *rowptr, int64_t nrows, int t, i
     return lo;
 }
 
-/* SpMV: each thread one share of equal work (static: no scheduling per row, which costs more
- * than a short row's sum), the sum in a register, in column order (as scipy sums). A vector's
- * elements are ld apart in a row-major view, adjacent in a column-major one. */
+/* SpMV in chunks of equal work (entries plus rows), claimed by the pool's threads
+ * (cpu_pool.h: a call never waits for a thread that has not started); a chunk is a fixed range of
+ * rows, each row's sum in a register in column order (as scipy sums), so the result does not
+ * depend on which thread ran which chunk. A vector's elements are ld apart in a row-major view,
+ * adjacent in a column-major one. x's element for the entry SPMV_AHEAD places on is prefetched:
+ * the gathers then overlap across rows, which the row loop's mispredicted exits otherwise cut short
+ * (bench/probes/spmv_cpu_probe.py). */
+#define SPMV_AHEAD 32
+#define SPMV_CHUNKS_PER_THREAD 4
+typedef struct {
+    const struct sr_matrix_s *A, *mask;
+    const sr_dense *B, *C;
+    bool complement, accumulate;
+    int64_t chunks;
+} spmv_job;
+
 #define SR_DEFINE_SPMV(SEMI, ADD, MUL, T, OUT)                                                           \
-    static void spmv_##ADD##_##MUL##_##T(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, \
-                                         const struct sr_matrix_s *mask, bool complement, bool accumulate, \
-                                         int threads)                                                    \
+    static void spmv_##ADD##_##MUL##_##T(void *arg, int64_t chunk, int slot)                             \
     {                                                                                                    \
+        const spmv_job *job = arg;                                                                       \
+        const struct sr_matrix_s *A = job->A, *mask = job->mask;                                         \
         const T *restrict av = (const T *)A->values; /* NULL for bool: every entry is 1 */               \
         const int64_t *restrict rowptr = A->rowptr;                                                      \
         const int32_t *restrict colind = A->colind;                                                      \
-        const T *restrict x = (const T *)B->data;                                                        \
-        T *restrict y = (T *)C->data;                                                                    \
-        const int64_t xs = B->layout == SR_ROW_MAJOR ? B->ld : 1, ys = C->layout == SR_ROW_MAJOR ? C->ld : 1; \
+        const T *restrict x = (const T *)job->B->data;                                                   \
+        T *restrict y = (T *)job->C->data;                                                               \
+        const int64_t xs = job->B->layout == SR_ROW_MAJOR ? job->B->ld : 1;                              \
+        const int64_t ys = job->C->layout == SR_ROW_MAJOR ? job->C->ld : 1;                              \
         const int64_t nrows = A->nrows;                                                                  \
+        (void)slot;                                                                                      \
         (void)x;                                                                                         \
         (void)colind;                                                                                    \
         (void)xs;                                                                                        \
-        _Pragma("omp parallel num_threads(threads)")                                                     \
-        {                                                                                                \
-            const int t = omp_get_thread_num(), shares = omp_get_num_threads();                          \
-            const int64_t r0 = first_row_of_share(rowptr, nrows, t, shares);                             \
-            const int64_t r1 = t + 1 == shares ? nrows : first_row_of_share(rowptr, nrows, t + 1, shares); \
-            for (int64_t i = r0; i < r1; i++) {                                                          \
-                T sum = SR_ID_##ADD##_##T;                                                               \
-                if (av && xs == 1) {                                                                     \
-                    for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++)                                  \
-                        sum = SR_ADD_##ADD(sum, (T)SR_MUL_##MUL(av[k], x[colind[k]]));                   \
-                } else {                                                                                 \
-                    for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++)                                  \
-                        sum = SR_ADD_##ADD(sum, (T)SR_MUL_##MUL(av ? av[k] : (T)1, x[(size_t)colind[k] * (size_t)xs])); \
+        const int64_t r0 = first_row_of_share(rowptr, nrows, chunk, job->chunks);                        \
+        const int64_t r1 = chunk + 1 == job->chunks ? nrows : first_row_of_share(rowptr, nrows, chunk + 1, job->chunks); \
+        const int64_t k_end = rowptr[r1] - SPMV_AHEAD; /* the last entry whose look-ahead is ours */     \
+        for (int64_t i = r0; i < r1; i++) {                                                              \
+            T sum = SR_ID_##ADD##_##T;                                                                   \
+            if (av && xs == 1) {                                                                         \
+                for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++) {                                    \
+                    if (k < k_end)                                                                       \
+                        __builtin_prefetch(&x[colind[k + SPMV_AHEAD]]);                                  \
+                    sum = SR_ADD_##ADD(sum, (T)SR_MUL_##MUL(av[k], x[colind[k]]));                       \
                 }                                                                                        \
-                if (mask && (mask->rowptr[i + 1] > mask->rowptr[i]) == complement)                       \
-                    continue; /* the mask's only column is 0 */                                          \
-                T *c = &y[(size_t)i * (size_t)ys];                                                       \
-                *c = accumulate ? (T)SR_ADD_##ADD(*c, sum) : sum;                                        \
+            } else {                                                                                     \
+                for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++)                                      \
+                    sum = SR_ADD_##ADD(sum, (T)SR_MUL_##MUL(av ? av[k] : (T)1, x[(size_t)colind[k] * (size_t)xs])); \
             }                                                                                            \
+            if (mask && (mask->rowptr[i + 1] > mask->rowptr[i]) == job->complement)                      \
+                continue; /* the mask's only column is 0 */                                              \
+            T *c = &y[(size_t)i * (size_t)ys];                                                           \
+            *c = job->accumulate ? (T)SR_ADD_##ADD(*c, sum) : sum;                                       \
         }                                                                                                \
     }
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SPMV)
@@ -204,9 +220,12 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
             B = &x_plan;
         }
         bool found = false;
+        spmv_job job = {A, mask, B, C, complement, accumulate, (int64_t)threads * SPMV_CHUNKS_PER_THREAD};
+        if (job.chunks > A->nrows)
+            job.chunks = A->nrows > 0 ? A->nrows : 1;
 #define SR_DISPATCH_SPMV(SEMI, ADD, MUL, T, OUT)                                                         \
     if (!found && s == SEMI && C->type == OUT) {                                                         \
-        spmv_##ADD##_##MUL##_##T(A, B, C, mask, complement, accumulate, threads);                        \
+        sr_cpu_run_chunks(threads, job.chunks, spmv_##ADD##_##MUL##_##T, &job);                         \
         found = true;                                                                                    \
     }
         SR_FOR_EACH_SEMIRING_KERNEL(SR_DISPATCH_SPMV)
