@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 # OpenBLAS's idle threads spin after numpy's BLAS calls and take cores from sparsering's OpenMP
 # threads (on 2 cores: 1.22 vs 0.79 ms for the same SpMM). scipy's sparse products use no BLAS.
@@ -23,7 +24,14 @@ from generated_graphs import rmat  # noqa: E402
 from powerlaw import powerlaw  # noqa: E402
 
 
+SETTLE_S = 0.2
+
+
 def median_time(f, reps=7):
+    """After SETTLE_S of sleep: the threads of the library timed before stop spinning (GraphBLAS's
+    OpenMP threads spin for up to ~90 ms after a call and take every core meanwhile;
+    bench/probes/small_calls_beside_graphblas.py measures what that does to the next calls)."""
+    time.sleep(SETTLE_S)
     return timing.median_time(f, reps, warm=1)
 
 

@@ -1,8 +1,6 @@
 /* Dense-output semiring products on the host: C = A ⊕.⊗ B (SpMV is the one-column case). */
 #include <stdlib.h>
 
-#include <omp.h>
-
 #include "../core/error.h"
 #include "cpu.h"
 #include "cpu_pool.h"
@@ -11,16 +9,27 @@
 #define DENSE_AT(T, d, i, j) (((T *)(d)->data)[sr_dense_offset((d), (i), (j))])
 
 /* One kernel per (semiring, T), for a row-major B (sr_cpu_spmm copies a column-major one): each
- * thread owns a tile of `tile_rows` rows of accumulators and a row of mask flags. A row's columns
+ * thread (a slot of the pool, cpu_pool.h) owns a tile of `tile_rows` rows of accumulators and a row
+ * of mask flags; the tiles are claimed one at a time. A row's columns
  * are summed 128 bytes at a time in local accumulators the compiler keeps in registers (one load
  * of B per element, no load and store of the accumulator per entry of A); the rest go through the
  * accumulator row. A column-major C without a mask is written a tile at a time, each column's
  * rows contiguously (a row at a time, its elements a column apart, measured 1.45 against 1.12 ms
  * for 68K x 32 floats on 2 cores). */
 #define SPMM_CHUNK(T) (int)(128 / sizeof(T))
+/* One SpMM call for the pool (cpu_pool.h): a chunk is a tile of rows; scratch and allow per slot. */
+typedef struct {
+    const struct sr_matrix_s *A, *mask;
+    const sr_dense *B, *C;
+    bool complement, accumulate;
+    void *scratch;        /* slots x tile_rows x n accumulators */
+    unsigned char *allow; /* slots x n mask flags */
+    bool *ready;          /* per slot: flags set */
+    int64_t tile_rows;
+} spmm_job;
 #define SR_DEFINE_SPMM(SEMI, ADD, MUL, T, OUT)                                                           \
     /* Row i of A times columns [j0, j0 + chunk) of B into out[0, chunk). Not inlined: inside the  \
-     * OpenMP loop it measured 10-25% slower (0.86-1.04 against 0.79-0.81 ms on pushpull, K=32). */ \
+     * row loop it measured 10-25% slower (0.86-1.04 against 0.79-0.81 ms on pushpull, K=32). */    \
     __attribute__((noinline)) static void spmm_chunk_##ADD##_##MUL##_##T(                               \
         const struct sr_matrix_s *A, int64_t i, const T *restrict bdata, int64_t ld, int64_t j0, T *restrict out) \
     {                                                                                                    \
@@ -41,23 +50,26 @@
         for (int q = 0; q < SPMM_CHUNK(T); q++)                                                          \
             out[q] = part[q];                                                                            \
     }                                                                                                    \
-    static void spmm_##ADD##_##MUL##_##T(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, \
-                                         const struct sr_matrix_s *mask, bool complement, bool accumulate, \
-                                         T *scratch, int64_t tile_rows, unsigned char *allow_all, int threads) \
+    static void spmm_##ADD##_##MUL##_##T(void *arg, int64_t chunk, int slot)                             \
     {                                                                                                    \
+        const spmm_job *job = arg;                                                                       \
+        const struct sr_matrix_s *A = job->A, *mask = job->mask;                                         \
+        const sr_dense *B = job->B, *C = job->C;                                                         \
+        const bool complement = job->complement, accumulate = job->accumulate;                           \
         const T *av = (const T *)A->values; /* NULL for bool: every entry is 1 */                        \
-        const int64_t n = C->ncols;                                                                      \
+        const int64_t n = C->ncols, tile_rows = job->tile_rows;                                          \
         const bool by_tile = C->layout == SR_COL_MAJOR && !mask;                                         \
-        _Pragma("omp parallel num_threads(threads)")                                                     \
-        {                                                                                                \
-            T *tile = scratch + (size_t)omp_get_thread_num() * (size_t)tile_rows * (size_t)n;            \
-            unsigned char *allow = allow_all + (size_t)omp_get_thread_num() * (size_t)n;                 \
-            for (int64_t j = 0; j < n && mask; j++)                                                      \
+        T *tile = (T *)job->scratch + (size_t)slot * (size_t)tile_rows * (size_t)n;                      \
+        unsigned char *allow = job->allow + (size_t)slot * (size_t)n;                                    \
+        if (mask && !job->ready[slot]) { /* the slot's flags, set once a call (each row restores them) */ \
+            for (int64_t j = 0; j < n; j++)                                                              \
                 allow[j] = complement;                                                                   \
-            const T *restrict bdata = (const T *)B->data;                                                \
-            (void)bdata;                                                                                 \
-            _Pragma("omp for schedule(dynamic, 1)")                                                      \
-            for (int64_t i0 = 0; i0 < A->nrows; i0 += tile_rows) {                                       \
+            job->ready[slot] = true;                                                                     \
+        }                                                                                                \
+        const T *restrict bdata = (const T *)B->data;                                                    \
+        (void)bdata;                                                                                     \
+        const int64_t i0 = chunk * tile_rows;                                                            \
+        {                                                                                                \
             const int64_t i1 = i0 + tile_rows < A->nrows ? i0 + tile_rows : A->nrows;                    \
             for (int64_t i = i0; i < i1; i++) {                                                          \
                 T *restrict acc = tile + (size_t)(i - i0) * (size_t)n;                                   \
@@ -96,7 +108,6 @@
                     c[r] = accumulate ? (T)SR_ADD_##ADD(c[r], tile[(size_t)r * (size_t)n + (size_t)j])   \
                                       : tile[(size_t)r * (size_t)n + (size_t)j];                         \
             }                                                                                            \
-            }                                                                                            \
         }                                                                                                \
     }
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SPMM)
@@ -125,7 +136,6 @@ static int64_t first_row_of_share(const int64_t *rowptr, int64_t nrows, int64_t 
  * the gathers then overlap across rows, which the row loop's mispredicted exits otherwise cut short
  * (bench/probes/spmv_cpu_probe.py). */
 #define SPMV_AHEAD 32
-#define SPMV_CHUNKS_PER_THREAD 4
 typedef struct {
     const struct sr_matrix_s *A, *mask;
     const sr_dense *B, *C;
@@ -174,31 +184,40 @@ typedef struct {
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SPMV)
 
 /* B's elements in row-major order (out is B->nrows x B->ncols, packed): a column-major B goes
- * through this copy so that each row's elements are contiguous for the register chunks. */
-void sr_cpu_dense_row_major(const sr_dense *B, void *out, int threads)
-{
-    const int64_t m = B->nrows, n = B->ncols, ld = B->ld;
-    const size_t es = sr_type_size(B->type);
-    /* tiles of 64 x 64: the copy's rows are written contiguously while the tile's columns of B stay
-     * in L1 (64 lines). Walking B's columns contiguously instead, and the copy 2 lines a row apart,
-     * measured 7x slower (1.30 against 0.18 ms for 68K x 32 floats on 2 cores): the strided stores
-     * each missed. */
-#define SR_COPY_ROWS(W)                                                                                  \
-    _Pragma("omp parallel for num_threads(threads) schedule(static)")                                    \
-    for (int64_t i0 = 0; i0 < m; i0 += 64)                                                               \
+ * through this copy so that each row's elements are contiguous for the register chunks. Tiles of
+ * 64 x 64: the copy's rows are written contiguously while the tile's columns of B stay in L1 (64
+ * lines). Walking B's columns contiguously instead, and the copy 2 lines a row apart, measured 7x
+ * slower (1.30 against 0.18 ms for 68K x 32 floats on 2 cores): the strided stores each missed.
+ * A chunk of the pool is 64 rows. */
+typedef struct {
+    const sr_dense *B;
+    void *out;
+} row_major_job;
+
+#define SR_DEFINE_COPY_ROWS(W)                                                                           \
+    static void copy_rows_##W(void *arg, int64_t chunk, int slot)                                        \
+    {                                                                                                    \
+        const row_major_job *job = arg;                                                                  \
+        const int64_t m = job->B->nrows, n = job->B->ncols, ld = job->B->ld, i0 = chunk * 64;            \
+        const W *in = (const W *)job->B->data;                                                           \
+        W *out = job->out;                                                                               \
+        (void)slot;                                                                                      \
         for (int64_t j0 = 0; j0 < n; j0 += 64)                                                           \
             for (int64_t i = i0; i < m && i < i0 + 64; i++)                                              \
                 for (int64_t j = j0; j < n && j < j0 + 64; j++)                                          \
-                    ((W *)out)[(size_t)i * (size_t)n + (size_t)j] =                                      \
-                        ((const W *)B->data)[(size_t)j * (size_t)ld + (size_t)i];
-    if (es == 1) {
-        SR_COPY_ROWS(uint8_t)
-    } else if (es == 4) {
-        SR_COPY_ROWS(uint32_t)
-    } else {
-        SR_COPY_ROWS(uint64_t)
+                    out[(size_t)i * (size_t)n + (size_t)j] = in[(size_t)j * (size_t)ld + (size_t)i];     \
     }
-#undef SR_COPY_ROWS
+SR_DEFINE_COPY_ROWS(uint8_t)
+SR_DEFINE_COPY_ROWS(uint32_t)
+SR_DEFINE_COPY_ROWS(uint64_t)
+#undef SR_DEFINE_COPY_ROWS
+
+void sr_cpu_dense_row_major(const sr_dense *B, void *out, int threads)
+{
+    row_major_job job = {B, out};
+    const size_t es = sr_type_size(B->type);
+    sr_cpu_run_chunks(threads, (B->nrows + 63) / 64,
+                      es == 1 ? copy_rows_uint8_t : es == 4 ? copy_rows_uint32_t : copy_rows_uint64_t, &job);
 }
 
 sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const sr_dense *C,
@@ -220,7 +239,7 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
             B = &x_plan;
         }
         bool found = false;
-        spmv_job job = {A, mask, B, C, complement, accumulate, (int64_t)threads * SPMV_CHUNKS_PER_THREAD};
+        spmv_job job = {A, mask, B, C, complement, accumulate, threads}; /* one chunk a thread: claims contend */
         if (job.chunks > A->nrows)
             job.chunks = A->nrows > 0 ? A->nrows : 1;
 #define SR_DISPATCH_SPMV(SEMI, ADD, MUL, T, OUT)                                                         \
@@ -241,11 +260,13 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
     tile_rows = tile_rows < 1 ? 1 : tile_rows > 64 ? 64 : tile_rows;
     void *scratch = malloc((size_t)threads * (size_t)tile_rows * (n ? n : 1) * sizeof(double));
     unsigned char *allow = malloc((size_t)threads * (n ? n : 1));
+    bool *ready = calloc((size_t)threads, sizeof *ready);
     const bool copy_b = B_in->layout == SR_COL_MAJOR && B_in->nrows > 0 && n > 0;
     void *b_rows = copy_b ? malloc((size_t)B_in->nrows * n * sr_type_size(B_in->type)) : NULL;
-    if (!scratch || !allow || (copy_b && !b_rows)) {
+    if (!scratch || !allow || !ready || (copy_b && !b_rows)) {
         free(scratch);
         free(allow);
+        free(ready);
         free(b_rows);
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld rows of %zu accumulators%s",
                         (long long)threads * (long long)tile_rows, n, copy_b ? " and a row-major copy of B" : "");
@@ -258,15 +279,18 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
     }
     sr_type out = C->type;
     bool done = false;
+    spmm_job job = {A, mask, B, C, complement, accumulate, scratch, allow, ready, tile_rows};
+    const int64_t tiles = (A->nrows + tile_rows - 1) / tile_rows;
 #define SR_DISPATCH_SPMM(SEMI, ADD, MUL, T, OUT)                                                         \
     if (!done && s == SEMI && out == OUT) {                                                              \
-        spmm_##ADD##_##MUL##_##T(A, B, C, mask, complement, accumulate, (T *)scratch, tile_rows, allow, threads); \
+        sr_cpu_run_chunks(threads, tiles, spmm_##ADD##_##MUL##_##T, &job);                               \
         done = true;                                                                                     \
     }
     SR_FOR_EACH_SEMIRING_KERNEL(SR_DISPATCH_SPMM)
 #undef SR_DISPATCH_SPMM
     free(scratch);
     free(allow);
+    free(ready);
     free(b_rows);
     if (!done)
         return sr_error(SR_ERROR_INTERNAL, "no CPU kernel for %s with %s output", sr_semiring_name(s), sr_type_name(out));
