@@ -10,8 +10,11 @@
 
 #include <omp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -93,8 +96,11 @@ static void *helper_main(void *p)
         bool go = called(slot, seen, &g);
         for (int64_t start = now_ns(), spins = 0; !go; go = called(slot, seen, &g)) {
             SR_PAUSE();
-            if (++spins % 64 == 0 && now_ns() - start > SPIN_NS)
-                break;
+            if (++spins % 64 == 0) {
+                if (now_ns() - start > SPIN_NS)
+                    break;
+                sched_yield(); /* a thread waiting for this core (the caller's, maybe) runs first */
+            }
         }
         if (!go) { /* asleep until a call uses this slot (the sleepers count pairs with the caller's check) */
             pthread_mutex_lock(&pool.sleep_lock);
@@ -157,6 +163,19 @@ static void run_with_openmp(int threads, int64_t chunks, sr_cpu_chunk_fn fn, voi
         fn(arg, c, omp_get_thread_num());
 }
 
+/* SPARSERING_POOL=0 runs every call as an OpenMP loop instead (to compare the two). */
+static bool pool_enabled(void)
+{
+    static atomic_int enabled = -1;
+    int e = atomic_load_explicit(&enabled, memory_order_relaxed);
+    if (e < 0) {
+        const char *env = getenv("SPARSERING_POOL");
+        e = !(env && strcmp(env, "0") == 0);
+        atomic_store_explicit(&enabled, e, memory_order_relaxed);
+    }
+    return e;
+}
+
 void sr_cpu_run_chunks(int threads, int64_t chunks, sr_cpu_chunk_fn fn, void *arg)
 {
     if (chunks <= 0)
@@ -166,7 +185,7 @@ void sr_cpu_run_chunks(int threads, int64_t chunks, sr_cpu_chunk_fn fn, void *ar
             fn(arg, c, 0);
         return;
     }
-    if (chunks >= (int64_t)0xffffffffu || pthread_mutex_trylock(&pool.busy) != 0) {
+    if (!pool_enabled() || chunks >= (int64_t)0xffffffffu || pthread_mutex_trylock(&pool.busy) != 0) {
         run_with_openmp(threads, chunks, fn, arg); /* another thread of the program is calling */
         return;
     }
@@ -189,9 +208,13 @@ void sr_cpu_run_chunks(int threads, int64_t chunks, sr_cpu_chunk_fn fn, void *ar
         pthread_mutex_unlock(&pool.sleep_lock);
     }
     take_chunks(g, 0);
-    /* chunks a helper claimed are still running: wait for them (they started, so they are on a core) */
-    while (atomic_load_explicit(&pool.done, memory_order_acquire) < chunks)
+    /* chunks a helper claimed are still running: wait for them (yielding: a helper that was
+     * preempted on this core then finishes) */
+    for (int64_t spins = 1; atomic_load_explicit(&pool.done, memory_order_acquire) < chunks; spins++) {
         SR_PAUSE();
+        if (spins % 64 == 0)
+            sched_yield();
+    }
     atomic_store_explicit(&pool.claim, CLOSED, memory_order_release);
     pthread_mutex_unlock(&pool.busy);
 }
