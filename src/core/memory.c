@@ -2,6 +2,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "device_api.h"
 #include "error.h"
@@ -16,6 +19,24 @@ static void account_device_bytes(struct sr_context_s *ctx, size_t bytes)
     }
 }
 
+/* Large host blocks start on a 2 MiB boundary and ask for transparent huge pages: the first touch
+ * of fresh memory then faults once per 2 MiB instead of once per 4 KiB (a 33 MB temporary cost
+ * 8,000 faults, several milliseconds, on every call that made it). free() releases either kind. */
+#define HUGE_PAGE ((size_t)2 << 20)
+static void *host_alloc(size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= 4 * HUGE_PAGE) {
+        void *p = NULL;
+        if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
+            return NULL;
+        madvise(p, bytes, MADV_HUGEPAGE); /* advice only: without huge pages the block still works */
+        return p;
+    }
+#endif
+    return malloc(bytes);
+}
+
 sr_status sr_mem_alloc(struct sr_context_s *ctx, sr_location where, size_t bytes, void **ptr)
 {
     *ptr = NULL;
@@ -26,7 +47,7 @@ sr_status sr_mem_alloc(struct sr_context_s *ctx, sr_location where, size_t bytes
             return sr_error(SR_ERROR_OUT_OF_MEMORY,
                             "allocating %zu bytes (%.2f GiB) would pass the context's host memory limit of %zu bytes",
                             bytes, (double)bytes / 1073741824.0, ctx->host_limit);
-        *ptr = malloc(bytes);
+        *ptr = host_alloc(bytes);
         if (*ptr == NULL)
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory allocating %zu bytes", bytes);
         return SR_SUCCESS;
