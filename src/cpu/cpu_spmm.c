@@ -244,7 +244,9 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
             B = &x_plan;
         }
         bool found = false;
-        spmv_job job = {A, mask, B, C, complement, accumulate, threads}; /* one chunk a thread: claims contend */
+        /* four chunks a thread: a helper that starts late leaves its share to the others (one a
+         * thread measured 0.68 against 0.43 ms on the 200K power-law graph, 16 cores) */
+        spmv_job job = {A, mask, B, C, complement, accumulate, (int64_t)threads * 4};
         if (job.chunks > A->nrows)
             job.chunks = A->nrows > 0 ? A->nrows : 1;
 #define SR_DISPATCH_SPMV(SEMI, ADD, MUL, T, OUT)                                                         \
