@@ -14,6 +14,7 @@
 #include <omp.h>
 
 #include "../core/error.h"
+#include "../core/settings.h"
 #include "cpu.h"
 #include "cpu_clones.h"
 #include "cpu_sddmm.h"
@@ -26,8 +27,7 @@
  * backends read it); =2 (the CPU's, for tests) too, packing B tile by tile as past PREPACK_BYTES. */
 static int tiles_setting(void)
 {
-    const char *env = getenv("SPARSERING_SDDMM_GEMM");
-    return env && *env ? atoi(env) : -1;
+    return sr_setting("SPARSERING_SDDMM_GEMM", -1);
 }
 
 /* Entries a touched 64 x 64 tile must hold on average for the tiles to run: half of its cells.

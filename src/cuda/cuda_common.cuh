@@ -9,6 +9,7 @@ extern "C" {
 #include "../core/context.h"
 #include "../core/error.h"
 #include "../core/memory.h"
+#include "../core/settings.h"
 }
 
 // Maps a CUDA error to a status with a message naming the call.

@@ -387,8 +387,7 @@ sr_status launch_tiles(const fused_params<T> &p, const sr_matrix_s *X, double mu
 // (1.07x). Entries a thread: 8 of 4 bytes, 4 of 8. SPARSERING_FUSED_TILES=0, 4 or 8 forces.
 template <typename T> int tile_entries(sr_pattern_form form, double mu, int64_t n) {
     const size_t per_block = shared_per_block(), row_bytes = (size_t)n * sizeof(T);
-    const char *env = getenv("SPARSERING_FUSED_TILES");
-    const int forced = env && *env ? atoi(env) : -1;
+    const int forced = sr_setting("SPARSERING_FUSED_TILES", -1);
     const int E = forced < 0 ? (sizeof(T) == 4 ? 8 : 4) : forced == 8 || forced == 4 ? forced : 0;
     if (E == 0 || tile_bytes<T>(E) > per_block / kTileBlocksPerSM) // a GPU with little shared memory
         return 0;
@@ -436,8 +435,7 @@ template <typename T> sr_status launch_dense(const fused_params<T> &p, cudaStrea
 
 // vector_size's choice, or SPARSERING_FUSED_VECTOR (1, 2, 4, ..., 32) to measure another.
 int vector_size_for(double mu) {
-    const char *env = getenv("SPARSERING_FUSED_VECTOR");
-    const int forced = env ? atoi(env) : 0;
+    const int forced = sr_setting("SPARSERING_FUSED_VECTOR", 0);
     return forced >= 1 && forced <= 32 && (forced & (forced - 1)) == 0 ? forced : vector_size(mu);
 }
 

@@ -416,8 +416,7 @@ sr_status without_if_out_of_memory(sr_status st) { return st == SR_ERROR_DEVICE_
 // otherwise when their reuse pays. They need K within the register fragment (R <= 8) and
 // panels of fewer than 2^24 entries.
 int panels_setting() {
-    const char *env = getenv("SPARSERING_SDDMM_PANELS");
-    return env && *env ? atoi(env) : -1;
+    return sr_setting("SPARSERING_SDDMM_PANELS", -1);
 }
 
 template <class Ops> struct sddmm_launcher {

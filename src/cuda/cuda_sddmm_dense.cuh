@@ -43,8 +43,7 @@ constexpr double kDenseFill = 1024;
 constexpr int64_t kDenseMaxVectors = 32;
 
 inline int dense_setting() {
-    const char *env = getenv("SPARSERING_SDDMM_DENSE");
-    return env && *env ? atoi(env) : -1;
+    return sr_setting("SPARSERING_SDDMM_DENSE", -1);
 }
 
 // Entries per (panel, tile of Tj columns it touches) over up to 8 panels spread over S (the tiles

@@ -26,8 +26,7 @@ static_assert(4 * kGemmDepth * kGemmPitch * sizeof(float) <= kGemmSmem, "two sta
 constexpr double kGemmFill = 3000;
 
 inline int gemm_setting() {
-    const char *env = getenv("SPARSERING_SDDMM_GEMM");
-    return env && *env ? atoi(env) : -1;
+    return sr_setting("SPARSERING_SDDMM_GEMM", -1);
 }
 
 // A slice: columns k0 .. k0 + 15 of rows i0 .. i0 + 127 of A and of rows c .. c + 127 of B, 512

@@ -317,8 +317,7 @@ __global__ void longest_row(const int64_t *rowptr, int64_t q0, int64_t q1, unsig
 
 // SPARSERING_KNN_TILES: 0 keeps the dense path (k-NN and radius); 2 or more forces the tiles a block takes.
 inline int tiles_setting() {
-    const char *env = getenv("SPARSERING_KNN_TILES");
-    return env && *env ? atoi(env) : 1;
+    return sr_setting("SPARSERING_KNN_TILES", 1);
 }
 
 // Whether the tiles take a k-NN or radius search of these inputs (Chebyshev also walks the rows'

@@ -5,6 +5,7 @@
 
 #include "../core/distance.h"
 #include "../core/memory.h"
+#include "../core/settings.h"
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
 #include "../semiring/metric.h"
@@ -371,8 +372,7 @@ static sr_status knn_batches(const char *fn, const sr_distance_prep *p, int64_t 
  * anything else (the default) lets each query's cost estimate choose (read at every call). */
 static int overlap_mode(void)
 {
-    const char *env = getenv("SPARSERING_KNN_OVERLAP");
-    return env && *env ? atoi(env) : -1;
+    return sr_setting("SPARSERING_KNN_OVERLAP", -1);
 }
 
 sr_status sr_distance_overlap_setup(sr_distance_prep *p, struct sr_matrix_s *index)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../core/memory.h"
+#include "../core/settings.h"
 #include "../cuda/cuda.h"
 #include "../semiring/metric.h"
 #include "distance_prep.h"
@@ -593,9 +594,9 @@ static const double kSddmmBytesPerSecond = 1e12, kLinkBytesPerSecond = 3e11;
 
 bool sr_multi_sddmm_pays(const struct sr_context_s *ctx, const sr_sddmm_args *a, const sr_dense *A, const sr_dense *B)
 {
-    const char *env = getenv("SPARSERING_MULTI_SDDMM");
-    if (env && *env)
-        return atoi(env) != 0;
+    const int forced = sr_setting("SPARSERING_MULTI_SDDMM", -1);
+    if (forced >= 0)
+        return forced != 0;
     if (A->location == SR_HOST && B->location == SR_HOST)
         return true; /* each GPU reads its share over its own link: the one GPU would read it all */
     const double P = ctx->ndevices, row = (double)a->K * (double)sr_type_size(a->in_type);
