@@ -393,6 +393,41 @@ int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
     return (S->ncols + tiles - 1) / tiles;
 }
 
+// The grid of the whole-tile kernels (dense and GEMM tiles): blocks of (row panel, column range),
+// enough to keep every multiprocessor busy with a few blocks each; a panel is cut into column
+// ranges of whole tiles only when the panels alone are too few. `blocks` 0: nothing to launch.
+struct panel_grid {
+    int64_t range_cols = 0, ranges = 0, blocks = 0;
+};
+template <typename Kernel>
+sr_status panel_grid_for(Kernel kernel, int threads, size_t smem, int64_t panels, int64_t ncols, int64_t tile_cols,
+                         panel_grid *g) {
+    *g = panel_grid{};
+    if (panels <= 0 || ncols <= 0)
+        return SR_SUCCESS;
+    SR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    int per_sm = 1;
+    SR_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+    const int64_t resident = (int64_t)sm_count() * std::max(per_sm, 1);
+    const int64_t tiles = (ncols + tile_cols - 1) / tile_cols;
+    const int64_t splits = std::clamp<int64_t>((4 * resident + panels - 1) / panels, 1, tiles);
+    g->range_cols = (tiles + splits - 1) / splits * tile_cols;
+    g->ranges = (ncols + g->range_cols - 1) / g->range_cols;
+    g->blocks = std::min<int64_t>(panels * g->ranges, resident * 16);
+    return SR_SUCCESS;
+}
+
+// A whole-tile kernel's row cursor: the first entry of `row` at or past column c_lo (S's columns
+// rise within a row) and the row's end; the cursor's column lowers *next_col, the first tile's start.
+__device__ __forceinline__ void row_cursor(const int64_t *rowptr, const int32_t *colind, int64_t row, int64_t c_lo,
+                                           int32_t *next_col, int64_t *cursor, int64_t *end) {
+    const int64_t b = rowptr[row];
+    *end = rowptr[row + 1];
+    *cursor = c_lo == 0 ? b : b + lower_bound(colind + b, *end - b, (int32_t)c_lo);
+    if (*cursor < *end)
+        atomicMin(next_col, colind[*cursor]);
+}
+
 #include "cuda_sddmm_panels.cuh"
 #include "cuda_sddmm_dense.cuh"
 #include "cuda_sddmm_gemm.cuh"

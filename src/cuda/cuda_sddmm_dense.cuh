@@ -121,13 +121,8 @@ __global__ void __launch_bounds__(kThreads) sddmm_dense_tiles(sddmm_params<typen
         }
         // thread i < rows owns row i: its cursor (first entry not yet done) and its end
         int64_t cursor = 0, end = 0;
-        if (threadIdx.x < rows) {
-            const int64_t b = p.rowptr[r0 + threadIdx.x];
-            end = p.rowptr[r0 + threadIdx.x + 1];
-            cursor = c_lo == 0 ? b : b + lower_bound(p.colind + b, end - b, (int32_t)c_lo);
-            if (cursor < end)
-                atomicMin(&next_col[0], p.colind[cursor]);
-        }
+        if (threadIdx.x < rows)
+            row_cursor(p.rowptr, p.colind, r0 + threadIdx.x, c_lo, &next_col[0], &cursor, &end);
         for (int tile = 0;; tile++) {
             __syncthreads(); // the last tile's readers are done; next_col is in
             const int64_t c = next_col[tile & 1];
@@ -194,24 +189,18 @@ __global__ void __launch_bounds__(kThreads) sddmm_dense_tiles(sddmm_params<typen
     }
 }
 
-// The launch: enough (panel, column range) blocks to keep every multiprocessor busy with a few
-// blocks each; a panel is cut into column ranges only when the panels alone are too few.
+// The launch, on panel_grid_for's grid.
 template <typename T, int VEC, class Ops>
 sr_status launch_dense_tiles(const sddmm_params<T> &p, int64_t ncols, dense_tiling t, cudaStream_t stream) {
     const size_t smem = (size_t)(t.panel_rows + t.tile_cols) * (size_t)p.K * sizeof(T);
     auto kernel = sddmm_dense_tiles<Ops, VEC>;
-    SR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    int per_sm = 1;
-    SR_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-    const int64_t resident = (int64_t)sm_count() * std::max(per_sm, 1);
-    const int64_t panels = (p.nrows + t.panel_rows - 1) / t.panel_rows;
-    const int64_t tiles = (ncols + t.tile_cols - 1) / t.tile_cols;
-    const int64_t splits = std::clamp<int64_t>((4 * resident + panels - 1) / panels, 1, tiles);
-    t.split_cols = (tiles + splits - 1) / splits * t.tile_cols;
-    t.splits = (ncols + t.split_cols - 1) / t.split_cols;
-    const int64_t blocks = std::min<int64_t>(panels * t.splits, resident * 16);
-    kernel<<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, smem, stream>>>(p, ncols, t,
-                                                                               dense_swizzle_mask(p.K / VEC));
+    panel_grid g;
+    SR_TRY(panel_grid_for(kernel, kThreads, smem, (p.nrows + t.panel_rows - 1) / t.panel_rows, ncols, t.tile_cols, &g));
+    if (g.blocks == 0)
+        return SR_SUCCESS;
+    t.split_cols = g.range_cols;
+    t.splits = g.ranges;
+    kernel<<<(unsigned)g.blocks, kThreads, smem, stream>>>(p, ncols, t, dense_swizzle_mask(p.K / VEC));
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }

@@ -205,14 +205,9 @@ __global__ void __launch_bounds__(kGemmThreads, 2) sddmm_gemm_tiles(sddmm_params
         if (threadIdx.x == 0)
             next_col[0] = next_col[1] = INT32_MAX;
         __syncthreads();
-        if (threadIdx.x < rows) {
-            const int64_t b = p.rowptr[r0 + threadIdx.x], e = p.rowptr[r0 + threadIdx.x + 1];
-            const int64_t at = c_lo == 0 ? b : b + lower_bound(p.colind + b, e - b, (int32_t)c_lo);
-            cursor[threadIdx.x] = at;
-            row_end[threadIdx.x] = e;
-            if (at < e)
-                atomicMin(&next_col[0], p.colind[at]);
-        }
+        if (threadIdx.x < rows)
+            row_cursor(p.rowptr, p.colind, r0 + threadIdx.x, c_lo, &next_col[0], &cursor[threadIdx.x],
+                       &row_end[threadIdx.x]);
         for (int tile = 0;; tile++) {
             __syncthreads(); // the rows' next columns are in; the last tile's Cs readers are done
             const int64_t c = next_col[tile & 1];
@@ -229,23 +224,14 @@ __global__ void __launch_bounds__(kGemmThreads, 2) sddmm_gemm_tiles(sddmm_params
     }
 }
 
-// The launch: enough (panel, column range) blocks to keep every multiprocessor busy with a few
-// blocks each; a panel is cut into column ranges only when the panels alone are too few.
+// The launch, on panel_grid_for's grid.
 template <class Ops> sr_status launch_gemm_tiles(const sddmm_params<float> &p, int64_t ncols, cudaStream_t stream) {
     auto kernel = sddmm_gemm_tiles<Ops>;
-    SR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kGemmSmem));
-    int per_sm = 1;
-    SR_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kGemmThreads, kGemmSmem));
-    const int64_t resident = (int64_t)sm_count() * std::max(per_sm, 1);
-    const int64_t panels = (p.nrows + kGemmRows - 1) / kGemmRows;
-    if (panels == 0)
+    panel_grid g;
+    SR_TRY(panel_grid_for(kernel, kGemmThreads, kGemmSmem, (p.nrows + kGemmRows - 1) / kGemmRows, ncols, kGemmCols, &g));
+    if (g.blocks == 0)
         return SR_SUCCESS;
-    const int64_t tiles = std::max<int64_t>((ncols + kGemmCols - 1) / kGemmCols, 1);
-    const int64_t splits = std::clamp<int64_t>((4 * resident + panels - 1) / panels, 1, tiles);
-    const int64_t split_cols = (tiles + splits - 1) / splits * kGemmCols;
-    const int64_t ranges = std::max<int64_t>((ncols + split_cols - 1) / split_cols, 1);
-    const int64_t blocks = std::min<int64_t>(panels * ranges, resident * 16);
-    kernel<<<(unsigned)std::max<int64_t>(blocks, 1), kGemmThreads, kGemmSmem, stream>>>(p, ncols, ranges, split_cols);
+    kernel<<<(unsigned)g.blocks, kGemmThreads, kGemmSmem, stream>>>(p, ncols, g.ranges, g.range_cols);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }
