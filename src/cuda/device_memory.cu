@@ -87,60 +87,68 @@ bool staged(sr_location dst_loc, const void *dst, sr_location src_loc, const voi
     return pageable(dst_loc == SR_HOST ? dst : src);
 }
 
+// The events marking the two staging buffers' turns (buffer i % 2), destroyed with the pair, after
+// the copy's last synchronization.
+struct turn_events {
+    cudaEvent_t e[2] = {nullptr, nullptr};
+    cudaError_t err;
+    turn_events() {
+        err = cudaEventCreateWithFlags(&e[0], cudaEventDisableTiming);
+        if (err == cudaSuccess)
+            err = cudaEventCreateWithFlags(&e[1], cudaEventDisableTiming);
+    }
+    ~turn_events() {
+        for (cudaEvent_t x : e)
+            if (x)
+                cudaEventDestroy(x);
+    }
+    cudaEvent_t operator[](size_t i) const { return e[i % 2]; }
+};
+
 // bytes from pageable host memory to the device, chunk i through staging buffer i % 2: the
 // host fills one while the other is on its way.
 cudaError_t stage_to_device(cudaStream_t s, char *set, char *dst, const char *src, size_t bytes) {
-    cudaEvent_t sent[2] = {nullptr, nullptr};
-    cudaError_t err = cudaEventCreateWithFlags(&sent[0], cudaEventDisableTiming);
-    if (err == cudaSuccess)
-        err = cudaEventCreateWithFlags(&sent[1], cudaEventDisableTiming);
+    const turn_events sent;
+    cudaError_t err = sent.err;
     const int threads = copy_threads();
     for (size_t off = 0, i = 0; off < bytes && err == cudaSuccess; off += kStageChunk, i++) {
         const size_t len = std::min(kStageChunk, bytes - off);
         char *buf = set + (i % 2) * kStageChunk;
-        if (i >= 2 && (err = cudaEventSynchronize(sent[i % 2])) != cudaSuccess)
+        if (i >= 2 && (err = cudaEventSynchronize(sent[i])) != cudaSuccess)
             break;
         sr_host_copy(buf, src + off, len, threads);
         err = cudaMemcpyAsync(dst + off, buf, len, cudaMemcpyHostToDevice, s);
         if (err == cudaSuccess)
-            err = cudaEventRecord(sent[i % 2], s);
+            err = cudaEventRecord(sent[i], s);
     }
     const cudaError_t done = cudaStreamSynchronize(s); // the buffers are free again either way
-    for (cudaEvent_t e : sent)
-        if (e)
-            cudaEventDestroy(e);
     return err != cudaSuccess ? err : done;
 }
 
 // bytes from the device to pageable host memory: chunk i + 1 comes into one buffer while the
 // host empties chunk i from the other.
 cudaError_t stage_to_host(cudaStream_t s, char *set, char *dst, const char *src, size_t bytes) {
-    cudaEvent_t came[2] = {nullptr, nullptr};
-    cudaError_t err = cudaEventCreateWithFlags(&came[0], cudaEventDisableTiming);
-    if (err == cudaSuccess)
-        err = cudaEventCreateWithFlags(&came[1], cudaEventDisableTiming);
+    const turn_events came;
+    cudaError_t err = came.err;
     const int threads = copy_threads();
     const size_t chunks = (bytes + kStageChunk - 1) / kStageChunk;
     auto fetch = [&](size_t i) {
         const size_t off = i * kStageChunk;
         cudaError_t e = cudaMemcpyAsync(set + (i % 2) * kStageChunk, src + off, std::min(kStageChunk, bytes - off),
                                         cudaMemcpyDeviceToHost, s);
-        return e == cudaSuccess ? cudaEventRecord(came[i % 2], s) : e;
+        return e == cudaSuccess ? cudaEventRecord(came[i], s) : e;
     };
     if (err == cudaSuccess)
         err = fetch(0);
     for (size_t i = 0; i < chunks && err == cudaSuccess; i++) {
         if (i + 1 < chunks && (err = fetch(i + 1)) != cudaSuccess) // its buffer was emptied at i - 1
             break;
-        if ((err = cudaEventSynchronize(came[i % 2])) != cudaSuccess)
+        if ((err = cudaEventSynchronize(came[i])) != cudaSuccess)
             break;
         const size_t off = i * kStageChunk;
         sr_host_copy(dst + off, set + (i % 2) * kStageChunk, std::min(kStageChunk, bytes - off), threads);
     }
     const cudaError_t done = cudaStreamSynchronize(s);
-    for (cudaEvent_t e : came)
-        if (e)
-            cudaEventDestroy(e);
     return err != cudaSuccess ? err : done;
 }
 
