@@ -12,7 +12,9 @@
 #include "cpu.h"
 #include "cpu_pool.h"
 
-enum { MXM_ROWS_PER_CHUNK = 64 };
+/* Rows a chunk of the pool: up to 64, fewer when that leaves under 16 chunks a thread (a 4,000-row
+ * graph had 63 chunks for 16 threads, and its heavy rows unevenly spread). */
+enum { MXM_ROWS_PER_CHUNK = 64, MXM_CHUNKS_PER_THREAD = 16 };
 
 /* Per-thread work rows: stamps of the last output row that touched a column, and mask stamps. */
 typedef struct {
@@ -179,8 +181,10 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
     bool *ready = NULL;
     if (st == SR_SUCCESS && !(ready = calloc((size_t)threads, sizeof *ready)))
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a product's %d threads", threads);
-    mxm_pass pass = {A, B, mask, complement, &w, C, MXM_ROWS_PER_CHUNK, ready};
-    const int64_t chunks = (A->nrows + MXM_ROWS_PER_CHUNK - 1) / MXM_ROWS_PER_CHUNK;
+    int64_t rows_per_chunk = A->nrows / ((int64_t)threads * MXM_CHUNKS_PER_THREAD);
+    rows_per_chunk = rows_per_chunk < 1 ? 1 : rows_per_chunk > MXM_ROWS_PER_CHUNK ? MXM_ROWS_PER_CHUNK : rows_per_chunk;
+    mxm_pass pass = {A, B, mask, complement, &w, C, rows_per_chunk, ready};
+    const int64_t chunks = (A->nrows + rows_per_chunk - 1) / rows_per_chunk;
     if (st == SR_SUCCESS) {
         sr_cpu_run_chunks(threads, chunks, count_chunk, &pass);
         for (int64_t i = 0; i < A->nrows; i++)
