@@ -7,9 +7,11 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from timing import median_time  # noqa: E402
 
 
 def child(data):
@@ -26,16 +28,7 @@ def child(data):
         rows.append((f"spmv {g}", lambda M=M, x=x, y=y: sr.spmv(M, x, out=y, context=ctx), 2000))
         rows.append((f"spmm K=32 {g}", lambda M=M, B=B, C=C: sr.spmm(M, B, out=C, context=ctx), 200))
         rows.append((f"mxm {g}", lambda M=M: sr.mxm(M, M, context=ctx), 50))
-    out = []
-    for name, f, reps in rows:
-        for _ in range(20):
-            f()
-        t = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            f()
-            t.append(time.perf_counter() - t0)
-        out.append(f"{name}={np.median(t) * 1e6:.1f}")
+    out = [f"{name}={median_time(f, reps, warm=20) * 1e6:.1f}" for name, f, reps in rows]
     print(" ".join(out), flush=True)
 
 

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import scipy.io
@@ -18,21 +17,15 @@ import scipy.io
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from generated_graphs import rmat  # noqa: E402
 from powerlaw import powerlaw  # noqa: E402
+from timing import median_time  # noqa: E402
 
 VARIANTS = ["library loop", "two rows", "AVX2 gathers", "prefetch 32", "stream floor", "gather floor", "prefetch 16",
             "prefetch 64"]
 EXACT = {0, 1, 2, 3, 6, 7}  # variants that compute y
 
 
-def median(f, reps=51):
-    for _ in range(3):
-        f()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        t.append(time.perf_counter() - t0)
-    return float(np.median(t))
+def median(f):
+    return median_time(f, reps=51, warm=3)
 
 
 def build_probe():
