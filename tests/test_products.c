@@ -407,6 +407,14 @@ static void run_all(void)
             /* output rows of hundreds of entries (the host's radix sort): columns in one byte, and in two */
             check_mxm(s, types[ti], 30, 120, 250, 40, false, false, test_below(2), false);
             check_mxm(s, types[ti], 30, 80, 3000, 30, test_below(2), test_below(2), test_below(2), test_below(2));
+            /* the host's two ways: one pass into growing per-thread rows (the default at these sizes),
+             * and a count pass sizing C first */
+            for (int forced = 0; forced < 2 && where == SR_HOST; forced++) {
+                setenv("SPARSERING_MXM_ONE_PASS", forced ? "1" : "0", 1);
+                check_mxm(s, types[ti], 120, 80, 100, 12, test_below(2), test_below(2), test_below(2), test_below(2));
+                check_mxm(s, types[ti], 300, 200, 3000, 30, test_below(2), test_below(2), test_below(2), false);
+                unsetenv("SPARSERING_MXM_ONE_PASS");
+            }
         }
 }
 

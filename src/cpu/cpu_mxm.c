@@ -10,11 +10,17 @@
 #include "../core/memory.h"
 #include "../core/types.h"
 #include "cpu.h"
+#include "../core/settings.h"
 #include "cpu_pool.h"
 
 /* Rows a chunk of the pool: up to 64, fewer when that leaves under 16 chunks a thread (a 4,000-row
  * graph had 63 chunks for 16 threads, and its heavy rows unevenly spread). */
 enum { MXM_ROWS_PER_CHUNK = 64, MXM_CHUNKS_PER_THREAD = 16 };
+/* The single pass (each row computed once, into its thread's growing output, then copied into C)
+ * when the rows' room, each row's products or n if fewer, takes at most this many bytes; else a
+ * count pass sizes C first and the fill pass writes into it (half the memory, twice the products).
+ * SPARSERING_MXM_ONE_PASS=0/1 forces. */
+#define MXM_ONE_PASS_BYTES ((int64_t)1 << 30)
 
 /* Per-thread work rows: stamps of the last output row that touched a column, and mask stamps. */
 typedef struct {
@@ -38,14 +44,65 @@ static inline void stamp_mask_row(const struct sr_matrix_s *mask, int64_t i, int
 /* A pass over A's rows in chunks for the pool (cpu_pool.h): a chunk is `rows_per_chunk` rows, and
  * each slot clears its stamps before its first chunk of the pass (a stamp left by the previous
  * pass would read as "seen in this row"). */
+/* The single pass's output of one slot: its chunks' rows one after another, grown as needed. */
+typedef struct {
+    int32_t *cols;
+    void *vals;
+    int64_t used, capacity;
+    bool failed; /* out of memory growing them */
+} slot_rows;
+
+/* Where a chunk's rows went in the single pass: slot_rows[slot], from `offset` on. */
+typedef struct {
+    int slot;
+    int64_t offset;
+} chunk_place;
+
 typedef struct {
     const struct sr_matrix_s *A, *B, *mask;
     bool complement;
     spa *w;
-    struct sr_matrix_s *C; /* the fill pass's output; counts go to C->rowptr + 1 */
+    struct sr_matrix_s *C; /* the output; counts go to C->rowptr + 1 */
     int64_t rows_per_chunk;
-    bool *ready; /* per slot: stamps cleared in this pass */
+    bool *ready;       /* per slot: stamps cleared in this pass */
+    slot_rows *out;    /* single pass (no count pass first): per slot, or NULL */
+    chunk_place *place;
+    size_t value_size;
+    int64_t slot_room; /* the first arrays' entries: all rows' room over the threads */
 } mxm_pass;
+
+/* Room in `o` for `more` entries past its end: false (and o->failed) when memory runs out. The
+ * first arrays hold `first` entries (the slot's share of all rows' room), through sr_mem_alloc so
+ * that large ones take huge pages (4 KiB pages cost one fault each as the rows fill them); they
+ * double from there (realloc keeps the pages' advice). */
+static bool reserve(struct sr_context_s *ctx, slot_rows *o, int64_t more, int64_t first, size_t value_size)
+{
+    if (o->used + more <= o->capacity)
+        return true;
+    int64_t cap = o->capacity > 0 ? o->capacity * 2 : (first > 4096 ? first : 4096);
+    while (cap < o->used + more)
+        cap *= 2;
+    if (o->capacity == 0) {
+        if (sr_mem_alloc(ctx, SR_HOST, (size_t)cap * sizeof(int32_t), (void **)&o->cols) != SR_SUCCESS ||
+            sr_mem_alloc(ctx, SR_HOST, (size_t)cap * value_size, &o->vals) != SR_SUCCESS) {
+            o->failed = true;
+            return false;
+        }
+        o->capacity = cap;
+        return true;
+    }
+    int32_t *cols = realloc(o->cols, (size_t)cap * sizeof(int32_t));
+    if (cols)
+        o->cols = cols;
+    void *vals = cols ? realloc(o->vals, (size_t)cap * value_size) : NULL;
+    if (!cols || !vals) {
+        o->failed = true;
+        return false;
+    }
+    o->vals = vals;
+    o->capacity = cap;
+    return true;
+}
 
 static void chunk_rows(const mxm_pass *p, int64_t chunk, int64_t *i0, int64_t *i1)
 {
@@ -104,16 +161,23 @@ static void count_chunk(void *arg, int64_t chunk, int slot)
         const bool complement = p->complement;                                                           \
         const size_t n = (size_t)B->ncols;                                                               \
         const T *av = (const T *)A->values, *bv = (const T *)B->values;                                  \
-        T *cv = (T *)C->values;                                                                          \
+        T *cv = (T *)C->values; /* (two passes) */                                                       \
         int64_t *mark, *mask_mark, i0, i1;                                                               \
         slot_stamps(p, slot, &mark, &mask_mark);                                                         \
         chunk_rows(p, chunk, &i0, &i1);                                                                  \
-        T *acc = cv ? (T *)p->w->acc + (size_t)slot * n : NULL;                                          \
+        T *acc = (T *)p->w->acc + (size_t)slot * n;                                                      \
         int32_t *sort_tmp = p->w->sort_tmp ? p->w->sort_tmp + (size_t)slot * (size_t)p->w->longest : NULL; \
+        slot_rows *o = p->out ? &p->out[slot] : NULL;                                                    \
+        if (o)                                                                                           \
+            p->place[chunk] = (chunk_place){slot, o->used};                                              \
         for (int64_t i = i0; i < i1; i++) {                                                              \
             if (mask)                                                                                    \
                 stamp_mask_row(mask, i, mask_mark);                                                      \
-            int32_t *cols = C->colind + C->rowptr[i];                                                    \
+            const int64_t bound = o ? sr_cpu_row_products(A, B, i) : 0;                                  \
+            if (o && !reserve(A->ctx, o, bound < (int64_t)n ? bound : (int64_t)n, p->slot_room, sizeof(T))) \
+                return;                                                                                  \
+            int32_t *cols = o ? o->cols + o->used : C->colind + C->rowptr[i];                            \
+            T *vals = o ? (T *)o->vals + o->used : cv + C->rowptr[i];                                    \
             int64_t count = 0;                                                                           \
             for (int64_t ka = A->rowptr[i]; ka < A->rowptr[i + 1]; ka++) {                               \
                 const int64_t k = A->colind[ka];                                                         \
@@ -128,16 +192,19 @@ static void count_chunk(void *arg, int64_t chunk, int slot)
                     if (mark[j] != i) {                                                                  \
                         mark[j] = i;                                                                     \
                         cols[count++] = j;                                                               \
-                        if (acc)                                                                         \
-                            acc[j] = (T)SR_MUL_##MUL(a, b);                                              \
-                    } else if (acc) {                                                                    \
+                        acc[j] = (T)SR_MUL_##MUL(a, b);                                                  \
+                    } else {                                                                             \
                         acc[j] = (T)SR_ADD_##ADD(acc[j], (T)SR_MUL_##MUL(a, b));                         \
                     }                                                                                    \
                 }                                                                                        \
             }                                                                                            \
             sr_cpu_sort_columns(cols, sort_tmp, count, p->w->key_bits);                                  \
-            for (int64_t q = 0; acc && q < count; q++)                                                   \
-                cv[C->rowptr[i] + q] = acc[cols[q]];                                                     \
+            for (int64_t q = 0; q < count; q++)                                                          \
+                vals[q] = acc[cols[q]];                                                                \
+            if (o) {                                                                                     \
+                C->rowptr[i + 1] = count;                                                                \
+                o->used += count;                                                                        \
+            }                                                                                            \
         }                                                                                                \
     }
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_MXM_FILL)
@@ -155,6 +222,33 @@ static int64_t mxm_work(const struct sr_context_s *ctx, const struct sr_matrix_s
     for (int64_t i = 0; i < A->nrows; i++)
         products += sr_cpu_row_products(A, B, i);
     return 2 * products + entries + rows;
+}
+
+/* The single pass's rows into C, chunk by chunk: a chunk's rows are contiguous in its slot's
+ * output and in C. */
+static void copy_chunk(void *arg, int64_t chunk, int slot)
+{
+    const mxm_pass *p = arg;
+    const chunk_place at = p->place[chunk];
+    const slot_rows *o = &p->out[at.slot];
+    int64_t i0, i1;
+    (void)slot;
+    chunk_rows(p, chunk, &i0, &i1);
+    const int64_t to = p->C->rowptr[i0], len = p->C->rowptr[i1] - to;
+    memcpy(p->C->colind + to, o->cols + at.offset, (size_t)len * sizeof(int32_t));
+    memcpy((char *)p->C->values + (size_t)to * p->value_size, (const char *)o->vals + (size_t)at.offset * p->value_size,
+           (size_t)len * p->value_size);
+}
+
+static sr_status gather_one_pass(mxm_pass *p, int threads, int64_t chunks)
+{
+    for (int t = 0; t < threads; t++)
+        if (p->out[t].failed)
+            return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a product's rows");
+    sr_cpu_prefix_sum(p->C->rowptr, p->A->nrows);
+    SR_TRY(sr_matrix_alloc_entries(p->C, p->C->rowptr[p->A->nrows]));
+    sr_cpu_run_chunks(threads, chunks, copy_chunk, p);
+    return SR_SUCCESS;
 }
 
 sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
@@ -183,14 +277,31 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a product's %d threads", threads);
     int64_t rows_per_chunk = A->nrows / ((int64_t)threads * MXM_CHUNKS_PER_THREAD);
     rows_per_chunk = rows_per_chunk < 1 ? 1 : rows_per_chunk > MXM_ROWS_PER_CHUNK ? MXM_ROWS_PER_CHUNK : rows_per_chunk;
-    mxm_pass pass = {A, B, mask, complement, &w, C, rows_per_chunk, ready};
     const int64_t chunks = (A->nrows + rows_per_chunk - 1) / rows_per_chunk;
-    if (st == SR_SUCCESS) {
+    mxm_pass pass = {A, B, mask, complement, &w, C, rows_per_chunk, ready, NULL, NULL, sr_value_size(out_type), 0};
+    while (w.key_bits < 31 && ((int64_t)1 << w.key_bits) < B->ncols)
+        w.key_bits++;
+    /* one pass when its rows' room (each row's products, at most n) fits: no count pass first */
+    int64_t products = 0, widest = 0;
+    for (int64_t i = 0; st == SR_SUCCESS && i < A->nrows; i++) {
+        const int64_t r = sr_cpu_row_products(A, B, i);
+        products += r < (int64_t)n ? r : (int64_t)n;
+        widest = r > widest ? r : widest;
+    }
+    const bool one_pass = st == SR_SUCCESS && getenv("SPARSERING_MXM_ONE_PASS") == NULL
+                              ? products * (int64_t)(sizeof(int32_t) + pass.value_size) <= MXM_ONE_PASS_BYTES
+                              : st == SR_SUCCESS && sr_setting("SPARSERING_MXM_ONE_PASS", 0) != 0;
+    if (one_pass) {
+        pass.out = calloc((size_t)threads, sizeof *pass.out);
+        pass.place = calloc((size_t)(chunks > 0 ? chunks : 1), sizeof *pass.place);
+        if (!pass.out || !pass.place)
+            st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a product's %lld chunks", (long long)chunks);
+        w.longest = widest < (int64_t)n ? widest : (int64_t)n;
+        pass.slot_room = products / threads;
+    } else if (st == SR_SUCCESS) {
         sr_cpu_run_chunks(threads, chunks, count_chunk, &pass);
         for (int64_t i = 0; i < A->nrows; i++)
             w.longest = C->rowptr[i + 1] > w.longest ? C->rowptr[i + 1] : w.longest;
-        while (w.key_bits < 31 && ((int64_t)1 << w.key_bits) < B->ncols)
-            w.key_bits++;
         sr_cpu_prefix_sum(C->rowptr, A->nrows);
         st = sr_matrix_alloc_entries(C, C->rowptr[A->nrows]);
     }
@@ -211,6 +322,14 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
             st = sr_error(SR_ERROR_INTERNAL, "no CPU kernel for %s with %s output", sr_semiring_name(s),
                           sr_type_name(out_type));
     }
+    if (st == SR_SUCCESS && one_pass)
+        st = gather_one_pass(&pass, threads, chunks);
+    for (int t = 0; pass.out && t < threads; t++) {
+        free(pass.out[t].cols);
+        free(pass.out[t].vals);
+    }
+    free(pass.out);
+    free(pass.place);
     sr_mem_free(ctx, SR_HOST, w.mark, 0);
     sr_mem_free(ctx, SR_HOST, w.mask_mark, 0);
     sr_mem_free(ctx, SR_HOST, w.acc, 0);
