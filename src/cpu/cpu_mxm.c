@@ -281,7 +281,10 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
     mxm_pass pass = {A, B, mask, complement, &w, C, rows_per_chunk, ready, NULL, NULL, sr_value_size(out_type), 0};
     while (w.key_bits < 31 && ((int64_t)1 << w.key_bits) < B->ncols)
         w.key_bits++;
-    /* one pass when its rows' room (each row's products, at most n) fits: no count pass first */
+    /* one pass when its rows' room (each row's products, at most n) fits, within the context's
+     * host workspace too: no count pass first */
+    const int64_t workspace = (int64_t)(limit < (size_t)INT64_MAX ? limit : (size_t)INT64_MAX);
+    const int64_t one_pass_limit = workspace < MXM_ONE_PASS_BYTES ? workspace : MXM_ONE_PASS_BYTES;
     int64_t products = 0, widest = 0;
     for (int64_t i = 0; st == SR_SUCCESS && i < A->nrows; i++) {
         const int64_t r = sr_cpu_row_products(A, B, i);
@@ -289,7 +292,7 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
         widest = r > widest ? r : widest;
     }
     const bool one_pass = st == SR_SUCCESS && getenv("SPARSERING_MXM_ONE_PASS") == NULL
-                              ? products * (int64_t)(sizeof(int32_t) + pass.value_size) <= MXM_ONE_PASS_BYTES
+                              ? products * (int64_t)(sizeof(int32_t) + pass.value_size) <= one_pass_limit
                               : st == SR_SUCCESS && sr_setting("SPARSERING_MXM_ONE_PASS", 0) != 0;
     if (one_pass) {
         pass.out = calloc((size_t)threads, sizeof *pass.out);
