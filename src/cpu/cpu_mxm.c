@@ -235,6 +235,8 @@ static void copy_chunk(void *arg, int64_t chunk, int slot)
     (void)slot;
     chunk_rows(p, chunk, &i0, &i1);
     const int64_t to = p->C->rowptr[i0], len = p->C->rowptr[i1] - to;
+    if (len == 0) /* (C's arrays may be NULL: no entries at all) */
+        return;
     memcpy(p->C->colind + to, o->cols + at.offset, (size_t)len * sizeof(int32_t));
     memcpy((char *)p->C->values + (size_t)to * p->value_size, (const char *)o->vals + (size_t)at.offset * p->value_size,
            (size_t)len * p->value_size);
