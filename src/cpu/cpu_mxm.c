@@ -293,9 +293,10 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
         products += r < (int64_t)n ? r : (int64_t)n;
         widest = r > widest ? r : widest;
     }
-    const bool one_pass = st == SR_SUCCESS && getenv("SPARSERING_MXM_ONE_PASS") == NULL
-                              ? products * (int64_t)(sizeof(int32_t) + pass.value_size) <= one_pass_limit
-                              : st == SR_SUCCESS && sr_setting("SPARSERING_MXM_ONE_PASS", 0) != 0;
+    const int forced = sr_setting("SPARSERING_MXM_ONE_PASS", -1);
+    const bool one_pass = st == SR_SUCCESS &&
+                          (forced >= 0 ? forced != 0
+                                       : products * (int64_t)(sizeof(int32_t) + pass.value_size) <= one_pass_limit);
     if (one_pass) {
         pass.out = calloc((size_t)threads, sizeof *pass.out);
         pass.place = calloc((size_t)(chunks > 0 ? chunks : 1), sizeof *pass.place);
