@@ -1,12 +1,13 @@
 """The fused pattern w = α·Xᵀ(v ⊙ X·y) + β·z and the solvers on it, in one process.
 
 GPU (float32, X and vectors on the device): sr_fused_pattern against the unfused cupy/cuSPARSE
-sequence (X @ y, * v, X.T @ t, + β·z) and the floor (the time to read X, y, v and z once and write
-w once at the larger of the measured copy and read bandwidths). CPU (this host's cores): against scipy's same sequence (one thread). Solvers
+sequence (X @ y, * v, X.T @ t, + β·z), the floor (the time to read X, y, v and z once and write
+w once at the larger of the measured copy and read bandwidths) and "read X" (the measured time of
+one kernel that reads X's arrays once, 16 bytes a load). CPU (this host's cores): against scipy's same sequence (one thread). Solvers
 (float64): sr.ridge and sr.logistic_regression end to end against scikit-learn's Ridge
 (sparse_cg) and LogisticRegression (liblinear), with the objectives reached.
 
-usage: python3 bench/bench_fused.py [BUILD_DIR] [--data ../shared/data] [--json OUT] [--quick] [--no-gpu] [--no-solvers] [--only NAME]
+usage: python3 bench/bench_fused.py [BUILD_DIR] [--data ../shared/data] [--json OUT] [--quick] [--no-gpu] [--no-cpu] [--no-solvers] [--only NAME]
 
 Data: PyPI summaries bag of words (248,814 x 115,570) and PyPI names 3-grams (886,323 x 38,227)
 from ../shared/data/text, labelled +1 when the package's name contains "py" (the label is part of
@@ -62,6 +63,32 @@ def generated(quick, seed=3):
     return out
 
 
+# Reads arrays once, 16 bytes a load, in one launch: the measured time to read X once (what the
+# bandwidth floor leaves out: the launch, the ramp up and the tail of a short read).
+READ_ONCE = r'''
+extern "C" __global__ void read_once(const uint4 *a, long long na, const uint4 *b, long long nb,
+                                     const uint4 *c, long long nc, unsigned *out) {
+    unsigned acc = 0;
+    const long long all = na + nb + nc, stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < all; i += stride) {
+        const uint4 v = i < na ? a[i] : i < na + nb ? b[i - na] : c[i - na - nb];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9e3779b9u)
+        *out = acc; // keeps the loads
+}'''
+
+
+def read_once_time(cp, arrays, reps):
+    """The median time of one kernel reading the (16-byte aligned) arrays once."""
+    kernel = cp.RawKernel(READ_ONCE, "read_once")
+    parts = [(a, a.nbytes // 16) for a in arrays] + [(arrays[0], 0)] * (3 - len(arrays))
+    out = cp.zeros(1, dtype=cp.uint32)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    args = tuple(x for a, n in parts for x in (a, np.int64(n))) + (out,)
+    return median_time(lambda: kernel((sms * 8,), (256,), args), reps=reps, sync=cp.cuda.Device().synchronize)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build", nargs="?", default=None)
@@ -69,6 +96,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-gpu", action="store_true")
+    ap.add_argument("--no-cpu", action="store_true", help="leave out the CPU columns (GPU measurements only)")
     ap.add_argument("--no-solvers", action="store_true")
     ap.add_argument("--only", help="run the sets whose name contains this text")
     ap.add_argument("--solvers", default="ridge,logistic", help="which solvers to run on the text sets")
@@ -96,7 +124,7 @@ def main():
         print(f"device bandwidth: copy {copy_bw / 1e9:.0f} GB/s, read (a sum) {read_bw / 1e9:.0f} GB/s")
     cpu = sr.Context("cpu")
     print(f"{'set':34} {'nnz':>7} | {'CPU ours':>9} {'scipy':>9} {'ratio':>6} | {'GPU ours':>9} {'unfused':>9} "
-          f"{'ratio':>6} {'floor':>8} {'x floor':>7}")
+          f"{'ratio':>6} {'floor':>8} {'x floor':>7} {'read X':>9} {'x read':>6}")
     for name, X, labels in sets:
         dense = isinstance(X, np.ndarray)
         X = X.astype(np.float32) if dense else X.astype(np.float32).tocsr()
@@ -105,8 +133,11 @@ def main():
         rng = np.random.default_rng(1)
         y, v, z = (rng.standard_normal(k).astype(np.float32) for k in (n, m, n))
         M = X if dense else sr.Matrix(X, context=cpu)  # converted once, as a solver would
-        t_cpu = median_time(lambda: sr.fused_pattern(M, y, v=v, z=z, beta=0.5, context=cpu), reps=args.reps)
-        t_scipy = median_time(lambda: X.T @ (v * (X @ y)) + 0.5 * z, reps=max(3, args.reps // 3))
+        if args.no_cpu:
+            t_cpu = t_scipy = float("nan")
+        else:
+            t_cpu = median_time(lambda: sr.fused_pattern(M, y, v=v, z=z, beta=0.5, context=cpu), reps=args.reps)
+            t_scipy = median_time(lambda: X.T @ (v * (X @ y)) + 0.5 * z, reps=max(3, args.reps // 3))
         row = dict(set=name, m=m, n=n, nnz=nnz, cpu_ms=t_cpu * 1e3, scipy_ms=t_scipy * 1e3)
         line = f"{name:34} {nnz / 1e6:6.1f}M | {t_cpu * 1e3:7.2f}ms {t_scipy * 1e3:7.2f}ms {t_scipy / t_cpu:6.1f} |"
         if gpu:
@@ -128,9 +159,12 @@ def main():
             err = float(cp.abs(ref - wd).max() / (cp.abs(ref).max() + 1e-30))
             # the floor: X read once, y, v and z read once and w written once
             floor = ((nnz * 4 if dense else X.nnz * 8 + (m + 1) * 8) + 4 * (2 * n + m + n)) / bw
-            row.update(gpu_ms=t_ours * 1e3, unfused_ms=t_unf * 1e3, floor_ms=floor * 1e3, max_rel_diff=err)
+            t_read = read_once_time(cp, [Xc] if dense else [Xc.data, Xc.indices, Xc.indptr.astype(cp.int64)],
+                                    args.reps)  # int64 row pointers, as sparsering keeps them
+            row.update(gpu_ms=t_ours * 1e3, unfused_ms=t_unf * 1e3, floor_ms=floor * 1e3, read_once_ms=t_read * 1e3,
+                       max_rel_diff=err)
             line += (f" {t_ours * 1e3:7.3f}ms {t_unf * 1e3:7.3f}ms {t_unf / t_ours:6.1f} {floor * 1e3:6.3f}ms "
-                     f"{t_ours / floor:7.2f}  (max rel diff {err:.1e})")
+                     f"{t_ours / floor:7.2f} {t_read * 1e3:7.3f}ms {t_ours / t_read:6.2f}  (max rel diff {err:.1e})")
             del Xd, Xc, XcT, yd, vd, zd, wd
         print(line, flush=True)
         rows.append(row)

@@ -1,8 +1,8 @@
 """Where the fused pattern's time goes on the GPU, by class of input: XTVXY against X·y alone (no
 sums into w), against the same rows with uniformly random columns (no hot columns), and under each
 vector size (SPARSERING_FUSED_VECTOR), with cuSPARSE's X·y for scale. --tiles: instead, the row
-tiles against the vector kernel (SPARSERING_FUSED_TILES = auto, 4, 8, 0) in float32 and float64.
-usage: python3 bench/probes/fused_probe.py BUILD_DIR [--data ../shared/data] [--tiles]"""
+tiles against the vector kernel (TILE_SETTINGS) in float32 and float64.
+usage: python3 bench/probes/fused_probe.py BUILD_DIR [--data ../shared/data] [--tiles] [--only SETS]"""
 import argparse
 import os
 import sys
@@ -24,10 +24,14 @@ def uniform(rng, m, n, per_row):
     return X.tocoo().tocsr()  # sums repeated columns
 
 
+# SPARSERING_FUSED_TILES: the automatic choice, row tiles of 4 and 8 entries a thread, the vector kernel
+TILE_SETTINGS = ["", "4", "8", "0"]
+
+
 def tiles(X, m, n):
     for dt in (np.float32, np.float64):
         y, v = (cp.asarray(rng.standard_normal(k).astype(dt)) for k in (n, m))
-        for setting in ("", "4", "8", "0"):
+        for setting in TILE_SETTINGS:
             os.environ["SPARSERING_FUSED_TILES"] = setting
             Xd = sr.Matrix(X.astype(dt), context=ctx, location="device")
             line = []
@@ -36,7 +40,8 @@ def tiles(X, m, n):
                 yy = v if form == "xty" else y
                 call = lambda: sr.fused_pattern(Xd, yy, v=v, form=form, out=out, context=ctx)  # noqa: E731
                 line.append(f"{form.upper()} {median_time(call, reps=20, sync=sync) * 1e3:7.3f} ms")
-            print(f"  {np.dtype(dt).name:8} tiles {setting or 'auto':4} " + "  ".join(line), flush=True)
+            kind = "auto" if not setting else "vector" if setting == "0" else f"row {setting}"
+            print(f"  {np.dtype(dt).name:8} {kind:8} " + "  ".join(line), flush=True)
             del Xd
     os.environ["SPARSERING_FUSED_TILES"] = ""
 
@@ -45,14 +50,19 @@ ap = argparse.ArgumentParser()
 ap.add_argument("build")
 ap.add_argument("--data", default="../shared/data")
 ap.add_argument("--tiles", action="store_true")
+ap.add_argument("--only", default="", help="comma-separated set names (BoW, 3-grams, tall-skinny, ultra-wide)")
 args = ap.parse_args()
 sr = sr_package.load(args.build)
 ctx = sr.Context("cuda")
 sync = cp.cuda.Device().synchronize
 rng = np.random.default_rng(0)
-sets = [("BoW", bag_of_words(args.data)), ("3-grams", ngrams(args.data)),
-        ("tall-skinny", uniform(rng, 10_000_000, 100, 10)), ("ultra-wide", uniform(rng, 10_000, 10_000_000, 1000))]
-for name, X in sets:
+sets = [("BoW", lambda: bag_of_words(args.data)), ("3-grams", lambda: ngrams(args.data)),
+        ("tall-skinny", lambda: uniform(rng, 10_000_000, 100, 10)),
+        ("ultra-wide", lambda: uniform(rng, 10_000, 10_000_000, 1000))]
+for name, make in sets:
+    if args.only and name not in args.only.split(","):
+        continue
+    X = make()
     X = X.astype(np.float32).tocsr()
     m, n = X.shape
     top = np.sort(np.bincount(X.indices, minlength=n))[::-1]

@@ -54,6 +54,18 @@ template <int VS, typename T> __device__ __forceinline__ T vector_sum(T x) {
     return x;
 }
 
+// A block's partial sums of w, `copies` copies of `slots` slots (slot r holding column
+// column_of[r], or column r without column_of), added to w in global memory once.
+template <typename T> __device__ void add_partials(const T *part, int slots, int copies, T *w, const int32_t *column_of) {
+    for (int r = threadIdx.x; r < slots; r += blockDim.x) {
+        T sum = 0;
+        for (int c = 0; c < copies; c++)
+            sum += part[c * slots + r];
+        if (sum != T(0))
+            atomicAdd(&w[column_of ? column_of[r] : r], sum);
+    }
+}
+
 #include "cuda_fused_tiles.cuh"
 
 // w = β·z (or 0), before the atomic sums.
@@ -153,13 +165,7 @@ __global__ void __launch_bounds__(1024, 1)
             atomicAdd(&p.w[c], x);
     });
     __syncthreads();
-    for (int r = threadIdx.x; r < slots; r += blockDim.x) {
-        T sum = 0;
-        for (int c = 0; c < copies; c++)
-            sum += part[c * slots + r];
-        if (sum != T(0))
-            atomicAdd(&p.w[MAPPED ? column_of[r] : r], sum);
-    }
+    add_partials(part, slots, copies, p.w, MAPPED ? column_of : nullptr);
 }
 
 // The same for wide X with evenly spread columns: the vectors add to w in global memory.

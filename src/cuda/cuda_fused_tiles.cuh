@@ -191,11 +191,5 @@ __global__ void __launch_bounds__(kTileThreads)
             atomicAdd(&p.w[c], x);
     });
     __syncthreads();
-    for (int r = threadIdx.x; r < slots; r += kTileThreads) {
-        T sum = 0;
-        for (int c = 0; c < copies; c++)
-            sum += part[c * slots + r];
-        if (sum != T(0))
-            atomicAdd(&p.w[MAPPED ? column_of[r] : r], sum);
-    }
+    add_partials(part, slots, copies, p.w, MAPPED ? column_of : nullptr);
 }
