@@ -470,6 +470,7 @@ static void run_all(void)
     check_case(400, 40, 40, d, d, true, SR_ROW_MAJOR);    /* dense, register tiles */
     check_case(150, 33, 33, f, f, true, SR_COL_MAJOR);    /* dense, column-major */
     check_case(60, 1500, 1500, d, d, true, SR_ROW_MAJOR); /* dense, wider than the register tiles */
+    check_case(70000, 100, 60, f, f, true, SR_ROW_MAJOR); /* dense, more rows than a grid's warps take at once */
     check_row_tiles();
     if (where == SR_HOST)
         check_column_ranges_any_threads();

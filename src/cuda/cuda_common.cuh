@@ -108,7 +108,6 @@ inline unsigned blocks_for(int64_t n, int threads) {
     return static_cast<unsigned>(b < 1 ? 1 : (b > cap ? cap : b));
 }
 
-// Multiprocessors of the current device (read once).
 // The bits a value up to max_value takes (0 for 0): radix sorts' end bits.
 inline int bits_for(uint64_t max_value) {
     int bits = 0;
@@ -117,6 +116,7 @@ inline int bits_for(uint64_t max_value) {
     return bits;
 }
 
+// Multiprocessors of the current device (read once).
 inline int sm_count() {
     static int sms = 0;
     if (sms == 0) {
