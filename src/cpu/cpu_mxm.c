@@ -209,19 +209,34 @@ static void count_chunk(void *arg, int64_t chunk, int slot)
     }
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_MXM_FILL)
 
-/* The product's work for choosing its threads: its products (each A entry's row of B), twice (a
- * count pass and a fill pass), plus the rows and the mask; counted only while A is small enough
- * for the count to be cheap beside them (a large A takes every thread anyway). */
-static int64_t mxm_work(const struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
-                        const struct sr_matrix_s *mask)
+/* A's rows' products (each entry's row of B) in all, the same with each row capped at n (a row of
+ * C holds at most n entries: the one-pass room), and the most in one row. */
+typedef struct {
+    int64_t products, room, widest;
+} mxm_rows;
+
+static mxm_rows mxm_rows_of(const struct sr_matrix_s *A, const struct sr_matrix_s *B)
+{
+    const int64_t n = B->ncols > 0 ? B->ncols : 1;
+    mxm_rows r = {0, 0, 0};
+    for (int64_t i = 0; i < A->nrows; i++) {
+        const int64_t p = sr_cpu_row_products(A, B, i);
+        r.products += p;
+        r.room += p < n ? p : n;
+        r.widest = p > r.widest ? p : r.widest;
+    }
+    return r;
+}
+
+/* The product's work for choosing its threads: its products twice (a count pass and a fill pass)
+ * plus the rows and the mask; past what takes every thread anyway, just the entries and rows. */
+static int64_t mxm_work(const struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *mask,
+                        const mxm_rows *sizes)
 {
     const int64_t entries = A->rowptr[A->nrows], rows = A->nrows + (mask ? mask->rowptr[mask->nrows] : 0);
     if (entries + rows >= (int64_t)SR_SERIAL_WORK * sr_context_threads(ctx))
         return entries + rows;
-    int64_t products = 0;
-    for (int64_t i = 0; i < A->nrows; i++)
-        products += sr_cpu_row_products(A, B, i);
-    return 2 * products + entries + rows;
+    return 2 * sizes->products + entries + rows;
 }
 
 /* The single pass's rows into C, chunk by chunk: a chunk's rows are contiguous in its slot's
@@ -259,7 +274,8 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
 {
     if (out_type == SR_TYPE_BOOL) /* or_and, any_pair: no values anywhere */
         return sr_cpu_mxm_bool(ctx, A, B, mask, complement, out);
-    int threads = sr_context_threads_for(ctx, mxm_work(ctx, A, B, mask));
+    const mxm_rows sizes = mxm_rows_of(A, B);
+    int threads = sr_context_threads_for(ctx, mxm_work(ctx, A, mask, &sizes));
     size_t n = (size_t)(B->ncols ? B->ncols : 1);
     size_t per_thread = n * (sizeof(int64_t) * (mask ? 2 : 1) + sr_value_size(out_type));
     size_t limit = sr_context_workspace(ctx, SR_HOST);
@@ -287,23 +303,17 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
      * host workspace too: no count pass first */
     const int64_t workspace = (int64_t)(limit < (size_t)INT64_MAX ? limit : (size_t)INT64_MAX);
     const int64_t one_pass_limit = workspace < MXM_ONE_PASS_BYTES ? workspace : MXM_ONE_PASS_BYTES;
-    int64_t products = 0, widest = 0;
-    for (int64_t i = 0; st == SR_SUCCESS && i < A->nrows; i++) {
-        const int64_t r = sr_cpu_row_products(A, B, i);
-        products += r < (int64_t)n ? r : (int64_t)n;
-        widest = r > widest ? r : widest;
-    }
     const int forced = sr_setting("SPARSERING_MXM_ONE_PASS", -1);
     const bool one_pass = st == SR_SUCCESS &&
                           (forced >= 0 ? forced != 0
-                                       : products * (int64_t)(sizeof(int32_t) + pass.value_size) <= one_pass_limit);
+                                       : sizes.room * (int64_t)(sizeof(int32_t) + pass.value_size) <= one_pass_limit);
     if (one_pass) {
         pass.out = calloc((size_t)threads, sizeof *pass.out);
         pass.place = calloc((size_t)(chunks > 0 ? chunks : 1), sizeof *pass.place);
         if (!pass.out || !pass.place)
             st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a product's %lld chunks", (long long)chunks);
-        w.longest = widest < (int64_t)n ? widest : (int64_t)n;
-        pass.slot_room = products / threads;
+        w.longest = sizes.widest < (int64_t)n ? sizes.widest : (int64_t)n;
+        pass.slot_room = sizes.room / threads;
     } else if (st == SR_SUCCESS) {
         sr_cpu_run_chunks(threads, chunks, count_chunk, &pass);
         for (int64_t i = 0; i < A->nrows; i++)

@@ -150,8 +150,7 @@ template <typename T> int64_t column_range_width(int64_t n) {
 // hot columns of a block's width hold under half the entries: else launch_sums keeps those in
 // shared memory; `coverage` is that share). SPARSERING_FUSED_COLUMNS=0 turns them off.
 template <typename T> bool column_ranges_pay(const sr_matrix_s *X, double coverage) {
-    const char *env = getenv("SPARSERING_FUSED_COLUMNS");
-    if (env && *env == '0')
+    if (sr_setting("SPARSERING_FUSED_COLUMNS", 1) == 0)
         return false;
     const double mu = (double)X->nnz / (double)(X->nrows > 0 ? X->nrows : 1);
     const int64_t width = column_range_width<T>(X->ncols), ranges = (X->ncols + width - 1) / width;

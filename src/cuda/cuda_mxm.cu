@@ -63,10 +63,7 @@ template <int B = 0> __device__ inline int bin_of(int64_t ub) {
 
 // SPARSERING_MXM_ESC=0 sends the smallest rows to the hash bins instead, for comparison and tests
 // (read at every product).
-bool esc_enabled() {
-    const char *env = getenv("SPARSERING_MXM_ESC");
-    return !(env && strcmp(env, "0") == 0);
-}
+bool esc_enabled() { return sr_setting("SPARSERING_MXM_ESC", 1) != 0; }
 
 template <typename T> __global__ void fill_value(T *data, size_t n, T value) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)

@@ -26,7 +26,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -376,11 +375,7 @@ size_t l2_share() {
 // (K = 32) took 0.69 ms a call through them and 0.53 ms in S's order (H100, the same kernel).
 // SPARSERING_SDDMM_TILES=0 turns the tiles off (for comparison).
 int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
-    static int allowed = -1;
-    if (allowed < 0) {
-        const char *env = getenv("SPARSERING_SDDMM_TILES");
-        allowed = !(env && strcmp(env, "0") == 0);
-    }
+    const bool allowed = sr_setting("SPARSERING_SDDMM_TILES", 1) != 0;
     const size_t b_bytes = (size_t)S->ncols * (size_t)K * es;
     if (!allowed)
         return 0;

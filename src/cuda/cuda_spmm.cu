@@ -300,11 +300,7 @@ template <class Ops> __global__ void combine_chunks(product_args<Ops> p) {
 
 // SPARSERING_SPMV_LANES (2..32) overrides the choice, for tuning.
 int64_t spmv_lanes(int64_t mean_row) {
-    static int64_t forced = -1;
-    if (forced < 0) {
-        const char *env = getenv("SPARSERING_SPMV_LANES");
-        forced = env ? atoll(env) : 0;
-    }
+    const int64_t forced = sr_setting("SPARSERING_SPMV_LANES", 0);
     if (forced >= 2 && forced <= 32)
         return forced;
     return mean_row; // a group reads a whole typical row: full 32-byte sectors (measured best on H100)
