@@ -35,6 +35,25 @@ def balanced_row_blocks(X, parts):
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
+def _workers(client, wait=60.0):
+    """The addresses of all the cluster's workers, waiting up to `wait` seconds for a first one
+    when there are none (a LocalCluster still starting them, a nanny restarting one that died)."""
+    def listed():
+        try:
+            info = client.scheduler_info(n_workers=-1)  # all of them (some versions list 5 by default)
+        except TypeError:  # versions without n_workers list all
+            info = client.scheduler_info()
+        return list(info["workers"])
+    workers = listed()
+    if not workers:
+        try:
+            client.wait_for_workers(1, timeout=wait)
+        except Exception as e:  # dask's TimeoutError
+            raise RuntimeError(f"sparsering.dask: the cluster has no workers (waited {wait:g} s)") from e
+        workers = listed()
+    return workers
+
+
 class _Block:
     """A row block of the index, kept on one worker: its rows, where they start in the index, and
     the sparsering Matrix made from them on first use there (not pickled; made again if moved)."""
@@ -87,7 +106,7 @@ def kneighbors(client, index, queries=None, k=5, metric="euclidean", *, p=None, 
         raise InvalidArgumentError(f"kneighbors: k = {k}, but the index has {index.shape[0]} rows (k must be 1..rows)")
     if queries.shape[1] != index.shape[1]:
         raise InvalidArgumentError(f"kneighbors: the queries have {queries.shape[1]} columns, the index {index.shape[1]}")
-    workers = list(client.scheduler_info()["workers"])
+    workers = _workers(client)
     blocks = balanced_row_blocks(index, parts or len(workers))
     where = [workers[j % len(workers)] for j in range(len(blocks))]
     placed = [client.scatter(_Block(index[a:b], a), workers=[w], hash=False) for (a, b), w in zip(blocks, where)]

@@ -13,6 +13,7 @@ import sparsering.dask as srd  # noqa: E402
 def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     with distributed.Client(cluster) as c:
+        c.wait_for_workers(2, timeout=120)
         yield c
     cluster.close()
 
@@ -54,6 +55,17 @@ def test_kneighbors_equals_one_process(client, metric):
         got_d, got_i = srd.kneighbors(client, X, queries, k=k, metric=metric, parts=3, batch_rows=128, backend="cpu")
         np.testing.assert_array_equal(got_i, want_i)
         np.testing.assert_array_equal(got_d, want_d)  # bit for bit: a pair's distance is its rows' alone
+
+
+def test_no_workers_is_a_clear_error():
+    class Empty:  # a client whose cluster has no workers and gets none
+        def scheduler_info(self, n_workers=-1):
+            return {"workers": {}}
+
+        def wait_for_workers(self, n, timeout=None):
+            raise TimeoutError(f"no {n} workers in {timeout} s")
+    with pytest.raises(RuntimeError, match="no workers"):
+        srd.kneighbors(Empty(), sp.csr_matrix(np.eye(4)), k=2)
 
 
 def test_k_larger_than_a_block(client):
