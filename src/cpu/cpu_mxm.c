@@ -24,9 +24,10 @@ enum { MXM_ROWS_PER_CHUNK = 64, MXM_CHUNKS_PER_THREAD = 16 };
 
 /* Per-thread work rows: stamps of the last output row that touched a column, and mask stamps. */
 typedef struct {
-    int64_t *mark;      /* threads x n */
-    int64_t *mask_mark; /* threads x n, or NULL without a mask */
-    void *acc;          /* threads x n values of the output type, or NULL for bool */
+    int64_t *mark;      /* threads x stride */
+    int64_t *mask_mark; /* threads x stride, or NULL without a mask */
+    void *acc;          /* threads x stride values of the output type, or NULL for bool */
+    size_t stride;      /* n and a cache line's worth more: no line holds two threads' used slots */
     int32_t *sort_tmp;  /* threads x (the longest output row): the radix sort's second buffer */
     int64_t longest;    /* entries of the longest output row */
     int key_bits;       /* bits of the largest column index */
@@ -114,8 +115,8 @@ static void chunk_rows(const mxm_pass *p, int64_t chunk, int64_t *i0, int64_t *i
 static void slot_stamps(const mxm_pass *p, int slot, int64_t **mark, int64_t **mask_mark)
 {
     const size_t n = (size_t)p->B->ncols;
-    *mark = p->w->mark + (size_t)slot * n;
-    *mask_mark = p->mask ? p->w->mask_mark + (size_t)slot * n : NULL;
+    *mark = p->w->mark + (size_t)slot * p->w->stride;
+    *mask_mark = p->mask ? p->w->mask_mark + (size_t)slot * p->w->stride : NULL;
     if (p->ready[slot])
         return;
     for (size_t j = 0; j < n; j++)
@@ -165,7 +166,7 @@ static void count_chunk(void *arg, int64_t chunk, int slot)
         int64_t *mark, *mask_mark, i0, i1;                                                               \
         slot_stamps(p, slot, &mark, &mask_mark);                                                         \
         chunk_rows(p, chunk, &i0, &i1);                                                                  \
-        T *acc = (T *)p->w->acc + (size_t)slot * n;                                                      \
+        T *acc = (T *)p->w->acc + (size_t)slot * p->w->stride;                                           \
         int32_t *sort_tmp = p->w->sort_tmp ? p->w->sort_tmp + (size_t)slot * (size_t)p->w->longest : NULL; \
         slot_rows *o = p->out ? &p->out[slot] : NULL;                                                    \
         if (o)                                                                                           \
@@ -277,17 +278,21 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
     const mxm_rows sizes = mxm_rows_of(A, B);
     int threads = sr_context_threads_for(ctx, mxm_work(ctx, A, mask, &sizes));
     size_t n = (size_t)(B->ncols ? B->ncols : 1);
-    size_t per_thread = n * (sizeof(int64_t) * (mask ? 2 : 1) + sr_value_size(out_type));
+    /* each thread's slots a cache line (64 bytes of the narrowest, 4-byte values) past the last's:
+     * with narrow B (16 columns: a multi-source search) neighbouring threads' stamps and sums
+     * shared lines */
+    const size_t stride = n + 64 / 4;
+    size_t per_thread = stride * (sizeof(int64_t) * (mask ? 2 : 1) + sr_value_size(out_type));
     size_t limit = sr_context_workspace(ctx, SR_HOST);
     while (threads > 1 && (size_t)threads * per_thread > limit) /* the accumulators must fit the workspace */
         threads--;
-    spa w = {NULL, NULL, NULL, NULL, 0, 0};
+    spa w = {NULL, NULL, NULL, stride, NULL, 0, 0};
     struct sr_matrix_s *C = NULL;
-    sr_status st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * n, sizeof(int64_t), (void **)&w.mark);
+    sr_status st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * stride, sizeof(int64_t), (void **)&w.mark);
     if (st == SR_SUCCESS && mask)
-        st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * n, sizeof(int64_t), (void **)&w.mask_mark);
+        st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * stride, sizeof(int64_t), (void **)&w.mask_mark);
     if (st == SR_SUCCESS && out_type != SR_TYPE_BOOL)
-        st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * n, sr_value_size(out_type), &w.acc);
+        st = sr_mem_alloc_array(ctx, SR_HOST, (size_t)threads * stride, sr_value_size(out_type), &w.acc);
     if (st == SR_SUCCESS)
         st = sr_matrix_alloc(ctx, A->nrows, B->ncols, 0, out_type, SR_HOST, &C);
     bool *ready = NULL;
