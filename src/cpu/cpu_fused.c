@@ -26,22 +26,21 @@ typedef struct {
     bool private_sums;   /* each slot adds into its own copy of w in sums, `stride` apart */
     int64_t stride;      /* elements from one copy to the next: n rounded up to whole cache-line pairs */
     void *sums, *shared; /* threads copies of w, or one shared (atomic adds) */
+    void *sums_block;    /* the allocation holding sums */
     void *p;             /* the column ranges' row scales */
     const int64_t *cuts; /* the column ranges: threads + 1 bounds */
 } fused_job;
 
 /* `threads` zeroed copies of n elements of `size` bytes, *stride elements apart, each starting on
  * a pair of cache lines: on narrow w (10^7 x 100: 400 bytes) copies that shared a line at their
- * ends sent it from core to core on most rows. */
-static void *alloc_copies(int threads, int64_t n, size_t size, int64_t *stride)
+ * ends sent it from core to core on most rows. From calloc (its large blocks come zeroed from the
+ * kernel, page by page as each thread first touches its copy); *block is what to free. */
+static void *alloc_copies(int threads, int64_t n, size_t size, int64_t *stride, void **block)
 {
     const int64_t per = COPY_ALIGN / (int64_t)size;
     *stride = (n + per - 1) / per * per;
-    const size_t bytes = (size_t)threads * (size_t)(*stride > 0 ? *stride : per) * size;
-    void *copies = aligned_alloc(COPY_ALIGN, bytes);
-    if (copies)
-        memset(copies, 0, bytes);
-    return copies;
+    *block = calloc((size_t)threads * (size_t)(*stride > 0 ? *stride : per) * size + COPY_ALIGN, 1);
+    return *block ? (void *)(((uintptr_t)*block + COPY_ALIGN - 1) / COPY_ALIGN * COPY_ALIGN) : NULL;
 }
 
 /* cuts[0..threads]: column ranges holding about equal shares of X's entries, at the quantiles of
@@ -204,7 +203,7 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
     static sr_status fused_##T(const sr_fused_args *a, int threads)                                       \
     {                                                                                                     \
         const int64_t row_chunks = (a->m + FUSED_ROWS - 1) / FUSED_ROWS;                                  \
-        fused_job job = {a, threads, false, 0, NULL, NULL, NULL, NULL};                                   \
+        fused_job job = {a, threads, false, 0, NULL, NULL, NULL, NULL, NULL};                             \
         if (a->form == SR_FORM_XY) {                                                                      \
             sr_cpu_run_chunks(threads, row_chunks, rows_chunk_##T, &job);                                 \
             return SR_SUCCESS;                                                                            \
@@ -222,14 +221,14 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
             free(job.p);                                                                                  \
             return SR_SUCCESS;                                                                            \
         }                                                                                                 \
-        if (job.private_sums && !(job.sums = alloc_copies(threads, a->n, sizeof(T), &job.stride)))       \
+        if (job.private_sums && !(job.sums = alloc_copies(threads, a->n, sizeof(T), &job.stride, &job.sums_block))) \
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d partial sums of %lld",     \
                             threads, (long long)a->n);                                                    \
         if (!job.private_sums && !(job.shared = calloc((size_t)(a->n > 0 ? a->n : 1), sizeof(T))))        \
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld sums", (long long)a->n); \
         sr_cpu_run_chunks(threads, row_chunks, spread_chunk_##T, &job);                                   \
         sr_cpu_run_chunks(threads, threads, gather_chunk_##T, &job);                                      \
-        free(job.sums);                                                                                   \
+        free(job.sums_block);                                                                             \
         free(job.shared);                                                                                 \
         return SR_SUCCESS;                                                                                \
     }
