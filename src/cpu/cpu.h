@@ -3,6 +3,9 @@
 #ifndef SR_CPU_H
 #define SR_CPU_H
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "../core/distance.h"
 #include "../core/keep_rule.h"
 #include "../core/matrix.h"
@@ -185,6 +188,21 @@ static inline int64_t sr_cpu_lower_bound(const int32_t *col, int64_t lo, int64_t
 static inline size_t sr_dense_offset(const sr_dense *d, int64_t i, int64_t j)
 {
     return d->layout == SR_ROW_MAJOR ? (size_t)i * (size_t)d->ld + (size_t)j : (size_t)j * (size_t)d->ld + (size_t)i;
+}
+
+/* Bytes of a cache line. A type whose first member is _Alignas(SR_CACHE_LINE) fills whole lines. */
+#define SR_CACHE_LINE 64
+
+/* `count` zeroed elements of `size` bytes (a multiple of SR_CACHE_LINE), starting on a cache line:
+ * per-thread state that each thread updates as it goes, with no line shared by two threads
+ * (free() releases it). */
+static inline void *sr_cpu_calloc_lines(size_t count, size_t size)
+{
+    const size_t bytes = (count ? count : 1) * size;
+    void *p = aligned_alloc(SR_CACHE_LINE, bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
 }
 
 /* In-place exclusive prefix sum of counts[0..n] shifted: counts[0] = 0, counts[i+1] += counts[i]. */

@@ -47,7 +47,7 @@ static inline void stamp_mask_row(const struct sr_matrix_s *mask, int64_t i, int
  * pass would read as "seen in this row"). */
 /* The single pass's output of one slot: its chunks' rows one after another, grown as needed. */
 typedef struct {
-    int32_t *cols;
+    _Alignas(SR_CACHE_LINE) int32_t *cols; /* a line a slot: `used` grows with every row */
     void *vals;
     int64_t used, capacity;
     bool failed; /* out of memory growing them */
@@ -313,7 +313,7 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
                           (forced >= 0 ? forced != 0
                                        : sizes.room * (int64_t)(sizeof(int32_t) + pass.value_size) <= one_pass_limit);
     if (one_pass) {
-        pass.out = calloc((size_t)threads, sizeof *pass.out);
+        pass.out = sr_cpu_calloc_lines((size_t)threads, sizeof *pass.out);
         pass.place = calloc((size_t)(chunks > 0 ? chunks : 1), sizeof *pass.place);
         if (!pass.out || !pass.place)
             st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a product's %lld chunks", (long long)chunks);

@@ -24,7 +24,8 @@ typedef struct {
 } col_buffer;
 
 typedef struct {
-    uint64_t *seen, *allowed; /* column bitmaps (allowed: the mask row's columns, or NULL) */
+    _Alignas(SR_CACHE_LINE) uint64_t *seen; /* a line a thread: `out` grows with every row */
+    uint64_t *allowed; /* column bitmaps (seen; allowed: the mask row's columns, or NULL) */
     int32_t *list, *sort_tmp; /* the row's new columns; the radix sort's second buffer */
     col_buffer out;
     bool failed;
@@ -148,7 +149,7 @@ sr_status sr_cpu_mxm_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A,
     int *chunk_thread = malloc((size_t)(nchunks ? nchunks : 1) * sizeof *chunk_thread);
     int64_t longest = 0;
     int64_t *lengths = malloc((size_t)(m ? m : 1) * sizeof *lengths);
-    thread_state *state = calloc((size_t)threads, sizeof *state);
+    thread_state *state = sr_cpu_calloc_lines((size_t)threads, sizeof *state);
     sr_status st = chunk_row && chunk_at && chunk_thread && state && lengths ? SR_SUCCESS
                                                                    : sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_mxm: out of host memory");
     if (st == SR_SUCCESS) { /* chunk c starts at the first row whose work prefix reaches c/nchunks of the total */
