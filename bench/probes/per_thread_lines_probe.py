@@ -1,6 +1,7 @@
 """Per-thread state sharing cache lines on the CPU backend, one build against another: the fused
 pattern on tall X with narrow w (each thread sums into its own copy of w; copies of 100 floats
-end mid-line) and SpGEMM with narrow B (each thread's stamps and sums are n long). Each build runs
+end mid-line), the fused SDDMM->SpMM (each thread's p accumulators) and SpGEMM with narrow B
+(each thread's stamps and sums are n long). Each build runs
 in its own process, alternating, twice.
 
     python3 bench/probes/per_thread_lines_probe.py BUILD_BEFORE BUILD_AFTER [--quick]
@@ -31,6 +32,12 @@ def measure(build, quick):
         y, v, z = (rng.standard_normal(k).astype(np.float32) for k in (n, m, n))
         t = median_time(lambda: sr.fused_pattern(M, y, v=v, z=z, beta=0.5, context=ctx), reps=15)
         print(f"{build:24} fused {m}x{n:<5} {t * 1e3:8.2f} ms", flush=True)
+    S = sp.random(200_000, 50_000, density=16 / 50_000, format="csr", random_state=rng, dtype=np.float32)
+    Sm = sr.Matrix(S, context=ctx)
+    for p in (8, 32):
+        Af, Bf, Vf = (rng.standard_normal((r, p)).astype(np.float32) for r in (200_000, 50_000, 50_000))
+        t = median_time(lambda: sr.sddmm_spmm(Sm, Af, Bf, Vf, context=ctx), reps=9)
+        print(f"{build:24} SDDMM->SpMM 200K x 50K (3.2M), K = p = {p:2} {t * 1e3:8.2f} ms", flush=True)
     m = 200_000
     A = sr.Matrix(sp.random(m, m, density=20 / m, format="csr", random_state=rng, dtype=np.float64), context=ctx)
     for ncols in (4, 16, 64):

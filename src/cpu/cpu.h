@@ -3,6 +3,7 @@
 #ifndef SR_CPU_H
 #define SR_CPU_H
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,6 +204,19 @@ static inline void *sr_cpu_calloc_lines(size_t count, size_t size)
     if (p)
         memset(p, 0, bytes);
     return p;
+}
+
+/* `threads` zeroed copies of n elements of `size` bytes, *stride elements apart, each starting on a
+ * pair of cache lines (128 bytes: the adjacent-line prefetcher fetches pairs), so that no line holds
+ * two threads' elements: accumulators and flags that each thread updates as it goes. From calloc
+ * (large blocks come zeroed page by page as each thread first touches its copy); free(*block)
+ * releases them. */
+static inline void *sr_cpu_calloc_copies(int threads, int64_t n, size_t size, int64_t *stride, void **block)
+{
+    const int64_t per = 128 / (int64_t)size;
+    *stride = (n + per - 1) / per * per;
+    *block = calloc((size_t)threads * (size_t)(*stride > 0 ? *stride : per) * size + 128, 1);
+    return *block ? (void *)(((uintptr_t)*block + 127) / 128 * 128) : NULL;
 }
 
 /* In-place exclusive prefix sum of counts[0..n] shifted: counts[0] = 0, counts[i+1] += counts[i]. */

@@ -17,31 +17,18 @@
 /* The most threads the column ranges serve (their cuts live on the stack). */
 #define SR_CPU_MAX_THREADS 1024
 #define FUSED_ROWS 256 /* rows a chunk of the pool (cpu_pool.h) */
-#define COPY_ALIGN 128 /* bytes: a pair of cache lines (the adjacent-line prefetcher fetches pairs) */
 
 /* One call's state for the pool's chunks (void pointers: one struct serves float and double). */
 typedef struct {
     const sr_fused_args *a;
     int threads;
     bool private_sums;   /* each slot adds into its own copy of w in sums, `stride` apart */
-    int64_t stride;      /* elements from one copy to the next: n rounded up to whole cache-line pairs */
+    int64_t stride;      /* elements from one copy to the next (sr_cpu_calloc_copies) */
     void *sums, *shared; /* threads copies of w, or one shared (atomic adds) */
     void *sums_block;    /* the allocation holding sums */
     void *p;             /* the column ranges' row scales */
     const int64_t *cuts; /* the column ranges: threads + 1 bounds */
 } fused_job;
-
-/* `threads` zeroed copies of n elements of `size` bytes, *stride elements apart, each starting on
- * a pair of cache lines: on narrow w (10^7 x 100: 400 bytes) copies that shared a line at their
- * ends sent it from core to core on most rows. From calloc (its large blocks come zeroed from the
- * kernel, page by page as each thread first touches its copy); *block is what to free. */
-static void *alloc_copies(int threads, int64_t n, size_t size, int64_t *stride, void **block)
-{
-    const int64_t per = COPY_ALIGN / (int64_t)size;
-    *stride = (n + per - 1) / per * per;
-    *block = calloc((size_t)threads * (size_t)(*stride > 0 ? *stride : per) * size + COPY_ALIGN, 1);
-    return *block ? (void *)(((uintptr_t)*block + COPY_ALIGN - 1) / COPY_ALIGN * COPY_ALIGN) : NULL;
-}
 
 /* cuts[0..threads]: column ranges holding about equal shares of X's entries, at the quantiles of
  * a sample of its column indices (up to 2^16 entries, evenly spaced), 0 and n at the ends. */
@@ -221,7 +208,10 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
             free(job.p);                                                                                  \
             return SR_SUCCESS;                                                                            \
         }                                                                                                 \
-        if (job.private_sums && !(job.sums = alloc_copies(threads, a->n, sizeof(T), &job.stride, &job.sums_block))) \
+        /* (copies a cache-line pair apart: on narrow w, 10^7 x 100, copies sharing a line at their ends \
+         * sent it from core to core on most rows) */                                                  \
+        if (job.private_sums &&                                                                           \
+            !(job.sums = sr_cpu_calloc_copies(threads, a->n, sizeof(T), &job.stride, &job.sums_block)))   \
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d partial sums of %lld",     \
                             threads, (long long)a->n);                                                    \
         if (!job.private_sums && !(job.shared = calloc((size_t)(a->n > 0 ? a->n : 1), sizeof(T))))        \

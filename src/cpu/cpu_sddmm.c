@@ -176,12 +176,13 @@ sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out)
             for (int64_t c = 0; c < p; c++)                                                              \
                 acc[c] /= sum;                                                                         \
     }                                                                                                    \
+    /* scratch: each thread's p accumulators, `stride` elements apart (no cache line shared) */        \
     static void fused_##T(const sr_sddmm_args *a, const T *V, int64_t p, const sr_sddmm_out *O, bool softmax, \
-                          bool accumulate, T *scratch, int threads)                                     \
+                          bool accumulate, T *scratch, int64_t stride, int threads)                     \
     {                                                                                                    \
         _Pragma("omp parallel num_threads(threads)")                                                     \
         {                                                                                                \
-            T *acc = scratch + (size_t)omp_get_thread_num() * (size_t)p;                                 \
+            T *acc = scratch + (size_t)omp_get_thread_num() * (size_t)stride;                            \
             _Pragma("omp for schedule(dynamic, 16)")                                                     \
             for (int64_t i = 0; i < a->S->nrows; i++) {                                                  \
                 fused_row_##T(a, V, p, i, softmax, acc);                                                 \
@@ -201,15 +202,16 @@ sr_status sr_cpu_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, co
                             sr_row_normalize normalize, bool accumulate)
 {
     const int threads = sddmm_threads(a, p);
-    void *scratch = malloc((size_t)threads * (size_t)(p > 0 ? p : 1) * sizeof(double));
+    int64_t stride = 0;
+    void *block = NULL, *scratch = sr_cpu_calloc_copies(threads, p, sizeof(double), &stride, &block);
     if (!scratch)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_sddmm_spmm: out of host memory for %d rows of %lld accumulators",
                         threads, (long long)p);
     const bool softmax = normalize == SR_NORMALIZE_SOFTMAX;
     if (a->out_type == SR_TYPE_FLOAT32)
-        fused_float(a, (const float *)V, p, O, softmax, accumulate, (float *)scratch, threads);
+        fused_float(a, (const float *)V, p, O, softmax, accumulate, (float *)scratch, stride * 2, threads);
     else
-        fused_double(a, (const double *)V, p, O, softmax, accumulate, (double *)scratch, threads);
-    free(scratch);
+        fused_double(a, (const double *)V, p, O, softmax, accumulate, (double *)scratch, stride, threads);
+    free(block);
     return SR_SUCCESS;
 }

@@ -24,9 +24,10 @@ typedef struct {
     const sr_dense *B, *C;
     bool complement, accumulate;
     void *scratch;        /* slots x tile_rows x n accumulators */
-    unsigned char *allow; /* slots x n mask flags */
+    unsigned char *allow; /* slots x allow_stride mask flags */
     bool *ready;          /* per slot: flags set */
     int64_t tile_rows;
+    int64_t allow_stride; /* bytes from one slot's flags to the next's (sr_cpu_calloc_copies) */
 } spmm_job;
 #define SR_DEFINE_SPMM(SEMI, ADD, MUL, T, OUT)                                                           \
     /* Row i of A times columns [j0, j0 + chunk) of B into out[0, chunk). Not inlined: inside the  \
@@ -61,7 +62,7 @@ typedef struct {
         const int64_t n = C->ncols, tile_rows = job->tile_rows;                                          \
         const bool by_tile = C->layout == SR_COL_MAJOR && !mask;                                         \
         T *tile = (T *)job->scratch + (size_t)slot * (size_t)tile_rows * (size_t)n;                      \
-        unsigned char *allow = job->allow + (size_t)slot * (size_t)n;                                    \
+        unsigned char *allow = job->allow + (size_t)slot * (size_t)job->allow_stride;                    \
         if (mask && !job->ready[slot]) { /* the slot's flags, set once a call (each row restores them) */ \
             for (int64_t j = 0; j < n; j++)                                                              \
                 allow[j] = complement;                                                                   \
@@ -266,7 +267,9 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
     int64_t tile_rows = (int64_t)(16384 / ((n ? n : 1) * sizeof(double)));
     tile_rows = tile_rows < 1 ? 1 : tile_rows > 64 ? 64 : tile_rows;
     void *scratch = malloc((size_t)threads * (size_t)tile_rows * (n ? n : 1) * sizeof(double));
-    unsigned char *allow = malloc((size_t)threads * (n ? n : 1));
+    int64_t allow_stride = 0; /* each slot's flags on lines of their own: each masked row sets and restores them */
+    void *allow_block = NULL;
+    unsigned char *allow = sr_cpu_calloc_copies(threads, (int64_t)n, 1, &allow_stride, &allow_block);
     bool *ready = calloc((size_t)threads, sizeof *ready);
     const bool copy_b = B_in->layout == SR_COL_MAJOR && B_in->nrows > 0 && n > 0;
     void *b_rows = NULL; /* through sr_mem_alloc: huge pages (cpu_spmm's copy of a 262K x 32 B faulted 8,000 times) */
@@ -274,7 +277,7 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
         b_rows = NULL;
     if (!scratch || !allow || !ready || (copy_b && !b_rows)) {
         free(scratch);
-        free(allow);
+        free(allow_block);
         free(ready);
         sr_mem_free(A->ctx, SR_HOST, b_rows, 0);
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld rows of %zu accumulators%s",
@@ -288,7 +291,7 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
     }
     sr_type out = C->type;
     bool done = false;
-    spmm_job job = {A, mask, B, C, complement, accumulate, scratch, allow, ready, tile_rows};
+    spmm_job job = {A, mask, B, C, complement, accumulate, scratch, allow, ready, tile_rows, allow_stride};
     const int64_t tiles = (A->nrows + tile_rows - 1) / tile_rows;
 #define SR_DISPATCH_SPMM(SEMI, ADD, MUL, T, OUT)                                                         \
     if (!done && s == SEMI && out == OUT) {                                                              \
@@ -298,7 +301,7 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
     SR_FOR_EACH_SEMIRING_KERNEL(SR_DISPATCH_SPMM)
 #undef SR_DISPATCH_SPMM
     free(scratch);
-    free(allow);
+    free(allow_block);
     free(ready);
     sr_mem_free(A->ctx, SR_HOST, b_rows, 0);
     if (!done)
