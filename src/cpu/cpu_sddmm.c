@@ -208,7 +208,7 @@ sr_status sr_cpu_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, co
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_sddmm_spmm: out of host memory for %d rows of %lld accumulators",
                         threads, (long long)p);
     const bool softmax = normalize == SR_NORMALIZE_SOFTMAX;
-    if (a->out_type == SR_TYPE_FLOAT32)
+    if (a->out_type == SR_TYPE_FLOAT32) /* (stride counts doubles: twice as many floats) */
         fused_float(a, (const float *)V, p, O, softmax, accumulate, (float *)scratch, stride * 2, threads);
     else
         fused_double(a, (const double *)V, p, O, softmax, accumulate, (double *)scratch, stride, threads);
