@@ -213,10 +213,11 @@ static inline void *sr_cpu_calloc_lines(size_t count, size_t size)
  * releases them. */
 static inline void *sr_cpu_calloc_copies(int threads, int64_t n, size_t size, int64_t *stride, void **block)
 {
-    const int64_t per = 128 / (int64_t)size;
+    const size_t pair = 2 * SR_CACHE_LINE;
+    const int64_t per = (int64_t)(pair / size);
     *stride = (n + per - 1) / per * per;
-    *block = calloc((size_t)threads * (size_t)(*stride > 0 ? *stride : per) * size + 128, 1);
-    return *block ? (void *)(((uintptr_t)*block + 127) / 128 * 128) : NULL;
+    *block = calloc((size_t)threads * (size_t)(*stride > 0 ? *stride : per) * size + pair, 1);
+    return *block ? (void *)(((uintptr_t)*block + pair - 1) / pair * pair) : NULL;
 }
 
 /* In-place exclusive prefix sum of counts[0..n] shifted: counts[0] = 0, counts[i+1] += counts[i]. */

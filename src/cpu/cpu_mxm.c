@@ -42,9 +42,6 @@ static inline void stamp_mask_row(const struct sr_matrix_s *mask, int64_t i, int
 
 #define ALLOWED(j) (!mask || ((mask_mark[j] == i) != complement))
 
-/* A pass over A's rows in chunks for the pool (cpu_pool.h): a chunk is `rows_per_chunk` rows, and
- * each slot clears its stamps before its first chunk of the pass (a stamp left by the previous
- * pass would read as "seen in this row"). */
 /* The single pass's output of one slot: its chunks' rows one after another, grown as needed. */
 typedef struct {
     _Alignas(SR_CACHE_LINE) int32_t *cols; /* a line a slot: `used` grows with every row */
@@ -59,6 +56,9 @@ typedef struct {
     int64_t offset;
 } chunk_place;
 
+/* A pass over A's rows in chunks for the pool (cpu_pool.h): a chunk is `rows_per_chunk` rows, and
+ * each slot clears its stamps before its first chunk of the pass (a stamp left by the previous
+ * pass would read as "seen in this row"). */
 typedef struct {
     const struct sr_matrix_s *A, *B, *mask;
     bool complement;
@@ -278,10 +278,10 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
     const mxm_rows sizes = mxm_rows_of(A, B);
     int threads = sr_context_threads_for(ctx, mxm_work(ctx, A, mask, &sizes));
     size_t n = (size_t)(B->ncols ? B->ncols : 1);
-    /* each thread's slots a cache line (64 bytes of the narrowest, 4-byte values) past the last's:
-     * with narrow B (16 columns: a multi-source search) neighbouring threads' stamps and sums
-     * shared lines */
-    const size_t stride = n + 64 / 4;
+    /* each thread's slots a cache line (of the narrowest, 4-byte values) past the last's: with
+     * narrow B (16 columns: a multi-source search) neighbouring threads' stamps and sums shared
+     * lines */
+    const size_t stride = n + SR_CACHE_LINE / 4;
     size_t per_thread = stride * (sizeof(int64_t) * (mask ? 2 : 1) + sr_value_size(out_type));
     size_t limit = sr_context_workspace(ctx, SR_HOST);
     while (threads > 1 && (size_t)threads * per_thread > limit) /* the accumulators must fit the workspace */

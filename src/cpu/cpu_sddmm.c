@@ -203,13 +203,13 @@ sr_status sr_cpu_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, co
 {
     const int threads = sddmm_threads(a, p);
     int64_t stride = 0;
-    void *block = NULL, *scratch = sr_cpu_calloc_copies(threads, p, sizeof(double), &stride, &block);
+    void *block = NULL, *scratch = sr_cpu_calloc_copies(threads, p, sr_type_size(a->out_type), &stride, &block);
     if (!scratch)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_sddmm_spmm: out of host memory for %d rows of %lld accumulators",
                         threads, (long long)p);
     const bool softmax = normalize == SR_NORMALIZE_SOFTMAX;
-    if (a->out_type == SR_TYPE_FLOAT32) /* (stride counts doubles: twice as many floats) */
-        fused_float(a, (const float *)V, p, O, softmax, accumulate, (float *)scratch, stride * 2, threads);
+    if (a->out_type == SR_TYPE_FLOAT32)
+        fused_float(a, (const float *)V, p, O, softmax, accumulate, (float *)scratch, stride, threads);
     else
         fused_double(a, (const double *)V, p, O, softmax, accumulate, (double *)scratch, stride, threads);
     free(block);
