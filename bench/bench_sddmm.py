@@ -214,6 +214,12 @@ def fused_rows(sr, ctx, name, S, Sd, St, A, B, K, reps, sync, torch):
         t_f = median_time(lambda: sr.sddmm_spmm(Sd, A, B, Vx, alpha=alpha, softmax=softmax, pattern=True, out=O,
                                                 context=ctx), reps=reps, sync=sync)
         fused_out = O.clone()
+        paths = {}  # dense-ish S: the fused call with the whole tiles forced on and off
+        for label, setting in (("tiles", "1"), ("no tiles", "0")) if name.startswith("dense-ish") else ():
+            os.environ["SPARSERING_SDDMM_GEMM"] = setting
+            paths[label] = median_time(lambda: sr.sddmm_spmm(Sd, A, B, Vx, alpha=alpha, softmax=softmax, pattern=True,
+                                                             out=O, context=ctx), reps=reps, sync=sync)
+            del os.environ["SPARSERING_SDDMM_GEMM"]
 
         def unfused():  # the library has no sparse softmax: ours is timed for the plain forms
             C = sr.sddmm(Sd, A, B, alpha=alpha, pattern=True, context=ctx)  # a device Matrix
@@ -230,10 +236,11 @@ def fused_rows(sr, ctx, name, S, Sd, St, A, B, K, reps, sync, torch):
         err = float((ref - fused_out).abs().max() / (ref.abs().max() + 1e-30))
         t_t = median_time(torch_pair, reps=max(3, reps // 2), sync=sync)
         out.append(dict(op=kind, matrix=name, nnz=S.nnz, K=K, fused_ms=t_f * 1e3, unfused_ms=t_u * 1e3,
-                        torch_ms=t_t * 1e3, max_rel_diff=err))
+                        torch_ms=t_t * 1e3, max_rel_diff=err, paths_ms={k: v * 1e3 for k, v in paths.items()}))
         print(f"  {kind:14} K={K:4}: fused {t_f * 1e3:8.2f} ms | our sddmm+spmm {t_u * 1e3:8.2f} ms "
               f"({t_u / t_f:5.2f}x) | torch {'sampled_addmm+softmax+mm' if softmax else 'sampled_addmm+mm'} "
-              f"{t_t * 1e3:8.2f} ms ({t_t / t_f:5.2f}x)   (max rel diff {err:.1e})", flush=True)
+              f"{t_t * 1e3:8.2f} ms ({t_t / t_f:5.2f}x)   (max rel diff {err:.1e}"
+              + "".join(f"; {k} {v * 1e3:.2f} ms" for k, v in paths.items()) + ")", flush=True)
     del V, O, Bt
     return out
 

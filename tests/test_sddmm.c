@@ -133,6 +133,9 @@ static void check_sddmm(int64_t m, int64_t n, int64_t K, double degree, sr_type 
     test_csr_free(&sc);
 }
 
+/* Whether check_fused samples S's pattern (its values taken as 1). */
+static bool fused_pattern;
+
 /* O = N(α·S ⊙ A·Bᵀ)·V in double, row by row. */
 static void check_fused(int64_t m, int64_t n, int64_t K, int64_t p, double degree, sr_type type, bool softmax,
                         bool accumulate, sr_layout lo)
@@ -143,7 +146,7 @@ static void check_fused(int64_t m, int64_t n, int64_t K, int64_t p, double degre
     operand V = make_operand(n, p, type, SR_ROW_MAJOR, 0), O0 = make_operand(m, p, type, lo, 0);
     const double alpha = softmax ? 0.7 : -1.3;
     sr_dense o = O0.view; /* on the host: with a device S, staged there and back */
-    sr_descriptor d = {.accumulate = accumulate};
+    sr_descriptor d = {.accumulate = accumulate, .sample_pattern = fused_pattern};
     CHECK_OK(sr_sddmm_spmm(ctx, &o, alpha, S, &A.view, &B.view, &V.view,
                            softmax ? SR_NORMALIZE_SOFTMAX : SR_NORMALIZE_NONE, &d));
     const double tol = type == SR_TYPE_FLOAT32 ? 3e-5 : 1e-12;
@@ -153,7 +156,7 @@ static void check_fused(int64_t m, int64_t n, int64_t K, int64_t p, double degre
         double top = -INFINITY, sum = 0, mag = 0;
         for (int64_t e = sc.rowptr[i]; e < sc.rowptr[i + 1]; e++) {
             double scale;
-            w[e - sc.rowptr[i]] = alpha * got_at(sc.values, type, e) *
+            w[e - sc.rowptr[i]] = alpha * (fused_pattern ? 1.0 : got_at(sc.values, type, e)) *
                                   ref_dot(SR_PLUS_TIMES, A.ref + i * K, B.ref + sc.colind[e] * K, K, &scale);
             top = fmax(top, w[e - sc.rowptr[i]]);
         }
@@ -177,9 +180,9 @@ static void check_fused(int64_t m, int64_t n, int64_t K, int64_t p, double degre
                         (long long)K, (long long)p, got, want);
         }
     }
-    CHECK(bad == 0, "fused %lld x %lld, K = %lld, p = %lld, %s%s%s: %lld wrong", (long long)m, (long long)n,
+    CHECK(bad == 0, "fused %lld x %lld, K = %lld, p = %lld, %s%s%s%s: %lld wrong", (long long)m, (long long)n,
           (long long)K, (long long)p, sr_type_name(type), softmax ? " softmax" : "", accumulate ? " accumulate" : "",
-          (long long)bad);
+          fused_pattern ? " pattern" : "", (long long)bad);
     free(w);
     free(row);
     sr_matrix_free(S);
@@ -422,6 +425,28 @@ static void check_dense_ish(void)
     check_sddmm(129, 129, 12, 129, f, f, SR_PLUS_TIMES, -1, 0, false, R, R);   /* full; a row and a column past a tile */
 }
 
+/* Dense-ish S for the fused product, which the GPU runs by whole tiles (float32, K and p multiples
+ * of 4, p <= 128) where they pay: p padded to 32, 64 and 128, several tiles and column ranges a
+ * panel, a panel past a multiple of 128 rows, S's pattern, accumulate, column-major O. */
+static void check_fused_dense_ish(void)
+{
+    const sr_layout R = SR_ROW_MAJOR, Cm = SR_COL_MAJOR;
+    const sr_type f = SR_TYPE_FLOAT32;
+    check_fused(300, 500, 32, 32, 100, f, false, false, R);
+    check_fused(300, 500, 32, 32, 100, f, true, false, R);
+    check_fused(129, 260, 16, 4, 200, f, true, true, Cm);   /* p = 4; a row past a panel */
+    check_fused(700, 3000, 32, 64, 600, f, true, false, R); /* many tiles */
+    check_fused(33, 2000, 16, 128, 900, f, false, true, R); /* one panel, many column ranges */
+    check_fused(33, 2000, 16, 128, 900, f, true, false, Cm);
+    check_fused(257, 300, 8, 36, 300, f, false, false, R); /* p = 36, padded to 64 */
+    check_fused(200, 400, 12, 100, 3, f, true, false, R);  /* sparse: empty rows, tiles of few entries */
+    check_fused(160, 140, 128, 8, 140, f, true, true, R);  /* full rows; K = 128 */
+    fused_pattern = true;
+    check_fused(300, 500, 32, 32, 100, f, true, false, R);
+    check_fused(260, 700, 64, 64, 350, f, false, false, R);
+    fused_pattern = false;
+}
+
 static void run_all(void)
 {
     const sr_layout R = SR_ROW_MAJOR, Cm = SR_COL_MAJOR;
@@ -447,12 +472,17 @@ static void run_all(void)
     setenv("SPARSERING_SDDMM_GEMM", "1", 1);
     check_plus_times();
     check_dense_ish();
+    check_fused_dense_ish();
+    check_fused(70, 50, 8, 5, 4, f, true, false, R); /* sparse S through the tiles, forced */
+    check_fused(300, 200000, 32, 32, 20, f, false, false, R);
     setenv("SPARSERING_SDDMM_GEMM", "2", 1); /* CPU: B packed tile by tile, not whole */
     check_dense_ish();
     setenv("SPARSERING_SDDMM_GEMM", "0", 1);
     check_dense_ish();
+    check_fused_dense_ish();
     unsetenv("SPARSERING_SDDMM_GEMM");
     check_dense_ish();
+    check_fused_dense_ish();
     check_sddmm(80, 60, 20, 5, d, d, SR_MIN_PLUS, 1, 0, false, R, R);
     check_sddmm(80, 60, 20, 5, f, f, SR_MAX_TIMES, 1, 0, true, Cm, R);
     check_sddmm(80, 60, 24, 5, SR_TYPE_INT32, SR_TYPE_INT32, SR_PLUS_TIMES, 1, 0, false, R, R);

@@ -20,7 +20,9 @@
 // of B and V of its next few entries requested together) and adds score·V(j) to accumulators in
 // registers (an online softmax rescales them when a larger score comes); short rows belong whole
 // to the chunk they begin in, long rows cut by a chunk's ends leave partial states that a second
-// kernel merges.
+// kernel merges. Where the GEMM tiles pay, float32 with p <= 128 goes by whole tiles instead
+// (cuda_sddmm_fused_gemm.cuh): each tile's scores and its product with V's rows both on the FMA
+// pipes, the weights never leaving shared memory.
 #include "cuda_common.cuh"
 #include "cuda_semiring.cuh"
 
@@ -1070,6 +1072,16 @@ sr_status launch_fused_vec(const fused_params<T> &p, sr_context_s *ctx, cudaStre
     return launch_fused<T, VEC, 32, 8>(p, ctx, stream);
 }
 
+#include "cuda_sddmm_fused_gemm.cuh"
+
+// Whether the fused product goes by whole tiles: where the SDDMM's GEMM tiles pay (gemm_tiles_pay:
+// S's touched 128 x 128 tiles hold 3,000 entries or more), or as SPARSERING_SDDMM_GEMM forces.
+sr_status fused_gemm_pays(const sr_matrix_s *S, bool *pay) {
+    const int forced = gemm_setting();
+    *pay = forced >= 1;
+    return forced == -1 ? gemm_tiles_pay(S, pay) : SR_SUCCESS;
+}
+
 template <typename T>
 sr_status run_fused(const sr_sddmm_args *a, const void *V, int64_t pcols, const sr_sddmm_out *O,
                     sr_row_normalize normalize, bool accumulate) {
@@ -1127,6 +1139,13 @@ sr_status run_fused(const sr_sddmm_args *a, const void *V, int64_t pcols, const 
         }
         SR_CUDA_TRY(cudaStreamSynchronize(stream));
         return SR_SUCCESS;
+    }
+    if constexpr (std::is_same<T, float>::value) {
+        bool tiles = false;
+        if (vec && p.p <= 128)
+            SR_TRY(fused_gemm_pays(S, &tiles));
+        if (tiles)
+            return launch_fused_gemm(p, S->ncols, ctx, stream);
     }
     if (vec)
         return launch_fused_vec<T, VEC>(p, ctx, stream);

@@ -35,7 +35,9 @@ struct gemm_slice {
     float4 a[2], b[2];
 };
 
-__device__ __forceinline__ gemm_slice gemm_fetch_slice(const sddmm_params<float> &p, int64_t i0, int64_t rows,
+// P: any parameters with float A and B (row-major, K columns) and K (the SDDMM's, the fused product's).
+template <class P>
+__device__ __forceinline__ gemm_slice gemm_fetch_slice(const P &p, int64_t i0, int64_t rows,
                                                        int64_t c, int64_t ncols, int k0) {
     gemm_slice g;
 #pragma unroll
@@ -68,7 +70,8 @@ __device__ __forceinline__ void gemm_store_slice(const gemm_slice &g, float *As,
 // a 16 x 16 grid owns rows ty*4 + {0..3} and 64 + ty*4 + {0..3} and the same columns by tx, so a
 // warp's fragment reads are float4s of consecutive addresses. Two stages of slices: the next
 // slice's loads are in flight while the FMAs run on this one, one barrier a slice.
-__device__ __forceinline__ void gemm_tile_product(const sddmm_params<float> &p, int64_t i0, int64_t rows, int64_t c,
+template <class P>
+__device__ __forceinline__ void gemm_tile_product(const P &p, int64_t i0, int64_t rows, int64_t c,
                                                   int64_t ncols, float *smem) {
     constexpr int kStage = 2 * kGemmDepth * kGemmPitch; // A's slice, then B's
     float *Cs = smem;
@@ -113,23 +116,24 @@ __device__ __forceinline__ void gemm_tile_product(const sddmm_params<float> &p, 
     }
 }
 
-constexpr int kGemmWarpRows = kGemmRows / (kGemmThreads / 32); // the rows a warp writes
+constexpr int kGemmWarpRows = kGemmRows / (kGemmThreads / 32); // the rows a warp walks
 
-// The staged tile's entries, warp w writing rows w·16 .. w·16 + 15 (c: the tile's first column,
-// stop: its end within the column range). Each row's entries inside the tile are the next run
-// from its cursor (S's columns rise within a row): the first 32 of every row, and their S
-// values, are requested together (β's values, when used, when written), so the warp waits on one round of loads, not 16; a row with
-// more than 32 entries in the tile requests the other 96 its tile can hold at once (a band's rows
-// fill their tiles: reading them 32 at a time, three waits a row, took the band at K = 32 0.42 ms).
-// The first column past the run lowers next_col, the next tile's start.
-template <class Ops>
-__device__ __forceinline__ void gemm_write_entries(const sddmm_params<float> &p, int64_t rows, int64_t c, int64_t stop,
-                                                   const float *Cs, int64_t *cursor, const int64_t *row_end,
-                                                   int32_t *next_col) {
+// Walks the tile's entries of warp w's rows w·16 .. w·16 + 15 (stop: the tile's end within the
+// column range): visit(row, e, col, s) for each entry e of the row inside the tile (s: S's value,
+// 1 without values), then done(row), the whole warp, after each row. Each row's entries inside
+// the tile are the next run from its cursor (S's columns rise within a row): the first 32 of
+// every row, and their S values, are requested together, so the warp waits on one round of loads,
+// not 16; a row with more than 32 entries in the tile requests the other 96 a tile can hold at
+// once (a band's rows fill their tiles: reading them 32 at a time, three waits a row, took the
+// band's SDDMM at K = 32 0.42 ms against 0.26; requesting them while the row before is walked,
+// measured on the fused product, gained nothing: 0.93-1.05x). The first column past the run
+// lowers next_col, the next tile's start.
+template <class P, class Visit, class Done>
+__device__ __forceinline__ void walk_tile_entries(const P &p, int64_t rows, int64_t stop, int64_t *cursor,
+                                                  const int64_t *row_end, int32_t *next_col, Visit visit, Done done) {
     const int lane = threadIdx.x % 32, first = threadIdx.x / 32 * kGemmWarpRows;
     int32_t col[kGemmWarpRows];
     float sv[kGemmWarpRows];
-    const bool need_b = p.beta != 0.0 && p.beta_vals;
 #pragma unroll
     for (int rr = 0; rr < kGemmWarpRows; rr++) {
         const int row = first + rr;
@@ -145,10 +149,9 @@ __device__ __forceinline__ void gemm_write_entries(const sddmm_params<float> &p,
             break;
         int64_t at = cursor[row];
         const int64_t end = row_end[row];
-        const float *staged = Cs + row * kGemmOutPitch; // column col at col - c
         bool in = col[rr] < stop;
         if (in)
-            p.out[at + lane] = finish_with<Ops>(p, staged[col[rr] - c], sv[rr], need_b ? p.beta_vals[at + lane] : 1.f);
+            visit(row, at + lane, col[rr], sv[rr]);
         int taken = __popc(__ballot_sync(0xffffffffu, in)); // a prefix: columns rise
         int32_t next = __shfl_sync(0xffffffffu, col[rr], taken % 32);
         at += taken;
@@ -168,7 +171,7 @@ __device__ __forceinline__ void gemm_write_entries(const sddmm_params<float> &p,
                 const int64_t e = at + h * 32 + lane;
                 in = cl[h] < stop;
                 if (in)
-                    p.out[e] = finish_with<Ops>(p, staged[cl[h] - c], sm[h], need_b ? p.beta_vals[e] : 1.f);
+                    visit(row, e, cl[h], sm[h]);
                 taken = __popc(__ballot_sync(0xffffffffu, in));
                 next = __shfl_sync(0xffffffffu, cl[h], taken % 32);
                 if (taken < 32) {
@@ -181,12 +184,27 @@ __device__ __forceinline__ void gemm_write_entries(const sddmm_params<float> &p,
                 next = at < end ? p.colind[at] : INT32_MAX;
             }
         }
+        done(row);
         if (lane == 0) {
             cursor[row] = at;
             if (next != INT32_MAX)
                 atomicMin(next_col, next);
         }
     }
+}
+
+// The staged tile's entries written (c: the tile's first column), with S's and β's values.
+template <class Ops>
+__device__ __forceinline__ void gemm_write_entries(const sddmm_params<float> &p, int64_t rows, int64_t c, int64_t stop,
+                                                   const float *Cs, int64_t *cursor, const int64_t *row_end,
+                                                   int32_t *next_col) {
+    const bool need_b = p.beta != 0.0 && p.beta_vals;
+    walk_tile_entries(
+        p, rows, stop, cursor, row_end, next_col,
+        [&](int row, int64_t e, int32_t col, float s) {
+            p.out[e] = finish_with<Ops>(p, Cs[row * kGemmOutPitch + col - c], s, need_b ? p.beta_vals[e] : 1.f);
+        },
+        [](int) {});
 }
 
 // A block per (panel of 128 rows, column range), grid-strided. Each row keeps a cursor to its
