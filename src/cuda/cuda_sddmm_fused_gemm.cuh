@@ -115,21 +115,31 @@ struct fused_rows_state {
 __device__ __forceinline__ void fused_tile_weights(const fused_params<float> &p, int64_t rows, int64_t c, int64_t stop,
                                                    float *Cs, int64_t *cursor, const int64_t *row_end,
                                                    int32_t *next_col, fused_rows_state &st) {
+    constexpr int kWords = kGemmCols / 32;
     const int lane = threadIdx.x % 32;
-    float high = -INFINITY;
     walk_tile_entries(
         p, rows, stop, cursor, row_end, next_col,
         [&](int row, int64_t, int32_t col, float s) {
             const int x = (int)(col - c);
             float *cell = Cs + row * kGemmOutPitch + x;
-            const float w = p.alpha * (s * *cell);
-            *cell = w;
-            high = fmaxf(high, w);
+            *cell = p.alpha * (s * *cell);
             atomicOr(&st.entry_bits[row][x / 32], 1u << (x % 32));
         },
         [&](int row) {
             __syncwarp(); // the row's marks and weights are in
-            float scale = 1.f, top = 0.f;
+            float *cells = Cs + row * kGemmOutPitch;
+            float w[kWords];
+            float high = -INFINITY;
+#pragma unroll
+            for (int q = 0; q < kWords; q++) {
+                const bool entry = st.entry_bits[row][q] >> lane & 1u;
+                w[q] = entry ? cells[q * 32 + lane] : -INFINITY;
+                high = fmaxf(high, w[q]);
+            }
+            __syncwarp(); // every lane has read the marks
+            if (lane < kWords)
+                st.entry_bits[row][lane] = 0;
+            float scale = 1.f, top = 0.f, part = 0.f;
             if (p.softmax) {
 #pragma unroll
                 for (int o = 16; o > 0; o /= 2)
@@ -138,20 +148,12 @@ __device__ __forceinline__ void fused_tile_weights(const fused_params<float> &p,
                 top = fmaxf(old, high);
                 scale = old == top ? 1.f : fast_exp(old - top); // 0 at the row's first entries
             }
-            float *cells = Cs + row * kGemmOutPitch;
-            float part = 0.f;
 #pragma unroll
-            for (int q = 0; q < kGemmCols / 32; q++) {
-                const bool entry = st.entry_bits[row][q] >> lane & 1u;
-                float w = entry ? cells[q * 32 + lane] : 0.f;
-                if (p.softmax && entry)
-                    w = fast_exp(w - top);
-                cells[q * 32 + lane] = w;
-                part += w;
+            for (int q = 0; q < kWords; q++) {
+                const float x = w[q] == -INFINITY ? 0.f : p.softmax ? fast_exp(w[q] - top) : w[q];
+                cells[q * 32 + lane] = x;
+                part += x;
             }
-            __syncwarp(); // every lane has read the marks
-            if (lane < kGemmCols / 32)
-                st.entry_bits[row][lane] = 0;
             if (p.softmax) {
 #pragma unroll
                 for (int o = 16; o > 0; o /= 2)
@@ -163,7 +165,6 @@ __device__ __forceinline__ void fused_tile_weights(const fused_params<float> &p,
             }
             if (lane == 0)
                 st.scale[row] = scale;
-            high = -INFINITY;
         });
 }
 
