@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(kGemmThreads, PW == 32 ? 2 : 1)
     extern __shared__ __align__(16) float fused_smem[];
     float *Cs = fused_smem, *Vs = Cs + kGemmRows * kGemmOutPitch, *Sums = Vs + kGemmRows * (PW + 4);
     __shared__ int64_t cursor[kGemmRows], row_end[kGemmRows];
-    __shared__ int32_t next_col[2];
+    __shared__ int32_t next_col[3];
     __shared__ fused_rows_state st;
     for (int i = threadIdx.x; i < kGemmRows * (kGemmCols / 32); i += kGemmThreads)
         st.entry_bits[i / (kGemmCols / 32)][i % (kGemmCols / 32)] = 0;
@@ -192,29 +192,16 @@ __global__ void __launch_bounds__(kGemmThreads, PW == 32 ? 2 : 1)
             st.sum[threadIdx.x] = 0.f;
             st.scale[threadIdx.x] = 1.f; // rows past the panel's end too
         }
-        if (threadIdx.x == 0)
-            next_col[0] = next_col[1] = INT32_MAX;
-        __syncthreads();
-        if (threadIdx.x < rows)
-            row_cursor(p.rowptr, p.colind, r0 + threadIdx.x, c_lo, &next_col[0], &cursor[threadIdx.x],
-                       &row_end[threadIdx.x]);
-        for (int tile = 0;; tile++) {
-            __syncthreads(); // the rows' next columns are in; the last tile's readers of Cs and Vs are done
-            const int64_t c = next_col[tile & 1];
-            if (c >= c_hi)
-                break;
+        panel_tiles(p.rowptr, p.colind, r0, rows, c_lo, c_hi, cursor, row_end, next_col, [&](int64_t c, int32_t *next) {
             fused_copy_v<PW>(p, c, ncols, Vs); // in flight during the scores
             gemm_tile_product(p, r0, rows, c, ncols, Cs);
-            __syncthreads(); // the scores are whole; every thread has read next_col[tile & 1]
-            if (threadIdx.x == 0)
-                next_col[tile & 1] = INT32_MAX; // for tile + 2: the rows below lower next_col[tile + 1]
-            fused_tile_weights(p, rows, c, min(c + kGemmCols, c_hi), Cs, cursor, row_end, &next_col[(tile + 1) & 1],
-                               st);
+            __syncthreads(); // the scores are whole
+            fused_tile_weights(p, rows, c, min(c + kGemmCols, c_hi), Cs, cursor, row_end, next, st);
             copy_async_wait();
             __syncthreads(); // the weights, the scales and V's tile are in
             fused_tile_pv<PW>(Cs, Vs, Sums, st.scale);
-        }
-        // the loop's last barrier ordered the sums
+        });
+        // panel_tiles' last barrier ordered the sums
         for (int i = threadIdx.x; i < rows * PW; i += kGemmThreads) {
             const int r = i / PW, q = i % PW;
             if (q >= p.p)

@@ -207,6 +207,33 @@ __device__ __forceinline__ void gemm_write_entries(const sddmm_params<float> &p,
         [](int) {});
 }
 
+// The tiles a panel's rows touch in columns c_lo .. c_hi - 1, in order: each row keeps a cursor
+// to its first entry not yet walked, and a tile begins at the least column any row has left (so
+// a band or a block-structured S visits only the tiles it touches). tile(c, next) does the tile
+// at column c, the whole block; its walk of the rows (walk_tile_entries) lowers *next, the next
+// tile's start. next_col: three slots of block-shared memory, the one read by a tile, the one its
+// walk lowers and the one the tile before read, reset meanwhile; so one barrier a tile.
+template <class Tile>
+__device__ __forceinline__ void panel_tiles(const int64_t *rowptr, const int32_t *colind, int64_t r0, int64_t rows,
+                                            int64_t c_lo, int64_t c_hi, int64_t *cursor, int64_t *row_end,
+                                            int32_t *next_col, Tile tile) {
+    if (threadIdx.x == 0)
+        next_col[0] = next_col[1] = next_col[2] = INT32_MAX;
+    __syncthreads();
+    if (threadIdx.x < rows)
+        row_cursor(rowptr, colind, r0 + threadIdx.x, c_lo, &next_col[0], &cursor[threadIdx.x], &row_end[threadIdx.x]);
+    for (int t = 0;; t++) {
+        __syncthreads(); // the rows' next columns are in; the last tile's work is done
+        const int64_t c = next_col[t % 3];
+        if (c >= c_hi)
+            break;
+        if (threadIdx.x == 0)
+            next_col[(t + 2) % 3] = INT32_MAX; // read by tile t - 1, lowered by tile t + 1
+        tile(c, &next_col[(t + 1) % 3]);
+    }
+    __syncthreads(); // the next panel's cursors and next_col
+}
+
 // A block per (panel of 128 rows, column range), grid-strided. Each row keeps a cursor to its
 // first entry not yet written; a tile begins at the least column any row has left, so a band or
 // a block-structured S computes only the tiles it touches.
@@ -215,30 +242,16 @@ __global__ void __launch_bounds__(kGemmThreads, 2) sddmm_gemm_tiles(sddmm_params
                                                                     int64_t splits, int64_t split_cols) {
     extern __shared__ __align__(16) float gemm_smem[];
     __shared__ int64_t cursor[kGemmRows], row_end[kGemmRows];
-    __shared__ int32_t next_col[2];
+    __shared__ int32_t next_col[3];
     const int64_t panels = (p.nrows + kGemmRows - 1) / kGemmRows;
     for (int64_t w = blockIdx.x; w < panels * splits; w += gridDim.x) {
         const int64_t r0 = w / splits * kGemmRows, rows = min((int64_t)kGemmRows, p.nrows - r0);
         const int64_t c_lo = w % splits * split_cols, c_hi = min(ncols, c_lo + split_cols);
-        if (threadIdx.x == 0)
-            next_col[0] = next_col[1] = INT32_MAX;
-        __syncthreads();
-        if (threadIdx.x < rows)
-            row_cursor(p.rowptr, p.colind, r0 + threadIdx.x, c_lo, &next_col[0], &cursor[threadIdx.x],
-                       &row_end[threadIdx.x]);
-        for (int tile = 0;; tile++) {
-            __syncthreads(); // the rows' next columns are in; the last tile's Cs readers are done
-            const int64_t c = next_col[tile & 1];
-            if (c >= c_hi)
-                break;
+        panel_tiles(p.rowptr, p.colind, r0, rows, c_lo, c_hi, cursor, row_end, next_col, [&](int64_t c, int32_t *next) {
             gemm_tile_product(p, r0, rows, c, ncols, gemm_smem);
-            __syncthreads(); // Cs is whole; every thread has read next_col[tile & 1]
-            if (threadIdx.x == 0)
-                next_col[tile & 1] = INT32_MAX; // for tile + 2: the rows below lower next_col[tile + 1]
-            gemm_write_entries<Ops>(p, rows, c, min(c + kGemmCols, c_hi), gemm_smem, cursor, row_end,
-                                    &next_col[(tile + 1) & 1]);
-        }
-        __syncthreads(); // the next panel's cursors and next_col
+            __syncthreads(); // Cs is whole
+            gemm_write_entries<Ops>(p, rows, c, min(c + kGemmCols, c_hi), gemm_smem, cursor, row_end, next);
+        });
     }
 }
 
