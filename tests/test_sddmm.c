@@ -426,7 +426,7 @@ static void check_dense_ish(void)
 }
 
 /* Dense-ish S for the fused product, which the GPU runs by whole tiles (float32, K and p multiples
- * of 4, p <= 128) where they pay: p padded to 32, 64 and 128, several tiles and column ranges a
+ * of 4, p <= 128) and the CPU by its 64 x 64 tiles (float32 and float64) where they pay: p padded to 32, 64 and 128, several tiles and column ranges a
  * panel, a panel past a multiple of 128 rows, S's pattern, accumulate, column-major O. */
 static void check_fused_dense_ish(void)
 {
@@ -441,6 +441,8 @@ static void check_fused_dense_ish(void)
     check_fused(257, 300, 8, 36, 300, f, false, false, R); /* p = 36, padded to 64 */
     check_fused(200, 400, 12, 100, 3, f, true, false, R);  /* sparse: empty rows, tiles of few entries */
     check_fused(160, 140, 128, 8, 140, f, true, true, R);  /* full rows; K = 128 */
+    check_fused(200, 300, 16, 20, 150, SR_TYPE_FLOAT64, true, false, R); /* the CPU's tiles in float64 */
+    check_fused(150, 260, 24, 70, 200, SR_TYPE_FLOAT64, false, true, Cm);
     fused_pattern = true;
     check_fused(300, 500, 32, 32, 100, f, true, false, R);
     check_fused(260, 700, 64, 64, 350, f, false, false, R);

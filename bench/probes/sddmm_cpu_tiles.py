@@ -1,8 +1,10 @@
 """The CPU backend's SDDMM on dense-ish S: dot products an entry against whole tile products
 (src/cpu/cpu_sddmm_tiles.c), the same call with SPARSERING_SDDMM_GEMM=0 and =1 alternating (best
 of two medians of 5), and the automatic choice; float32 and float64, K = 32, 128, 512.
+--fused: the fused SDDMM->SpMM instead (p = K, pattern S, plain and softmax, float32, K = 32 and
+128, also uniform 4K at 50%), with the largest difference between the two paths' results.
 
-    OMP_NUM_THREADS=2 PYTHONPATH=BUILD/python python3 bench/probes/sddmm_cpu_tiles.py BUILD
+    OMP_NUM_THREADS=2 PYTHONPATH=BUILD/python python3 bench/probes/sddmm_cpu_tiles.py BUILD [--fused]
 """
 import os
 import sys
@@ -25,12 +27,40 @@ def median(f, reps=5):
     return sorted(ts)[len(ts) // 2]
 
 
+def fused(sr, ctx, cases):
+    for name, S in cases:
+        S = S.astype(np.float32)
+        M = sr.Matrix(S, context=ctx)
+        for K in (32, 128):
+            rng = np.random.default_rng(0)
+            A, B, V = (rng.random((k, K), dtype=np.float32) - 0.5 for k in (S.shape[0], S.shape[1], S.shape[1]))
+            line = f"{name:22s} K = p = {K:3d}"
+            for softmax in (False, True):
+                best, got = {}, {}
+                for mode in ("0", "1", "0", "1"):
+                    os.environ["SPARSERING_SDDMM_GEMM"] = mode
+                    call = lambda: sr.sddmm_spmm(M, A, B, V, alpha=1 / np.sqrt(K), softmax=softmax,  # noqa: E731
+                                                 pattern=True, context=ctx)
+                    best[mode] = min(best.get(mode, float("inf")), median(call, reps=3))
+                    got[mode] = np.asarray(call())
+                del os.environ["SPARSERING_SDDMM_GEMM"]
+                auto = median(lambda: sr.sddmm_spmm(M, A, B, V, alpha=1 / np.sqrt(K), softmax=softmax,
+                                                    pattern=True, context=ctx), reps=3)
+                diff = np.abs(got["1"] - got["0"]).max() / np.abs(got["0"]).max()
+                line += (f" | {'softmax' if softmax else 'plain'}: rows {best['0'] * 1e3:7.1f} ms, tiles "
+                         f"{best['1'] * 1e3:7.1f} ms ({best['0'] / best['1']:.2f}x), automatic {auto * 1e3:7.1f} ms,"
+                         f" diff {diff:.0e}")
+            print(line, flush=True)
+
+
 def main():
-    sr = sr_package.load(sys.argv[1] if len(sys.argv) > 1 else "build-cpu")
+    sr = sr_package.load(next((a for a in sys.argv[1:] if not a.startswith("--")), "build-cpu"))
     ctx = sr.Context("cpu")
     cases = [("uniform 8K at 12%", uniform(8192, 8192, 0.12, seed=7)),
              ("uniform 8K at 25%", uniform(8192, 8192, 0.25, seed=6)),
              ("band of 512, 16K rows", band(16384, 256))]
+    if "--fused" in sys.argv:
+        return fused(sr, ctx, cases + [("uniform 4K at 50%", uniform(4096, 4096, 0.5, seed=7))])
     for name, S in cases:
         S.sort_indices()
         for K in (32, 128, 512):

@@ -202,12 +202,17 @@ sr_status sr_cpu_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, co
                             sr_row_normalize normalize, bool accumulate)
 {
     const int threads = sddmm_threads(a, p);
+    const bool softmax = normalize == SR_NORMALIZE_SOFTMAX;
+    if (sr_cpu_sddmm_spmm_tiles_pay(a)) { /* without host memory for the tiles' packs, the rows below */
+        const sr_status st = sr_cpu_sddmm_spmm_tiles(a, V, p, O, softmax, accumulate, threads);
+        if (st != SR_ERROR_OUT_OF_MEMORY)
+            return st;
+    }
     int64_t stride = 0;
     void *block = NULL, *scratch = sr_cpu_calloc_copies(threads, p, sr_type_size(a->out_type), &stride, &block);
     if (!scratch)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_sddmm_spmm: out of host memory for %d rows of %lld accumulators",
                         threads, (long long)p);
-    const bool softmax = normalize == SR_NORMALIZE_SOFTMAX;
     if (a->out_type == SR_TYPE_FLOAT32)
         fused_float(a, (const float *)V, p, O, softmax, accumulate, (float *)scratch, stride, threads);
     else

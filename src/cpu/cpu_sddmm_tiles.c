@@ -7,7 +7,12 @@
  * a register-blocked kernel (4 rows x 64 bytes of columns: eight AVX2 accumulators, eight fused
  * multiply-adds for six loads, where a dot product an entry loads two vectors for each) and writes
  * the panel's entries in the tile from it. Each entry's K products are summed in order k = 0 ..
- * K-1. */
+ * K-1. The fused SDDMM→SpMM goes by the same tiles (fused_panel): each tile's product becomes the
+ * panel rows' weights in place (α·s·score at the entries, an online softmax, 0 elsewhere) and a
+ * second register-blocked kernel adds the weights times V's rows of the tile to the panel's sums,
+ * as the GPU's whole tiles do (src/cuda/cuda_sddmm_fused_gemm.cuh). */
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +41,11 @@ static int tiles_setting(void)
  * and at an eighth 0.5-1.2x, where most of a tile's products are thrown away. */
 #define TILES_FILL 2048.0
 
+/* The same for the fused product, whose dot product an entry also reads a row of V: a quarter of
+ * the cells. On 2 cores (p = K, bench/results-sddmm-cpu.txt) uniform 8K at 25% ran 1.2x (K = 32)
+ * and 2.5x (K = 128) faster by tiles, a band of 512 2.2-2.3x, 4K at 50% 0.95-3.6x. */
+#define FUSED_TILES_FILL 1024.0
+
 /* The mean entries per touched tile over up to 8 panels spread over S. */
 static double sampled_fill(const struct sr_matrix_s *S)
 {
@@ -62,7 +72,7 @@ static double sampled_fill(const struct sr_matrix_s *S)
     return touched ? (double)entries / (double)touched : 0.0;
 }
 
-bool sr_cpu_sddmm_tiles_pay(const sr_sddmm_args *a)
+static bool tiles_pay(const sr_sddmm_args *a, double fill)
 {
     const bool can = a->semiring == SR_PLUS_TIMES && a->in_type == a->out_type &&
                      (a->in_type == SR_TYPE_FLOAT32 || a->in_type == SR_TYPE_FLOAT64);
@@ -72,10 +82,40 @@ bool sr_cpu_sddmm_tiles_pay(const sr_sddmm_args *a)
     if (setting >= 1)
         return true;
     const struct sr_matrix_s *S = a->S;
-    if ((double)S->nnz / (double)S->nrows * TILE_ROWS < TILES_FILL) /* too sparse to fill one tile */
+    if ((double)S->nnz / (double)S->nrows * TILE_ROWS < fill) /* too sparse to fill one tile */
         return false;
-    return sampled_fill(S) >= TILES_FILL;
+    return sampled_fill(S) >= fill;
 }
+
+bool sr_cpu_sddmm_tiles_pay(const sr_sddmm_args *a)
+{
+    return tiles_pay(a, TILES_FILL);
+}
+
+bool sr_cpu_sddmm_spmm_tiles_pay(const sr_sddmm_args *a)
+{
+    return tiles_pay(a, FUSED_TILES_FILL);
+}
+
+/* The first column of the tile holding the least column any of the panel's rows has left, or
+ * S->ncols when none has any (a band computes only its own tiles). */
+static int64_t next_tile(const struct sr_matrix_s *S, int64_t rows, const int64_t *cursor, const int64_t *end)
+{
+    int64_t c = S->ncols;
+    for (int i = 0; i < rows; i++)
+        if (cursor[i] < end[i] && S->colind[cursor[i]] < c)
+            c = S->colind[cursor[i]];
+    return c == S->ncols ? c : c - c % TILE_COLS;
+}
+
+/* The fused product's operands (sr_cpu_sddmm_spmm_tiles): V's p columns, padded to pp in the
+ * packs. */
+typedef struct {
+    const void *V;
+    int64_t p, pp;
+    const sr_sddmm_out *O;
+    bool softmax, accumulate;
+} fused_operands;
 
 /* 32-byte vectors (GCC/Clang vector extensions: one AVX2 register, two SSE2 ones in the baseline
  * clone) of floats and doubles; a scalar times a vector broadcasts the scalar. */
@@ -138,14 +178,7 @@ typedef double vec_double __attribute__((vector_size(32)));
         for (int i = 0; i < rows; i++)                                                                   \
             cursor[i] = S->rowptr[r0 + i], end[i] = S->rowptr[r0 + i + 1];                               \
         pack_##T((const T *)a->A, r0, rows, K, TILE_ROWS, ap);                                           \
-        for (;;) {                                                                                       \
-            int64_t c = S->ncols;                                                                        \
-            for (int i = 0; i < rows; i++)                                                               \
-                if (cursor[i] < end[i] && S->colind[cursor[i]] < c)                                      \
-                    c = S->colind[cursor[i]];                                                            \
-            if (c == S->ncols)                                                                           \
-                break;                                                                                   \
-            c -= c % TILE_COLS;                                                                          \
+        for (int64_t c; (c = next_tile(S, rows, cursor, end)) < S->ncols;) {                            \
             const int64_t width = S->ncols - c < TILE_COLS ? S->ncols - c : TILE_COLS;                   \
             const T *tile = packed ? packed + (size_t)(c / TILE_COLS) * TILE_COLS * (size_t)K : bp;      \
             if (!packed)                                                                                 \
@@ -161,10 +194,103 @@ typedef double vec_double __attribute__((vector_size(32)));
                 }                                                                                        \
         }                                                                                                \
     }                                                                                                    \
-    static sr_status tiles_##T(const sr_sddmm_args *a, T *out, int threads)                              \
+    /* sums (64 x pp) += W (64 x 64, row-major) times vp (64 x pp, rows 32-byte aligned): blocks of 4  \
+     * rows x 2 vectors, as tile_product. */                                                            \
+    SR_V3_CLONE static void weights_times_##T(const T *restrict W, const T *restrict vp, int64_t pp,     \
+                                               T *restrict sums)                                         \
+    {                                                                                                    \
+        for (int i0 = 0; i0 < TILE_ROWS; i0 += BLOCK_ROWS)                                               \
+            for (int64_t q0 = 0; q0 < pp; q0 += 2 * LANES_##T) {                                        \
+                vec_##T c[BLOCK_ROWS][2];                                                                \
+                for (int r = 0; r < BLOCK_ROWS; r++)                                                     \
+                    memcpy(c[r], sums + (i0 + r) * pp + q0, sizeof c[r]);                                \
+                for (int j = 0; j < TILE_COLS; j++) {                                                    \
+                    const vec_##T *v = (const vec_##T *)(vp + j * pp + q0);                              \
+                    const vec_##T v0 = v[0], v1 = v[1];                                                  \
+                    const T *w = W + i0 * TILE_COLS + j;                                                 \
+                    c[0][0] += w[0] * v0, c[0][1] += w[0] * v1;                                          \
+                    c[1][0] += w[TILE_COLS] * v0, c[1][1] += w[TILE_COLS] * v1;                          \
+                    c[2][0] += w[2 * TILE_COLS] * v0, c[2][1] += w[2 * TILE_COLS] * v1;                  \
+                    c[3][0] += w[3 * TILE_COLS] * v0, c[3][1] += w[3 * TILE_COLS] * v1;                  \
+                }                                                                                        \
+                for (int r = 0; r < BLOCK_ROWS; r++)                                                     \
+                    memcpy(sums + (i0 + r) * pp + q0, c[r], sizeof c[r]);                                \
+            }                                                                                            \
+    }                                                                                                    \
+    /* The fused product's panel, rows [r0, r0 + 64): for each tile the panel touches, the scores P,   \
+     * then each row's weights in P (α·s·score at its entries, exp(w - top) for the softmax with the   \
+     * row's sums rescaled to the new maximum, 0 at the other cells), then sums += P times V's rows   \
+     * of the tile (packed into vp); at the end the rows of O. */                                     \
+    static void fused_panel_##T(const sr_sddmm_args *a, const fused_operands *f, int64_t r0, const T *packed, \
+                                T *ap, T *bp, T *P, T *vp, T *sums)                                      \
+    {                                                                                                    \
+        const struct sr_matrix_s *S = a->S;                                                              \
+        const T *sv = a->pattern ? NULL : (const T *)S->values, *V = f->V;                               \
+        const int64_t K = a->K, p = f->p, pp = f->pp;                                                    \
+        const int64_t rows = S->nrows - r0 < TILE_ROWS ? S->nrows - r0 : TILE_ROWS;                      \
+        int64_t cursor[TILE_ROWS], end[TILE_ROWS];                                                       \
+        T top[TILE_ROWS], total[TILE_ROWS];                                                              \
+        for (int i = 0; i < rows; i++)                                                                   \
+            cursor[i] = S->rowptr[r0 + i], end[i] = S->rowptr[r0 + i + 1], top[i] = -INFINITY, total[i] = 0; \
+        memset(sums, 0, (size_t)TILE_ROWS * (size_t)pp * sizeof(T));                                     \
+        pack_##T((const T *)a->A, r0, rows, K, TILE_ROWS, ap);                                           \
+        for (int64_t c; (c = next_tile(S, rows, cursor, end)) < S->ncols;) {                            \
+            const int64_t width = S->ncols - c < TILE_COLS ? S->ncols - c : TILE_COLS;                   \
+            const T *tile = packed ? packed + (size_t)(c / TILE_COLS) * TILE_COLS * (size_t)K : bp;      \
+            if (!packed)                                                                                 \
+                pack_##T((const T *)a->B, c, width, K, TILE_COLS, bp);                                   \
+            tile_product_##T(ap, tile, K, P);                                                            \
+            for (int i = 0; i < TILE_ROWS; i++) {                                                        \
+                T *w = P + i * TILE_COLS, val[TILE_COLS], high = -INFINITY;                              \
+                int at[TILE_COLS], n = 0;                                                                \
+                for (; i < rows && cursor[i] < end[i] && S->colind[cursor[i]] < c + width; cursor[i]++) { \
+                    const int64_t e = cursor[i];                                                         \
+                    const int x = (int)(S->colind[e] - c);                                               \
+                    val[n] = (T)a->alpha * (sv ? sv[e] * w[x] : w[x]);                                   \
+                    high = val[n] > high ? val[n] : high;                                                \
+                    at[n++] = x;                                                                         \
+                }                                                                                        \
+                memset(w, 0, TILE_COLS * sizeof(T));                                                     \
+                if (n > 0 && f->softmax) {                                                               \
+                    const T now = high > top[i] ? high : top[i];                                         \
+                    const T scale = now == top[i] ? (T)1 : EXP_##T(top[i] - now); /* 0 at the first */   \
+                    if (scale != (T)1)                                                                   \
+                        for (int64_t q = 0; q < pp; q++)                                                 \
+                            sums[i * pp + q] *= scale;                                                   \
+                    total[i] *= scale;                                                                   \
+                    top[i] = now;                                                                        \
+                    for (int k = 0; k < n; k++)                                                          \
+                        total[i] += val[k] = EXP_##T(val[k] - now);                                      \
+                }                                                                                        \
+                for (int k = 0; k < n; k++)                                                              \
+                    w[at[k]] = val[k];                                                                   \
+            }                                                                                            \
+            for (int j = 0; j < TILE_COLS; j++) { /* V's rows of the tile, zeros past them and p */     \
+                T *row = vp + j * pp;                                                                    \
+                const int64_t have = j < width ? p : 0;                                                  \
+                if (have)                                                                                \
+                    memcpy(row, V + (size_t)(c + j) * (size_t)p, (size_t)p * sizeof(T));                 \
+                memset(row + have, 0, (size_t)(pp - have) * sizeof(T));                                  \
+            }                                                                                            \
+            weights_times_##T(P, vp, pp, sums);                                                          \
+        }                                                                                                \
+        const sr_sddmm_out *O = f->O;                                                                    \
+        for (int i = 0; i < rows; i++) {                                                                 \
+            T *o = (T *)O->data + (size_t)(r0 + i) * (size_t)O->row_stride;                              \
+            const T divide = f->softmax && total[i] > 0 ? total[i] : (T)1;                               \
+            for (int64_t q = 0; q < p; q++) {                                                            \
+                T *cell = o + (size_t)q * (size_t)O->col_stride;                                         \
+                const T x = sums[i * pp + q] / divide;                                                   \
+                *cell = f->accumulate ? *cell + x : x;                                                   \
+            }                                                                                            \
+        }                                                                                                \
+    }                                                                                                    \
+    /* The SDDMM's tiles (f NULL: into out) or the fused product's (into f->O), a panel a task. */     \
+    static sr_status tiles_##T(const sr_sddmm_args *a, T *out, const fused_operands *f, int threads)      \
     {                                                                                                    \
         const int64_t panels = (a->S->nrows + TILE_ROWS - 1) / TILE_ROWS;                                \
-        const size_t room = (size_t)(TILE_ROWS + TILE_COLS) * (size_t)a->K + TILE_ROWS * TILE_COLS;      \
+        const size_t room = (size_t)(TILE_ROWS + TILE_COLS) * (size_t)a->K + TILE_ROWS * TILE_COLS +     \
+                            (f ? 2 * (size_t)TILE_ROWS * (size_t)f->pp : 0);                             \
         int failed = 0;                                                                                  \
         const int64_t tiles_across = (a->S->ncols + TILE_COLS - 1) / TILE_COLS;                          \
         const size_t packed_bytes = (size_t)tiles_across * TILE_COLS * (size_t)a->K * sizeof(T);         \
@@ -189,24 +315,41 @@ typedef double vec_double __attribute__((vector_size(32)));
             _Pragma("omp atomic read") any_failed = failed;                                              \
             if (!any_failed) {                                                                           \
                 T *bp = ap + (size_t)TILE_ROWS * (size_t)a->K, *P = bp + (size_t)TILE_COLS * (size_t)a->K; \
+                T *vp = P + TILE_ROWS * TILE_COLS, *sums = f ? vp + (size_t)TILE_ROWS * (size_t)f->pp : NULL; \
                 _Pragma("omp for schedule(dynamic, 1)")                                                  \
-                for (int64_t t = 0; t < panels; t++)                                                     \
-                    tiles_panel_##T(a, out, t * TILE_ROWS, packed, ap, bp, P);                           \
+                for (int64_t t = 0; t < panels; t++) {                                                   \
+                    if (f)                                                                               \
+                        fused_panel_##T(a, f, t * TILE_ROWS, packed, ap, bp, P, vp, sums);               \
+                    else                                                                                 \
+                        tiles_panel_##T(a, out, t * TILE_ROWS, packed, ap, bp, P);                       \
+                }                                                                                        \
             }                                                                                            \
             free(ap);                                                                                    \
         }                                                                                                \
         free(packed);                                                                                    \
         return failed ? sr_error(SR_ERROR_OUT_OF_MEMORY,                                                 \
-                                 "sr_sddmm: out of host memory for a thread's tiles (%zu bytes)",        \
-                                 room * sizeof(T))                                                       \
+                                 "%s: out of host memory for a thread's tiles (%zu bytes)",              \
+                                 f ? "sr_sddmm_spmm" : "sr_sddmm", room * sizeof(T))                     \
                       : SR_SUCCESS;                                                                      \
     }
+#define EXP_float expf
+#define EXP_double exp
 SR_DEFINE_SDDMM_TILES(float)
 SR_DEFINE_SDDMM_TILES(double)
 #undef SR_DEFINE_SDDMM_TILES
+#undef EXP_float
+#undef EXP_double
 
 sr_status sr_cpu_sddmm_tiles(const sr_sddmm_args *a, void *out, int threads)
 {
-    return a->in_type == SR_TYPE_FLOAT32 ? tiles_float(a, (float *)out, threads)
-                                         : tiles_double(a, (double *)out, threads);
+    return a->in_type == SR_TYPE_FLOAT32 ? tiles_float(a, (float *)out, NULL, threads)
+                                         : tiles_double(a, (double *)out, NULL, threads);
+}
+
+sr_status sr_cpu_sddmm_spmm_tiles(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,
+                                  bool softmax, bool accumulate, int threads)
+{
+    const int64_t lanes = 2 * 32 / (int64_t)sr_type_size(a->in_type); /* two vectors: a block's columns */
+    const fused_operands f = {V, p, (p + lanes - 1) / lanes * lanes, O, softmax, accumulate};
+    return a->in_type == SR_TYPE_FLOAT32 ? tiles_float(a, NULL, &f, threads) : tiles_double(a, NULL, &f, threads);
 }
