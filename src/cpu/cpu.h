@@ -156,8 +156,8 @@ sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out);
  * written, when a thread's packs do not fit). */
 bool sr_cpu_sddmm_tiles_pay(const sr_sddmm_args *a);
 sr_status sr_cpu_sddmm_tiles(const sr_sddmm_args *a, void *out, int threads);
-/* The fused product O = N(α·S ⊙ A·Bᵀ)·V by the same tiles: whether they pay (fuller tiles than
- * the SDDMM needs: see cpu_sddmm_tiles.c), and the call (SR_ERROR_OUT_OF_MEMORY, with nothing
+/* The fused product O = N(α·S ⊙ A·Bᵀ)·V by the same tiles: whether they pay (at a lower fill than
+ * the SDDMM's: see cpu_sddmm_tiles.c), and the call (SR_ERROR_OUT_OF_MEMORY, with nothing
  * written, when a thread's packs do not fit). */
 bool sr_cpu_sddmm_spmm_tiles_pay(const sr_sddmm_args *a);
 sr_status sr_cpu_sddmm_spmm_tiles(const sr_sddmm_args *a, const void *V, int64_t p, const sr_sddmm_out *O,
