@@ -46,6 +46,9 @@ struct sr_matrix_s {
      * (src/ops/multi_gpu.c), kept for later calls on the same matrix. */
     void *shards;
     void (*free_shards)(struct sr_matrix_s *A);
+    /* The host's sampled-product tiles' fill (entries a touched 64 x 64 tile, src/cpu/cpu_sddmm_tiles.c)
+     * times 1024, plus 1; 0 until sampled. Read and written with relaxed atomics. */
+    int64_t cpu_tile_fill;
 };
 
 /* A matrix with allocated, unset arrays for `capacity` entries; nnz is set to capacity. */
