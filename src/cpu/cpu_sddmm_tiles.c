@@ -184,6 +184,18 @@ typedef double vec_double __attribute__((vector_size(32)));
                 dst[k * width + r] = row ? row[k] : (T)0;                                                \
         }                                                                                                \
     }                                                                                                    \
+    /* The panel's product (its rows of A packed in ap) with the tile at column c into P: B's rows   \
+     * from `packed` (all of B) or, when it is NULL, packed into bp here. Returns the tile's width.   \
+     */                                                                                                  \
+    static int64_t tile_scores_##T(const sr_sddmm_args *a, const T *packed, const T *ap, T *bp, int64_t c, T *P) \
+    {                                                                                                    \
+        const int64_t K = a->K, width = a->S->ncols - c < TILE_COLS ? a->S->ncols - c : TILE_COLS;       \
+        const T *tile = packed ? packed + (size_t)(c / TILE_COLS) * TILE_COLS * (size_t)K : bp;          \
+        if (!packed)                                                                                     \
+            pack_##T((const T *)a->B, c, width, K, TILE_COLS, bp);                                       \
+        tile_product_##T(ap, tile, K, P);                                                                \
+        return width;                                                                                    \
+    }                                                                                                    \
     /* One panel's entries: rows [r0, r0 + 64). Tiles are columns [64t, 64t + 64), B's rows packed     \
      * in `packed` (all of B, tile after tile) or, when it is NULL, into bp tile by tile. */            \
     static void tiles_panel_##T(const sr_sddmm_args *a, T *out, int64_t r0, const T *packed, T *ap, T *bp, \
@@ -197,11 +209,7 @@ typedef double vec_double __attribute__((vector_size(32)));
             cursor[i] = S->rowptr[r0 + i], end[i] = S->rowptr[r0 + i + 1];                               \
         pack_##T((const T *)a->A, r0, rows, K, TILE_ROWS, ap);                                           \
         for (int64_t c; (c = next_tile(S, rows, cursor, end)) < S->ncols;) {                            \
-            const int64_t width = S->ncols - c < TILE_COLS ? S->ncols - c : TILE_COLS;                   \
-            const T *tile = packed ? packed + (size_t)(c / TILE_COLS) * TILE_COLS * (size_t)K : bp;      \
-            if (!packed)                                                                                 \
-                pack_##T((const T *)a->B, c, width, K, TILE_COLS, bp);                                   \
-            tile_product_##T(ap, tile, K, P);                                                            \
+            const int64_t width = tile_scores_##T(a, packed, ap, bp, c, P);                              \
             for (int i = 0; i < rows; i++)                                                               \
                 for (; cursor[i] < end[i] && S->colind[cursor[i]] < c + width; cursor[i]++) {            \
                     const int64_t e = cursor[i];                                                         \
@@ -253,11 +261,7 @@ typedef double vec_double __attribute__((vector_size(32)));
         memset(sums, 0, (size_t)TILE_ROWS * (size_t)pp * sizeof(T));                                     \
         pack_##T((const T *)a->A, r0, rows, K, TILE_ROWS, ap);                                           \
         for (int64_t c; (c = next_tile(S, rows, cursor, end)) < S->ncols;) {                            \
-            const int64_t width = S->ncols - c < TILE_COLS ? S->ncols - c : TILE_COLS;                   \
-            const T *tile = packed ? packed + (size_t)(c / TILE_COLS) * TILE_COLS * (size_t)K : bp;      \
-            if (!packed)                                                                                 \
-                pack_##T((const T *)a->B, c, width, K, TILE_COLS, bp);                                   \
-            tile_product_##T(ap, tile, K, P);                                                            \
+            const int64_t width = tile_scores_##T(a, packed, ap, bp, c, P);                              \
             for (int i = 0; i < TILE_ROWS; i++) {                                                        \
                 T *w = P + i * TILE_COLS, val[TILE_COLS], high = -INFINITY;                              \
                 int at[TILE_COLS], n = 0;                                                                \
