@@ -41,11 +41,12 @@ static int tiles_setting(void)
  * and at an eighth 0.5-1.2x, where most of a tile's products are thrown away. */
 #define TILES_FILL 2048.0
 
-/* The same for the fused product, whose row an entry also adds a row of V: a tenth of the
- * cells (uniform S at 12% puts 491 entries in a tile). On the 16-core H100 host (p = K = 32 and 128, float32, plain and softmax;
- * bench/probes/sddmm_cpu_tiles.py --fused, bench/results-sddmm-cpu.txt) the tiles ran uniform 8K
- * at 12% 1.5-1.8x faster than the rows, at 25% 2.8-3.0x, 4K at 50% 3.0-4.3x, a band of 512
- * 4.0-5.2x; on the 2-core development machine 8K at 12% 0.68-1.08x, 25% 0.87-3.0x. */
+/* The same for the fused product, whose row an entry also adds a row of V: a tenth of the cells
+ * (uniform S at 12% puts 491 entries in a tile). On the 16-core H100 host (p = K = 32 and 128,
+ * float32, plain and softmax; bench/probes/sddmm_cpu_tiles.py --fused, bench/results-sddmm-cpu.txt)
+ * the tiles ran uniform 8K at 12% 1.4-2.0x faster than the rows, at 25% 2.6-3.1x, 4K at 50%
+ * 3.0-4.7x, a band of 512 4.0-5.7x; on the 2-core development machine 8K at 12% 0.68-1.08x, 25%
+ * 0.87-3.0x. */
 #define FUSED_TILES_FILL 410.0
 
 /* The mean entries per touched tile over up to 8 panels spread over S (-1: no memory to count). */
