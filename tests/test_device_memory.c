@@ -3,7 +3,8 @@
  * device memory for the batch the limit allows (they retry in smaller batches); with no device
  * memory left at all they fail with SR_ERROR_DEVICE_OUT_OF_MEMORY, outputs untouched, and the
  * context works again once memory is back. SpGEMM beside a hog runs its dense rows in smaller
- * waves and SDDMM goes without its kept entry order. Skips (exit 77) without CUDA or a GPU. */
+ * waves, SDDMM goes without its kept entry order and the fused SDDMM→SpMM's whole tiles cut their
+ * panels into fewer column ranges. Skips (exit 77) without CUDA or a GPU. */
 #include "test_util.h"
 
 #ifndef SR_TEST_HAVE_CUDA
@@ -308,6 +309,59 @@ static void products_beside_a_hog(void)
     test_csr_free(&xs);
 }
 
+/* The fused SDDMM→SpMM by whole tiles beside a hog: a panel of S cut into column ranges leaves
+ * each range's sums in scratch (ranges x rows x (p + 2) floats); where that does not fit, fewer
+ * and wider ranges give the same sums to rounding, plain and softmax. S 1,024 x 131,072 with ~30
+ * entries a row, tiles forced, K = 32, p = 128. */
+static void fused_tiles_beside_a_hog(void)
+{
+    enum { FM = 1024, FN = 131072, FK = 32, FP = 128 };
+    const size_t leave = (size_t)6 << 20;
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    /* the launcher's ranges: four blocks a multiprocessor (one fits at p = 128) over 8 panels */
+    const double ranges = (4.0 * sms + 7) / 8, scratch = ranges * FM * (FP + 2) * 4.0;
+    printf("fused tiles: ~%.0f column ranges a panel need %.0f MiB of scratch, the hog leaves %zu MiB\n", ranges,
+           scratch / 1048576.0, leave >> 20);
+    CHECK(scratch > 2.0 * (double)leave, "the fused case no longer outgrows the hog's leftover");
+    setenv("SPARSERING_SDDMM_GEMM", "1", 1);
+    test_csr xs = test_random_csr(FM, FN, 30, SR_TYPE_FLOAT32);
+    sr_matrix S = test_make_matrix_at(gpu, &xs, SR_DEVICE);
+    float *dA = device_floats((int64_t)FM * FK, true), *dB = device_floats((int64_t)FN * FK, true);
+    float *dV = device_floats((int64_t)FN * FP, true), *dO = device_floats((int64_t)FM * FP, false);
+    sr_dense Av = sr_dense_view(dA, FM, FK, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_DEVICE);
+    sr_dense Bv = sr_dense_view(dB, FN, FK, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_DEVICE);
+    sr_dense Vv = sr_dense_view(dV, FN, FP, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_DEVICE);
+    sr_dense Ov = sr_dense_view(dO, FM, FP, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_DEVICE);
+    const size_t bytes = (size_t)FM * FP * sizeof(float);
+    float *want = malloc(bytes), *got = malloc(bytes);
+    for (int softmax = 0; softmax < 2; softmax++) {
+        const sr_row_normalize norm = softmax ? SR_NORMALIZE_SOFTMAX : SR_NORMALIZE_NONE;
+        CHECK_OK(sr_sddmm_spmm(gpu, &Ov, 0.2, S, &Av, &Bv, &Vv, norm, NULL));
+        cudaMemcpy(want, dO, bytes, cudaMemcpyDeviceToHost);
+        cudaMemset(dO, 0, bytes);
+        void **hog = hog_device(leave);
+        const sr_status st = sr_sddmm_spmm(gpu, &Ov, 0.2, S, &Av, &Bv, &Vv, norm, NULL);
+        const size_t left = free_now();
+        release_hog(hog);
+        CHECK(st == SR_SUCCESS, "fused tiles (%s) beside the hog (%.0f MiB free): %s (%s)", softmax ? "softmax" : "plain",
+              (double)left / 1048576.0, sr_status_name(st), sr_last_error());
+        cudaMemcpy(got, dO, bytes, cudaMemcpyDeviceToHost);
+        const int64_t bad = values_apart(got, want, (int64_t)FM * FP);
+        CHECK(bad == 0, "fused tiles (%s) beside the hog: %lld of %lld values differ", softmax ? "softmax" : "plain",
+              (long long)bad, (long long)FM * FP);
+    }
+    unsetenv("SPARSERING_SDDMM_GEMM");
+    free(want);
+    free(got);
+    cudaFree(dA);
+    cudaFree(dB);
+    cudaFree(dV);
+    cudaFree(dO);
+    sr_matrix_free(S);
+    test_csr_free(&xs);
+}
+
 int main(void)
 {
     test_seed("test_device_memory");
@@ -366,6 +420,7 @@ int main(void)
      * SR_ERROR_DEVICE_OUT_OF_MEMORY, outputs untouched */
     starved_calls();
     products_beside_a_hog();
+    fused_tiles_beside_a_hog();
 
     /* memory back: the same context answers as before */
     CHECK_OK(sr_context_set_workspace_limit(gpu, 0));

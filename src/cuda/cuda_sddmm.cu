@@ -833,6 +833,12 @@ __device__ __forceinline__ void add_row(const fused_params<T> &p, row_state<T, V
                 s.acc[r].v[q] += w * v[r].v[q];
 }
 
+// O(row, col) = x, or += x when the call accumulates.
+template <typename T> __device__ __forceinline__ void put_output(const fused_params<T> &p, int64_t row, int64_t col, T x) {
+    T *cell = p.O + row * p.o_row + col * p.o_col;
+    *cell = p.accumulate ? *cell + x : x;
+}
+
 template <typename T, int VEC, int L, int R>
 __device__ __forceinline__ void store_row(const fused_params<T> &p, const row_state<T, VEC, R> &s, int lane, int64_t row,
                                           T divide) {
@@ -843,9 +849,7 @@ __device__ __forceinline__ void store_row(const fused_params<T> &p, const row_st
 #pragma unroll
             for (int q = 0; q < VEC; q++) {
                 const int64_t c = (r * L + lane) * VEC + q;
-                T *cell = p.O + row * p.o_row + c * p.o_col;
-                const T x = divide > 0 ? s.acc[r].v[q] / divide : s.acc[r].v[q];
-                *cell = p.accumulate ? *cell + x : x;
+                put_output(p, row, c, divide > 0 ? s.acc[r].v[q] / divide : s.acc[r].v[q]);
             }
 }
 
@@ -923,11 +927,36 @@ __global__ void __launch_bounds__(kThreads) fused_chunks(fused_params<T> p) {
     }
 }
 
-// A warp per chunk whose last (long) row goes on past it: that row's partial states (its slot
-// 2c + 1, then slot 2c' of the chunks c' after that carry it) rescaled to their common maximum,
-// summed and written.
-template <typename T> __global__ void merge_partials(fused_params<T> p) {
+// A row's partial states (top, sum, then p sums; state(k) for k < n) rescaled to their common
+// maximum (the softmax), summed in order k = 0 .. n - 1 and written to O, by a warp. A state with
+// no entries (top -inf) adds nothing.
+template <typename T, class State>
+__device__ __forceinline__ void merge_row_states(const fused_params<T> &p, int64_t row, int64_t n, State state) {
     const int lane = threadIdx.x % 32;
+    T top = -INFINITY, sum = 0;
+    if (p.softmax) {
+        for (int64_t k = 0; k < n; k++)
+            top = max(top, state(k)[0]);
+        for (int64_t k = 0; k < n; k++)
+            if (state(k)[0] != -INFINITY)
+                sum += state(k)[1] * fast_exp(state(k)[0] - top);
+    }
+    for (int64_t col = lane; col < p.p; col += 32) {
+        T x = 0;
+        for (int64_t k = 0; k < n; k++) {
+            const T *part = state(k);
+            if (!p.softmax)
+                x += part[2 + col];
+            else if (part[0] != -INFINITY)
+                x += part[2 + col] * fast_exp(part[0] - top);
+        }
+        put_output(p, row, col, p.softmax && sum > 0 ? x / sum : x);
+    }
+}
+
+// A warp per chunk whose last (long) row goes on past it: that row's partial states (its slot
+// 2c + 1, then slot 2c' of the chunks c' after that carry it) merged and written.
+template <typename T> __global__ void merge_partials(fused_params<T> p) {
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
     for (int64_t c = warp; c < p.nchunks; c += warps) {
@@ -935,27 +964,10 @@ template <typename T> __global__ void merge_partials(fused_params<T> p) {
         if (row < 0)
             continue;
         int64_t last = c + 1;
-        T top = p.partials[(2 * c + 1) * (p.p + 2)];
-        while (last < p.nchunks && p.partial_row[2 * last] == row) {
-            top = max(top, p.partials[2 * last * (p.p + 2)]);
+        while (last < p.nchunks && p.partial_row[2 * last] == row)
             last++;
-        }
-        T sum = 0;
-        for (int64_t k = c; k < last; k++) {
-            const T *part = p.partials + (k == c ? 2 * c + 1 : 2 * k) * (p.p + 2);
-            sum += p.softmax ? part[1] * fast_exp(part[0] - top) : T(0);
-        }
-        for (int64_t col = lane; col < p.p; col += 32) {
-            T x = 0;
-            for (int64_t k = c; k < last; k++) {
-                const T *part = p.partials + (k == c ? 2 * c + 1 : 2 * k) * (p.p + 2);
-                x += p.softmax ? part[2 + col] * fast_exp(part[0] - top) : part[2 + col];
-            }
-            if (p.softmax && sum > 0)
-                x /= sum;
-            T *cell = p.O + row * p.o_row + col * p.o_col;
-            *cell = p.accumulate ? *cell + x : x;
-        }
+        merge_row_states(p, row, last - c,
+                         [&](int64_t k) { return p.partials + (k == 0 ? 2 * c + 1 : 2 * (c + k)) * (p.p + 2); });
     }
 }
 

@@ -208,9 +208,7 @@ __global__ void __launch_bounds__(kGemmThreads, PW == 32 ? 2 : 1)
                 continue;
             const float x = Sums[r * (PW + 4) + q];
             if (ranges == 1) {
-                const float y = p.softmax && st.sum[r] > 0.f ? x / st.sum[r] : x;
-                float *cell = p.O + (r0 + r) * p.o_row + q * p.o_col;
-                *cell = p.accumulate ? *cell + y : y;
+                put_output(p, r0 + r, q, p.softmax && st.sum[r] > 0.f ? x / st.sum[r] : x);
             } else {
                 float *part = p.partials + (range * p.nrows + r0 + r) * (p.p + 2);
                 part[2 + q] = x;
@@ -222,38 +220,13 @@ __global__ void __launch_bounds__(kGemmThreads, PW == 32 ? 2 : 1)
     }
 }
 
-// A warp a row: the ranges' states rescaled to their common maximum (the softmax), summed in range
-// order and written.
+// A warp a row: the ranges' states merged in range order and written.
 __global__ void merge_ranges(fused_params<float> p, int64_t ranges) {
-    const int lane = threadIdx.x % 32;
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
     const int64_t stride = p.nrows * (p.p + 2);
-    for (int64_t row = warp; row < p.nrows; row += warps) {
-        const float *first = p.partials + row * (p.p + 2);
-        float top = -INFINITY, sum = 0.f;
-        if (p.softmax) {
-            for (int64_t r = 0; r < ranges; r++)
-                top = fmaxf(top, first[r * stride]);
-            for (int64_t r = 0; r < ranges; r++)
-                if (first[r * stride] != -INFINITY)
-                    sum += first[r * stride + 1] * fast_exp(first[r * stride] - top);
-        }
-        for (int64_t q = lane; q < p.p; q += 32) {
-            float x = 0.f;
-            for (int64_t r = 0; r < ranges; r++) {
-                const float *part = first + r * stride;
-                if (!p.softmax)
-                    x += part[2 + q];
-                else if (part[0] != -INFINITY)
-                    x += part[2 + q] * fast_exp(part[0] - top);
-            }
-            if (p.softmax && sum > 0.f)
-                x /= sum;
-            float *cell = p.O + row * p.o_row + q * p.o_col;
-            *cell = p.accumulate ? *cell + x : x;
-        }
-    }
+    for (int64_t row = warp; row < p.nrows; row += warps)
+        merge_row_states(p, row, ranges, [&](int64_t r) { return p.partials + r * stride + row * (p.p + 2); });
 }
 
 template <int PW> sr_status launch_fused_gemm_pw(fused_params<float> p, int64_t ncols, sr_context_s *ctx, cudaStream_t stream) {
@@ -263,11 +236,22 @@ template <int PW> sr_status launch_fused_gemm_pw(fused_params<float> p, int64_t 
     SR_TRY(panel_grid_for(kernel, kGemmThreads, smem, (p.nrows + kGemmRows - 1) / kGemmRows, ncols, kGemmCols, &g));
     if (g.blocks == 0)
         return SR_SUCCESS;
+    // The ranges' states, (top, sum, p sums) a row a range. Where they do not fit, fewer and
+    // wider ranges: down to one a panel, which needs none (slower, the same sums to rounding).
     buffer<float> partials(ctx);
-    if (g.ranges > 1) {
-        SR_TRY(partials.allocate((size_t)g.ranges * (size_t)p.nrows * (size_t)(p.p + 2)));
-        p.partials = partials.get();
+    const int64_t panels = (p.nrows + kGemmRows - 1) / kGemmRows, tiles = (ncols + kGemmCols - 1) / kGemmCols;
+    while (g.ranges > 1) {
+        const sr_status st = partials.allocate((size_t)g.ranges * (size_t)p.nrows * (size_t)(p.p + 2));
+        if (st == SR_SUCCESS)
+            break;
+        if (st != SR_ERROR_DEVICE_OUT_OF_MEMORY)
+            return st;
+        const int64_t splits = (g.ranges + 1) / 2;
+        g.range_cols = (tiles + splits - 1) / splits * kGemmCols;
+        g.ranges = (ncols + g.range_cols - 1) / g.range_cols;
+        g.blocks = std::min(g.blocks, panels * g.ranges);
     }
+    p.partials = partials.get();
     kernel<<<(unsigned)g.blocks, kGemmThreads, smem, stream>>>(p, ncols, g.ranges, g.range_cols);
     SR_CUDA_LAUNCHED();
     if (g.ranges > 1) {

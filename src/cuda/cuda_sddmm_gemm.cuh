@@ -136,6 +136,7 @@ __device__ __forceinline__ void walk_tile_entries(const P &p, int64_t rows, int6
     const int lane = threadIdx.x % 32;
     auto finish = [&](int row, int64_t at, int32_t next) {
         done(row);
+        __syncwarp(); // every lane has read the row's cursor (racecheck: a write after reads, no barrier)
         if (lane == 0) {
             cursor[row] = at;
             if (next != INT32_MAX)
@@ -146,12 +147,14 @@ __device__ __forceinline__ void walk_tile_entries(const P &p, int64_t rows, int6
     for (int first = threadIdx.x / 32 * kGemmWarpRows; first < (threadIdx.x / 32 + 1) * kGemmWarpRows; first += kBatch) {
         int32_t col[kBatch][kRounds], after[kBatch];
         float sv[kBatch][kRounds];
+        const int valid = (int)min((int64_t)kBatch, max((int64_t)0, rows - first)); // the batch's rows in the panel
         unsigned more = 0;
         for (int half = 0; half < 2; half++) { // entries 0 .. 63 of the batch's rows, then 64 .. 127 of those that fill them
             const int skip = half * 64;
+            const unsigned todo = half == 0 ? (1u << valid) - 1u : more; // the rows this half walks
 #pragma unroll
             for (int rr = 0; rr < kBatch; rr++) {
-                const bool wanted = half == 0 ? first + rr < rows : (more >> rr & 1u) != 0;
+                const bool wanted = (todo >> rr & 1u) != 0;
                 const int64_t at = wanted ? cursor[first + rr] + skip : 0, end = wanted ? row_end[first + rr] : 0;
 #pragma unroll
                 for (int h = 0; h < kRounds; h++) {
@@ -163,8 +166,7 @@ __device__ __forceinline__ void walk_tile_entries(const P &p, int64_t rows, int6
             }
 #pragma unroll
             for (int rr = 0; rr < kBatch; rr++) {
-                const bool wanted = half == 0 ? first + rr < rows : (more >> rr & 1u) != 0;
-                if (!wanted)
+                if ((todo >> rr & 1u) == 0)
                     continue;
                 const int row = first + rr;
                 const int64_t base = cursor[row] + skip;
