@@ -1,10 +1,13 @@
-"""SDDMM benchmark, in one process on the GPU: sparsering's sr_sddmm_values against cuSPARSE's SDDMM
-(torch.sparse.sampled_addmm) and a gather-multiply-sum in torch, for K = 32, 128, 512 in float32;
+"""SDDMM benchmark, in one process on the GPU: sparsering's sr_sddmm_values against cuSPARSE's SDDMM,
+called directly (bench/cusparse_sddmm.py: int32 CSR, its analysis, cusparseSDDMM_preprocess, run once
+per S and K, as a loop over one pattern would) and through torch.sparse.sampled_addmm (which runs the
+analysis and clones S's values on every call), and a gather-multiply-sum in torch, for K = 32, 128, 512
+in float32;
 then the fused SDDMM→SpMM (plain and row-softmax) against the unfused pair (sr_sddmm, then sr_spmm;
 and torch's sampled_addmm → [softmax] → sparse mm).
 
 usage: python3 bench/bench_sddmm.py BUILD_DIR [--data ../shared/data] [--json OUT.json] [--quick] [--only TEXT]
-       [--ks 32,128,512] [--reps N] [--no-fused]
+       [--ks 32,128,512] [--reps N] [--no-fused] [--no-variants]
 
 Matrices: the PyPI summaries bag of words (248,814 x 115,570, 2.2M entries) and PyPI names
 3-grams (886,323 x 38,227, 11.7M) from ../shared/data/text (bench/knn_data.py makes them), and
@@ -22,6 +25,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+import cusparse_sddmm  # noqa: E402
 import sr_package  # noqa: E402
 from knn_data import bag_of_words, ngrams  # noqa: E402
 from powerlaw import powerlaw  # noqa: E402
@@ -115,6 +119,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--no-fused", action="store_true", help="the SDDMM rows alone")
+    ap.add_argument("--no-variants", action="store_true", help="leave out the library's other paths")
     ap.add_argument("--only", help="run the matrices whose name holds one of these (comma-separated) texts")
     ap.add_argument("--ks", default="32,128,512", help="the K values, comma-separated")
     args = ap.parse_args()
@@ -127,7 +132,7 @@ def main():
     print(f"device-to-device copy bandwidth: {bw / 1e9:.0f} GB/s", flush=True)
     rows = []
     head = (f"{'matrix':32} {'nnz':>6} {'K':>4} | {'sparsering':>10} {'GFLOP/s':>7} {'floor':>7} {'x floor':>7} | "
-            f"{'cuSPARSE':>9} {'speedup':>7} | {'gather':>8} {'speedup':>7}")
+            f"{'cuSPARSE':>9} {'speedup':>7} | {'torch':>9} {'speedup':>7} | {'gather':>8} {'speedup':>7}")
     print(head)
     print("-" * len(head))
     for name, S in matrices(args.data, args.quick):
@@ -142,6 +147,7 @@ def main():
                                      torch.from_numpy(S.data).cuda(), size=S.shape)
         r = torch.repeat_interleave(torch.arange(m, device="cuda"), torch.from_numpy(np.diff(S.indptr)).cuda())
         c = St.col_indices()
+        indptr32, indices32 = (torch.from_numpy(a.astype(np.int32)).cuda() for a in (S.indptr, S.indices))
         for K in (int(k) for k in args.ks.split(",")):
             A = torch.rand(m, K, device="cuda") - 0.5
             B = torch.rand(n, K, device="cuda") - 0.5
@@ -160,16 +166,26 @@ def main():
             # CSR-order kernel (no row panels); for dense-ish S also the dense tiles forced on
             # and the L2 kernels (no dense tiles)
             variants = {}
-            for label, env in VARIANTS["dense" if name.startswith("dense-ish") else "sparse"]:
+            paths = [] if args.no_variants else VARIANTS["dense" if name.startswith("dense-ish") else "sparse"]
+            for label, env in paths:
                 os.environ.update(env)
                 variants[label] = median_time(ours, reps=args.reps, sync=sync)
                 for key in env:
                     del os.environ[key]
-            t_csr = variants["CSR order"]
+            t_csr = variants.get("CSR order", float("nan"))
             ref = torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0)
             err = float((ref.values() - out).abs().max() / (ref.values().abs().max() + 1e-30))
             t_cs = median_time(lambda: torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0), reps=args.reps,
                                sync=sync)
+            direct_vals = torch.empty(S.nnz, device="cuda")
+            direct = cusparse_sddmm.Sddmm(indptr32, indices32, direct_vals, A, B)
+            t_cd = median_time(direct, reps=args.reps, sync=sync)
+            t_cd_call = median_time(direct.per_call, reps=max(3, args.reps // 2), sync=sync)
+            direct()
+            sync()
+            err_cd = float((direct_vals - out).abs().max() / (direct_vals.abs().max() + 1e-30))
+            direct.close()
+            del direct, direct_vals
             chunk = max(1, (1 << 28) // K)  # 1 GiB of gathered rows at a time
 
             def gather():
@@ -180,13 +196,17 @@ def main():
             floor = model / bw
             gf = 2 * S.nnz * K / t_sr / 1e9
             row = dict(op="sddmm", matrix=name, nnz=S.nnz, K=K, sparsering_ms=t_sr * 1e3, gflops=gf,
-                       floor_ms=floor * 1e3, strict_floor_ms=strict / bw * 1e3, cusparse_ms=t_cs * 1e3,
+                       floor_ms=floor * 1e3, strict_floor_ms=strict / bw * 1e3, cusparse_direct_ms=t_cd * 1e3,
+                       cusparse_direct_per_call_ms=t_cd_call * 1e3, cusparse_direct_max_rel_diff=err_cd,
+                       cusparse_ms=t_cs * 1e3,
                        gather_ms=t_g * 1e3, max_rel_diff=err, first_call_ms=t_first * 1e3,
                        csr_order_ms=t_csr * 1e3, variants_ms={k: v * 1e3 for k, v in variants.items()})
             rows.append(row)
             print(f"{name:32} {S.nnz / 1e6:5.1f}M {K:4} | {t_sr * 1e3:8.2f}ms {gf:7.0f} {floor * 1e3:5.2f}ms "
-                  f"{t_sr / floor:7.2f} | {t_cs * 1e3:7.2f}ms {t_cs / t_sr:7.2f} | {t_g * 1e3:6.2f}ms {t_g / t_sr:7.2f}"
-                  f"   (max rel diff {err:.1e}; first call {t_first * 1e3:.2f} ms, "
+                  f"{t_sr / floor:7.2f} | {t_cd * 1e3:7.2f}ms {t_cd / t_sr:7.2f} | "
+                  f"{t_cs * 1e3:7.2f}ms {t_cs / t_sr:7.2f} | "
+                  f"{t_g * 1e3:6.2f}ms {t_g / t_sr:7.2f}   (max rel diff {err:.1e}, cuSPARSE direct {err_cd:.1e}; "
+                  f"cuSPARSE with its analysis each call {t_cd_call * 1e3:.2f} ms; first call {t_first * 1e3:.2f} ms, "
                   + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in variants.items()) + ")",
                   flush=True)
             del Bt, out
@@ -194,7 +214,7 @@ def main():
                 rows += fused_rows(sr, ctx, name, S, Sd, St, A, B, K, args.reps, sync, torch)
             del A, B
         del Sd
-        del St, r, c
+        del St, r, c, indptr32, indices32
         torch.cuda.empty_cache()
     if args.json:
         with open(args.json, "w") as f:
