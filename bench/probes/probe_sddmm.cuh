@@ -62,11 +62,36 @@ static csr band(int64_t m, int64_t half) { // row i holds i - half .. i + half -
     return s;
 }
 
+struct named_csr {
+    const char *name;
+    csr s;
+};
+
+// The dense-ish patterns the SDDMM probes time (bench_sddmm.py's, made the same way here).
+static std::vector<named_csr> dense_ish_sets() {
+    std::vector<named_csr> sets;
+    sets.push_back({"uniform 8K x 8K at 25%", uniform(8192, 8192, 0.25, 6)});
+    sets.push_back({"uniform 16K x 16K at 5%", uniform(16384, 16384, 0.05, 5)});
+    sets.push_back({"band 32K, 512 wide", band(32768, 256)});
+    return sets;
+}
+
 template <typename T> static T *upload(const std::vector<T> &v) {
     T *d = nullptr;
     CK(cudaMalloc(&d, std::max<size_t>(1, v.size()) * sizeof(T)));
     CK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
     return d;
+}
+
+// A (m x K) and B (n x K) filled (the same on every run), and the float64 reference at S's entries.
+static void make_operands(int sms, const csr &s, const int64_t *rowptr, const int32_t *colind, int K, float **A,
+                          float **B, double *ref) {
+    CK(cudaMalloc(A, s.m * K * sizeof(float)));
+    CK(cudaMalloc(B, s.n * K * sizeof(float)));
+    fill<<<1024, 256>>>(*A, s.m * K, 1);
+    fill<<<1024, 256>>>(*B, s.n * K, 2);
+    reference<<<4 * sms, 256>>>(rowptr, colind, s.m, *A, *B, K, ref);
+    CK(cudaGetLastError());
 }
 
 static double max_rel_err(const float *d_out, const double *d_ref, size_t nnz) {

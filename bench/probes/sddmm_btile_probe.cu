@@ -172,12 +172,7 @@ static void run_k(int sms, cusparseHandle_t handle, const csr &s, const int64_t 
                   int32_t *colind, float *out, float *vals, double *ref) {
     const size_t nnz = s.colind.size();
     float *A, *B;
-    CK(cudaMalloc(&A, s.m * K * sizeof(float)));
-    CK(cudaMalloc(&B, s.n * K * sizeof(float)));
-    fill<<<1024, 256>>>(A, s.m * K, 1);
-    fill<<<1024, 256>>>(B, s.n * K, 2);
-    reference<<<4 * sms, 256>>>(rowptr, colind, s.m, A, B, K, ref);
-    CK(cudaGetLastError());
+    make_operands(sms, s, rowptr, colind, K, &A, &B, ref);
     float t_cs = NAN;
     cusparse_sddmm(handle, s.m, s.n, K, (int64_t)nnz, rowptr32, colind, A, B, vals, &t_cs);
     printf("  K %d: cuSPARSE %.3f ms (err %.1e)\n", K, t_cs, t_cs == t_cs ? max_rel_err(vals, ref, nnz) : NAN);
@@ -196,14 +191,7 @@ int main() {
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     cusparseHandle_t handle;
     CS(cusparseCreate(&handle));
-    struct named {
-        const char *name;
-        csr s;
-    };
-    std::vector<named> sets;
-    sets.push_back({"uniform 16K x 16K at 5%", uniform(16384, 16384, 0.05, 5)});
-    sets.push_back({"uniform 8K x 8K at 25%", uniform(8192, 8192, 0.25, 6)});
-    sets.push_back({"band 32K, 512 wide", band(32768, 256)});
+    const std::vector<named_csr> sets = dense_ish_sets();
     for (auto &set : sets) {
         const csr &s = set.s;
         const size_t nnz = s.colind.size();

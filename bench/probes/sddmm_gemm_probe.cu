@@ -249,14 +249,7 @@ int main() {
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     cusparseHandle_t handle;
     CS(cusparseCreate(&handle));
-    struct named {
-        const char *name;
-        csr s;
-    };
-    std::vector<named> sets;
-    sets.push_back({"uniform 8K x 8K at 25%", uniform(8192, 8192, 0.25, 6)});
-    sets.push_back({"uniform 16K x 16K at 5%", uniform(16384, 16384, 0.05, 5)});
-    sets.push_back({"band 32K, 512 wide", band(32768, 256)});
+    const std::vector<named_csr> sets = dense_ish_sets();
     const size_t smem = std::max<size_t>(2 * BK * P * sizeof(float), BM * CS_LD * sizeof(float));
     CK(cudaFuncSetAttribute(gemm_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     CK(cudaFuncSetAttribute(gemm_tiles_tf32<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -285,12 +278,7 @@ int main() {
         const int64_t ntiles = (int64_t)o.tile_id.size();
         for (int K : {32, 128, 512}) {
             float *A, *B;
-            CK(cudaMalloc(&A, s.m * K * sizeof(float)));
-            CK(cudaMalloc(&B, s.n * K * sizeof(float)));
-            fill<<<1024, 256>>>(A, s.m * K, 1);
-            fill<<<1024, 256>>>(B, s.n * K, 2);
-            reference<<<4 * sms, 256>>>(rowptr, colind, s.m, A, B, K, ref);
-            CK(cudaGetLastError());
+            make_operands(sms, s, rowptr, colind, K, &A, &B, ref);
             const double flops = 2.0 * (double)nnz * K;
             const tile_args g{A, B, s.m, s.n, K, o.tiles_n, ntiles, tile_id, tile_ptr, ent_idx, ent_row, ent_col, out};
             const unsigned grid = (unsigned)std::min<int64_t>(ntiles, (int64_t)sms * per_sm * 8);
