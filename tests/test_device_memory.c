@@ -319,7 +319,8 @@ static void fused_tiles_beside_a_hog(void)
     const size_t leave = (size_t)6 << 20;
     int sms = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    /* the launcher's ranges: four blocks a multiprocessor (one fits at p = 128) over 8 panels */
+    /* the launcher's ranges: four work items for each block the chip holds (one an SM at p = 128),
+     * over the 8 panels */
     const double ranges = (4.0 * sms + 7) / 8, scratch = ranges * FM * (FP + 2) * 4.0;
     printf("fused tiles: ~%.0f column ranges a panel need %.0f MiB of scratch, the hog leaves %zu MiB\n", ranges,
            scratch / 1048576.0, leave >> 20);
