@@ -61,6 +61,8 @@ static inline void test_seed(const char *name)
     if (seed == 0)
         seed = 1;
     test_rng_state = seed;
+    /* line by line: a suite that ctest stops at its time limit still shows its seed and progress */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     printf("%s: seed %llu (rerun with SR_TEST_SEED=%llu)\n", name, (unsigned long long)seed,
            (unsigned long long)seed);
 }
