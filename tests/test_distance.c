@@ -98,7 +98,7 @@ static double *dense_of(const test_csr *t)
     double *d = calloc((size_t)(t->nrows * t->ncols + 1), sizeof(double));
     for (int64_t i = 0; i < t->nrows; i++)
         for (int64_t e = t->rowptr[i]; e < t->rowptr[i + 1]; e++)
-            d[i * t->ncols + t->colind[e]] = test_csr_at(t, i, t->colind[e]);
+            d[i * t->ncols + t->colind[e]] = test_csr_value(t, e);
     return d;
 }
 

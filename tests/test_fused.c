@@ -31,7 +31,7 @@ static double at(const sr_dense *d, int64_t i)
     return d->type == SR_TYPE_FLOAT32 ? ((float *)d->data)[i] : ((double *)d->data)[i];
 }
 
-/* The reference in double; x(i, j) read from the test CSR. */
+/* The reference in double, from the test CSR's entries. */
 static void reference(sr_pattern_form form, const test_csr *X, double alpha, const double *v, const double *y,
                       double beta, const double *z, double *w, double *scale)
 {
@@ -41,7 +41,7 @@ static void reference(sr_pattern_form form, const test_csr *X, double alpha, con
     for (int64_t i = 0; i < m; i++) {
         double d = 0, mag = 0;
         for (int64_t k = X->rowptr[i]; k < X->rowptr[i + 1]; k++) {
-            const double x = test_csr_at(X, i, X->colind[k]);
+            const double x = test_csr_value(X, k);
             if (form != SR_FORM_XTY)
                 d += x * y[X->colind[k]], mag += fabs(x * y[X->colind[k]]);
         }
@@ -53,7 +53,7 @@ static void reference(sr_pattern_form form, const test_csr *X, double alpha, con
         }
         const double p = form == SR_FORM_XTY ? vi * y[i] : vi * d, pm = form == SR_FORM_XTY ? fabs(p) : fabs(vi) * mag;
         for (int64_t k = X->rowptr[i]; k < X->rowptr[i + 1]; k++) {
-            const double x = test_csr_at(X, i, X->colind[k]);
+            const double x = test_csr_value(X, k);
             w[X->colind[k]] += x * p;
             scale[X->colind[k]] += fabs(x) * pm;
         }
@@ -76,9 +76,9 @@ static sr_dense dense_of(const test_csr *X, sr_type type, sr_layout layout)
         for (int64_t k = X->rowptr[i]; k < X->rowptr[i + 1]; k++) {
             const size_t o = layout == SR_ROW_MAJOR ? (size_t)(i * d.ld + X->colind[k]) : (size_t)(X->colind[k] * d.ld + i);
             if (type == SR_TYPE_FLOAT32)
-                ((float *)data)[o] = (float)test_csr_at(X, i, X->colind[k]);
+                ((float *)data)[o] = (float)test_csr_value(X, k);
             else
-                ((double *)data)[o] = test_csr_at(X, i, X->colind[k]);
+                ((double *)data)[o] = test_csr_value(X, k);
         }
     return d;
 }
