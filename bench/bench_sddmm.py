@@ -89,6 +89,11 @@ VARIANTS = {
 }
 
 
+def max_rel_diff(got, want):
+    """The largest difference of two torch tensors, relative to want's largest magnitude."""
+    return float((got - want).abs().max() / (want.abs().max() + 1e-30))
+
+
 def floor_bytes(S, K):
     """The floor of the cuSDDMM paper's model: S read once (8 bytes an entry, the row pointers),
     the output written once (4 bytes an entry), and each needed row of A and of B read once per
@@ -174,7 +179,7 @@ def main():
                     del os.environ[key]
             t_csr = variants.get("CSR order", float("nan"))
             ref = torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0)
-            err = float((ref.values() - out).abs().max() / (ref.values().abs().max() + 1e-30))
+            err = max_rel_diff(out, ref.values())
             t_cs = median_time(lambda: torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0), reps=args.reps,
                                sync=sync)
             direct_vals = torch.empty(S.nnz, device="cuda")
@@ -183,7 +188,7 @@ def main():
             t_cd_call = median_time(direct.per_call, reps=max(3, args.reps // 2), sync=sync)
             direct()
             sync()
-            err_cd = float((direct_vals - out).abs().max() / (direct_vals.abs().max() + 1e-30))
+            err_cd = max_rel_diff(out, direct_vals)
             direct.close()
             del direct, direct_vals
             chunk = max(1, (1 << 28) // K)  # 1 GiB of gathered rows at a time
@@ -253,7 +258,7 @@ def fused_rows(sr, ctx, name, S, Sd, St, A, B, K, reps, sync, torch):
             return torch.sparse.mm(P, Vx)
         ref = torch_pair()
         ref = ref.to_dense() if ref.is_sparse else ref
-        err = float((ref - fused_out).abs().max() / (ref.abs().max() + 1e-30))
+        err = max_rel_diff(fused_out, ref)
         t_t = median_time(torch_pair, reps=max(3, reps // 2), sync=sync)
         out.append(dict(op=kind, matrix=name, nnz=S.nnz, K=K, fused_ms=t_f * 1e3, unfused_ms=t_u * 1e3,
                         torch_ms=t_t * 1e3, max_rel_diff=err, paths_ms={k: v * 1e3 for k, v in paths.items()}))
