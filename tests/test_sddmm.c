@@ -426,8 +426,9 @@ static void check_dense_ish(void)
 }
 
 /* Dense-ish S for the fused product, which the GPU runs by whole tiles (float32, K and p multiples
- * of 4, p <= 128) and the CPU by its 64 x 64 tiles (float32 and float64) where they pay: p padded to 32, 64 and 128, several tiles and column ranges a
- * panel, a panel past a multiple of 128 rows, S's pattern, accumulate, column-major O. */
+ * of 4, p <= 128) and the CPU by its 64 x 64 tiles (float32 and float64) where they pay: p padded
+ * to 32, 64 and 128, several tiles and column ranges a panel, a panel past a multiple of 128 rows,
+ * S's pattern, accumulate, column-major O. */
 static void check_fused_dense_ish(void)
 {
     const sr_layout R = SR_ROW_MAJOR, Cm = SR_COL_MAJOR;
