@@ -216,7 +216,7 @@ def main():
                   flush=True)
             del Bt, out
             if K in (32, 128) and not args.no_fused:
-                rows += fused_rows(sr, ctx, name, S, Sd, St, A, B, K, args.reps, sync, torch)
+                rows += fused_rows(sr, ctx, name, S, Sd, St, (indptr32, indices32), A, B, K, args.reps, sync, torch)
             del A, B
         del Sd
         del St, r, c, indptr32, indices32
@@ -226,8 +226,11 @@ def main():
             json.dump(dict(bandwidth_GBs=bw / 1e9, rows=rows), f, indent=1)
 
 
-def fused_rows(sr, ctx, name, S, Sd, St, A, B, K, reps, sync, torch):
-    """O = N(S ⊙ A·Bᵀ)·V with V n x K: fused against the unfused pair (ours, and torch's)."""
+def fused_rows(sr, ctx, name, S, Sd, St, S32, A, B, K, reps, sync, torch):
+    """O = N(S ⊙ A·Bᵀ)·V with V n x K: fused against the unfused pair (ours; cuSPARSE's SDDMM
+    called directly, then its SpMM through cupy; torch's). S32: S's int32 (indptr, indices)."""
+    import cupy as cp
+    import cupyx.scipy.sparse as cps
     m, n = S.shape
     V = torch.rand(n, K, device="cuda") - 0.5
     O = torch.empty(m, K, device="cuda")
@@ -250,6 +253,20 @@ def fused_rows(sr, ctx, name, S, Sd, St, A, B, K, reps, sync, torch):
             C = sr.sddmm(Sd, A, B, alpha=alpha, pattern=True, context=ctx)  # a device Matrix
             sr.spmm(C, Vx, out=O, context=ctx)
         t_u = median_time(unfused, reps=reps, sync=sync) if not softmax else float("nan")
+        t_d = err_d = float("nan")
+        if not softmax:  # cuSPARSE has no sparse softmax either
+            vals = torch.empty(S.nnz, device="cuda")
+            sddmm = cusparse_sddmm.Sddmm(*S32, vals, A, B, alpha=alpha)
+            P = cps.csr_matrix((cp.asarray(vals), cp.asarray(S32[1]), cp.asarray(S32[0])), shape=S.shape)
+            Vc = cp.asarray(Vx)
+
+            def direct_pair():
+                sddmm()
+                return P @ Vc  # cusparseSpMM
+            t_d = median_time(direct_pair, reps=reps, sync=sync)
+            err_d = max_rel_diff(fused_out, torch.as_tensor(direct_pair(), device="cuda"))
+            sddmm.close()
+            del sddmm, P, Vc, vals
 
         def torch_pair():
             P = torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=alpha)
@@ -261,10 +278,12 @@ def fused_rows(sr, ctx, name, S, Sd, St, A, B, K, reps, sync, torch):
         err = max_rel_diff(fused_out, ref)
         t_t = median_time(torch_pair, reps=max(3, reps // 2), sync=sync)
         out.append(dict(op=kind, matrix=name, nnz=S.nnz, K=K, fused_ms=t_f * 1e3, unfused_ms=t_u * 1e3,
-                        torch_ms=t_t * 1e3, max_rel_diff=err, paths_ms={k: v * 1e3 for k, v in paths.items()}))
+                        cusparse_pair_ms=t_d * 1e3, cusparse_pair_max_rel_diff=err_d, torch_ms=t_t * 1e3,
+                        max_rel_diff=err, paths_ms={k: v * 1e3 for k, v in paths.items()}))
         print(f"  {kind:14} K={K:4}: fused {t_f * 1e3:8.2f} ms | our sddmm+spmm {t_u * 1e3:8.2f} ms "
-              f"({t_u / t_f:5.2f}x) | torch {'sampled_addmm+softmax+mm' if softmax else 'sampled_addmm+mm'} "
-              f"{t_t * 1e3:8.2f} ms ({t_t / t_f:5.2f}x)   (max rel diff {err:.1e}"
+              f"({t_u / t_f:5.2f}x) | cuSPARSE SDDMM+SpMM {t_d * 1e3:8.2f} ms ({t_d / t_f:5.2f}x) | "
+              f"torch {'sampled_addmm+softmax+mm' if softmax else 'sampled_addmm+mm'} "
+              f"{t_t * 1e3:8.2f} ms ({t_t / t_f:5.2f}x)   (max rel diff {err:.1e}, cuSPARSE pair {err_d:.1e}"
               + "".join(f"; {k} {v * 1e3:.2f} ms" for k, v in paths.items()) + ")", flush=True)
     del V, O, Bt
     return out

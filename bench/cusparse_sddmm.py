@@ -47,7 +47,7 @@ class Sddmm:
     """One (S, A, B) triple, torch CUDA tensors: indptr and indices int32, values float32 (written
     by each call), A (m x K) and B (n x K) float32 row-major, contiguous."""
 
-    def __init__(self, indptr, indices, values, A, B):
+    def __init__(self, indptr, indices, values, A, B, alpha=1.0):
         global _lib
         import torch
         _lib = _lib or _load()
@@ -62,7 +62,7 @@ class Sddmm:
                "cusparseCreateDnMat A")
         _check(_lib.cusparseCreateDnMat(ctypes.byref(self.dB), K, n, K, B.data_ptr(), _R_32F, _ORDER_COL),
                "cusparseCreateDnMat B")
-        self.alpha, self.beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
+        self.alpha, self.beta = ctypes.c_float(alpha), ctypes.c_float(0.0)
         self.args = (self.handle, _NON_TRANSPOSE, _NON_TRANSPOSE, ctypes.byref(self.alpha), self.dA, self.dB,
                      ctypes.byref(self.beta), self.C, _R_32F, _ALG_DEFAULT)
         size = ctypes.c_size_t(0)

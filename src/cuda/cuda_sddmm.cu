@@ -396,6 +396,14 @@ int64_t sddmm_tile_cols(const sr_matrix_s *S, int64_t K, size_t es) {
 struct panel_grid {
     int64_t range_cols = 0, ranges = 0, blocks = 0;
 };
+// Cuts each panel's `ncols` columns into at most `splits` ranges of whole tiles; blocks no more
+// than the (panel, range) pairs.
+inline void panel_grid_split(panel_grid *g, int64_t panels, int64_t ncols, int64_t tile_cols, int64_t splits) {
+    const int64_t tiles = (ncols + tile_cols - 1) / tile_cols;
+    g->range_cols = (tiles + splits - 1) / splits * tile_cols;
+    g->ranges = (ncols + g->range_cols - 1) / g->range_cols;
+    g->blocks = std::min(g->blocks, panels * g->ranges);
+}
 template <typename Kernel>
 sr_status panel_grid_for(Kernel kernel, int threads, size_t smem, int64_t panels, int64_t ncols, int64_t tile_cols,
                          panel_grid *g) {
@@ -407,10 +415,8 @@ sr_status panel_grid_for(Kernel kernel, int threads, size_t smem, int64_t panels
     SR_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
     const int64_t resident = (int64_t)sm_count() * std::max(per_sm, 1);
     const int64_t tiles = (ncols + tile_cols - 1) / tile_cols;
-    const int64_t splits = std::clamp<int64_t>((4 * resident + panels - 1) / panels, 1, tiles);
-    g->range_cols = (tiles + splits - 1) / splits * tile_cols;
-    g->ranges = (ncols + g->range_cols - 1) / g->range_cols;
-    g->blocks = std::min<int64_t>(panels * g->ranges, resident * 16);
+    g->blocks = resident * 16;
+    panel_grid_split(g, panels, ncols, tile_cols, std::clamp<int64_t>((4 * resident + panels - 1) / panels, 1, tiles));
     return SR_SUCCESS;
 }
 

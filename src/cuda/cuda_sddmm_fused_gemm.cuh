@@ -144,8 +144,8 @@ __device__ __forceinline__ void fused_tile_weights(const fused_params<float> &p,
 #pragma unroll
                 for (int o = 16; o > 0; o /= 2)
                     high = fmaxf(high, __shfl_xor_sync(0xffffffffu, high, o));
-                const float old = st.top[row];
-                top = fmaxf(old, high);
+                const float old = __shfl_sync(0xffffffffu, lane == 0 ? st.top[row] : 0.f, 0); // lane 0 alone reads
+                top = fmaxf(old, high);                                                         // what it writes below
                 scale = old == top ? 1.f : fast_exp(old - top); // 0 at the row's first entries
             }
 #pragma unroll
@@ -239,17 +239,14 @@ template <int PW> sr_status launch_fused_gemm_pw(fused_params<float> p, int64_t 
     // The ranges' states, (top, sum, p sums) a row a range. Where they do not fit, fewer and
     // wider ranges: down to one a panel, which needs none (slower, the same sums to rounding).
     buffer<float> partials(ctx);
-    const int64_t panels = (p.nrows + kGemmRows - 1) / kGemmRows, tiles = (ncols + kGemmCols - 1) / kGemmCols;
+    const int64_t panels = (p.nrows + kGemmRows - 1) / kGemmRows;
     while (g.ranges > 1) {
         const sr_status st = partials.allocate((size_t)g.ranges * (size_t)p.nrows * (size_t)(p.p + 2));
         if (st == SR_SUCCESS)
             break;
         if (st != SR_ERROR_DEVICE_OUT_OF_MEMORY)
             return st;
-        const int64_t splits = (g.ranges + 1) / 2;
-        g.range_cols = (tiles + splits - 1) / splits * kGemmCols;
-        g.ranges = (ncols + g.range_cols - 1) / g.range_cols;
-        g.blocks = std::min(g.blocks, panels * g.ranges);
+        panel_grid_split(&g, panels, ncols, kGemmCols, (g.ranges + 1) / 2);
     }
     p.partials = partials.get();
     kernel<<<(unsigned)g.blocks, kGemmThreads, smem, stream>>>(p, ncols, g.ranges, g.range_cols);
