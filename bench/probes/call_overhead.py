@@ -23,6 +23,17 @@ def per_call_us(f, reps=2000):
     return (time.perf_counter() - t0) / reps * 1e6
 
 
+def waited(f):
+    """per_call_us of f with the caller's stream waited for even when it is the default stream
+    (as the package did before 2026-11-27)."""
+    real = _device.caller_stream
+    _device.caller_stream = lambda kind: 1
+    try:
+        return per_call_us(f)
+    finally:
+        _device.caller_stream = real
+
+
 def main():
     import cupy as cp
     import torch
@@ -42,6 +53,8 @@ def main():
             (name, "sr.sddmm_values (whole call)", per_call_us(lambda: sr.sddmm_values(Sd, A, B, pattern=True, out=out,
                                                                                        context=ctx))),
             (name, "sr.spmv (whole call)", per_call_us(lambda: sr.spmv(Sd, x, out=y, context=ctx))),
+            (name, "sr.sddmm_values, caller always waited", waited(lambda: sr.sddmm_values(Sd, A, B, pattern=True,
+                                                                                        out=out, context=ctx))),
             (name, "bare binding sddmm + ctx sync", per_call_us(lambda: (bare(), ctx.synchronize()))),
             (name, "device_array(A)", per_call_us(lambda: _device.device_array(A))),
             (name, "kind_of(A)", per_call_us(lambda: _device.kind_of(A))),
@@ -51,14 +64,18 @@ def main():
     print(f"{'operands':8s} {'part':34s} {'µs a call':>10s}")
     for name, part, us in rows:
         print(f"{name:8s} {part:34s} {us:10.1f}")
-    if "--profile" in sys.argv:  # where the torch SpMV's package time goes, by function
+    if "--profile" in sys.argv:  # where the torch SpMV's and SDDMM's package time goes, by function
         import cProfile
         import pstats
         x, y = torch.rand(2000, device="cuda"), torch.empty(2000, device="cuda")
-        with cProfile.Profile() as prof:
-            for _ in range(2000):
-                sr.spmv(Sd, x, out=y, context=ctx)
-        pstats.Stats(prof).sort_stats("tottime").print_stats(14)
+        A, B = torch.rand(2000, 32, device="cuda"), torch.rand(2000, 32, device="cuda")
+        out = torch.empty(S.nnz, device="cuda")
+        for call in (lambda: sr.spmv(Sd, x, out=y, context=ctx),
+                     lambda: sr.sddmm_values(Sd, A, B, pattern=True, out=out, context=ctx)):
+            with cProfile.Profile() as prof:
+                for _ in range(2000):
+                    call()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(16)
     return 0
 
 

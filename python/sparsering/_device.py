@@ -9,7 +9,9 @@ the kind of the input (cupy in, cupy out; torch in, torch out) on the input's de
 
 Streams: before a call the caller's current stream (cupy's or torch's) is synchronized, and after
 it the library's stream, so inputs are complete when the library reads them and results are
-complete when the call returns, whatever stream the caller uses next."""
+complete when the call returns, whatever stream the caller uses next. A caller on the legacy
+default stream (both frameworks' default) is not waited for: the library's stream is a blocking
+stream, which the driver already orders after the default stream's earlier work."""
 import numpy as np
 
 KDL_CUDA = 2  # DLPack's device type for CUDA memory
@@ -241,11 +243,24 @@ def sort_rows(keys, values):
     return cupy.take_along_axis(keys, order, 1), cupy.take_along_axis(values, order, 1)
 
 
+def caller_stream(kind):
+    """The raw cudaStream_t (an int; 0: the legacy default stream) of the caller's current stream."""
+    if kind == "torch":
+        torch = _torch()
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # 0.3 µs; current_stream() takes ~8
+        return raw(torch.cuda.current_device()) if raw else torch.cuda.current_stream().cuda_stream
+    import cupy
+    return cupy.cuda.get_current_stream().ptr
+
+
 def synchronize_caller(kind):
-    """Waits for the work queued on the caller's current stream of the framework."""
+    """Waits for the work queued on the caller's current stream of the framework, unless that is
+    the legacy default stream (which the library's blocking stream waits for by itself)."""
+    if kind not in ("torch", "cupy") or caller_stream(kind) == 0:
+        return
     if kind == "torch":
         _torch().cuda.current_stream().synchronize()
-    elif kind == "cupy":
+    else:
         import cupy
         cupy.cuda.get_current_stream().synchronize()
 

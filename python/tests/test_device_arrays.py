@@ -287,3 +287,42 @@ def test_sddmm_spmm_with_v_the_same_device_array_as_b(rng, n):
                 if row.size:
                     row[:] = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
         np.testing.assert_allclose(host(O), W @ Bh, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("kind", ["torch", "cupy"])
+@pytest.mark.parametrize("side_stream", [False, True])
+def test_inputs_written_just_before_the_call_are_read_complete(rng, kind, side_stream):
+    """A writes A on its current stream behind milliseconds of other work and calls at once: on
+    the default stream the package does not wait (the library's blocking stream is ordered after
+    it by the driver), on a side stream it waits for that stream; either way the library must
+    read the finished A and the result be complete when the call returns."""
+    S = random_csr(rng, 300, 200, 0.05, np.float32)
+    A_true = rng.standard_normal((300, 16)).astype(np.float32)
+    B = rng.standard_normal((200, 16)).astype(np.float32)
+    want = sr.sddmm_values(S, A_true, B, context=CUDA)
+    Sd = sr.Matrix(S, context=CUDA, location="device")
+    if kind == "torch":
+        torch = _torch()
+        stream = torch.cuda.Stream() if side_stream else torch.cuda.default_stream()
+        with torch.cuda.stream(stream):
+            big = torch.rand(4096, 4096, device="cuda")
+            A = torch.zeros(300, 16, device="cuda")
+            Bd, At = torch.as_tensor(B, device="cuda"), torch.as_tensor(A_true, device="cuda")
+            stream.synchronize()
+            for _ in range(6):  # milliseconds of work queued ahead of A's values
+                big = big @ big / 4096
+            A.copy_(At + 0 * big[:300, :16])
+            got = sr.sddmm_values(Sd, A, Bd, context=CUDA)
+            np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-5, atol=1e-6)
+    else:
+        stream = cp.cuda.Stream(non_blocking=True) if side_stream else cp.cuda.Stream.null
+        with stream:
+            big = cp.random.rand(4096, 4096, dtype=cp.float32)
+            A = cp.zeros((300, 16), dtype=cp.float32)
+            Bd, At = cp.asarray(B), cp.asarray(A_true)
+            stream.synchronize()
+            for _ in range(6):
+                big = big @ big / 4096
+            A[...] = At + 0 * big[:300, :16]
+            got = sr.sddmm_values(Sd, A, Bd, context=CUDA)
+            np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-5, atol=1e-6)
