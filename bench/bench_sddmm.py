@@ -79,8 +79,9 @@ L2_BYTES = 50 << 20  # the H100's L2
 
 # The other paths each call is also timed on (environment settings of the library).
 VARIANTS = {
-    "sparse": [("CSR order", {"SPARSERING_SDDMM_PANELS": "0"})],
-    "dense": [("gemm tiles", {"SPARSERING_SDDMM_GEMM": "1"}),
+    "sparse": [("CSR order", {"SPARSERING_SDDMM_PANELS": "0"}), ("panels", {"SPARSERING_SDDMM_PANELS": "1"})],
+    "dense": [("panels", {"SPARSERING_SDDMM_PANELS": "1"}),
+              ("gemm tiles", {"SPARSERING_SDDMM_GEMM": "1"}),
               ("no gemm tiles", {"SPARSERING_SDDMM_GEMM": "0"}),
               ("dense tiles", {"SPARSERING_SDDMM_GEMM": "0", "SPARSERING_SDDMM_DENSE": "1"}),
               ("no dense tiles", {"SPARSERING_SDDMM_GEMM": "0", "SPARSERING_SDDMM_DENSE": "0"}),

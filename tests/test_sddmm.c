@@ -454,11 +454,13 @@ static void run_all(void)
 {
     const sr_layout R = SR_ROW_MAJOR, Cm = SR_COL_MAJOR;
     const sr_type f = SR_TYPE_FLOAT32, d = SR_TYPE_FLOAT64;
-    if (where == SR_DEVICE) { /* row panels off, always, and where they pay; dense tiles on every case */
+    if (where == SR_DEVICE) { /* row panels off, always (dense-ish S too), where they pay; dense tiles everywhere */
         const char *settings[] = {"0", "1", ""};
         for (int k = 0; k < 3; k++) {
             setenv("SPARSERING_SDDMM_PANELS", settings[k], 1);
             check_plus_times();
+            if (k == 1) /* long rows: a panel cut into parts, a block each */
+                check_dense_ish();
         }
         unsetenv("SPARSERING_SDDMM_PANELS");
         setenv("SPARSERING_SDDMM_DENSE", "1", 1);

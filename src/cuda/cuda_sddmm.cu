@@ -488,11 +488,11 @@ template <class Ops> struct sddmm_launcher {
         // The entry orders are kept with S to speed later calls; one that does not fit in device
         // memory is done without (the CSR-order kernel needs nothing beyond the output). Panels
         // never beat sddmm_rounds (panels_pay): where it runs the order is not even built, unless
-        // forced (the first call would sort S's entries for nothing). A block a panel: too few
-        // panels leave multiprocessors idle (a 16K x 16K S at 5%, 64 panels of 210K entries, took
-        // 2.9 ms at K = 32 against 0.58 ms in CSR order).
-        const bool panels_fill = (S->nrows + P - 1) / P >= 2 * (int64_t)sm_count();
-        const bool wanted = setting == 1 || (setting != 0 && !takes_rounds(nvec) && panels_fill);
+        // forced (the first call would sort S's entries for nothing). Few panels are cut into
+        // parts, a block each (launch_panel_entries; with a block a panel, 16K x 16K at 5% in 64
+        // panels took 2.9 ms at K = 32 against 0.58 in CSR order, and they were not used below
+        // two panels an SM: at K = 256 that S has 256 and now takes 2.03 ms against 2.24).
+        const bool wanted = setting == 1 || (setting != 0 && !takes_rounds(nvec));
         if (wanted && S->nnz > 0 && nvec <= 8 * 32)
             SR_TRY(without_if_out_of_memory(panel_order(S, P, K, sizeof(T), setting == 1, order)));
         *strategy = order->records ? SR_SDDMM_PANELS : SR_SDDMM_ROWS;

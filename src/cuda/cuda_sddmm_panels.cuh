@@ -22,9 +22,12 @@ inline int64_t panel_rows(int64_t K, size_t es) {
 // panels took 0.86x its time at K = 32 with 3.0 entries a (panel, column) (PyPI names' 3-grams)
 // but 1.33x with 2.15 (PyPI summaries), 0.79x at K = 512 (2 KiB rows) with 2.1; against
 // sddmm_rounds (K = 36 to 128 floats) 2.2x at K = 128 with 2.6, so never against it (the
-// launcher does not build the order where sddmm_rounds runs).
+// launcher does not build the order where sddmm_rounds runs). With 2 KiB rows and more, where
+// each entry's B row is most of what the CSR-order kernel moves, from 1.8: uniform 16K x 16K at
+// 5%, K = 512 (32-row panels, 1.98), 2.83 ms against 4.22 (2026-11-27, panels cut into parts).
 inline bool panels_pay(double reuse, int64_t K, size_t es) {
-    return reuse >= 2.5 || (reuse >= 2.0 && (size_t)K * es >= 1024);
+    const size_t row_bytes = (size_t)K * es;
+    return reuse >= 2.5 || (reuse >= 2.0 && row_bytes >= 1024) || (reuse >= 1.8 && row_bytes >= 2048);
 }
 
 // A panel entry's record: its row in the panel (8 bits: P <= 256) over its place in the panel's
@@ -153,13 +156,14 @@ struct panel_order_view {
     const int32_t *cols;
 };
 
-// One panel a block at a time. A's P rows (row-major, K a row) in shared memory; the block's
-// groups of L lanes split the panel's column-sorted entries into consecutive chunks. A group
-// reads the records and columns of its next L entries at once (a lane each, then shuffled), and
-// reloads B's row (R vectors a lane) only when the column changes.
+// A block per (panel, part) at a time, `parts` parts a panel: A's P rows (row-major, K a row) in
+// shared memory; the block's groups of L lanes split the part's share of the panel's
+// column-sorted entries into consecutive chunks. A group reads the records and columns of its
+// next L entries at once (a lane each, then shuffled), and reloads B's row (R vectors a lane) only
+// when the column changes.
 template <class Ops, int VEC, int L, int R>
 __global__ void __launch_bounds__(kThreads) sddmm_panel_entries(sddmm_params<typename Ops::value> p,
-                                                                panel_order_view order, int64_t P) {
+                                                                panel_order_view order, int64_t P, int64_t parts) {
     using T = typename Ops::value;
     constexpr int groups = kThreads / L;
     extern __shared__ __align__(16) unsigned char panel_smem[];
@@ -168,13 +172,15 @@ __global__ void __launch_bounds__(kThreads) sddmm_panel_entries(sddmm_params<typ
     const int lane = threadIdx.x % L, group = threadIdx.x / L;
     const unsigned mask = group_mask<L>();
     const int64_t panels = (p.nrows + P - 1) / P;
-    for (int64_t panel = blockIdx.x; panel < panels; panel += gridDim.x) {
+    for (int64_t w = blockIdx.x; w < panels * parts; w += gridDim.x) {
+        const int64_t panel = w / parts, part = w % parts;
         const int64_t r0 = panel * P, rows = min(P, p.nrows - r0);
         const frag<T, VEC> *Ag = reinterpret_cast<const frag<T, VEC> *>(p.A + (size_t)r0 * (size_t)p.K);
         for (int64_t i = threadIdx.x; i < rows * nvec; i += kThreads)
             As[i] = Ag[i];
-        const int64_t e0 = p.rowptr[r0], n = p.rowptr[r0 + rows] - e0, chunk = (n + groups - 1) / groups;
-        const int64_t c0 = min(n, group * chunk), c1 = min(n, c0 + chunk);
+        const int64_t e0 = p.rowptr[r0], n = p.rowptr[r0 + rows] - e0;
+        const int64_t b0 = n * part / parts, b1 = n * (part + 1) / parts, chunk = (b1 - b0 + groups - 1) / groups;
+        const int64_t c0 = min(b1, b0 + group * chunk), c1 = min(b1, c0 + chunk);
         __syncthreads();
         int32_t cached = -1;
         frag<T, VEC> b[R];
@@ -212,7 +218,9 @@ __global__ void __launch_bounds__(kThreads) sddmm_panel_entries(sddmm_params<typ
 
 template <typename T> size_t panel_smem_bytes(int64_t P, int64_t K) { return (size_t)P * (size_t)K * sizeof(T); }
 
-// The launch: one block per panel up to the blocks that fit on the device at once.
+// The launch: blocks up to four times those that fit on the device at once, a panel cut into
+// parts when the panels alone are fewer (dense-ish S: 16K rows make 64 panels of 256), each part
+// keeping at least 16 entries a row of the panel so that copying A's rows stays a small share.
 template <typename T, int VEC, int L, int R, class Ops>
 sr_status launch_panel_entries(const sddmm_params<T> &p, panel_order_view order, int64_t P, cudaStream_t stream) {
     const size_t smem = panel_smem_bytes<T>(P, p.K);
@@ -220,9 +228,11 @@ sr_status launch_panel_entries(const sddmm_params<T> &p, panel_order_view order,
     SR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int per_sm = 1;
     SR_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-    const int64_t panels = (p.nrows + P - 1) / P;
-    const int64_t blocks = std::min<int64_t>(panels, (int64_t)sm_count() * std::max(per_sm, 1) * 4);
-    kernel<<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, smem, stream>>>(p, order, P);
+    const int64_t panels = (p.nrows + P - 1) / P, wanted = (int64_t)sm_count() * std::max(per_sm, 1) * 4;
+    const int64_t most = std::max<int64_t>(1, p.nnz / std::max<int64_t>(1, panels * P * 16));
+    const int64_t parts = std::clamp<int64_t>((wanted + panels - 1) / panels, 1, most);
+    const int64_t blocks = std::min<int64_t>(panels * parts, wanted);
+    kernel<<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, smem, stream>>>(p, order, P, parts);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }
