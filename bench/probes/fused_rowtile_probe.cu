@@ -9,41 +9,9 @@
 //   S      w's copies spread over S slots a column, lane l adding to slot l % S
 // Written 2026-11-27.
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/fused_rowtile bench/probes/fused_rowtile_probe.cu && /tmp/fused_rowtile
-#include <cmath>
+#include "probe_fused.cuh" // L entries a row (the kernels do not know it)
 
-#include "probe_common.cuh"
-
-constexpr int L = 10; // entries a row (the kernels do not know it)
 constexpr int T = 256;
-
-__global__ void make_x(int64_t *rowptr, int32_t *col, float *val, int64_t m, int n) {
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < m * L; e += (int64_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)e * 2654435761u ^ 0x9e3779b9u;
-        h ^= h >> 15, h *= 0x2c1b3c6du, h ^= h >> 12;
-        col[e] = (int32_t)(h % (uint32_t)n);
-        val[e] = (float)(h >> 16 & 0xff) / 256.0f - 0.5f;
-        if (e % L == 0)
-            rowptr[e / L] = e;
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-        rowptr[m] = m * L;
-}
-
-__global__ void read_x(const int64_t *rowptr, const int32_t *col, const float *val, int64_t m, float *sink) {
-    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, stride = (int64_t)gridDim.x * blockDim.x;
-    float s = 0.f;
-    for (int64_t k = i; k < m * L / 4; k += stride) {
-        const int4 c = reinterpret_cast<const int4 *>(col)[k];
-        const float4 x = reinterpret_cast<const float4 *>(val)[k];
-        s += x.x + x.y + x.z + x.w + (float)(c.x ^ c.y ^ c.z ^ c.w);
-    }
-    for (int64_t k = i; k < (m + 1) / 2; k += stride) {
-        const longlong2 r = reinterpret_cast<const longlong2 *>(rowptr)[k];
-        s += (float)(r.x ^ r.y);
-    }
-    if (s == 12345.f)
-        *sink = s;
-}
 
 template <int E> __host__ __device__ constexpr size_t tile_smem(int window, bool sprod) {
     return sprod ? (size_t)T * E * 4 + (size_t)window * 4 : (size_t)T * E * (4 + 2) + (size_t)window * (4 + 4);
@@ -170,16 +138,8 @@ static void time_lib(int sms, const int64_t *rowptr, const int32_t *col, const f
         CK(cudaMemsetAsync(w, 0, n * sizeof(float)));
         kernel<<<grid, T, smem>>>(rowptr, col, val, y, v, m, n, w, window);
     });
-    double diff = 0, scale = 0;
-    if (want) {
-        std::vector<float> got((size_t)n), ref((size_t)n);
-        CK(cudaMemcpy(got.data(), w, n * sizeof(float), cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(ref.data(), want, n * sizeof(float), cudaMemcpyDeviceToHost));
-        for (int j = 0; j < n; j++)
-            diff = std::max(diff, (double)std::fabs(got[j] - ref[j])), scale = std::max(scale, (double)std::fabs(ref[j]));
-    }
     printf("  %-34s %7.3f ms  (%d blocks an SM, %zu bytes of shared memory; diff %.1e)\n", name, ms, per_sm, smem,
-           scale > 0 ? diff / scale : 0.0);
+           rel_diff(w, want, n));
     fflush(stdout);
 }
 

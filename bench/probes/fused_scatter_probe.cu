@@ -15,44 +15,9 @@
 // the warp scatter's w.
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/fused_scatter bench/probes/fused_scatter_probe.cu
 //   /tmp/fused_scatter
-#include <cmath>
-
-#include "probe_common.cuh"
-
-constexpr int L = 10; // entries a row
+#include "probe_fused.cuh"
 
 enum scatter { XY, WARP, SPREAD, PRIVATE };
-
-// Column j of row i's k-th entry, from a hash: X's pattern, the same on every run.
-__global__ void make_x(int64_t *rowptr, int32_t *col, float *val, int64_t m, int n) {
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < m * L; e += (int64_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)e * 2654435761u ^ 0x9e3779b9u;
-        h ^= h >> 15, h *= 0x2c1b3c6du, h ^= h >> 12;
-        col[e] = (int32_t)(h % (uint32_t)n);
-        val[e] = (float)(h >> 16 & 0xff) / 256.0f - 0.5f;
-        if (e % L == 0)
-            rowptr[e / L] = e;
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-        rowptr[m] = m * L;
-}
-
-// The floor: every byte of X read once, 16 bytes a load.
-__global__ void read_x(const int64_t *rowptr, const int32_t *col, const float *val, int64_t m, float *sink) {
-    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, stride = (int64_t)gridDim.x * blockDim.x;
-    float s = 0.f;
-    for (int64_t k = i; k < m * L / 4; k += stride) {
-        const int4 c = reinterpret_cast<const int4 *>(col)[k];
-        const float4 x = reinterpret_cast<const float4 *>(val)[k];
-        s += x.x + x.y + x.z + x.w + (float)(c.x ^ c.y ^ c.z ^ c.w);
-    }
-    for (int64_t k = i; k < (m + 1) / 2; k += stride) {
-        const longlong2 r = reinterpret_cast<const longlong2 *>(rowptr)[k];
-        s += (float)(r.x ^ r.y);
-    }
-    if (s == 12345.f)
-        *sink = s;
-}
 
 // Tiles of T·E entries (T·E / L whole rows): load, x·y into shared memory, a thread a row sums its
 // row into s(i) = v(i)·(X(i,:)·y), then the scatter of s(i)·X(i,j) into w's copies (S slots a
@@ -136,16 +101,8 @@ static float time_tiles(int sms, const int64_t *rowptr, const int32_t *col, cons
         CK(cudaMemsetAsync(w, 0, nw * sizeof(float)));
         kernel<<<grid, T, smem>>>(rowptr, col, val, y, v, m, n, w);
     });
-    double diff = 0, scale = 0;
-    if (want) {
-        std::vector<float> got((size_t)n), ref((size_t)n);
-        CK(cudaMemcpy(got.data(), w, n * sizeof(float), cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(ref.data(), want, n * sizeof(float), cudaMemcpyDeviceToHost));
-        for (int j = 0; j < n; j++)
-            diff = std::max(diff, (double)std::fabs(got[j] - ref[j])), scale = std::max(scale, (double)std::fabs(ref[j]));
-    }
     printf("  %-34s %7.3f ms  (%d blocks of %d an SM, %zu bytes of shared memory a block; diff %.1e)\n", name, ms,
-           per_sm, T, smem, scale > 0 ? diff / scale : 0.0);
+           per_sm, T, smem, rel_diff(w, want, n));
     fflush(stdout);
     return ms;
 }
