@@ -125,8 +125,8 @@ __global__ void __launch_bounds__(T, MINB) lib_tiles(const int64_t *rowptr, cons
 }
 
 template <int E, bool SPEC, bool SPROD, int S, bool ONE = false, int MINB = 1>
-static void time_lib(int sms, const int64_t *rowptr, const int32_t *col, const float *val, const float *y,
-                     const float *v, int64_t m, int n, float *w, const char *name, const float *want) {
+static void time_lib(int sms, const tall_x &X, const char *name, bool check) {
+    const int n = X.n;
     auto kernel = lib_tiles<E, SPEC, SPROD, S, ONE, MINB>;
     const int window = (int)std::min<int64_t>(T * E, ((int64_t)(2.0 * T * E / L) + 63) / 32 * 32);
     const size_t smem = tile_smem<E>(window, SPROD) + (size_t)(T / 32) * n * S * 4;
@@ -135,11 +135,11 @@ static void time_lib(int sms, const int64_t *rowptr, const int32_t *col, const f
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, T, smem));
     const unsigned grid = (unsigned)(sms * per_sm);
     const float ms = median_ms([&] {
-        CK(cudaMemsetAsync(w, 0, n * sizeof(float)));
-        kernel<<<grid, T, smem>>>(rowptr, col, val, y, v, m, n, w, window);
+        CK(cudaMemsetAsync(X.w, 0, n * sizeof(float)));
+        kernel<<<grid, T, smem>>>(X.rowptr, X.col, X.val, X.y, X.v, X.m, n, X.w, window);
     });
     printf("  %-34s %7.3f ms  (%d blocks an SM, %zu bytes of shared memory; diff %.1e)\n", name, ms, per_sm, smem,
-           rel_diff(w, want, n));
+           rel_diff(X.w, check ? X.want : nullptr, n));
     fflush(stdout);
 }
 
@@ -148,43 +148,23 @@ int main() {
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     const int64_t m = 10000000;
     for (int n : {100, 32}) {
-        int64_t *rowptr;
-        int32_t *col;
-        float *val, *y, *v, *w, *want, *sink;
-        CK(cudaMalloc(&rowptr, (m + 2) * sizeof(int64_t)));
-        CK(cudaMalloc(&col, m * L * sizeof(int32_t)));
-        CK(cudaMalloc(&val, m * L * sizeof(float)));
-        CK(cudaMalloc(&y, n * sizeof(float)));
-        CK(cudaMalloc(&v, m * sizeof(float)));
-        CK(cudaMalloc(&w, m * sizeof(float)));
-        CK(cudaMalloc(&want, n * sizeof(float)));
-        CK(cudaMalloc(&sink, sizeof(float)));
-        make_x<<<4 * sms, 256>>>(rowptr, col, val, m, n);
-        fill<<<1024, 256>>>(y, n, 3);
-        fill<<<1024, 256>>>(v, m, 4);
-        CK(cudaDeviceSynchronize());
-        printf("X %lld x %d, %d entries a row (%.0f MB)\n", (long long)m, n, L, (m * L * 8.0 + m * 8.0) / 1e6);
-        const float t_read = median_ms([&] { read_x<<<4 * sms, 256>>>(rowptr, col, val, m, sink); });
-        printf("  %-34s %7.3f ms\n", "read X once", t_read);
-        time_lib<8, false, false, 1>(sms, rowptr, col, val, y, v, m, n, w, "library protocol", nullptr);
-        CK(cudaMemcpy(want, w, n * sizeof(float), cudaMemcpyDeviceToDevice));
-        time_lib<8, true, false, 1>(sms, rowptr, col, val, y, v, m, n, w, "spec", want);
-        time_lib<8, false, true, 1>(sms, rowptr, col, val, y, v, m, n, w, "sprod", want);
-        time_lib<8, true, true, 1>(sms, rowptr, col, val, y, v, m, n, w, "spec + sprod", want);
-        time_lib<8, true, true, 4>(sms, rowptr, col, val, y, v, m, n, w, "spec + sprod, S 4", want);
-        time_lib<8, false, false, 4>(sms, rowptr, col, val, y, v, m, n, w, "library protocol, S 4", want);
-        time_lib<4, true, true, 1>(sms, rowptr, col, val, y, v, m, n, w, "spec + sprod, E 4", want);
-        time_lib<8, false, false, 1, true>(sms, rowptr, col, val, y, v, m, n, w, "one count", want);
-        time_lib<8, true, false, 1, true>(sms, rowptr, col, val, y, v, m, n, w, "spec, one count", want);
-        time_lib<8, true, true, 1, true>(sms, rowptr, col, val, y, v, m, n, w, "spec + sprod, one count", want);
-        time_lib<8, false, false, 1, false, 6>(sms, rowptr, col, val, y, v, m, n, w, "library, 6 blocks", want);
-        time_lib<8, true, false, 1, true, 6>(sms, rowptr, col, val, y, v, m, n, w, "spec, one count, 6 blocks", want);
-        time_lib<8, true, true, 1, true, 6>(sms, rowptr, col, val, y, v, m, n, w, "spec+sprod, one, 6 blocks", want);
-        time_lib<8, true, true, 4, true, 6>(sms, rowptr, col, val, y, v, m, n, w, "spec+sprod, one, 6 bl, S 4", want);
-        time_lib<4, true, true, 1, true, 8>(sms, rowptr, col, val, y, v, m, n, w, "spec+sprod, one, E 4, 8 bl", want);
-        for (void *ptr : {(void *)rowptr, (void *)col, (void *)val, (void *)y, (void *)v, (void *)w, (void *)want,
-                          (void *)sink})
-            CK(cudaFree(ptr));
+        tall_x X(sms, m, n);
+        time_lib<8, false, false, 1>(sms, X, "library protocol", false);
+        CK(cudaMemcpy(X.want, X.w, n * sizeof(float), cudaMemcpyDeviceToDevice));
+        time_lib<8, true, false, 1>(sms, X, "spec", true);
+        time_lib<8, false, true, 1>(sms, X, "sprod", true);
+        time_lib<8, true, true, 1>(sms, X, "spec + sprod", true);
+        time_lib<8, true, true, 4>(sms, X, "spec + sprod, S 4", true);
+        time_lib<8, false, false, 4>(sms, X, "library protocol, S 4", true);
+        time_lib<4, true, true, 1>(sms, X, "spec + sprod, E 4", true);
+        time_lib<8, false, false, 1, true>(sms, X, "one count", true);
+        time_lib<8, true, false, 1, true>(sms, X, "spec, one count", true);
+        time_lib<8, true, true, 1, true>(sms, X, "spec + sprod, one count", true);
+        time_lib<8, false, false, 1, false, 6>(sms, X, "library, 6 blocks", true);
+        time_lib<8, true, false, 1, true, 6>(sms, X, "spec, one count, 6 blocks", true);
+        time_lib<8, true, true, 1, true, 6>(sms, X, "spec+sprod, one, 6 blocks", true);
+        time_lib<8, true, true, 4, true, 6>(sms, X, "spec+sprod, one, 6 bl, S 4", true);
+        time_lib<4, true, true, 1, true, 8>(sms, X, "spec+sprod, one, E 4, 8 bl", true);
     }
     return 0;
 }

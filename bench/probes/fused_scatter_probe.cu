@@ -83,8 +83,8 @@ __global__ void __launch_bounds__(T) tiles(const int64_t *rowptr, const int32_t 
 }
 
 template <int T, int E, scatter MODE, int S>
-static float time_tiles(int sms, const int64_t *rowptr, const int32_t *col, const float *val, const float *y,
-                        const float *v, int64_t m, int n, float *w, const char *name, const float *want) {
+static float time_tiles(int sms, const tall_x &X, const char *name, bool check) {
+    const int n = X.n;
     auto kernel = tiles<T, E, MODE, S>;
     constexpr int C = T * E, R = C / L;
     const size_t smem = (size_t)(C + R + (T / 32) * n * S) * sizeof(float);
@@ -98,11 +98,11 @@ static float time_tiles(int sms, const int64_t *rowptr, const int32_t *col, cons
     const unsigned grid = (unsigned)(sms * per_sm);
     const int64_t nw = MODE == XY ? 0 : n; // X·y writes all of w
     const float ms = median_ms([&] {
-        CK(cudaMemsetAsync(w, 0, nw * sizeof(float)));
-        kernel<<<grid, T, smem>>>(rowptr, col, val, y, v, m, n, w);
+        CK(cudaMemsetAsync(X.w, 0, nw * sizeof(float)));
+        kernel<<<grid, T, smem>>>(X.rowptr, X.col, X.val, X.y, X.v, X.m, n, X.w);
     });
     printf("  %-34s %7.3f ms  (%d blocks of %d an SM, %zu bytes of shared memory a block; diff %.1e)\n", name, ms,
-           per_sm, T, smem, rel_diff(w, want, n));
+           per_sm, T, smem, rel_diff(X.w, check ? X.want : nullptr, n));
     fflush(stdout);
     return ms;
 }
@@ -112,41 +112,16 @@ int main() {
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     const int64_t m = 10000000;
     for (int n : {100, 32}) {
-        int64_t *rowptr;
-        int32_t *col;
-        float *val, *y, *v, *w, *want, *sink;
-        CK(cudaMalloc(&rowptr, (m + 2) * sizeof(int64_t)));
-        CK(cudaMalloc(&col, m * L * sizeof(int32_t)));
-        CK(cudaMalloc(&val, m * L * sizeof(float)));
-        CK(cudaMalloc(&y, n * sizeof(float)));
-        CK(cudaMalloc(&v, m * sizeof(float)));
-        CK(cudaMalloc(&w, m * sizeof(float)));
-        CK(cudaMalloc(&want, n * sizeof(float)));
-        CK(cudaMalloc(&sink, sizeof(float)));
-        make_x<<<4 * sms, 256>>>(rowptr, col, val, m, n);
-        fill<<<1024, 256>>>(y, n, 3);
-        fill<<<1024, 256>>>(v, m, 4);
-        CK(cudaDeviceSynchronize());
-        printf("X %lld x %d, %d entries a row (%.0f MB)\n", (long long)m, n, L, (m * L * 8.0 + m * 8.0) / 1e6);
-        const float t_read = median_ms([&] { read_x<<<4 * sms, 256>>>(rowptr, col, val, m, sink); });
-        printf("  %-34s %7.3f ms\n", "read X once", t_read);
-        time_tiles<256, 8, XY, 1>(sms, rowptr, col, val, y, v, m, n, w, "X.y alone (no scatter)", nullptr);
-        time_tiles<256, 8, WARP, 1>(sms, rowptr, col, val, y, v, m, n, w, "warp copies, atomicAdd", nullptr);
-        CK(cudaMemcpy(want, w, n * sizeof(float), cudaMemcpyDeviceToDevice));
-        time_tiles<256, 8, SPREAD, 4>(sms, rowptr, col, val, y, v, m, n, w, "spread over 4 slots, atomicAdd", want);
-        time_tiles<256, 8, SPREAD, 8>(sms, rowptr, col, val, y, v, m, n, w, "spread over 8 slots, atomicAdd", want);
-        time_tiles<256, 8, SPREAD, 32>(sms, rowptr, col, val, y, v, m, n, w, "spread over 32 slots, atomicAdd", want);
-        time_tiles<256, 8, PRIVATE, 32>(sms, rowptr, col, val, y, v, m, n, w, "lane-private, T 256", want);
-        time_tiles<128, 8, PRIVATE, 32>(sms, rowptr, col, val, y, v, m, n, w, "lane-private, T 128", want);
-        time_tiles<128, 16, PRIVATE, 32>(sms, rowptr, col, val, y, v, m, n, w, "lane-private, T 128, E 16", want);
-        CK(cudaFree(rowptr));
-        CK(cudaFree(col));
-        CK(cudaFree(val));
-        CK(cudaFree(y));
-        CK(cudaFree(v));
-        CK(cudaFree(w));
-        CK(cudaFree(want));
-        CK(cudaFree(sink));
+        tall_x X(sms, m, n);
+        time_tiles<256, 8, XY, 1>(sms, X, "X.y alone (no scatter)", false);
+        time_tiles<256, 8, WARP, 1>(sms, X, "warp copies, atomicAdd", false);
+        CK(cudaMemcpy(X.want, X.w, n * sizeof(float), cudaMemcpyDeviceToDevice));
+        time_tiles<256, 8, SPREAD, 4>(sms, X, "spread over 4 slots, atomicAdd", true);
+        time_tiles<256, 8, SPREAD, 8>(sms, X, "spread over 8 slots, atomicAdd", true);
+        time_tiles<256, 8, SPREAD, 32>(sms, X, "spread over 32 slots, atomicAdd", true);
+        time_tiles<256, 8, PRIVATE, 32>(sms, X, "lane-private, T 256", true);
+        time_tiles<128, 8, PRIVATE, 32>(sms, X, "lane-private, T 128", true);
+        time_tiles<128, 16, PRIVATE, 32>(sms, X, "lane-private, T 128, E 16", true);
     }
     return 0;
 }

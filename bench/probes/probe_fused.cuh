@@ -51,3 +51,35 @@ static double rel_diff(const float *got_d, const float *want_d, int n) {
         diff = std::max(diff, (double)std::fabs(got[j] - ref[j])), scale = std::max(scale, (double)std::fabs(ref[j]));
     return scale > 0 ? diff / scale : 0.0;
 }
+
+// A tall X of m rows, L entries a row, over n columns on the device, with y (n), v (m), w (m: room
+// for X·y), want (n: a reference w) and a sink; made, announced and its read timed on creation.
+struct tall_x {
+    int64_t m;
+    int n;
+    int64_t *rowptr;
+    int32_t *col;
+    float *val, *y, *v, *w, *want, *sink;
+    tall_x(int sms, int64_t rows, int cols) : m(rows), n(cols) {
+        CK(cudaMalloc(&rowptr, (m + 2) * sizeof(int64_t)));
+        CK(cudaMalloc(&col, m * L * sizeof(int32_t)));
+        CK(cudaMalloc(&val, m * L * sizeof(float)));
+        CK(cudaMalloc(&y, n * sizeof(float)));
+        CK(cudaMalloc(&v, m * sizeof(float)));
+        CK(cudaMalloc(&w, m * sizeof(float)));
+        CK(cudaMalloc(&want, n * sizeof(float)));
+        CK(cudaMalloc(&sink, sizeof(float)));
+        make_x<<<4 * sms, 256>>>(rowptr, col, val, m, n);
+        fill<<<1024, 256>>>(y, n, 3);
+        fill<<<1024, 256>>>(v, m, 4);
+        CK(cudaDeviceSynchronize());
+        printf("X %lld x %d, %d entries a row (%.0f MB)\n", (long long)m, n, L, (m * L * 8.0 + m * 8.0) / 1e6);
+        const float t_read = median_ms([&] { read_x<<<4 * sms, 256>>>(rowptr, col, val, m, sink); });
+        printf("  %-34s %7.3f ms\n", "read X once", t_read);
+    }
+    ~tall_x() {
+        for (void *p : {(void *)rowptr, (void *)col, (void *)val, (void *)y, (void *)v, (void *)w, (void *)want,
+                        (void *)sink})
+            cudaFree(p);
+    }
+};
