@@ -491,7 +491,7 @@ template <class Ops> struct sddmm_launcher {
         // forced (the first call would sort S's entries for nothing). Few panels are cut into
         // parts, a block each (launch_panel_entries; with a block a panel, 16K x 16K at 5% in 64
         // panels took 2.9 ms at K = 32 against 0.58 in CSR order, and they were not used below
-        // two panels an SM: at K = 256 that S has 256 and now takes 2.03 ms against 2.24).
+        // two panels an SM: at K = 256 that S has 256 and now takes 1.98-2.03 ms against 2.24).
         const bool wanted = setting == 1 || (setting != 0 && !takes_rounds(nvec));
         if (wanted && S->nnz > 0 && nvec <= 8 * 32)
             SR_TRY(without_if_out_of_memory(panel_order(S, P, K, sizeof(T), setting == 1, order)));
