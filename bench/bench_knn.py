@@ -196,7 +196,7 @@ def main():
           f" {'ratio':>7s} {'cuSP MiB':>8s} {'sklearn ms':>10s} {'vs skl':>8s} {'max diff':>9s}")
     for name in args.sets.split(","):
         if name in knn_data.PAPER_SETS:
-            X = knn_data.synthetic(*knn_data.PAPER_SETS[name])
+            X = knn_data.paper_set(name)
         else:
             X = knn_data.load_real(name, args.data, args.cache)
         X = X.astype(np.float32).tocsr()

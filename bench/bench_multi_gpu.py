@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sr_package  # noqa: E402
 from generated_graphs import rmat  # noqa: E402
-from knn_data import PAPER_SETS, ngrams, synthetic  # noqa: E402
+from knn_data import PAPER_SETS, ngrams, paper_set  # noqa: E402
 from timing import median_time  # noqa: E402
 
 
@@ -56,7 +56,7 @@ def row(rows, op, data, label, first, steady, base, same, extra=None):
 
 def bench_knn(sr, ctxs, rows, sets):
     for name in sets:
-        X = synthetic(*PAPER_SETS[name])
+        X = paper_set(name)
         X.sort_indices()
         data = f"{name} {X.shape[0]}x{X.shape[1]} {X.nnz / 1e6:.1f}M"
         want = None

@@ -18,7 +18,7 @@ import sr_package  # noqa: E402
 
 def load(name, data):
     if name in knn_data.PAPER_SETS:
-        return knn_data.synthetic(*knn_data.PAPER_SETS[name])
+        return knn_data.paper_set(name)
     return knn_data.load_real(name, data).astype(np.float32).tocsr()
 
 
