@@ -48,6 +48,10 @@ typedef enum sr_status {
 
 /* Message of the most recent failure on the calling thread ("" if none yet). */
 const char *sr_last_error(void);
+/* The path the calling thread's last k-NN search took, e.g. "knn: tensor-core panel of 1024 of
+ * 102000 columns (97.9% of the pair work), FP16 (exact)" or "knn: sparse tiles" (for benchmarks,
+ * tests and the curious; "" before the first search). */
+const char *sr_last_method(void);
 /* Short fixed name of a status, e.g. "SR_ERROR_PARSE". */
 const char *sr_status_name(sr_status status);
 /* "0.1.0 (cpu+cuda)" or "0.1.0 (cpu)". */
@@ -517,9 +521,25 @@ sr_status sr_pairwise_distance(sr_context ctx, sr_matrix A, sr_matrix B, sr_metr
  * call then fails with SR_ERROR_CANCELLED. Called on the calling thread, between batches. */
 typedef int (*sr_progress_fn)(int64_t done, int64_t total, void *user);
 
+/* How k-NN of the dot-product metrics (cosine, euclidean and sqeuclidean, inner_product,
+ * correlation, jaccard, dice, russellrao, hellinger) may use the GPU's tensor cores for the
+ * columns that hold most of the pair work (docs/tensor-cores.md). float32 distances on CUDA only;
+ * float64 and the CPU backend always compute in their own precision. */
+typedef enum sr_precision {
+    /* default: FP16 products where every value (after the metric's transform: 1 for the set
+     * metrics, the square root for hellinger) is an integer of at most 2048 in magnitude and every
+     * dot product's terms sum below 2^24 (checked on each call: the answer is the float32 path's,
+     * bit for bit); otherwise a product of TF32 operands split in two (3 products) that keeps
+     * float32 accuracy (about 1e-6 relative to |q||x|) */
+    SR_PRECISION_EXACT = 0,
+    SR_PRECISION_TF32 = 1,    /* one TF32 product: fastest; dot products to about 1e-3 of |q||x| */
+    SR_PRECISION_FLOAT32 = 2  /* no tensor cores: the CUDA cores' float32 sums */
+} sr_precision;
+
 typedef struct sr_knn_options {
     sr_progress_fn progress; /* NULL: no reports */
     void *progress_user;
+    sr_precision precision;  /* default (0) SR_PRECISION_EXACT */
 } sr_knn_options;
 
 /* The k nearest rows of `index` to each row of `queries` (k largest for inner_product), closest
@@ -554,6 +574,7 @@ typedef struct sr_knn_graph_options {
     sr_type type;              /* distance graphs: SR_TYPE_FLOAT32 (default) or SR_TYPE_FLOAT64 */
     sr_progress_fn progress;   /* as sr_knn_options */
     void *progress_user;
+    sr_precision precision;    /* as sr_knn_options */
 } sr_knn_graph_options;
 sr_knn_graph_options sr_knn_graph_options_default(void);
 /* k >= 1 and k <= rows (rows - 1 without include_self). options may be NULL for the defaults. */

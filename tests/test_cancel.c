@@ -86,7 +86,7 @@ static void run_all(void)
     int calls = 0;
     sr_matrix out = SENTINEL;
 
-    sr_knn_options ko = {stop_now, &calls};
+    sr_knn_options ko = {stop_now, &calls, SR_PRECISION_EXACT};
     EXPECT_CANCELLED("knn", sr_knn(ctx, X, X, 5, SR_METRIC_COSINE, 0, idx, &D, &ko));
 
     calls = 0;

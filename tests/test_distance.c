@@ -295,7 +295,7 @@ static void check_progress_and_batches(void)
     int64_t idx[50 * 3], seen = 0;
     float dist[50 * 3];
     sr_dense K = sr_dense_view(dist, 50, 3, SR_TYPE_FLOAT32, SR_COL_MAJOR, SR_HOST);
-    sr_knn_options ko = {test_stop_at_first_report, &seen};
+    sr_knn_options ko = {test_stop_at_first_report, &seen, SR_PRECISION_EXACT};
     CHECK_FAILS(sr_knn(ctx, A, A, 3, SR_METRIC_COSINE, 0, idx, &K, &ko), SR_ERROR_CANCELLED, "stopped");
     CHECK(seen > 0 && seen < 50, "cancelled after %lld of 50", (long long)seen);
     CHECK_OK(sr_knn(ctx, A, A, 3, SR_METRIC_COSINE, 0, idx, &K, NULL));

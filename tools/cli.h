@@ -61,6 +61,9 @@ int cli_knn_progress(int64_t done, int64_t total, void *user);
 bool cli_knn_option(int argc, char **argv, int *i, const char **metric_name, int64_t *k, double *p);
 /* --mode NAME of the graph commands: "connectivity" or "distance" (false for anything else). */
 bool cli_graph_mode(const char *name, sr_graph_mode *mode);
+/* --precision NAME: exact|tf32|float32 (float32 distances; the first two may use tensor cores) or,
+ * where float64 is allowed, float64 (*float64 set). false for any other name. */
+bool cli_precision(const char *name, bool float64_allowed, sr_precision *precision, bool *float64);
 sr_status cli_to_backend(sr_context ctx, sr_matrix *M);
 /* The metric by name and a context (CLI_OK, or the exit code with the message printed), and the
  * inputs read as float32 where that context computes (queries may be NULL: Q is then left alone). */

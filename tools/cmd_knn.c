@@ -63,6 +63,22 @@ bool cli_graph_mode(const char *name, sr_graph_mode *mode)
     return true;
 }
 
+bool cli_precision(const char *name, bool float64_allowed, sr_precision *precision, bool *float64)
+{
+    *float64 = false;
+    if (strcmp(name, "exact") == 0)
+        *precision = SR_PRECISION_EXACT;
+    else if (strcmp(name, "tf32") == 0)
+        *precision = SR_PRECISION_TF32;
+    else if (strcmp(name, "float32") == 0)
+        *precision = SR_PRECISION_FLOAT32;
+    else if (float64_allowed && strcmp(name, "float64") == 0)
+        *float64 = true;
+    else
+        return false;
+    return true;
+}
+
 bool cli_knn_option(int argc, char **argv, int *i, const char **metric_name, int64_t *k, double *p)
 {
     if (*i + 1 >= argc)
@@ -100,13 +116,15 @@ sr_status cli_read_inputs(sr_context ctx, const char *data, const char *queries,
 
 int cmd_knn(const cli_globals *g, int argc, char **argv)
 {
-    const char *data = NULL, *queries = NULL, *out = NULL, *metric_name = "euclidean";
+    const char *data = NULL, *queries = NULL, *out = NULL, *metric_name = "euclidean", *precision_name = "float64";
     int64_t k = 10;
     double p = 2.0;
     for (int i = 1; i < argc; i++) {
         if (cli_knn_option(argc, argv, &i, &metric_name, &k, &p))
             continue;
-        if (i + 1 < argc && strcmp(argv[i], "--queries") == 0)
+        if (i + 1 < argc && strcmp(argv[i], "--precision") == 0)
+            precision_name = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--queries") == 0)
             queries = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--out") == 0)
             out = argv[++i];
@@ -115,8 +133,11 @@ int cmd_knn(const cli_globals *g, int argc, char **argv)
         else
             data = NULL, i = argc; /* force the usage message */
     }
-    if (!data || k < 1) {
-        fprintf(stderr, "usage: sparsering knn DATA.mtx [--metric NAME] [-k K] [--p P] [--queries Q.mtx] [--out FILE]\n");
+    sr_precision precision = SR_PRECISION_EXACT;
+    bool float64 = true;
+    if (!data || k < 1 || !cli_precision(precision_name, true, &precision, &float64)) {
+        fprintf(stderr, "usage: sparsering knn DATA.mtx [--metric NAME] [-k K] [--p P] [--queries Q.mtx] [--out FILE]\n"
+                        "                      [--precision float64|exact|tf32|float32]\n");
         return CLI_USAGE;
     }
     sr_metric metric;
@@ -150,18 +171,22 @@ int cmd_knn(const cli_globals *g, int argc, char **argv)
         rc = CLI_FAILED;
         goto done;
     }
-    sr_dense D = sr_dense_view(dist, qi.nrows, k, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    /* float32 distances go in the first half of dist's bytes, then widen in place from the end */
+    sr_dense D = sr_dense_view(dist, qi.nrows, k, float64 ? SR_TYPE_FLOAT64 : SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_HOST);
     double last = cli_seconds();
-    sr_knn_options opts = {cli_knn_progress, &last};
+    sr_knn_options opts = {cli_knn_progress, &last, precision};
     t0 = cli_seconds();
     s = sr_knn(ctx, X, Q ? Q : X, k, metric, p, idx, &D, &opts);
     double t_knn = cli_seconds() - t0;
+    if (s == SR_SUCCESS && !float64)
+        for (int64_t t = qi.nrows * k - 1; t >= 0; t--)
+            dist[t] = (double)((const float *)dist)[t];
     if (s != SR_SUCCESS) {
         rc = cli_fail(s, "knn");
         goto done;
     }
-    fprintf(stderr, "knn: %lld queries, k %lld, %s, %s backend: read %.3f s, k-NN %.3f s\n", (long long)qi.nrows,
-            (long long)k, sr_metric_name(metric), cli_backend_name(ctx), t_read, t_knn);
+    fprintf(stderr, "knn: %lld queries, k %lld, %s, %s backend: read %.3f s, k-NN %.3f s (%s)\n", (long long)qi.nrows,
+            (long long)k, sr_metric_name(metric), cli_backend_name(ctx), t_read, t_knn, sr_last_method());
     rc = write_result(out, idx, dist, qi.nrows, k, 5);
 done:
     free(idx);

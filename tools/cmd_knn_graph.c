@@ -7,11 +7,12 @@
 #include "cli.h"
 
 static const char *kUsage = "usage: sparsering knn-graph DATA.mtx [--metric NAME] [-k K] [--p P] "
-                            "[--mode connectivity|distance] [--include-self] [--symmetrize] [--out GRAPH.mtx]\n";
+                            "[--mode connectivity|distance] [--include-self] [--symmetrize] [--out GRAPH.mtx]\n"
+                            "                            [--precision exact|tf32|float32|float64]\n";
 
 int cmd_knn_graph(const cli_globals *g, int argc, char **argv)
 {
-    const char *data = NULL, *out = NULL, *metric_name = "euclidean", *mode = "connectivity";
+    const char *data = NULL, *out = NULL, *metric_name = "euclidean", *mode = "connectivity", *precision = "exact";
     int64_t k = 10;
     double p = 2.0;
     sr_knn_graph_options o = sr_knn_graph_options_default();
@@ -20,6 +21,8 @@ int cmd_knn_graph(const cli_globals *g, int argc, char **argv)
             continue;
         if (i + 1 < argc && strcmp(argv[i], "--mode") == 0)
             mode = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--precision") == 0)
+            precision = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--out") == 0)
             out = argv[++i];
         else if (strcmp(argv[i], "--include-self") == 0)
@@ -31,10 +34,12 @@ int cmd_knn_graph(const cli_globals *g, int argc, char **argv)
         else
             data = NULL, i = argc; /* force the usage message */
     }
-    if (!data || k < 1 || !cli_graph_mode(mode, &o.mode)) {
+    bool float64 = false;
+    if (!data || k < 1 || !cli_graph_mode(mode, &o.mode) || !cli_precision(precision, true, &o.precision, &float64)) {
         fputs(kUsage, stderr);
         return CLI_USAGE;
     }
+    o.type = float64 ? SR_TYPE_FLOAT64 : SR_TYPE_FLOAT32;
     sr_metric metric;
     sr_context ctx;
     int rc = cli_knn_start(g, "knn-graph", metric_name, &metric, &ctx);

@@ -1560,19 +1560,19 @@ static int progress_trampoline(int64_t done, int64_t total, void *user)
     return stop;
 }
 
-/* knn(ctx, index, queries, k, metric, arg, indices int64 buffer, distances dense tuple, progress) */
+/* knn(ctx, index, queries, k, metric, arg, indices int64 buffer, distances dense tuple, progress, precision) */
 static PyObject *knn(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *context, *x, *q, *dt, *progress;
     long long k;
-    int metric;
+    int metric, precision = SR_PRECISION_EXACT;
     double arg;
     PyObject *indices;
     Py_buffer idx;
     sr_location idx_where;
-    if (!PyArg_ParseTuple(args, "OOOLidOO!O", &context, &x, &q, &k, &metric, &arg, &indices, &PyTuple_Type, &dt,
-                          &progress) ||
+    if (!PyArg_ParseTuple(args, "OOOLidOO!O|i", &context, &x, &q, &k, &metric, &arg, &indices, &PyTuple_Type, &dt,
+                          &progress, &precision) ||
         get_array(indices, &idx, 1, PyBUF_C_CONTIGUOUS, &idx_where))
         return NULL;
     PyObject *result = NULL;
@@ -1589,7 +1589,7 @@ static PyObject *knn(PyObject *mod, PyObject *args)
         goto done;
     }
     progress_state st = {progress, 0};
-    sr_knn_options o = {progress_trampoline, &st};
+    sr_knn_options o = {progress_trampoline, &st, (sr_precision)precision};
     sr_status s;
     Py_BEGIN_ALLOW_THREADS s = sr_knn(ctx, X, Q, k, (sr_metric)metric, arg, idx.buf, &D.view, &o);
     Py_END_ALLOW_THREADS if (st.python_error) goto done; /* the callback's exception (or KeyboardInterrupt) */
@@ -1605,16 +1605,16 @@ done:
     return result;
 }
 
-/* knn_graph(ctx, X, k, metric, arg, distance_mode, include_self, symmetrize, type, progress) -> Matrix */
+/* knn_graph(ctx, X, k, metric, arg, distance_mode, include_self, symmetrize, type, progress, precision) -> Matrix */
 static PyObject *knn_graph(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *context, *x, *progress;
     long long k;
-    int metric, distance, include_self, symmetrize, type;
+    int metric, distance, include_self, symmetrize, type, precision = SR_PRECISION_EXACT;
     double arg;
-    if (!PyArg_ParseTuple(args, "OOLidpppiO", &context, &x, &k, &metric, &arg, &distance, &include_self, &symmetrize,
-                          &type, &progress))
+    if (!PyArg_ParseTuple(args, "OOLidpppiO|i", &context, &x, &k, &metric, &arg, &distance, &include_self, &symmetrize,
+                          &type, &progress, &precision))
         return NULL;
     sr_context ctx = ctx_of(context);
     sr_matrix X;
@@ -1628,6 +1628,7 @@ static PyObject *knn_graph(PyObject *mod, PyObject *args)
     o.type = (sr_type)type;
     o.progress = progress_trampoline;
     o.progress_user = &st;
+    o.precision = (sr_precision)precision;
     sr_matrix G = NULL;
     sr_status s;
     Py_BEGIN_ALLOW_THREADS s = sr_knn_graph(ctx, X, k, (sr_metric)metric, arg, &o, &G);
@@ -1674,6 +1675,13 @@ static PyObject *version(PyObject *mod, PyObject *unused)
     return PyUnicode_FromString(sr_version_string());
 }
 
+static PyObject *last_method(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return PyUnicode_FromString(sr_last_method());
+}
+
 static PyMethodDef module_methods[] = {
     {"from_csr", from_csr, METH_VARARGS, "from_csr(ctx, nrows, ncols, type, indptr, indices, values)"},
     {"from_coo", from_coo, METH_VARARGS, "from_coo(ctx, nrows, ncols, type, rows, cols, values, sum_duplicates)"},
@@ -1718,6 +1726,7 @@ static PyMethodDef module_methods[] = {
     {"radius", radius, METH_VARARGS,
      "radius(ctx, X, queries_or_None, radius, metric, arg, distance_mode, include_self, type, progress)"},
     {"version", version, METH_NOARGS, "The library's version string."},
+    {"last_method", last_method, METH_NOARGS, "The path the calling thread's last k-NN took."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_core", "The sparsering C library, bound as is.", -1,

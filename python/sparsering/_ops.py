@@ -345,15 +345,33 @@ def pairwise_distances(X, Y=None, metric="euclidean", *, p=None, dtype=None, con
     return D
 
 
+PRECISIONS = {"exact": 0, "tf32": 1, "float32": 2}
+
+
+def _tensor_precision(precision):
+    """The library's sr_precision for a name (see kneighbors)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, not {precision!r}")
+    return PRECISIONS[precision]
+
+
 def kneighbors(index, queries=None, k=5, metric="euclidean", *, p=None, dtype=None, progress=None, output_type=None,
-               context=None):
+               context=None, precision="exact"):
     """The k nearest rows of `index` to each row of `queries` (index itself when None; each row
     then finds itself first). Returns (distances, indices), closest first, ties to the smaller
     index; inner_product keeps the largest. progress: True for a progress bar (tqdm when
     installed), or a callable(done, total) whose true result stops the run (CancelledError);
     Ctrl-C stops it between batches. output_type: "cupy" (or "array") or "torch" for results on
     the GPU, "numpy" for host arrays; None or "input" (the default) answers GPU inputs in their
-    kind, others in numpy."""
+    kind, others in numpy.
+
+    precision: how float32 searches of the dot-product metrics on a GPU may use tensor cores for
+    the columns that carry most of the work. "exact" (default): FP16 where every value is an
+    integer that FP16 holds and every dot product stays below 2^24 (checked; the float32 answer
+    bit for bit), else a split TF32 product of float32 accuracy; "tf32": one TF32 product, fastest,
+    dot products to about 1e-3 relative; "float32": no tensor cores. `sparsering.last_method()`
+    says which path a call took."""
+    prec = _tensor_precision(precision)
     ctx = _ctx_for(index, context)
     m, arg = _metric(metric, p)
     kind = _output_kind(output_type, index, queries)
@@ -366,25 +384,26 @@ def kneighbors(index, queries=None, k=5, metric="euclidean", *, p=None, dtype=No
         dd, di = _device.device_array(dist), _device.device_array(idx)
         with progress_callback(progress, Q.shape[0]) as callback:
             _run_on_device(ctx, kind, lambda: _core.knn(ctx._ctx, X._h, Q._h, k, m, arg, (di.ptr, di.nbytes),
-                                                        _device.dense_arg(dd, t, ROW_MAJOR, COL_MAJOR), callback))
+                                                        _device.dense_arg(dd, t, ROW_MAJOR, COL_MAJOR), callback, prec))
         return dist, idx
     dist = np.empty((Q.shape[0], k), dtype=numpy_dtype(t))
     idx = np.empty((Q.shape[0], k), dtype=np.int64)
     with progress_callback(progress, Q.shape[0]) as callback:
-        _core.knn(ctx._ctx, X._h, Q._h, k, m, arg, idx, _dense(dist, "distances", True), callback)
+        _core.knn(ctx._ctx, X._h, Q._h, k, m, arg, idx, _dense(dist, "distances", True), callback, prec)
     return dist, idx
 
 
 def kneighbors_graph(X, n_neighbors, mode="connectivity", metric="minkowski", p=2, metric_params=None,
                      include_self=False, n_jobs=None, *, symmetrize=False, dtype=None, progress=None, output_type=None,
-                     context=None):
+                     context=None, precision="exact"):
     """The k-nearest-neighbour graph of X's rows, as sklearn.neighbors.kneighbors_graph: a
     scipy csr_matrix, row i holding its n_neighbors nearest rows, 1.0 (connectivity) or the
     distance (mode="distance"; explicit zeros for equal rows are kept). include_self=False leaves
     each row out of its own list. symmetrize=True returns G ∪ Gᵀ with the larger value where both
     hold an entry (for UMAP, spectral clustering). Built in batches; n_jobs is ignored (the
     context's threads or the GPU do the work). A GPU input gives the graph in its sparse kind
-    (cupyx / torch); output_type as in kneighbors."""
+    (cupyx / torch); output_type and precision as in kneighbors."""
+    prec = _tensor_precision(precision)
     if mode not in ("connectivity", "distance"):
         raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
     if metric_params and "p" in metric_params:
@@ -396,7 +415,7 @@ def kneighbors_graph(X, n_neighbors, mode="connectivity", metric="minkowski", p=
     t = _precision(dtype, A)
     with progress_callback(progress, A.shape[0]) as callback:
         h = _core.knn_graph(ctx._ctx, A._h, int(n_neighbors), m, arg, mode == "distance", include_self, symmetrize,
-                            t, callback)
+                            t, callback, prec)
     return _graph_result(Matrix._wrap(h, ctx), kind, mode)
 
 

@@ -24,7 +24,8 @@ class NearestNeighbors:
     (scikit-learn's default; with p=2 it is euclidean, p=1 manhattan). dtype: float32 or
     float64 for the distances (default: float32 for float32 data, else float64). progress: as
     sparsering.kneighbors. context: a sparsering.Context (default: the module's; a CUDA
-    context keeps the fitted matrix on the GPU).
+    context keeps the fitted matrix on the GPU). precision: "exact" (default), "tf32" or
+    "float32", as sparsering.kneighbors (tensor cores on the GPU for the dot-product metrics).
 
     Accepted for the two signatures, with these meanings: algorithm (any of scikit-learn's or
     cuML's names; the search is always exact, so the approximate ones return exact neighbours),
@@ -41,7 +42,7 @@ class NearestNeighbors:
 
     def __init__(self, n_neighbors=5, radius=1.0, *, algorithm="auto", leaf_size=30, metric="minkowski", p=2,
                  metric_params=None, n_jobs=None, dtype=None, progress=None, context=None, verbose=False,
-                 handle=None, algo_params=None, output_type=None):
+                 handle=None, algo_params=None, output_type=None, precision="exact"):
         self.n_neighbors = n_neighbors
         self.radius = radius
         self.algorithm = algorithm
@@ -57,6 +58,7 @@ class NearestNeighbors:
         self.handle = handle
         self.algo_params = algo_params
         self.output_type = output_type
+        self.precision = precision
 
     def get_params(self, deep=True):
         """The constructor's parameters (read from its signature, as scikit-learn's estimators do)."""
@@ -113,7 +115,7 @@ class NearestNeighbors:
                              f"{self.n_samples_fit_ if query_self else queries.shape[0]}")
         kind = self._output_kind(X)
         dist, ind = kneighbors(self._fit_X, queries, kk, metric, p=p, dtype=self.dtype, progress=self.progress,
-                               output_type=kind or "numpy", context=self._ctx)
+                               output_type=kind or "numpy", context=self._ctx, precision=self.precision)
         if query_self:  # drop each row itself; when ties pushed it out, drop the first column instead
             keep = ind != _device.arange(kind, ind.shape[0], ind)[:, None]
             keep[keep.all(1), 0] = False
@@ -140,7 +142,8 @@ class NearestNeighbors:
         kind = self._output_kind(X)
         if X is None:
             return kneighbors_graph(self._fit_X, k, mode, metric, p if p is not None else 2, dtype=self.dtype,
-                                    progress=self.progress, output_type=kind or "numpy", context=self._ctx)
+                                    progress=self.progress, output_type=kind or "numpy", context=self._ctx,
+                                    precision=self.precision)
         dist, ind = self.kneighbors(X, k)
         if kind:  # k entries a row, columns sorted, as the host graph
             ind, dist = _device.sort_rows(ind, dist)

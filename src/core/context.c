@@ -162,6 +162,7 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_context_create: out of host memory");
     }
     ctx->refcount = 1;
+    pthread_mutex_init(&ctx->blas_lock, NULL); /* cannot fail with default attributes on Linux */
     ctx->backend = resolved;
     ctx->opencl = opencl;
     ctx->device_usable = device_usable;
@@ -176,6 +177,7 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
     if (resolved == SR_BACKEND_CUDA && o.stream == NULL) {
         sr_status s = sr_device_stream_create(o.device, &ctx->stream);
         if (s != SR_SUCCESS) {
+            pthread_mutex_destroy(&ctx->blas_lock);
             free(ctx);
             return s;
         }
@@ -201,6 +203,9 @@ void sr_context_release(sr_context ctx)
         return;
     if (ctx->free_comms)
         ctx->free_comms(ctx);
+    if (ctx->free_blas)
+        ctx->free_blas(ctx);
+    pthread_mutex_destroy(&ctx->blas_lock);
     for (int g = 0; g < ctx->ndevices; g++)
         if (ctx->peers[g])
             sr_context_destroy(ctx->peers[g]);

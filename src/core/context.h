@@ -35,6 +35,10 @@ struct sr_context_s {
     pthread_mutex_t spread_lock; /* one spread call at a time: they share the GPUs' streams and NCCL */
     void *comms;
     void (*free_comms)(struct sr_context_s *ctx);
+    /* the cuBLAS handle of the tensor-core paths, made on first use (src/cuda/cuda_blas.cu) */
+    void *blas;
+    void (*free_blas)(struct sr_context_s *ctx);
+    pthread_mutex_t blas_lock;
 };
 
 void sr_context_retain(sr_context ctx);

@@ -10,6 +10,18 @@ static _Thread_local char sr_message[SR_MESSAGE_CAPACITY];
 
 const char *sr_last_error(void) { return sr_message; }
 
+static _Thread_local char sr_method[256];
+
+const char *sr_last_method(void) { return sr_method; }
+
+void sr_set_method(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(sr_method, sizeof sr_method, fmt, args);
+    va_end(args);
+}
+
 sr_status sr_error(sr_status status, const char *fmt, ...)
 {
     va_list args;

@@ -18,6 +18,9 @@ extern "C" {
  * `return sr_error(SR_ERROR_..., "row %lld ...", ...);`. */
 sr_status sr_error(sr_status status, const char *fmt, ...) SR_PRINTF(2, 3);
 
+/* Sets the calling thread's description of the path its last k-NN took (sr_last_method). */
+void sr_set_method(const char *fmt, ...) SR_PRINTF(1, 2);
+
 /* Prefixes the current message with "context: " (e.g. the file and line being parsed). */
 sr_status sr_error_prefix(sr_status status, const char *fmt, ...) SR_PRINTF(2, 3);
 

@@ -108,6 +108,20 @@ bool sr_cuda_knn_tiles_apply(const sr_distance_inputs *in, int64_t k);
 size_t sr_cuda_knn_tiles_scratch_per_row(const sr_distance_inputs *in, int64_t k);
 sr_status sr_cuda_knn_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k, int64_t *idx,
                                  const sr_strided_out *dist);
+/* k-NN of the dot-product metrics with the columns that hold most of the pair work as a dense
+ * panel multiplied on tensor cores (cuda_knn_panel.cu): the dense path's neighbours, distances
+ * bit for bit in FP16 mode, to float32 accuracy otherwise. The plan decides the panel's columns
+ * and precision and builds the index's panel; *panel stays NULL where the path does not apply
+ * (float64, another metric, k > 32, SR_PRECISION_FLOAT32, no inverted form) or does not pay by
+ * its cost model (SPARSERING_KNN_PANEL=0 never, =1 wherever it applies;
+ * SPARSERING_KNN_PANEL_COLUMNS=N sets the width). It sets sr_last_method. */
+typedef struct sr_cuda_panel sr_cuda_panel;
+sr_status sr_cuda_knn_panel_plan(const sr_distance_inputs *in, int64_t k, sr_precision precision,
+                                 sr_cuda_panel **panel);
+size_t sr_cuda_knn_panel_scratch_per_row(const sr_cuda_panel *panel, const sr_distance_inputs *in, int64_t k);
+sr_status sr_cuda_knn_panel_rows(sr_cuda_panel *panel, const sr_distance_inputs *in, int64_t q0, int64_t q1,
+                                 int64_t k, int64_t *idx, const sr_strided_out *dist);
+void sr_cuda_knn_panel_free(sr_cuda_panel *panel);
 /* Radius neighbours of query rows [q0, q1) deciding as they are scored (cuda_radius_tiles.cu), on
  * the same tiles and bounds as sr_cuda_knn_tiles_rows: the rows `rule` keeps (a radius, maybe
  * leaving each query's own row out), as a new device CSR of q1 - q0 rows in *piece, the dense

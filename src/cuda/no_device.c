@@ -151,6 +151,25 @@ sr_status sr_cuda_knn_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64
     (void)in; (void)q0; (void)q1; (void)k; (void)idx; (void)dist;
     return no_cuda();
 }
+sr_status sr_cuda_knn_panel_plan(const sr_distance_inputs *in, int64_t k, sr_precision precision,
+                                 sr_cuda_panel **panel)
+{
+    (void)in; (void)k; (void)precision;
+    *panel = NULL;
+    return SR_SUCCESS;
+}
+size_t sr_cuda_knn_panel_scratch_per_row(const sr_cuda_panel *panel, const sr_distance_inputs *in, int64_t k)
+{
+    (void)panel; (void)in; (void)k;
+    return 0;
+}
+sr_status sr_cuda_knn_panel_rows(sr_cuda_panel *panel, const sr_distance_inputs *in, int64_t q0, int64_t q1,
+                                 int64_t k, int64_t *idx, const sr_strided_out *dist)
+{
+    (void)panel; (void)in; (void)q0; (void)q1; (void)k; (void)idx; (void)dist;
+    return no_cuda();
+}
+void sr_cuda_knn_panel_free(sr_cuda_panel *panel) { (void)panel; }
 size_t sr_cuda_select_scratch_per_row(int64_t n, int64_t k, sr_type type)
 {
     (void)n; (void)k; (void)type;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../core/distance.h"
+#include "../core/error.h"
 #include "../core/memory.h"
 #include "../core/settings.h"
 #include "../cpu/cpu.h"
@@ -21,6 +22,7 @@ static size_t mag_bytes(const struct sr_matrix_s *M)
 
 void sr_distance_release(sr_distance_prep *p)
 {
+    sr_cuda_knn_panel_free(p->panel);
     /* the norms first: their sizes come from the matrices, which may be the cast copies */
     sr_mem_free(p->ctx, p->where, p->qnorm, 2 * sizeof(double) * (size_t)(p->in.Q ? p->in.Q->nrows : 0));
     sr_mem_free(p->ctx, p->where, p->xnorm, 2 * sizeof(double) * (size_t)(p->in.X ? p->in.X->nrows : 0));
@@ -311,6 +313,8 @@ static sr_status knn_batch(const sr_distance_prep *p, int64_t r0, int64_t rows, 
         if (taken)
             return SR_SUCCESS;
     }
+    if (p->panel)
+        return sr_cuda_knn_panel_rows(p->panel, &p->in, r0, r0 + rows, k, idx, dist);
     if (p->tiles)
         return sr_cuda_knn_tiles_rows(&p->in, r0, r0 + rows, k, idx, dist);
     sr_strided_out full = {block, n, 1};
@@ -334,7 +338,7 @@ static sr_status knn_batches(const char *fn, const sr_distance_prep *p, int64_t 
     void *block = NULL, *s_dist = NULL;
     int64_t *s_idx = NULL;
     /* the overlap and tile paths select as they go */
-    const size_t block_elems = p->overlap || p->tiles ? 0 : (size_t)b * (size_t)n;
+    const size_t block_elems = p->overlap || p->tiles || p->panel ? 0 : (size_t)b * (size_t)n;
     sr_status s = sr_mem_alloc_array(ctx, p->where, block_elems, es, &block);
     if (s == SR_SUCCESS && staged)
         s = sr_mem_alloc_array(ctx, p->where, (size_t)b * (size_t)k, es, &s_dist);
@@ -405,6 +409,8 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     SR_CHECK_ARG(index->location != SR_DEVICE || k <= 1024,
                  "%s: k = %lld; on the device k is at most 1024 (copy the matrices to the host for larger k)", fn,
                  (long long)k);
+    SR_CHECK_ARG(!options || (options->precision >= SR_PRECISION_EXACT && options->precision <= SR_PRECISION_FLOAT32),
+                 "%s: precision %d is not one of SR_PRECISION_EXACT, _TF32, _FLOAT32", fn, (int)options->precision);
     SR_CHECK_ARG(distances->nrows == queries->nrows && distances->ncols == k,
                  "%s: distances is %lld x %lld but there are %lld queries and k = %lld", fn,
                  (long long)distances->nrows, (long long)distances->ncols, (long long)queries->nrows, (long long)k);
@@ -422,7 +428,16 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     const bool staged = distances->location != p.where;
     /* the overlap path on the device is asked for (SPARSERING_KNN_OVERLAP=1); it declines where it
      * does not apply, and the tiles or the dense path take the batch */
-    p.tiles = p.where == SR_DEVICE && sr_cuda_knn_tiles_apply(&p.in, k);
+    const sr_precision precision = options ? options->precision : SR_PRECISION_EXACT;
+    if (p.where == SR_DEVICE && distances->type == SR_TYPE_FLOAT32 && precision != SR_PRECISION_FLOAT32)
+        s = sr_cuda_knn_panel_plan(&p.in, k, precision, &p.panel);
+    if (s != SR_SUCCESS) {
+        sr_distance_release(&p);
+        return s;
+    }
+    p.tiles = p.where == SR_DEVICE && !p.panel && sr_cuda_knn_tiles_apply(&p.in, k);
+    if (!p.panel)
+        sr_set_method("knn: %s", p.overlap ? "overlap (CPU)" : p.tiles ? "sparse tiles" : "distance block and selection");
     /* batches as the dense path's (the overlap path needs no block, but the workspace limit keeps
      * setting how often progress is reported and a cancel is seen); the tiles' candidates are a
      * few per tile, and their batches are capped so that progress is still reported */
@@ -430,6 +445,8 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
                      (p.where == SR_DEVICE ? sr_cuda_select_scratch_per_row(n, k, distances->type) : 0);
     if (p.tiles)
         per_row = sr_cuda_knn_tiles_scratch_per_row(&p.in, k) + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0);
+    if (p.panel)
+        per_row = sr_cuda_knn_panel_scratch_per_row(p.panel, &p.in, k) + (staged ? (size_t)k * (es + sizeof(int64_t)) : 0);
     int64_t b = sr_distance_batch_rows(ctx, p.where, nq, per_row), done = 0;
     if (p.tiles && b > SR_TILE_BATCH_CAP)
         b = SR_TILE_BATCH_CAP;

@@ -22,6 +22,8 @@ typedef struct sr_distance_prep {
     /* device k-NN and radius deciding as they score (sr_cuda_knn_tiles_rows, sr_cuda_radius_tiles_rows):
      * taken, so no block of n a query */
     bool tiles;
+    /* device k-NN with the dense panel on tensor cores (sr_cuda_knn_panel_rows): its plan, or NULL */
+    struct sr_cuda_panel *panel;
 } sr_distance_prep;
 
 /* Checks the pair and readies it for the backend where the index lives: values cast to the

@@ -12,7 +12,7 @@
 
 sr_knn_graph_options sr_knn_graph_options_default(void)
 {
-    sr_knn_graph_options o = {SR_GRAPH_CONNECTIVITY, false, false, SR_TYPE_FLOAT32, NULL, NULL};
+    sr_knn_graph_options o = {SR_GRAPH_CONNECTIVITY, false, false, SR_TYPE_FLOAT32, NULL, NULL, SR_PRECISION_EXACT};
     return o;
 }
 
@@ -115,7 +115,7 @@ sr_status sr_knn_graph(sr_context ctx, sr_matrix X, int64_t k, sr_metric metric,
         s = sr_mem_alloc_array(ctx, SR_HOST, (size_t)(m * kk), es, &dist);
     if (s == SR_SUCCESS) {
         sr_dense view = sr_dense_view(dist, m, kk, o.type, SR_ROW_MAJOR, SR_HOST);
-        sr_knn_options ko = {o.progress, o.progress_user};
+        sr_knn_options ko = {o.progress, o.progress_user, o.precision};
         s = sr_knn(ctx, X, X, kk, metric, metric_arg, idx, &view, &ko);
     }
     if (s == SR_SUCCESS)

@@ -284,6 +284,7 @@ typedef struct knn_job {
     sr_metric metric;
     double metric_arg;
     sr_type type;
+    sr_precision precision;
     int64_t k_of[SR_MAX_DEVICES];
     int64_t *idx[SR_MAX_DEVICES];
     void *dist[SR_MAX_DEVICES];
@@ -299,8 +300,9 @@ static sr_status knn_on_gpu(int g, void *arg)
     if (j->rows != Q->nrows)
         SR_TRY(sr_extract(peer, &chunk, Q, j->q0, 0, j->rows, Q->ncols));
     sr_dense view = sr_dense_view(j->dist[g], j->rows, j->k_of[g], j->type, SR_ROW_MAJOR, SR_DEVICE);
+    const sr_knn_options o = {NULL, NULL, j->precision};
     sr_status s = sr_knn(peer, j->sh->block[g], chunk ? chunk : Q, j->k_of[g], j->metric, j->metric_arg, j->idx[g],
-                         &view, NULL);
+                         &view, &o);
     sr_matrix_destroy(chunk);
     return s;
 }
@@ -379,7 +381,8 @@ static sr_status spread_knn(struct sr_context_s *ctx, struct sr_matrix_s *index,
     sr_shards *sh = NULL;
     struct sr_matrix_s *qs[SR_MAX_DEVICES] = {NULL}, *own[SR_MAX_DEVICES] = {NULL};
     sr_status s = queries_everywhere(ctx, index, queries, &sh, qs, own);
-    knn_job j = {ctx, sh, qs, 0, 0, metric, metric_arg, distances->type, {0}, {NULL}, {NULL}};
+    knn_job j = {ctx, sh, qs, 0, 0, metric, metric_arg, distances->type,
+                 options ? options->precision : SR_PRECISION_EXACT, {0}, {NULL}, {NULL}};
     knn_buffers bf = {0};
     const int64_t b = knn_round_rows(n, nq, k, es, options);
     for (int g = 0; g < n && s == SR_SUCCESS; g++) {

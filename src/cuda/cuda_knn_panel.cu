@@ -1,0 +1,552 @@
+// k-NN of the dot-product metrics on tensor cores (docs/tensor-cores.md). In a bag of words or a
+// ratings matrix a few popular columns carry almost all of an all-vs-all's pair work (Σ over
+// columns of the queries' count × the index's count): on NY Times-like data the top 2,048 of 102K
+// columns carry 98.9%. Those columns become a dense panel, the index's once a call and each
+// batch's queries', multiplied by cuBLAS on tensor cores into a block of batch × n dot products;
+// the other columns' products are added into the block by the sparse walk of the index's inverted
+// form (one atomic a shared entry, as the tiles sum); a last pass finalizes each value with the
+// metric and keeps each warp's k best (cuda_knn_candidates.cuh).
+//
+// Precision (sr_precision): FP16 operands where every value the metric multiplies is an integer of
+// at most 2048 in magnitude and |q||x| < 2^24 for every pair (then every partial sum is an integer
+// below 2^24, exact in float32 in any order: the float32 path's answer bit for bit); otherwise the
+// TF32 split product (each operand v = hi + lo, hi rounded to TF32's 10 bits, and
+// q·x ≈ hi·hi + hi·lo + lo·hi: float32 accuracy, as Ootomo & Yokota 2022), or one TF32 product
+// when asked for.
+//
+// A cost model picks the panel's columns: a column is dense when its sparse work (its pairs at the
+// tiles' measured rate) costs more than its share of the GEMM; the panel pays when its GEMM, the
+// block's write and read and the cold columns' sparse work beat the tiles' time for all the work.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "cuda_blas.cuh"
+#include "cuda_common.cuh"
+#include "cuda_knn_candidates.cuh"
+
+extern "C" {
+#include "../semiring/metric.h"
+#include "cuda.h"
+}
+
+enum panel_mode { kPanelFp16 = 0, kPanelTf32 = 1, kPanelTf32x3 = 2 };
+
+struct sr_cuda_panel {
+    sr_context_s *ctx;
+    panel_mode mode;
+    int64_t columns;       // the panel's width H (a multiple of 64; slots past the hot columns stay 0)
+    int64_t ldx, ldq;      // elements a row of the index's and of the queries' panel
+    size_t elt;            // bytes an element
+    int32_t *slot_of;      // ncols: a column's place in the panel, -1 for the sparse rest
+    size_t slot_bytes;
+    void *xpanel;          // index rows × ldx
+    size_t xbytes;
+    double coverage;       // the share of the pair work in the panel's columns
+};
+
+namespace {
+
+using namespace sr_cuda;
+
+// The model's rates (H100, float32 distances): the tiles' pair updates a second (NY Times-like
+// cosine: 2.9e12 pair updates in 13.1 s on an H200, scRNA-like 8.2e11 in 5.8 s), the block's
+// pairs a second written by the GEMM and read by the selection (8 bytes at ~2.5 TB/s), and the
+// tensor cores' multiply-adds a second as cuBLAS reaches them on such shapes.
+constexpr double kSparseRate = 1.5e11;
+constexpr double kPairRate = 2.5e12 / 8.0;
+double mac_rate(panel_mode mode) { return mode == kPanelFp16 ? 3.0e14 : mode == kPanelTf32 ? 1.5e14 : 5.0e13; }
+constexpr int64_t kAlign = 64; // the panel's width: a multiple of the GEMM's K tile
+constexpr int kSelThreads = 256;
+constexpr int kUnroll = 4;
+
+const char *mode_name(panel_mode m) { return m == kPanelFp16 ? "FP16" : m == kPanelTf32 ? "TF32" : "3xTF32"; }
+
+// What the panel holds for a stored value: the value, 1 for the set metrics, its square root for
+// Hellinger (their dot products are the metrics' accumulators).
+template <sr_metric_kind K> __device__ inline double panel_value(double v) {
+    if constexpr (K == SR_MK_PAIR)
+        return v != 0.0 ? 1.0 : 0.0;
+    else if constexpr (K == SR_MK_SQRT)
+        return sqrt(v);
+    else
+        return v;
+}
+
+// v rounded to TF32's 10 fraction bits (to nearest, ties away): exact as a TF32 operand.
+__device__ inline float tf32_high(float v) { return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u); }
+
+// *bad |= 1 where a value's panel form is not an integer of magnitude <= 2048 (FP16's exact range).
+template <sr_metric_kind K> __global__ void check_integers(const float *val, int64_t nnz, unsigned *bad) {
+    bool mine = false;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz; e += (int64_t)gridDim.x * blockDim.x) {
+        const double t = panel_value<K>((double)val[e]);
+        mine |= !(t == rint(t) && fabs(t) <= 2048.0);
+    }
+    if (__any_sync(~0u, mine) && (threadIdx.x & 31) == 0)
+        atomicOr(bad, 1u);
+}
+
+// *top = the largest first norm (non-negative doubles order as their bits).
+__global__ void max_norm(const double *norms, int64_t rows, unsigned long long *top) {
+    unsigned long long mine = 0;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows; i += (int64_t)gridDim.x * blockDim.x)
+        mine = max(mine, (unsigned long long)__double_as_longlong(fmax(norms[2 * i], 0.0)));
+    for (int o = 16; o > 0; o /= 2)
+        mine = max(mine, __shfl_xor_sync(~0u, mine, o));
+    if ((threadIdx.x & 31) == 0 && mine)
+        atomicMax(top, mine);
+}
+
+__global__ void count_columns(const int32_t *colind, int64_t nnz, int32_t *counts) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz; e += (int64_t)gridDim.x * blockDim.x)
+        atomicAdd(&counts[colind[e]], 1);
+}
+
+// Rows [r0, r0 + rows) of a matrix into a zeroed panel, a warp a row. The index's panel holds
+// [hi | lo] for the split product, the queries' [hi | hi | lo]: one GEMM of depth 2H gives
+// hi·hi + lo·hi (index lo), a second of depth H adds hi·lo (query lo).
+template <sr_metric_kind K>
+__global__ void fill_panel(const int64_t *rowptr, const int32_t *colind, const float *val, int64_t r0, int64_t rows,
+                           const int32_t *slot_of, int64_t H, panel_mode mode, bool query, void *panel, int64_t ld) {
+    const int lane = threadIdx.x & 31;
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < rows;
+         r += (int64_t)gridDim.x * blockDim.x / 32) {
+        for (int64_t e = rowptr[r0 + r] + lane; e < rowptr[r0 + r + 1]; e += 32) {
+            const int32_t s = slot_of[colind[e]];
+            if (s < 0)
+                continue;
+            const float t = (float)panel_value<K>((double)val[e]);
+            if (mode == kPanelFp16) {
+                static_cast<__half *>(panel)[r * ld + s] = __float2half_rn(t);
+            } else if (mode == kPanelTf32) {
+                static_cast<float *>(panel)[r * ld + s] = t;
+            } else {
+                float *p = static_cast<float *>(panel) + r * ld;
+                const float hi = tf32_high(t), lo = t - hi;
+                p[s] = hi;
+                p[H + s] = query ? hi : lo;
+                if (query)
+                    p[2 * H + s] = lo;
+            }
+        }
+    }
+}
+
+// The cold columns' terms into the block (row r of the batch at C + r·ldc), a warp a query entry
+// walking its column of the inverted index; the same double term rounded to float as the tiles add.
+template <sr_metric M>
+__global__ void add_cold(const int64_t *qptr, const int32_t *qcol, const float *qval, int64_t q0, int64_t nq,
+                         const int32_t *slot_of, const int64_t *xtptr, const int32_t *xtrow, const float *xtval,
+                         double p, float *C, int64_t ldc) {
+    const int lane = threadIdx.x & 31;
+    const int64_t first = qptr[q0], last = qptr[q0 + nq];
+    for (int64_t e = first + (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; e < last;
+         e += (int64_t)gridDim.x * blockDim.x / 32) {
+        const int32_t c = qcol[e];
+        if (slot_of[c] >= 0)
+            continue;
+        const int64_t r = row_of_entry(qptr + q0, nq, e);
+        const double q = (double)qval[e];
+        float *row = C + r * ldc;
+        for (int64_t t = xtptr[c] + lane; t < xtptr[c + 1]; t += 32) {
+            double a0 = 0.0, a1 = 0.0;
+            sr_metric_intersect(M, q, (double)xtval[t], p, &a0, &a1);
+            atomicAdd(&row[xtrow[t]], (float)a0);
+        }
+    }
+}
+
+// Block (query r of the batch, chunk y): the metric's value of each dot product of the chunk, as
+// the tiles finalize theirs, into the warps' k best, then the block's k best to its slots.
+template <sr_metric M>
+__global__ void __launch_bounds__(kSelThreads)
+    select_panel(const float *C, int64_t n, int64_t chunk, const double *qnorm, const double *xnorm, double d,
+                 double p, tiles_out<float> o) {
+    __shared__ __align__(16) unsigned char space[(kSelThreads / 32) * kMaxK * (sizeof(uint32_t) + sizeof(int64_t))];
+    const int64_t r = blockIdx.x, begin = (int64_t)blockIdx.y * chunk;
+    const int64_t end = begin + chunk < n ? begin + chunk : n;
+    const float *row = C + r * n;
+    const double qn0 = qnorm[2 * r], qn1 = qnorm[2 * r + 1];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+    warp_best<uint32_t> best(o.k);
+    for (int64_t i0 = begin + warp * 32 * kUnroll; i0 < end; i0 += kSelThreads * kUnroll) {
+        float dot[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) { // every load issued before any is used
+            const int64_t i = i0 + u * 32 + lane;
+            dot[u] = i < end ? row[i] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            const int64_t i = i0 + u * 32 + lane;
+            const bool has = i < end;
+            const float v = has ? (float)sr_metric_finalize(M, (double)dot[u], 0.0, qn0, qn1, xnorm[2 * i],
+                                                            xnorm[2 * i + 1], d, p)
+                                : 0.0f;
+            best.offer_lanes(has, order_key<float>::of(v, o.largest), i);
+        }
+    }
+    write_block_best<float, kSelThreads>(best, space, o);
+}
+
+// f(std::integral_constant<sr_metric, M>{}) for the panel's metrics.
+template <typename F> sr_status with_panel_metric(sr_metric m, F &&f) {
+    switch (m) {
+    case SR_METRIC_L2: return f(std::integral_constant<sr_metric, SR_METRIC_L2>{});
+    case SR_METRIC_SQEUCLIDEAN: return f(std::integral_constant<sr_metric, SR_METRIC_SQEUCLIDEAN>{});
+    case SR_METRIC_COSINE: return f(std::integral_constant<sr_metric, SR_METRIC_COSINE>{});
+    case SR_METRIC_CORRELATION: return f(std::integral_constant<sr_metric, SR_METRIC_CORRELATION>{});
+    case SR_METRIC_INNER_PRODUCT: return f(std::integral_constant<sr_metric, SR_METRIC_INNER_PRODUCT>{});
+    case SR_METRIC_JACCARD: return f(std::integral_constant<sr_metric, SR_METRIC_JACCARD>{});
+    case SR_METRIC_DICE: return f(std::integral_constant<sr_metric, SR_METRIC_DICE>{});
+    case SR_METRIC_RUSSELL_RAO: return f(std::integral_constant<sr_metric, SR_METRIC_RUSSELL_RAO>{});
+    case SR_METRIC_HELLINGER: return f(std::integral_constant<sr_metric, SR_METRIC_HELLINGER>{});
+    default: return sr_error(SR_ERROR_INTERNAL, "knn panel: metric %d has no dot-product form", (int)m);
+    }
+}
+
+bool panel_metric(sr_metric m) {
+    const sr_metric_kind kind = sr_metric_kind_of(m);
+    return kind == SR_MK_PRODUCT || kind == SR_MK_PAIR || kind == SR_MK_SQRT;
+}
+
+// Each column's entries in M, on the host (from the inverted form's row pointers when given).
+sr_status column_counts(const sr_matrix_s *M, const sr_matrix_s *MT, std::vector<double> &out) {
+    sr_context_s *ctx = M->ctx;
+    const int64_t ncols = M->ncols;
+    out.assign((size_t)ncols, 0.0);
+    if (MT) {
+        std::vector<int64_t> ptr((size_t)ncols + 1);
+        SR_TRY(sr_mem_copy(ctx, ptr.data(), SR_HOST, MT->rowptr, SR_DEVICE, ptr.size() * sizeof(int64_t)));
+        for (int64_t c = 0; c < ncols; c++)
+            out[(size_t)c] = (double)(ptr[(size_t)c + 1] - ptr[(size_t)c]);
+        return SR_SUCCESS;
+    }
+    buffer<int32_t> counts(ctx);
+    SR_TRY(counts.allocate((size_t)ncols));
+    SR_CUDA_TRY(cudaMemsetAsync(counts.get(), 0, (size_t)ncols * sizeof(int32_t), stream_of(ctx)));
+    if (M->nnz > 0) {
+        count_columns<<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(M->colind, M->nnz, counts.get());
+        SR_CUDA_LAUNCHED();
+    }
+    std::vector<int32_t> host((size_t)ncols);
+    SR_TRY(sr_mem_copy(ctx, host.data(), SR_HOST, counts.get(), SR_DEVICE, host.size() * sizeof(int32_t)));
+    for (int64_t c = 0; c < ncols; c++)
+        out[(size_t)c] = (double)host[(size_t)c];
+    return SR_SUCCESS;
+}
+
+// Whether every value of M the metric multiplies is an integer FP16 holds, and the largest row norm.
+sr_status integers_and_norm(const sr_matrix_s *M, sr_metric metric, const double *norms, bool *integers,
+                            double *top_norm) {
+    sr_context_s *ctx = M->ctx;
+    buffer<unsigned long long> cells(ctx); // [0]: the flag, [1]: the norm's bits
+    SR_TRY(cells.allocate(2));
+    SR_CUDA_TRY(cudaMemsetAsync(cells.get(), 0, 2 * sizeof(unsigned long long), stream_of(ctx)));
+    unsigned *bad = reinterpret_cast<unsigned *>(cells.get());
+    const float *val = static_cast<const float *>(M->values);
+    if (M->nnz > 0) {
+        const sr_metric_kind kind = sr_metric_kind_of(metric);
+        if (kind == SR_MK_PAIR)
+            check_integers<SR_MK_PAIR><<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(val, M->nnz, bad);
+        else if (kind == SR_MK_SQRT)
+            check_integers<SR_MK_SQRT><<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(val, M->nnz, bad);
+        else
+            check_integers<SR_MK_PRODUCT><<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(val, M->nnz, bad);
+        SR_CUDA_LAUNCHED();
+    }
+    if (M->nrows > 0) {
+        max_norm<<<grid_for(M->nrows), 256, 0, stream_of(ctx)>>>(norms, M->nrows, cells.get() + 1);
+        SR_CUDA_LAUNCHED();
+    }
+    unsigned long long host[2];
+    SR_TRY(sr_mem_copy(ctx, host, SR_HOST, cells.get(), SR_DEVICE, sizeof host));
+    *integers = (host[0] & 0xffffffffull) == 0;
+    double top;
+    memcpy(&top, &host[1], sizeof top);
+    *top_norm = top;
+    return SR_SUCCESS;
+}
+
+// The panel's precision for the inputs: FP16 where it is exact (see the top of the file).
+sr_status choose_mode(const sr_distance_inputs *in, sr_precision precision, panel_mode *mode) {
+    if (precision == SR_PRECISION_TF32) {
+        *mode = kPanelTf32;
+        return SR_SUCCESS;
+    }
+    bool qi = true, xi = true;
+    double qtop = 0.0, xtop = 0.0;
+    SR_TRY(integers_and_norm(in->X, in->metric, in->xnorm, &xi, &xtop));
+    if (in->Q == in->X) {
+        qi = xi;
+        qtop = xtop;
+    } else {
+        SR_TRY(integers_and_norm(in->Q, in->metric, in->qnorm, &qi, &qtop));
+    }
+    // |Σ partial q·x| <= Σ |q||x| <= |q||x| (Cauchy-Schwarz): every partial sum is an integer below 2^24
+    const bool exact = qi && xi && std::sqrt(qtop) * std::sqrt(xtop) < 16777216.0;
+    *mode = exact ? kPanelFp16 : kPanelTf32x3;
+    return SR_SUCCESS;
+}
+
+void describe(const sr_cuda_panel *pl, int64_t ncols) {
+    sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %s%s",
+                  (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, mode_name(pl->mode),
+                  pl->mode == kPanelFp16 ? " (exact)" : "");
+}
+
+sr_status build_index_panel(sr_cuda_panel *pl, const sr_distance_inputs *in) {
+    sr_context_s *ctx = pl->ctx;
+    const sr_matrix_s *X = in->X;
+    SR_TRY(sr_mem_alloc(ctx, SR_DEVICE, pl->xbytes, &pl->xpanel));
+    SR_CUDA_TRY(cudaMemsetAsync(pl->xpanel, 0, pl->xbytes, stream_of(ctx)));
+    if (X->nrows == 0)
+        return SR_SUCCESS;
+    const sr_metric_kind kind = sr_metric_kind_of(in->metric);
+    const float *val = static_cast<const float *>(X->values);
+    const unsigned grid = grid_for(X->nrows * 32);
+    if (kind == SR_MK_PAIR)
+        fill_panel<SR_MK_PAIR><<<grid, 256, 0, stream_of(ctx)>>>(X->rowptr, X->colind, val, 0, X->nrows, pl->slot_of,
+                                                                 pl->columns, pl->mode, false, pl->xpanel, pl->ldx);
+    else if (kind == SR_MK_SQRT)
+        fill_panel<SR_MK_SQRT><<<grid, 256, 0, stream_of(ctx)>>>(X->rowptr, X->colind, val, 0, X->nrows, pl->slot_of,
+                                                                 pl->columns, pl->mode, false, pl->xpanel, pl->ldx);
+    else
+        fill_panel<SR_MK_PRODUCT><<<grid, 256, 0, stream_of(ctx)>>>(X->rowptr, X->colind, val, 0, X->nrows,
+                                                                    pl->slot_of, pl->columns, pl->mode, false,
+                                                                    pl->xpanel, pl->ldx);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+// The columns by decreasing pair work (queries' count × index's count), and the panel's width:
+// the columns whose sparse work costs more than their GEMM share, rounded up to the alignment,
+// within the memory budget (the index's panel at most half the workspace). 0: no panel.
+int64_t choose_columns(const std::vector<double> &work, double m, double n, panel_mode mode, size_t budget,
+                       size_t elt_per_column, std::vector<int32_t> &order, double *hot_work, double *all_work) {
+    const double rate = mac_rate(mode), threshold = m * n * kSparseRate / rate;
+    double total = 0.0;
+    order.clear();
+    for (size_t c = 0; c < work.size(); c++) {
+        total += work[c];
+        if (work[c] > threshold / 64.0) // the candidates: the width rounds up into these
+            order.push_back((int32_t)c);
+    }
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+        return work[(size_t)a] > work[(size_t)b] || (work[(size_t)a] == work[(size_t)b] && a < b);
+    });
+    int64_t hot = 0;
+    while (hot < (int64_t)order.size() && work[(size_t)order[(size_t)hot]] > threshold)
+        hot++;
+    const int64_t forced = sr_setting("SPARSERING_KNN_PANEL_COLUMNS", 0);
+    if (forced > 0)
+        hot = forced;
+    int64_t width = (hot + kAlign - 1) / kAlign * kAlign;
+    const int64_t fits = (int64_t)(budget / 2 / ((size_t)std::max(n, 1.0) * elt_per_column)) / kAlign * kAlign;
+    width = std::min(width, fits);
+    if (forced <= 0)
+        width = std::min(width, ((int64_t)work.size() + kAlign - 1) / kAlign * kAlign);
+    double in_panel = 0.0;
+    for (int64_t s = 0; s < width && s < (int64_t)order.size(); s++)
+        in_panel += work[(size_t)order[(size_t)s]];
+    *hot_work = in_panel;
+    *all_work = total;
+    return width > 0 ? width : 0;
+}
+
+sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cuda_panel **out) {
+    sr_context_s *ctx = in->Q->ctx;
+    const sr_matrix_s *Q = in->Q, *X = in->X;
+    const int forced = sr_setting("SPARSERING_KNN_PANEL", -1); // 0: never, 1: wherever it applies
+    if (forced == 0 || X->nrows == 0 || Q->nrows == 0)
+        return SR_SUCCESS;
+    std::vector<double> cx, cq;
+    SR_TRY(column_counts(X, in->XT, cx));
+    if (Q == X)
+        cq = cx;
+    else
+        SR_TRY(column_counts(Q, nullptr, cq));
+    std::vector<double> work(cx.size());
+    for (size_t c = 0; c < cx.size(); c++)
+        work[c] = cq[c] * cx[c];
+    panel_mode mode = kPanelFp16;
+    SR_TRY(choose_mode(in, precision, &mode));
+    const size_t elt = mode == kPanelFp16 ? sizeof(__half) : sizeof(float);
+    const size_t elt_per_column = elt * (mode == kPanelTf32x3 ? 2 : 1);
+    std::vector<int32_t> order;
+    double hot = 0.0, total = 0.0;
+    const double m = (double)Q->nrows, n = (double)X->nrows;
+    const int64_t width = choose_columns(work, m, n, mode, sr_context_workspace(ctx, SR_DEVICE), elt_per_column, order,
+                                         &hot, &total);
+    if (width == 0 || total <= 0.0)
+        return SR_SUCCESS;
+    const double t_panel = m * n * (1.0 / kPairRate + (double)width / mac_rate(mode)) + (total - hot) / kSparseRate;
+    const double t_sparse = total / kSparseRate;
+    if (forced != 1 && !(t_panel < 0.75 * t_sparse))
+        return SR_SUCCESS;
+
+    auto *pl = new (std::nothrow) sr_cuda_panel{};
+    if (!pl)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "knn panel: out of host memory");
+    pl->ctx = ctx;
+    pl->mode = mode;
+    pl->columns = width;
+    pl->elt = elt;
+    pl->ldx = width * (mode == kPanelTf32x3 ? 2 : 1);
+    pl->ldq = width * (mode == kPanelTf32x3 ? 3 : 1);
+    pl->coverage = hot / total;
+    pl->xbytes = (size_t)X->nrows * (size_t)pl->ldx * elt;
+    std::vector<int32_t> slot_of((size_t)X->ncols, -1);
+    for (int64_t s = 0; s < width && s < (int64_t)order.size(); s++)
+        slot_of[(size_t)order[(size_t)s]] = (int32_t)s;
+    pl->slot_bytes = slot_of.size() * sizeof(int32_t);
+    sr_status s = sr_mem_alloc(ctx, SR_DEVICE, pl->slot_bytes, (void **)&pl->slot_of);
+    if (s == SR_SUCCESS)
+        s = sr_mem_copy(ctx, pl->slot_of, SR_DEVICE, slot_of.data(), SR_HOST, pl->slot_bytes);
+    if (s == SR_SUCCESS)
+        s = build_index_panel(pl, in);
+    if (s != SR_SUCCESS) {
+        sr_cuda_knn_panel_free(pl);
+        return s;
+    }
+    describe(pl, X->ncols);
+    *out = pl;
+    return SR_SUCCESS;
+}
+
+sr_status fill_query_panel(const sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0, int64_t nq, void *qpanel) {
+    sr_context_s *ctx = pl->ctx;
+    const sr_matrix_s *Q = in->Q;
+    SR_CUDA_TRY(cudaMemsetAsync(qpanel, 0, (size_t)nq * (size_t)pl->ldq * pl->elt, stream_of(ctx)));
+    const sr_metric_kind kind = sr_metric_kind_of(in->metric);
+    const float *val = static_cast<const float *>(Q->values);
+    const unsigned grid = grid_for(nq * 32);
+    if (kind == SR_MK_PAIR)
+        fill_panel<SR_MK_PAIR><<<grid, 256, 0, stream_of(ctx)>>>(Q->rowptr, Q->colind, val, q0, nq, pl->slot_of,
+                                                                 pl->columns, pl->mode, true, qpanel, pl->ldq);
+    else if (kind == SR_MK_SQRT)
+        fill_panel<SR_MK_SQRT><<<grid, 256, 0, stream_of(ctx)>>>(Q->rowptr, Q->colind, val, q0, nq, pl->slot_of,
+                                                                 pl->columns, pl->mode, true, qpanel, pl->ldq);
+    else
+        fill_panel<SR_MK_PRODUCT><<<grid, 256, 0, stream_of(ctx)>>>(Q->rowptr, Q->colind, val, q0, nq, pl->slot_of,
+                                                                    pl->columns, pl->mode, true, qpanel, pl->ldq);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+// C (nq × n, row-major) = the queries' panel · the index's panelᵀ: in cuBLAS's column-major terms
+// Cᵀ (n × nq) = Xpᵀ·Qp with both panels read as K × rows.
+sr_status panel_gemm(const sr_cuda_panel *pl, int64_t n, int64_t nq, const void *qpanel, float *C) {
+    cublasHandle_t h;
+    SR_TRY(blas_handle(pl->ctx, &h));
+    const float one = 1.0f, zero = 0.0f;
+    const int N = (int)n, M = (int)nq, H = (int)pl->columns;
+    cublasStatus_t st;
+    if (pl->mode == kPanelFp16) {
+        st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, H, &one, pl->xpanel, CUDA_R_16F, (int)pl->ldx, qpanel,
+                          CUDA_R_16F, (int)pl->ldq, &zero, C, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    } else if (pl->mode == kPanelTf32) {
+        st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, H, &one, pl->xpanel, CUDA_R_32F, (int)pl->ldx, qpanel,
+                          CUDA_R_32F, (int)pl->ldq, &zero, C, CUDA_R_32F, N, CUBLAS_COMPUTE_32F_FAST_TF32,
+                          CUBLAS_GEMM_DEFAULT);
+    } else {
+        st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, 2 * H, &one, pl->xpanel, CUDA_R_32F, (int)pl->ldx,
+                          qpanel, CUDA_R_32F, (int)pl->ldq, &zero, C, CUDA_R_32F, N, CUBLAS_COMPUTE_32F_FAST_TF32,
+                          CUBLAS_GEMM_DEFAULT);
+        if (st == CUBLAS_STATUS_SUCCESS)
+            st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, H, &one, pl->xpanel, CUDA_R_32F, (int)pl->ldx,
+                              static_cast<const float *>(qpanel) + 2 * H, CUDA_R_32F, (int)pl->ldq, &one, C,
+                              CUDA_R_32F, N, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
+    }
+    return st == CUBLAS_STATUS_SUCCESS ? SR_SUCCESS : blas_fail(st, "cublasGemmEx (knn panel)");
+}
+
+// Index rows a selection block streams: enough blocks to fill the device four times over, at
+// least 4096 rows a block, at most 65535 blocks a query (the grid's y).
+int64_t select_chunk(int64_t n, int64_t nq) {
+    const int64_t want_blocks = (int64_t)sm_count() * 32;
+    const int64_t per_query = std::max<int64_t>(1, want_blocks / std::max<int64_t>(nq, 1));
+    int64_t chunk = (n + per_query - 1) / per_query;
+    chunk = std::max<int64_t>({chunk, 4096, (n + 65534) / 65535});
+    return (chunk + 1023) / 1024 * 1024;
+}
+
+sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k,
+                     int64_t *idx, const sr_strided_out *dist) {
+    sr_context_s *ctx = pl->ctx;
+    const int64_t nq = q1 - q0, n = in->X->nrows;
+    buffer<unsigned char> qpanel(ctx);
+    buffer<float> block(ctx);
+    SR_TRY(qpanel.allocate((size_t)nq * (size_t)pl->ldq * pl->elt));
+    SR_TRY(block.allocate((size_t)nq * (size_t)n));
+    SR_TRY(fill_query_panel(pl, in, q0, nq, qpanel.get()));
+    SR_TRY(panel_gemm(pl, n, nq, qpanel.get(), block.get()));
+    const sr_matrix_s *Q = in->Q, *XT = in->XT;
+    const int64_t chunk = select_chunk(n, nq), chunks = (n + chunk - 1) / chunk;
+    tiles_out<float> o{};
+    o.k = (int)k;
+    o.largest = sr_metric_is_similarity(in->metric);
+    buffer<uint32_t> keys(ctx);
+    buffer<int64_t> rows(ctx);
+    SR_TRY(keys.allocate((size_t)(nq * chunks * k)));
+    SR_TRY(rows.allocate((size_t)(nq * chunks * k)));
+    o.key = keys.get();
+    o.row = rows.get();
+    const double d = (double)in->X->ncols;
+    return with_panel_metric(in->metric, [&](auto metric) -> sr_status {
+        constexpr sr_metric M = decltype(metric)::value;
+        add_cold<M><<<grid_for(Q->nnz * 32), 256, 0, stream_of(ctx)>>>(
+            Q->rowptr, Q->colind, static_cast<const float *>(Q->values), q0, nq, pl->slot_of, XT->rowptr,
+            XT->colind, static_cast<const float *>(XT->values), in->p, block.get(), n);
+        SR_CUDA_LAUNCHED();
+        select_panel<M><<<dim3((unsigned)nq, (unsigned)chunks), kSelThreads, 0, stream_of(ctx)>>>(
+            block.get(), n, chunk, in->qnorm + 2 * q0, in->xnorm, d, in->p, o);
+        SR_CUDA_LAUNCHED();
+        merge_blocks<float><<<grid_for(nq * 32), 256, 0, stream_of(ctx)>>>(
+            o, nq, chunks * k, idx, static_cast<float *>(dist->data), dist->row_stride, dist->col_stride);
+        SR_CUDA_LAUNCHED();
+        // the scratch is freed in stream order; the caller's outputs are ready when it syncs
+        SR_CUDA_TRY(cudaStreamSynchronize(stream_of(ctx)));
+        return SR_SUCCESS;
+    });
+}
+
+} // namespace
+
+extern "C" sr_status sr_cuda_knn_panel_plan(const sr_distance_inputs *in, int64_t k, sr_precision precision,
+                                            sr_cuda_panel **panel) {
+    *panel = nullptr;
+    if (in->Q->type != SR_TYPE_FLOAT32 || !panel_metric(in->metric) || k > kMaxK || precision == SR_PRECISION_FLOAT32 ||
+        !in->XT)
+        return SR_SUCCESS;
+    device_guard guard(in->Q->ctx->device);
+    return make_plan(in, precision, panel);
+}
+
+extern "C" size_t sr_cuda_knn_panel_scratch_per_row(const sr_cuda_panel *pl, const sr_distance_inputs *in,
+                                                    int64_t k) {
+    const int64_t n = in->X->nrows, chunks = (n + 4095) / 4096; // select_chunk's most
+    return (size_t)n * sizeof(float) + (size_t)pl->ldq * pl->elt + (size_t)(chunks * k) * (sizeof(uint32_t) + 8);
+}
+
+extern "C" sr_status sr_cuda_knn_panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0, int64_t q1,
+                                            int64_t k, int64_t *idx, const sr_strided_out *dist) {
+    device_guard guard(pl->ctx->device);
+    if (q1 <= q0)
+        return SR_SUCCESS;
+    if (q1 - q0 > INT32_MAX)
+        return sr_error(SR_ERROR_INTERNAL, "knn panel: a batch of %lld queries is past the grid", (long long)(q1 - q0));
+    return panel_rows(pl, in, q0, q1, k, idx, dist);
+}
+
+extern "C" void sr_cuda_knn_panel_free(sr_cuda_panel *pl) {
+    if (!pl)
+        return;
+    sr_mem_free(pl->ctx, SR_DEVICE, pl->xpanel, pl->xbytes);
+    sr_mem_free(pl->ctx, SR_DEVICE, pl->slot_of, pl->slot_bytes);
+    delete pl;
+}

@@ -1,0 +1,215 @@
+/* k-NN on tensor cores (src/cuda/cuda_knn_panel.cu) against the float32 path without them
+ * (SR_PRECISION_FLOAT32), for every dot-product metric, queries the index itself and apart, k
+ * from 1 to 32, one batch and many:
+ *  - count data (integers up to 2048) in "exact": FP16 is chosen and neighbours and distances are
+ *    the float32 path's bit for bit; a value of 2049, or |q||x| at 2^24, turns FP16 down;
+ *  - non-integer data in "exact": the split TF32 product, distances within float32 accuracy;
+ *  - "tf32": one TF32 product, distances within its documented error.
+ * The panel is forced (SPARSERING_KNN_PANEL=1): these inputs are too small for the cost model to
+ * take it. GPU only: skipped where no device is usable. */
+#include "test_util.h"
+
+typedef enum { VALUES_COUNTS, VALUES_REAL } value_kind;
+
+/* rows x cols with Zipf-like columns (a few hot ones), `degree` entries a row on average; count
+ * values 1..5 (a tenth of the rows with one entry at `top`) or reals in [0.25, 1.25). */
+static test_csr zipf_rows(int64_t rows, int64_t cols, int64_t degree, value_kind kind, double top)
+{
+    test_csr m = {rows, cols, 0, SR_TYPE_FLOAT32, calloc((size_t)rows + 1, sizeof(int64_t)), NULL, NULL};
+    m.colind = malloc((size_t)(rows * degree * 2 + 1) * sizeof(int32_t));
+    m.values = malloc((size_t)(rows * degree * 2 + 1) * sizeof(float));
+    unsigned char *pick = calloc((size_t)cols, 1);
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t d = r % 11 == 4 ? 0 : 1 + test_below(2 * degree - 1), at = m.rowptr[r];
+        for (int64_t n = 0; n < d; n++) {
+            int64_t c = (int64_t)((double)cols * pow(test_uniform(), 3.0)); /* popular low columns */
+            if (c < cols && !pick[c])
+                pick[c] = 1;
+        }
+        for (int64_t c = 0; c < cols; c++)
+            if (pick[c]) {
+                pick[c] = 0;
+                m.colind[at] = (int32_t)c;
+                float v = kind == VALUES_REAL ? (float)(0.25 + test_uniform())
+                                              : (float)(1 + test_below(5));
+                if (kind == VALUES_COUNTS && at == m.rowptr[r] && test_below(10) == 0)
+                    v = (float)top; /* once a row at most: |q||x| stays far below 2^24 */
+                ((float *)m.values)[at++] = v;
+            }
+        m.rowptr[r + 1] = at;
+    }
+    m.nnz = m.rowptr[rows];
+    free(pick);
+    return m;
+}
+
+/* Small counts, and row `heavy` holding `width` entries of 2048 (columns 0..width-1). */
+static test_csr with_heavy_row(int64_t rows, int64_t cols, int64_t heavy, int width)
+{
+    test_csr base = zipf_rows(rows, cols, 10, VALUES_COUNTS, 7.0);
+    test_csr w = {rows, cols, 0, SR_TYPE_FLOAT32, calloc((size_t)rows + 1, sizeof(int64_t)),
+                  malloc((size_t)(base.nnz + width) * sizeof(int32_t)), malloc((size_t)(base.nnz + width) * sizeof(float))};
+    int64_t at = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t e = base.rowptr[r]; r != heavy && e < base.rowptr[r + 1]; e++) {
+            w.colind[at] = base.colind[e];
+            ((float *)w.values)[at++] = ((float *)base.values)[e];
+        }
+        for (int c = 0; r == heavy && c < width; c++) {
+            w.colind[at] = c;
+            ((float *)w.values)[at++] = 2048.0f;
+        }
+        w.rowptr[r + 1] = at;
+    }
+    w.nnz = at;
+    test_csr_free(&base);
+    return w;
+}
+
+static const sr_metric kMetrics[] = {SR_METRIC_COSINE,       SR_METRIC_L2,      SR_METRIC_SQEUCLIDEAN,
+                                     SR_METRIC_INNER_PRODUCT, SR_METRIC_CORRELATION, SR_METRIC_JACCARD,
+                                     SR_METRIC_DICE,          SR_METRIC_RUSSELL_RAO, SR_METRIC_HELLINGER};
+
+typedef struct {
+    int64_t *idx;
+    float *dist;
+} knn_out;
+
+static knn_out run(sr_context ctx, sr_matrix X, sr_matrix Q, int64_t nq, int64_t k, sr_metric metric,
+                   sr_precision precision, char *method, size_t method_size)
+{
+    knn_out o = {malloc((size_t)(nq * k) * sizeof(int64_t)), malloc((size_t)(nq * k) * sizeof(float))};
+    for (int64_t t = 0; t < nq * k; t++) { /* poisoned */
+        o.idx[t] = -7;
+        o.dist[t] = NAN;
+    }
+    sr_dense D = sr_dense_view(o.dist, nq, k, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_HOST);
+    sr_knn_options opts = {NULL, NULL, precision};
+    CHECK_OK(sr_knn(ctx, X, Q, k, metric, 0.0, o.idx, &D, &opts));
+    snprintf(method, method_size, "%s", sr_last_method());
+    return o;
+}
+
+/* One case: the panel against the float32 path. tol < 0: bit for bit, neighbours too. */
+static void compare(sr_context ctx, const char *what, sr_matrix X, sr_matrix Q, int64_t nq, int64_t k,
+                    sr_metric metric, sr_precision precision, const char *mode_wanted, double tol)
+{
+    char m_panel[256], m_plain[256];
+    knn_out a = run(ctx, X, Q, nq, k, metric, precision, m_panel, sizeof m_panel);
+    knn_out b = run(ctx, X, Q, nq, k, metric, SR_PRECISION_FLOAT32, m_plain, sizeof m_plain);
+    CHECK(strstr(m_panel, mode_wanted) != NULL, "%s, %s, k %lld: the path was '%s', wanted %s", what,
+          sr_metric_name(metric), (long long)k, m_panel, mode_wanted);
+    CHECK(strstr(m_plain, "panel") == NULL, "%s: float32 took '%s'", what, m_plain);
+    int64_t bad = 0, first = -1;
+    for (int64_t t = 0; t < nq * k; t++) {
+        bool ok = tol < 0 ? (a.idx[t] == b.idx[t] && memcmp(&a.dist[t], &b.dist[t], sizeof(float)) == 0)
+                          : fabs((double)a.dist[t] - (double)b.dist[t]) <= tol * (1.0 + fabs((double)b.dist[t]));
+        if (!ok && bad++ == 0)
+            first = t;
+    }
+    CHECK(bad == 0, "%s, %s, k %lld (%s): %lld of %lld differ; first at query %lld place %lld: %lld %.9g vs %lld %.9g",
+          what, sr_metric_name(metric), (long long)k, m_panel, (long long)bad, (long long)(nq * k),
+          (long long)(first / k), (long long)(first % k), (long long)a.idx[first], (double)a.dist[first],
+          (long long)b.idx[first], (double)b.dist[first]);
+    free(a.idx);
+    free(a.dist);
+    free(b.idx);
+    free(b.dist);
+}
+
+static sr_matrix on_device(sr_context ctx, const test_csr *m)
+{
+    sr_matrix H = test_make_matrix(ctx, m), D = NULL;
+    CHECK_OK(sr_matrix_copy_to(ctx, H, SR_DEVICE, &D));
+    sr_matrix_free(H);
+    return D;
+}
+
+static void every_metric(sr_context ctx, const char *what, const test_csr *xs, const test_csr *qs,
+                         sr_precision precision, const char *mode, double tol)
+{
+    sr_matrix X = on_device(ctx, xs), Q = qs ? on_device(ctx, qs) : X;
+    const int64_t nq = qs ? qs->nrows : xs->nrows;
+    const int64_t ks[] = {1, 5, 32};
+    for (size_t m = 0; m < sizeof kMetrics / sizeof kMetrics[0]; m++)
+        for (size_t t = 0; t < 3; t++)
+            compare(ctx, what, X, Q, nq, ks[t], kMetrics[m], precision, mode, tol);
+    if (Q != X)
+        sr_matrix_free(Q);
+    sr_matrix_free(X);
+}
+
+int main(void)
+{
+    test_seed("test_knn_panel");
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CUDA;
+    sr_context ctx;
+    if (sr_context_create(&ctx, &o) != SR_SUCCESS) {
+        printf("SKIP test_knn_panel: no usable GPU (%s)\n", sr_last_error());
+        return SR_TEST_SKIP;
+    }
+    setenv("SPARSERING_KNN_PANEL", "1", 1);
+
+    /* count data up to 2048: FP16, bit for bit; the index itself and separate queries */
+    test_csr x = zipf_rows(1500, 700, 24, VALUES_COUNTS, 2048.0), q = zipf_rows(300, 700, 24, VALUES_COUNTS, 7.0);
+    every_metric(ctx, "counts to 2048", &x, NULL, SR_PRECISION_EXACT, "FP16 (exact)", -1.0);
+    every_metric(ctx, "counts, queries apart", &x, &q, SR_PRECISION_EXACT, "FP16 (exact)", -1.0);
+    /* many batches (a small workspace), and a panel wider than the hot columns */
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 2u << 20));
+    setenv("SPARSERING_KNN_PANEL_COLUMNS", "200", 1);
+    every_metric(ctx, "counts, small batches", &x, &q, SR_PRECISION_EXACT, "FP16 (exact)", -1.0);
+    unsetenv("SPARSERING_KNN_PANEL_COLUMNS");
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 0));
+    test_csr_free(&x);
+
+    /* 2049 does not fit FP16: the split product (hellinger's square roots are not integers anyway) */
+    x = zipf_rows(1200, 500, 20, VALUES_COUNTS, 2049.0);
+    sr_matrix X = on_device(ctx, &x);
+    compare(ctx, "a 2049", X, X, x.nrows, 5, SR_METRIC_COSINE, SR_PRECISION_EXACT, "3xTF32", 1e-5);
+    compare(ctx, "a 2049", X, X, x.nrows, 5, SR_METRIC_JACCARD, SR_PRECISION_EXACT, "FP16 (exact)", -1.0);
+    sr_matrix_free(X);
+    test_csr_free(&x);
+
+    /* |q||x| reaching 2^24 turns FP16 down: a row of 4 entries of 2048 has |q|^2 = 2^24 (its dot
+     * product with itself is 2^24); 3 of them keep |q||x| below it, and FP16 */
+    for (int width = 3; width <= 4; width++) {
+        test_csr w = with_heavy_row(400, 300, 17, width);
+        X = on_device(ctx, &w);
+        compare(ctx, width == 4 ? "|q||x| = 2^24" : "|q||x| under 2^24", X, X, w.nrows, 5, SR_METRIC_INNER_PRODUCT,
+                SR_PRECISION_EXACT, width == 4 ? "3xTF32" : "FP16 (exact)", width == 4 ? 1e-5 : -1.0);
+        sr_matrix_free(X);
+        test_csr_free(&w);
+    }
+
+    /* real values: the split product keeps float32 accuracy; one TF32 product within 1e-2 */
+    x = zipf_rows(1500, 600, 24, VALUES_REAL, 0.0);
+    q = zipf_rows(200, 600, 24, VALUES_REAL, 0.0);
+    every_metric(ctx, "reals", &x, &q, SR_PRECISION_EXACT, "3xTF32", 2e-5);
+    X = on_device(ctx, &x);
+    compare(ctx, "reals, tf32", X, X, x.nrows, 10, SR_METRIC_COSINE, SR_PRECISION_TF32, "TF32", 1e-2);
+    /* k past 32 and Chebyshev do not take the panel */
+    char method[256];
+    knn_out big = run(ctx, X, X, x.nrows, 40, SR_METRIC_COSINE, SR_PRECISION_EXACT, method, sizeof method);
+    CHECK(strstr(method, "panel") == NULL, "k = 40 took '%s'", method);
+    free(big.idx);
+    free(big.dist);
+    sr_matrix_free(X);
+    test_csr_free(&x);
+    test_csr_free(&q);
+
+    /* a precision that does not exist is refused */
+    {
+        test_csr s = zipf_rows(50, 40, 5, VALUES_COUNTS, 3.0);
+        sr_matrix S = on_device(ctx, &s);
+        int64_t idx[50];
+        float dist[50];
+        sr_dense D = sr_dense_view(dist, 50, 1, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_HOST);
+        sr_knn_options bad = {NULL, NULL, (sr_precision)7};
+        CHECK_FAILS(sr_knn(ctx, S, S, 1, SR_METRIC_COSINE, 0.0, idx, &D, &bad), SR_ERROR_INVALID_ARGUMENT, "precision 7");
+        sr_matrix_free(S);
+        test_csr_free(&s);
+    }
+    sr_context_destroy(ctx);
+    return test_finish("test_knn_panel");
+}
