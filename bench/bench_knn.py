@@ -3,12 +3,15 @@ SpGEMM-then-densify baseline (cupy), in the same process, on real and paper-scal
 
     python3 bench/bench_knn.py BUILD_DIR DATA_DIR [--cache .device/data/knn] [--queries 1000]
         [--k 10] [--metrics cosine,euclidean,...] [--sets ratings,bow,ngrams,scrna-like,...]
-        [--sklearn-queries 100] [--all-vs-all] [--json out.json]
+        [--precision exact,float32] [--sklearn-queries 100] [--all-vs-all] [--avv-limit 300]
+        [--json out.json]
 
 Each case times a fixed random subset of query rows (seed 0) against the whole index (the work
 is linear in the queries) and prints the measured time and the time scaled to all rows as
 queries (the papers' all-vs-all figure; --all-vs-all also times one real run with every row as
-a query, which is what RAFT's tables measure). Results are checked: the sorted neighbour distances
+a query, which is what RAFT's tables measure, where the scaled figure is under --avv-limit seconds).
+Every cell runs in each --precision (tensor cores: "exact", "tf32"; none: "float32") and prints the
+path the library took (sparsering.last_method()) and, for the paper-scale sets, × RAFT's V100. Results are checked: the sorted neighbour distances
 must match the baseline's (or scikit-learn's) to 1e-3 relative.
 Peak device memory is sparsering's context peak (inputs included) and the cupy pool's high
 water mark for the baseline (inputs included)."""
@@ -93,18 +96,18 @@ def third_opinion(X, Q, metric, k, ours, base, rows=20):
     return {"sparsering_vs_scipy": err(ours), "baseline_vs_scipy": err(base)}
 
 
-def time_all_vs_all(sr, ctx, cp, Xd, k, metric, p):
+def time_all_vs_all(sr, ctx, cp, Xd, k, metric, p, precision):
     """One real all-vs-all run (every row a query; the papers' figure, measured rather than
     scaled), after the subset's warm-up: (seconds, peak device bytes)."""
     ctx.reset_peak_memory()
     cp.cuda.Device().synchronize()
     t0 = time.perf_counter()
-    sr.kneighbors(Xd, Xd, k, metric, p=p, dtype=np.float32, output_type="cupy", context=ctx)
+    sr.kneighbors(Xd, Xd, k, metric, p=p, dtype=np.float32, output_type="cupy", context=ctx, precision=precision)
     cp.cuda.Device().synchronize()
     return time.perf_counter() - t0, ctx.device_memory()[1]
 
 
-def run_case(sr, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out):
+def run_case(sr, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out, precision="exact"):
     """The package's k-NN on device matrices (the index and queries uploaded once), its results
     on the device as cupy arrays."""
     n, nq = X.shape[0], len(qrows)
@@ -115,20 +118,28 @@ def run_case(sr, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out):
     reps = args.reps
     result = []
     t_ours = median_time(lambda: result.append(sr.kneighbors(Xd, Qd, k, metric, p=p, dtype=np.float32,
-                                                              output_type="cupy", context=ctx)),
+                                                              output_type="cupy", context=ctx, precision=precision)),
                          reps=reps, warm=1, sync=cp.cuda.Device().synchronize)
+    method = sr.last_method()
     peak_ours = ctx.device_memory()[1]
     ours = cp.asnumpy(result[-1][0])
     del result, Qd
-    measured = time_all_vs_all(sr, ctx, cp, Xd, k, metric, p) if args.all_vs_all else None
+    scaled = t_ours * n / nq
+    measured = None
+    if args.all_vs_all and scaled < args.avv_limit:
+        measured = time_all_vs_all(sr, ctx, cp, Xd, k, metric, p, precision)
     del Xd
 
     row = {"operation": "knn", "input": name, "metric": metric, "backend": "cuda", "index_rows": n, "queries": nq,
-           "k": k, "seconds": t_ours, "all_vs_all_seconds": t_ours * n / nq, "peak_device_bytes": peak_ours}
+           "k": k, "precision": precision, "method": method, "seconds": t_ours, "all_vs_all_seconds": scaled,
+           "peak_device_bytes": peak_ours, "nnz": int(X.nnz)}
     if measured is not None:
         row.update(all_vs_all_measured_seconds=measured[0], all_vs_all_peak_device_bytes=measured[1])
+    raft = plots.RAFT_V100.get(name, {}).get(metric)
+    if raft:
+        row.update(raft_v100_seconds=raft, x_raft=raft / (measured[0] if measured else scaled))
     check = None
-    if metric in BASELINE and not args.no_baseline:
+    if metric in BASELINE and not args.no_baseline and precision == args.precision.split(",")[0]:
         pool = cp.get_default_memory_pool()
         pool.free_all_blocks()
         Xc = cpx.csr_matrix(X)
@@ -146,7 +157,7 @@ def run_case(sr, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out):
             row.update(baseline_error=str(e)[:80])
         del Xc, Qc
         pool.free_all_blocks()
-    if metric in SKLEARN_SPARSE and args.sklearn_queries > 0:
+    if metric in SKLEARN_SPARSE and args.sklearn_queries > 0 and precision == args.precision.split(",")[0]:
         from sklearn.neighbors import NearestNeighbors
         ns = min(args.sklearn_queries, nq)
         nn = NearestNeighbors(n_neighbors=k, metric=metric, algorithm="brute", n_jobs=-1).fit(X)
@@ -161,15 +172,16 @@ def run_case(sr, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out):
         row["MISMATCH"] = True
     rows_out.append(row)
     fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731
-    print(f"{name:22s} {metric:22s} {t_ours * 1e3:10.2f} {t_ours * n / nq:10.2f} {peak_ours / 2**20:8.0f}"
+    print(f"{name:22s} {metric:14s} {precision:8s} {t_ours * 1e3:10.2f} {t_ours * n / nq:10.2f} {peak_ours / 2**20:8.0f}"
           f" {fmt(row.get('baseline_seconds', None) and row['baseline_seconds'] * 1e3):>10s}"
           f" {fmt(row.get('ratio')):>7s} {fmt(row.get('baseline_peak_device_bytes', None) and row['baseline_peak_device_bytes'] / 2**20):>8s}"
           f" {fmt(row.get('sklearn_seconds', None) and row['sklearn_seconds'] * 1e3):>10s} {fmt(row.get('sklearn_ratio')):>8s}"
           f" {fmt(check):>9s}{'  MISMATCH' if row.get('MISMATCH') else ''}"
-          f"{'  ' + str(row['third_opinion']) if 'third_opinion' in row else ''}", flush=True)
+          f"{'  ' + str(row['third_opinion']) if 'third_opinion' in row else ''}"
+          f"{'  x RAFT %.0f' % row['x_raft'] if 'x_raft' in row else ''}  [{method}]", flush=True)
     if measured is not None:
-        print(f"{name:22s} {metric:22s} all-vs-all measured: {measured[0]:.2f} s, peak {measured[1] / 2**20:.0f} MiB",
-              flush=True)
+        print(f"{name:22s} {metric:14s} {precision:8s} all-vs-all measured: {measured[0]:.2f} s, "
+              f"peak {measured[1] / 2**20:.0f} MiB", flush=True)
 
 
 def main():
@@ -185,6 +197,8 @@ def main():
     ap.add_argument("--sklearn-queries", type=int, default=100)
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--all-vs-all", action="store_true", help="also time one run with every row as a query")
+    ap.add_argument("--avv-limit", type=float, default=300.0, help="measure all-vs-all only where scaled under this")
+    ap.add_argument("--precision", default="exact", help="comma-separated: exact, tf32, float32")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import cupy as cp
@@ -192,7 +206,7 @@ def main():
     sr = sr_package.load(args.build)
     ctx = sr.Context("cuda")
     rows = []
-    print(f"{'data set':22s} {'metric':22s} {'ours ms':>10s} {'all-vs-all s':>10s} {'peak MiB':>8s} {'cuSP ms':>10s}"
+    print(f"{'data set':22s} {'metric':14s} {'precis.':8s} {'ours ms':>10s} {'all-vs-all s':>10s} {'peak MiB':>8s} {'cuSP ms':>10s}"
           f" {'ratio':>7s} {'cuSP MiB':>8s} {'sklearn ms':>10s} {'vs skl':>8s} {'max diff':>9s}")
     for name in args.sets.split(","):
         if name in knn_data.PAPER_SETS:
@@ -204,7 +218,8 @@ def main():
         qrows = np.sort(rng.choice(X.shape[0], min(args.queries, X.shape[0]), replace=False))
         print(f"# {name}: {X.shape[0]} x {X.shape[1]}, {X.nnz} nnz, {len(qrows)} queries, k {args.k}", flush=True)
         for metric in args.metrics.split(","):
-            run_case(sr, ctx, cp, cpx, name, X, qrows, metric, args.k, args, rows)
+            for precision in args.precision.split(","):
+                run_case(sr, ctx, cp, cpx, name, X, qrows, metric, args.k, args, rows, precision)
             if args.json:  # after every case: a run cut short keeps what it measured
                 with open(args.json, "w") as f:
                     json.dump(rows, f, indent=1)

@@ -3,9 +3,11 @@
 // columns of the queries' count × the index's count): on NY Times-like data the top 2,048 of 102K
 // columns carry 98.9%. Those columns become a dense panel, the index's once a call and each
 // batch's queries', multiplied by cuBLAS on tensor cores into a block of batch × n dot products;
-// the other columns' products are added into the block by the sparse walk of the index's inverted
-// form (one atomic a shared entry, as the tiles sum); a last pass finalizes each value with the
-// metric and keeps each warp's k best (cuda_knn_candidates.cuh).
+// a last pass takes the block a chunk of index rows at a time, sums the other columns' products for
+// the chunk in shared memory by the sparse walk of the index's inverted form (as the tiles sum),
+// finalizes each value with the metric and keeps each warp's k best (cuda_knn_candidates.cuh).
+// (The cold products first went into the block by global atomics: 5.5e10 of them on NY Times-like
+// data, most of a 3.4 s all-vs-all on an H200.)
 //
 // Precision (sr_precision): FP16 operands where every value the metric multiplies is an integer of
 // at most 2048 in magnitude and |q||x| < 2^24 for every pair (then every partial sum is an integer
@@ -26,6 +28,7 @@
 
 #include "cuda_blas.cuh"
 #include "cuda_common.cuh"
+#include "cuda_distance_tile.cuh" // warp_lower_bound
 #include "cuda_knn_candidates.cuh"
 
 extern "C" {
@@ -62,6 +65,11 @@ double mac_rate(panel_mode mode) { return mode == kPanelFp16 ? 3.0e14 : mode == 
 constexpr int64_t kAlign = 64; // the panel's width: a multiple of the GEMM's K tile
 constexpr int kSelThreads = 256;
 constexpr int kUnroll = 4;
+// Index rows a selection block takes: their cold sums fit its shared memory (32 KiB: 7 blocks a
+// multiprocessor), and a batch of ~900 queries of 300K rows makes 33K blocks.
+constexpr int kChunk = 8192;
+static_assert(kChunk * sizeof(float) >= (kSelThreads / 32) * kMaxK * (sizeof(uint32_t) + sizeof(int64_t)),
+              "the block's lists fit where its accumulators were");
 
 const char *mode_name(panel_mode m) { return m == kPanelFp16 ? "FP16" : m == kPanelTf32 ? "TF32" : "3xTF32"; }
 
@@ -136,42 +144,51 @@ __global__ void fill_panel(const int64_t *rowptr, const int32_t *colind, const f
     }
 }
 
-// The cold columns' terms into the block (row r of the batch at C + r·ldc), a warp a query entry
-// walking its column of the inverted index; the same double term rounded to float as the tiles add.
-template <sr_metric M>
-__global__ void add_cold(const int64_t *qptr, const int32_t *qcol, const float *qval, int64_t q0, int64_t nq,
-                         const int32_t *slot_of, const int64_t *xtptr, const int32_t *xtrow, const float *xtval,
-                         double p, float *C, int64_t ldc) {
-    const int lane = threadIdx.x & 31;
-    const int64_t first = qptr[q0], last = qptr[q0 + nq];
-    for (int64_t e = first + (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; e < last;
-         e += (int64_t)gridDim.x * blockDim.x / 32) {
-        const int32_t c = qcol[e];
-        if (slot_of[c] >= 0)
-            continue;
-        const int64_t r = row_of_entry(qptr + q0, nq, e);
-        const double q = (double)qval[e];
-        float *row = C + r * ldc;
-        for (int64_t t = xtptr[c] + lane; t < xtptr[c + 1]; t += 32) {
-            double a0 = 0.0, a1 = 0.0;
-            sr_metric_intersect(M, q, (double)xtval[t], p, &a0, &a1);
-            atomicAdd(&row[xtrow[t]], (float)a0);
-        }
-    }
-}
+// What the selection reads besides the block: the query rows (their cold entries) and the index's
+// inverted form.
+struct cold_args {
+    const int64_t *qptr;
+    const int32_t *qcol;
+    const float *qval;
+    int64_t q0;
+    const int32_t *slot_of;
+    const int64_t *xtptr;
+    const int32_t *xtrow;
+    const float *xtval;
+};
 
-// Block (query r of the batch, chunk y): the metric's value of each dot product of the chunk, as
-// the tiles finalize theirs, into the warps' k best, then the block's k best to its slots.
+// Block (query r of the batch, chunk y of kChunk index rows): the query's cold terms for the
+// chunk's rows summed in shared memory (a warp an entry walking its column's slice of the inverted
+// form; the same double term rounded to float as the tiles add), added to the block's dot products,
+// each finalized with the metric as the tiles finalize theirs into the warps' k best, then the
+// block's k best to its slots.
 template <sr_metric M>
 __global__ void __launch_bounds__(kSelThreads)
-    select_panel(const float *C, int64_t n, int64_t chunk, const double *qnorm, const double *xnorm, double d,
-                 double p, tiles_out<float> o) {
-    __shared__ __align__(16) unsigned char space[(kSelThreads / 32) * kMaxK * (sizeof(uint32_t) + sizeof(int64_t))];
-    const int64_t r = blockIdx.x, begin = (int64_t)blockIdx.y * chunk;
-    const int64_t end = begin + chunk < n ? begin + chunk : n;
+    select_panel(const float *C, int64_t n, const double *qnorm, const double *xnorm, double d, double p,
+                 cold_args cold, tiles_out<float> o) {
+    __shared__ __align__(16) float acc[kChunk];
+    const int64_t r = blockIdx.x, begin = (int64_t)blockIdx.y * kChunk;
+    const int64_t end = begin + kChunk < n ? begin + kChunk : n;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+    for (int i = threadIdx.x; i < kChunk; i += kSelThreads)
+        acc[i] = 0.0f;
+    __syncthreads();
+    for (int64_t e = cold.qptr[cold.q0 + r] + warp; e < cold.qptr[cold.q0 + r + 1]; e += kSelThreads / 32) {
+        const int32_t c = cold.qcol[e];
+        if (cold.slot_of[c] >= 0)
+            continue;
+        const int64_t lo = warp_lower_bound(cold.xtrow, cold.xtptr[c], cold.xtptr[c + 1], begin, lane);
+        const int64_t hi = warp_lower_bound(cold.xtrow, lo, cold.xtptr[c + 1], end, lane);
+        const double q = (double)cold.qval[e];
+        for (int64_t t = lo + lane; t < hi; t += 32) {
+            double a0 = 0.0, a1 = 0.0;
+            sr_metric_intersect(M, q, (double)cold.xtval[t], p, &a0, &a1);
+            atomicAdd(&acc[cold.xtrow[t] - begin], (float)a0);
+        }
+    }
+    __syncthreads();
     const float *row = C + r * n;
     const double qn0 = qnorm[2 * r], qn1 = qnorm[2 * r + 1];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
     warp_best<uint32_t> best(o.k);
     for (int64_t i0 = begin + warp * 32 * kUnroll; i0 < end; i0 += kSelThreads * kUnroll) {
         float dot[kUnroll];
@@ -184,13 +201,15 @@ __global__ void __launch_bounds__(kSelThreads)
         for (int u = 0; u < kUnroll; u++) {
             const int64_t i = i0 + u * 32 + lane;
             const bool has = i < end;
-            const float v = has ? (float)sr_metric_finalize(M, (double)dot[u], 0.0, qn0, qn1, xnorm[2 * i],
+            const float sum = has ? dot[u] + acc[i - begin] : 0.0f;
+            const float v = has ? (float)sr_metric_finalize(M, (double)sum, 0.0, qn0, qn1, xnorm[2 * i],
                                                             xnorm[2 * i + 1], d, p)
                                 : 0.0f;
             best.offer_lanes(has, order_key<float>::of(v, o.largest), i);
         }
     }
-    write_block_best<float, kSelThreads>(best, space, o);
+    __syncthreads(); // the accumulators' space now holds the warps' lists
+    write_block_best<float, kSelThreads>(best, reinterpret_cast<unsigned char *>(acc), o);
 }
 
 // f(std::integral_constant<sr_metric, M>{}) for the panel's metrics.
@@ -465,16 +484,6 @@ sr_status panel_gemm(const sr_cuda_panel *pl, int64_t n, int64_t nq, const void 
     return st == CUBLAS_STATUS_SUCCESS ? SR_SUCCESS : blas_fail(st, "cublasGemmEx (knn panel)");
 }
 
-// Index rows a selection block streams: enough blocks to fill the device four times over, at
-// least 4096 rows a block, at most 65535 blocks a query (the grid's y).
-int64_t select_chunk(int64_t n, int64_t nq) {
-    const int64_t want_blocks = (int64_t)sm_count() * 32;
-    const int64_t per_query = std::max<int64_t>(1, want_blocks / std::max<int64_t>(nq, 1));
-    int64_t chunk = (n + per_query - 1) / per_query;
-    chunk = std::max<int64_t>({chunk, 4096, (n + 65534) / 65535});
-    return (chunk + 1023) / 1024 * 1024;
-}
-
 sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k,
                      int64_t *idx, const sr_strided_out *dist) {
     sr_context_s *ctx = pl->ctx;
@@ -486,7 +495,9 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     SR_TRY(fill_query_panel(pl, in, q0, nq, qpanel.get()));
     SR_TRY(panel_gemm(pl, n, nq, qpanel.get(), block.get()));
     const sr_matrix_s *Q = in->Q, *XT = in->XT;
-    const int64_t chunk = select_chunk(n, nq), chunks = (n + chunk - 1) / chunk;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    if (chunks > 65535)
+        return sr_error(SR_ERROR_INTERNAL, "knn panel: %lld index rows are past the grid", (long long)n);
     tiles_out<float> o{};
     o.k = (int)k;
     o.largest = sr_metric_is_similarity(in->metric);
@@ -496,15 +507,13 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     SR_TRY(rows.allocate((size_t)(nq * chunks * k)));
     o.key = keys.get();
     o.row = rows.get();
+    const cold_args cold{Q->rowptr, Q->colind, static_cast<const float *>(Q->values), q0, pl->slot_of,
+                         XT->rowptr, XT->colind, static_cast<const float *>(XT->values)};
     const double d = (double)in->X->ncols;
     return with_panel_metric(in->metric, [&](auto metric) -> sr_status {
         constexpr sr_metric M = decltype(metric)::value;
-        add_cold<M><<<grid_for(Q->nnz * 32), 256, 0, stream_of(ctx)>>>(
-            Q->rowptr, Q->colind, static_cast<const float *>(Q->values), q0, nq, pl->slot_of, XT->rowptr,
-            XT->colind, static_cast<const float *>(XT->values), in->p, block.get(), n);
-        SR_CUDA_LAUNCHED();
         select_panel<M><<<dim3((unsigned)nq, (unsigned)chunks), kSelThreads, 0, stream_of(ctx)>>>(
-            block.get(), n, chunk, in->qnorm + 2 * q0, in->xnorm, d, in->p, o);
+            block.get(), n, in->qnorm + 2 * q0, in->xnorm, d, in->p, cold, o);
         SR_CUDA_LAUNCHED();
         merge_blocks<float><<<grid_for(nq * 32), 256, 0, stream_of(ctx)>>>(
             o, nq, chunks * k, idx, static_cast<float *>(dist->data), dist->row_stride, dist->col_stride);
@@ -529,7 +538,7 @@ extern "C" sr_status sr_cuda_knn_panel_plan(const sr_distance_inputs *in, int64_
 
 extern "C" size_t sr_cuda_knn_panel_scratch_per_row(const sr_cuda_panel *pl, const sr_distance_inputs *in,
                                                     int64_t k) {
-    const int64_t n = in->X->nrows, chunks = (n + 4095) / 4096; // select_chunk's most
+    const int64_t n = in->X->nrows, chunks = (n + kChunk - 1) / kChunk;
     return (size_t)n * sizeof(float) + (size_t)pl->ldq * pl->elt + (size_t)(chunks * k) * (sizeof(uint32_t) + 8);
 }
 

@@ -1,0 +1,59 @@
+"""The tensor-core panel's width against time, on a generated paper-scale set: k-NN of a fixed
+subset of queries against the whole index at the cost model's width and at forced widths
+(SPARSERING_KNN_PANEL_COLUMNS), and without the panel; scaled to all rows as queries.
+
+    python3 bench/probes/knn_panel_widths.py BUILD [--set nytimes-like] [--metric cosine]
+        [--queries 2000] [--widths 0,1024,2048,4096] [--precision exact]"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import knn_data  # noqa: E402
+import sr_package  # noqa: E402
+from timing import median_time  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--set", default="nytimes-like")
+    ap.add_argument("--metric", default="cosine")
+    ap.add_argument("--queries", type=int, default=2000)
+    ap.add_argument("--widths", default="0,1024,2048,4096")
+    ap.add_argument("--precision", default="exact")
+    ap.add_argument("--k", type=int, default=5)
+    args = ap.parse_args()
+    import cupy as cp
+    sr = sr_package.load(args.build)
+    ctx = sr.Context("cuda")
+    X = knn_data.paper_set(args.set)
+    rng = np.random.default_rng(0)
+    rows = np.sort(rng.choice(X.shape[0], min(args.queries, X.shape[0]), replace=False))
+    Xd = sr.Matrix(X, context=ctx, location="device")
+    Qd = sr.Matrix(X[rows], context=ctx, location="device")
+    scale = X.shape[0] / len(rows)
+    ref = None
+    for w in [int(v) for v in args.widths.split(",")] + [-1]:
+        os.environ.pop("SPARSERING_KNN_PANEL_COLUMNS", None)
+        os.environ["SPARSERING_KNN_PANEL"] = "0" if w < 0 else ("1" if w > 0 else "")
+        if w > 0:
+            os.environ["SPARSERING_KNN_PANEL_COLUMNS"] = str(w)
+        out = []
+        t = median_time(lambda: out.append(sr.kneighbors(Xd, Qd, args.k, args.metric, dtype=np.float32,
+                                                         output_type="cupy", context=ctx,
+                                                         precision=args.precision)),
+                        reps=3, warm=1, sync=cp.cuda.Device().synchronize)
+        d = cp.asnumpy(out[-1][0])
+        ref = d if ref is None else ref
+        print(f"{args.set} {args.metric} width {w if w >= 0 else 'none':>5}: {t * 1e3:8.1f} ms for {len(rows)} "
+              f"queries, {t * scale:6.2f} s scaled; max |d - first| {np.max(np.abs(d - ref)):.2e}; "
+              f"{sr.last_method()}", flush=True)
+    os.environ.pop("SPARSERING_KNN_PANEL", None)
+    os.environ.pop("SPARSERING_KNN_PANEL_COLUMNS", None)
+
+
+if __name__ == "__main__":
+    main()
