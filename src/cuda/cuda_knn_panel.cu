@@ -68,6 +68,8 @@ constexpr int kUnroll = 4;
 // Index rows a selection block takes: their cold sums fit its shared memory (32 KiB: 7 blocks a
 // multiprocessor), and a batch of ~900 queries of 300K rows makes 33K blocks.
 constexpr int kChunk = 8192;
+constexpr int kRun = 4;       // chunks a block walks, its cursors kept from one to the next
+constexpr int kCursors = 256; // a query's entries with a cursor (NY Times-like rows: 233 on average)
 static_assert(kChunk * sizeof(float) >= (kSelThreads / 32) * kMaxK * (sizeof(uint32_t) + sizeof(int64_t)),
               "the block's lists fit where its accumulators were");
 
@@ -157,58 +159,100 @@ struct cold_args {
     const float *xtval;
 };
 
-// Block (query r of the batch, chunk y of kChunk index rows): the query's cold terms for the
-// chunk's rows summed in shared memory (a warp an entry walking its column's slice of the inverted
-// form; the same double term rounded to float as the tiles add), added to the block's dot products,
-// each finalized with the metric as the tiles finalize theirs into the warps' k best, then the
-// block's k best to its slots.
+// The cold terms of one query entry for index rows [lo_row, hi_row) into the chunk's sums (a warp,
+// from *at in the entry's column of the inverted form, whose rows ascend; *at moves past them).
+template <sr_metric M>
+__device__ inline void add_cold_run(const cold_args &cold, int64_t *at, int64_t stop, double q, double p,
+                                    int64_t lo_row, int64_t hi_row, float *acc, int lane) {
+    int64_t t = *at;
+    while (t < stop) {
+        const int64_t tt = t + lane;
+        const int32_t row = tt < stop ? cold.xtrow[tt] : INT32_MAX;
+        const bool in = row < hi_row;
+        if (in) {
+            double a0 = 0.0, a1 = 0.0;
+            sr_metric_intersect(M, q, (double)cold.xtval[tt], p, &a0, &a1);
+            atomicAdd(&acc[row - lo_row], (float)a0);
+        }
+        const int taken = __popc(__ballot_sync(~0u, in)); // a prefix: the rows ascend
+        t += taken;
+        if (taken < 32)
+            break;
+    }
+    *at = t;
+}
+
+// Block (query r of the batch, run y of kRun chunks of kChunk index rows), chunk by chunk: the
+// query's cold terms for the chunk's rows summed in shared memory (a warp an entry walking its
+// column of the inverted form from a cursor kept from chunk to chunk, found once a run; the same
+// double term rounded to float as the tiles add), added to the block's dot products, each
+// finalized with the metric as the tiles finalize theirs into the warps' k best; then the block's
+// k best to its slots. A query's entries past kCursors search their column each chunk.
 template <sr_metric M>
 __global__ void __launch_bounds__(kSelThreads)
     select_panel(const float *C, int64_t n, const double *qnorm, const double *xnorm, double d, double p,
                  cold_args cold, tiles_out<float> o) {
     __shared__ __align__(16) float acc[kChunk];
-    const int64_t r = blockIdx.x, begin = (int64_t)blockIdx.y * kChunk;
-    const int64_t end = begin + kChunk < n ? begin + kChunk : n;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-    for (int i = threadIdx.x; i < kChunk; i += kSelThreads)
-        acc[i] = 0.0f;
-    __syncthreads();
-    for (int64_t e = cold.qptr[cold.q0 + r] + warp; e < cold.qptr[cold.q0 + r + 1]; e += kSelThreads / 32) {
-        const int32_t c = cold.qcol[e];
-        if (cold.slot_of[c] >= 0)
-            continue;
-        const int64_t lo = warp_lower_bound(cold.xtrow, cold.xtptr[c], cold.xtptr[c + 1], begin, lane);
-        const int64_t hi = warp_lower_bound(cold.xtrow, lo, cold.xtptr[c + 1], end, lane);
-        const double q = (double)cold.qval[e];
-        for (int64_t t = lo + lane; t < hi; t += 32) {
-            double a0 = 0.0, a1 = 0.0;
-            sr_metric_intersect(M, q, (double)cold.xtval[t], p, &a0, &a1);
-            atomicAdd(&acc[cold.xtrow[t] - begin], (float)a0);
+    __shared__ int64_t cur_at[kCursors], cur_end[kCursors];
+    __shared__ float cur_q[kCursors];
+    const int64_t r = blockIdx.x, run_begin = (int64_t)blockIdx.y * kRun * kChunk;
+    const int64_t run_end = run_begin + kRun * kChunk < n ? run_begin + kRun * kChunk : n;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kSelThreads / 32;
+    const int64_t e0 = cold.qptr[cold.q0 + r], e1 = cold.qptr[cold.q0 + r + 1];
+    const int64_t kept = e1 - e0 < kCursors ? e1 - e0 : kCursors;
+    for (int64_t j = warp; j < kept; j += warps) { // cursors at the run's first row; hot entries empty
+        const int32_t c = cold.qcol[e0 + j];
+        const bool cold_entry = cold.slot_of[c] < 0;
+        const int64_t lo = cold_entry ? warp_lower_bound(cold.xtrow, cold.xtptr[c], cold.xtptr[c + 1], run_begin, lane)
+                                      : 0;
+        if (lane == 0) {
+            cur_at[j] = lo;
+            cur_end[j] = cold_entry ? cold.xtptr[c + 1] : 0;
+            cur_q[j] = cold.qval[e0 + j];
         }
     }
-    __syncthreads();
     const float *row = C + r * n;
     const double qn0 = qnorm[2 * r], qn1 = qnorm[2 * r + 1];
     warp_best<uint32_t> best(o.k);
-    for (int64_t i0 = begin + warp * 32 * kUnroll; i0 < end; i0 += kSelThreads * kUnroll) {
-        float dot[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; u++) { // every load issued before any is used
-            const int64_t i = i0 + u * 32 + lane;
-            dot[u] = i < end ? row[i] : 0.0f;
+    for (int64_t begin = run_begin; begin < run_end; begin += kChunk) {
+        const int64_t end = begin + kChunk < run_end ? begin + kChunk : run_end;
+        for (int i = threadIdx.x; i < kChunk; i += kSelThreads)
+            acc[i] = 0.0f;
+        __syncthreads(); // the sums zeroed (and, the first time, the cursors set)
+        for (int64_t j = warp; j < kept; j += warps) {
+            int64_t at = cur_at[j];
+            add_cold_run<M>(cold, &at, cur_end[j], (double)cur_q[j], p, begin, end, acc, lane);
+            if (lane == 0)
+                cur_at[j] = at;
         }
-#pragma unroll
-        for (int u = 0; u < kUnroll; u++) {
-            const int64_t i = i0 + u * 32 + lane;
-            const bool has = i < end;
-            const float sum = has ? dot[u] + acc[i - begin] : 0.0f;
-            const float v = has ? (float)sr_metric_finalize(M, (double)sum, 0.0, qn0, qn1, xnorm[2 * i],
-                                                            xnorm[2 * i + 1], d, p)
-                                : 0.0f;
-            best.offer_lanes(has, order_key<float>::of(v, o.largest), i);
+        for (int64_t e = e0 + kCursors + warp; e < e1; e += warps) { // past the cursors: a search a chunk
+            const int32_t c = cold.qcol[e];
+            if (cold.slot_of[c] >= 0)
+                continue;
+            int64_t at = warp_lower_bound(cold.xtrow, cold.xtptr[c], cold.xtptr[c + 1], begin, lane);
+            add_cold_run<M>(cold, &at, cold.xtptr[c + 1], (double)cold.qval[e], p, begin, end, acc, lane);
         }
+        __syncthreads();
+        for (int64_t i0 = begin + warp * 32 * kUnroll; i0 < end; i0 += kSelThreads * kUnroll) {
+            float dot[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) { // every load issued before any is used
+                const int64_t i = i0 + u * 32 + lane;
+                dot[u] = i < end ? row[i] : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                const int64_t i = i0 + u * 32 + lane;
+                const bool has = i < end;
+                const float sum = has ? dot[u] + acc[i - begin] : 0.0f;
+                const float v = has ? (float)sr_metric_finalize(M, (double)sum, 0.0, qn0, qn1, xnorm[2 * i],
+                                                                xnorm[2 * i + 1], d, p)
+                                    : 0.0f;
+                best.offer_lanes(has, order_key<float>::of(v, o.largest), i);
+            }
+        }
+        __syncthreads(); // every warp is done with the sums before they are zeroed or reused
     }
-    __syncthreads(); // the accumulators' space now holds the warps' lists
     write_block_best<float, kSelThreads>(best, reinterpret_cast<unsigned char *>(acc), o);
 }
 
@@ -394,6 +438,12 @@ sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cud
         work[c] = cq[c] * cx[c];
     panel_mode mode = kPanelFp16;
     SR_TRY(choose_mode(in, precision, &mode));
+    // Hellinger is the square root of a difference: float32-accurate sums of non-integer square
+    // roots still move a distance near 0 by up to sqrt(2^-22 · Σv) (0.003 for a row with itself
+    // at Σv = 2000, where the CUDA cores' sum of sqrt(v·v) = v is exact): "exact" keeps those rows
+    // on the CUDA cores; "tf32" takes the panel
+    if (sr_metric_kind_of(in->metric) == SR_MK_SQRT && precision == SR_PRECISION_EXACT && mode != kPanelFp16)
+        return SR_SUCCESS;
     const size_t elt = mode == kPanelFp16 ? sizeof(__half) : sizeof(float);
     const size_t elt_per_column = elt * (mode == kPanelTf32x3 ? 2 : 1);
     std::vector<int32_t> order;
@@ -495,7 +545,7 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     SR_TRY(fill_query_panel(pl, in, q0, nq, qpanel.get()));
     SR_TRY(panel_gemm(pl, n, nq, qpanel.get(), block.get()));
     const sr_matrix_s *Q = in->Q, *XT = in->XT;
-    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    const int64_t chunks = (n + kRun * kChunk - 1) / (kRun * kChunk); // a block's run of chunks
     if (chunks > 65535)
         return sr_error(SR_ERROR_INTERNAL, "knn panel: %lld index rows are past the grid", (long long)n);
     tiles_out<float> o{};
@@ -538,7 +588,7 @@ extern "C" sr_status sr_cuda_knn_panel_plan(const sr_distance_inputs *in, int64_
 
 extern "C" size_t sr_cuda_knn_panel_scratch_per_row(const sr_cuda_panel *pl, const sr_distance_inputs *in,
                                                     int64_t k) {
-    const int64_t n = in->X->nrows, chunks = (n + kChunk - 1) / kChunk;
+    const int64_t n = in->X->nrows, chunks = (n + kRun * kChunk - 1) / (kRun * kChunk);
     return (size_t)n * sizeof(float) + (size_t)pl->ldq * pl->elt + (size_t)(chunks * k) * (sizeof(uint32_t) + 8);
 }
 
