@@ -139,7 +139,9 @@ static void every_metric(sr_context ctx, const char *what, const test_csr *xs, c
          * square roots, which are not integers here: "exact" keeps it on the CUDA cores */
         const bool cuda_cores = metric == SR_METRIC_HELLINGER && precision == SR_PRECISION_EXACT;
         const char *want = sets && precision == SR_PRECISION_EXACT ? "FP16 (exact)" : cuda_cores ? "sparse tiles" : mode;
-        const double t_want = (sets && precision == SR_PRECISION_EXACT) || cuda_cores ? -1.0 : tol;
+        /* (the CUDA cores' float atomics sum Hellinger's square roots in no fixed order: two calls
+         * agree to about 1e-6, not bit for bit) */
+        const double t_want = sets && precision == SR_PRECISION_EXACT ? -1.0 : cuda_cores ? 1e-5 : tol;
         for (size_t t = 0; t < 3; t++)
             compare(ctx, what, X, Q, nq, ks[t], metric, precision, want, t_want);
     }
