@@ -55,6 +55,11 @@ expect 0 "$cli" --backend cpu knn "$tmp/q.mtx" --metric manhattan -k 2 --out "$t
 [ "$(grep -vc '^#' "$tmp/knn.tsv")" -eq 6 ] || { echo "FAIL: knn wrote $(grep -vc '^#' "$tmp/knn.tsv") rows"; failures=$((failures + 1)); }
 grep -q "^0	2	2	0$" "$tmp/knn.tsv" || { echo "FAIL: knn: row 2 is row 0's twin"; cat "$tmp/knn.tsv"; failures=$((failures + 1)); }
 grep -q "^1	2	0	7$" "$tmp/knn.tsv" || { echo "FAIL: knn: manhattan(row 1, row 0) = 7"; cat "$tmp/knn.tsv"; failures=$((failures + 1)); }
+# --precision: float32 distances (exact and tf32 may use tensor cores on a GPU), float64 the default
+expect 0 "$cli" --backend cpu knn "$tmp/q.mtx" --metric manhattan -k 2 --precision exact --out "$tmp/knn32.tsv"
+cmp -s "$tmp/knn.tsv" "$tmp/knn32.tsv" || { echo "FAIL: knn --precision exact differs on small integers"; diff "$tmp/knn.tsv" "$tmp/knn32.tsv"; failures=$((failures + 1)); }
+expect 2 "$cli" knn "$tmp/q.mtx" --precision fp8
+expect 2 "$cli" knn-graph "$tmp/q.mtx" --precision fp8
 expect 2 "$cli" knn "$tmp/q.mtx" --metric nope
 expect 2 "$cli" knn "$tmp/q.mtx" -k 4
 # found by fuzz/fuzz_cli.c: a k past int64 overflowed the result size; knn-graph's k + 1 overflowed

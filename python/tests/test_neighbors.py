@@ -141,6 +141,36 @@ def test_cuda_and_cpu_agree(rng):
         np.testing.assert_allclose(d_gpu, d_cpu, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("metric", ["cosine", "euclidean", "inner_product", "jaccard", "hellinger"])
+def test_precision_modes_agree_with_float32_and_scipy(ctx, metric):
+    """Every precision gives the float32 answer on count data (exact and bit for bit on the GPU's
+    FP16 panel; the CPU has no tensor cores and computes float32 in each mode), tf32 within its
+    error; the path taken is reported; a precision that does not exist is refused."""
+    rng = np.random.default_rng(11)
+    X = random_csr(rng, 1500, 300, 0.05, np.float32)
+    X.data = np.ceil(np.abs(X.data) * 5).astype(np.float32)  # counts 1..5
+    d32, i32 = sr.kneighbors(X, X[:100], 5, metric, context=ctx, precision="float32")
+    assert "panel" not in sr.last_method()
+    d, i = sr.kneighbors(X, X[:100], 5, metric, context=ctx, precision="exact")
+    assert sr.last_method().startswith("knn: ")
+    if metric == "hellinger":  # square roots of counts: not integers, so no FP16
+        np.testing.assert_allclose(d, d32, rtol=1e-5, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(d, d32)
+        np.testing.assert_array_equal(i, i32)
+    d_tf32, _ = sr.kneighbors(X, X[:100], 5, metric, context=ctx, precision="tf32")
+    np.testing.assert_allclose(d_tf32, d32, rtol=1e-2, atol=1e-2)
+    if metric in ("cosine", "euclidean"):  # against scipy in float64
+        ref = np.sort(cdist_reference(metric, X[:100].astype(np.float64), X.astype(np.float64)), axis=1)[:, :5]
+        rows = np.isfinite(ref).all(1)  # scipy's cosine of an empty row is NaN (ours: 1)
+        np.testing.assert_allclose(d[rows], ref[rows], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="precision must be one of"):
+        sr.kneighbors(X, X[:10], 5, metric, context=ctx, precision="fp8")
+    nn = sr.NearestNeighbors(n_neighbors=3, metric=metric, precision="tf32", context=ctx).fit(X)
+    assert nn.get_params()["precision"] == "tf32"
+    assert nn.kneighbors(X[:4])[1].shape == (4, 3)
+
+
 def test_drop_in_for_sklearn_and_cuml_signatures(ctx, rng):
     """scikit-learn's and cuML's constructor and kneighbors arguments are accepted; clone works;
     every algorithm name gives the exact neighbours."""
