@@ -66,11 +66,12 @@ def knn_paper(rows, plt):
     for ax, name in zip(axes[0], sets):
         # ours: the measured all-vs-all run where there is one, else scaled from the timed queries
         mine = {r["metric"]: r.get("all_vs_all_measured_seconds") or r["all_vs_all_seconds"]
-                for r in rows if r["input"] == name and r.get("operation", "knn") == "knn"}
+                for r in rows if r["input"] == name and r.get("operation", "knn") == "knn"
+                and r.get("precision", "exact") == "exact"}
         measured = any(r.get("all_vs_all_measured_seconds") for r in rows if r["input"] == name)
         queries = max((r.get("queries", 0) for r in rows if r["input"] == name), default=0)
         metrics = [m for m in RAFT_V100[name] if m in mine]
-        _bars(ax, metrics, [("sparsering H100", [mine[m] for m in metrics]),
+        _bars(ax, metrics, [("sparsering " + next((r["device"].replace("NVIDIA ", "") for r in rows if r.get("device")), "H100"), [mine[m] for m in metrics]),
                             ("RAFT V100 (paper)", [RAFT_V100[name][m] for m in metrics]),
                             ("RAFT / 30 (target)", [RAFT_V100[name][m] / 30 for m in metrics])],
               "all-vs-all seconds", log=True)
@@ -187,7 +188,7 @@ def products_cpu(rows, plt):
     return fig
 
 
-KINDS = {"boolean": (boolean, "results-boolean-h100.json"), "knn-paper": (knn_paper, "results-knn-paper-h100.json"),
+KINDS = {"boolean": (boolean, "results-boolean-h100.json"), "knn-paper": (knn_paper, "results-knn-paper-h200.json"),
          "knn-real": (knn_real, "results-knn-real-h100.json"), "fused": (fused, "results-fused-h100.json"),
          "products": (products, "results-products-h100.txt"),
          "spgemm-rmat": (spgemm_rmat, "results-spgemm-rmat-h100.txt"),
