@@ -53,6 +53,19 @@ def main():
               f"{sr.last_method()}", flush=True)
     os.environ.pop("SPARSERING_KNN_PANEL", None)
     os.environ.pop("SPARSERING_KNN_PANEL_COLUMNS", None)
+    # the parts' floors at the default width: the FP16 product alone (cupy, cuBLAS) and one write
+    # plus one read of the block of dot products, for the same queries
+    sr.kneighbors(Xd, Qd, args.k, args.metric, dtype=np.float32, output_type="cupy", context=ctx)
+    width = int(sr.last_method().split("panel of ")[1].split()[0]) if "panel of" in sr.last_method() else 0
+    if width:
+        a = cp.ones((len(rows), width), cp.float16)
+        b = cp.ones((width, X.shape[0]), cp.float16)
+        t_gemm = median_time(lambda: cp.matmul(a, b, out=None).astype(cp.float32, copy=False), reps=3, warm=1,
+                             sync=cp.cuda.Device().synchronize)
+        blk = cp.empty((len(rows), X.shape[0]), cp.float32)
+        t_copy = median_time(lambda: blk.copy(), reps=3, warm=1, sync=cp.cuda.Device().synchronize)
+        print(f"width {width}: FP16 product of the queries' panel {t_gemm * 1e3:.1f} ms ({t_gemm * scale:.2f} s "
+              f"scaled); the block copied once {t_copy * 1e3:.1f} ms ({t_copy * scale:.2f} s scaled)", flush=True)
 
 
 if __name__ == "__main__":
