@@ -16,6 +16,10 @@ X
 Backends: a Context picks "cpu", "cuda", "opencl" (Boolean operations) or "auto" (the default: CUDA when a GPU is usable);
 set_default_context("cpu") changes what calls use when they name none.
 """
+import os
+
+import numpy as np
+
 from . import _core
 from ._core import (CancelledError, DeviceError, DeviceOutOfMemoryError, FileError, InternalError,
                     InvalidArgumentError, InvalidMatrixError, NoDeviceError, OutOfMemoryError, ParseError,
@@ -40,6 +44,26 @@ def library_version():
     return _core.version()
 
 
+def show_config():
+    """Prints the version, the backends built in and usable here, the GPUs and the CPU threads, as
+    numpy.show_config() and scipy.show_config() do (for bug reports)."""
+    import platform
+    print(f"sparsering {__version__} (C library {library_version()})")
+    print(f"  python {platform.python_version()}, numpy {np.__version__}, {platform.platform()}")
+    for backend in ("cpu", "cuda", "opencl"):
+        try:
+            ctx = Context(backend)
+            line = f"usable, {ctx.options()['threads'] or os.cpu_count()} threads" if backend == "cpu" else "usable"
+            if backend == "cuda":
+                line += f", device {ctx.options()['device']}"
+        except SparseringError as e:
+            line = f"not usable: {e}"
+        print(f"  {backend:7s} {line}")
+    print(f"  default context: {default_context()!r}")
+    env = {k: v for k, v in os.environ.items() if k.startswith("SPARSERING_") or k == "OMP_NUM_THREADS"}
+    print("  environment: " + (", ".join(f"{k}={v}" for k, v in sorted(env.items())) or "none set"))
+
+
 def last_method():
     """The path this thread's last k-NN search took, e.g. "knn: tensor-core panel of 1024 of 102000
     columns (97.9% of the pair work), FP16 (exact)" or "knn: sparse tiles"."""
@@ -55,6 +79,6 @@ __all__ = ["PageRankInfo", "pagerank", "SpmvPlan", "spmv_plan", "spmv_plan_free"
            "reachability", "read_labeled_graph", "reduce_rows", "transitive_closure", "unpack_bits", "BooleanMatrix", "CancelledError", "Context", "DeviceError", "DeviceOutOfMemoryError", "FileError",
            "InternalError", "InvalidArgumentError", "InvalidMatrixError", "METRICS", "Matrix", "NearestNeighbors",
            "NoDeviceError", "OutOfMemoryError", "ParseError", "SEMIRINGS", "SizeOverflowError", "SparseringError",
-           "UnsupportedError", "as_matrix", "default_context", "kneighbors", "kneighbors_graph", "last_method", "library_version", "mxm",
+           "UnsupportedError", "as_matrix", "default_context", "kneighbors", "kneighbors_graph", "last_method", "library_version", "show_config", "mxm",
            "mxm_row_blocks", "RowBlocks", "pairwise_distances", "radius_neighbors", "radius_neighbors_graph", "read_mm", "set_default_context", "spmm",
            "spmv"]

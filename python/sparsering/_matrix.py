@@ -75,6 +75,10 @@ class Context:
             devices = [int(d) for d in devices]
         self._ctx = _core.Context(_BACKENDS[backend], device, threads, workspace_limit, host_memory_limit, devices,
                                   _PARTITIONS[partition])
+        # what was asked for, for pickling: a context reopens from its settings where it is loaded
+        # ("auto" resolves again there, so a model fitted on a GPU loads on a machine without one)
+        self._settings = dict(backend=backend, device=device, threads=threads, workspace_limit=workspace_limit,
+                              host_memory_limit=host_memory_limit, devices=devices, partition=partition)
 
     @property
     def devices(self):
@@ -93,14 +97,21 @@ class Context:
     def options(self):
         return self._ctx.options()
 
+    def _remember(self, name, value):
+        if self._settings is not None:  # the default context pickles as itself, not its settings
+            self._settings[name] = value
+
     def set_threads(self, threads):
         self._ctx.set_threads(threads)
+        self._remember("threads", threads)
 
     def set_workspace_limit(self, nbytes):
         self._ctx.set_workspace_limit(nbytes)
+        self._remember("workspace_limit", nbytes)
 
     def set_host_memory_limit(self, nbytes):
         self._ctx.set_host_memory_limit(nbytes)
+        self._remember("host_memory_limit", nbytes)
 
     def synchronize(self):
         self._ctx.synchronize()
@@ -124,6 +135,17 @@ class Context:
     def __deepcopy__(self, memo):
         return self
 
+    def __reduce__(self):
+        return (_reopen_context, (self._settings,))
+
+
+def _reopen_context(settings):
+    """A pickled Context, reopened from its settings (the module's default context stays the one
+    default: a pickle made with it loads with this process's default)."""
+    if settings is None:
+        return default_context()
+    return Context(**settings)
+
 
 _default = None
 _default_lock = threading.Lock()
@@ -135,6 +157,7 @@ def default_context():
     with _default_lock:
         if _default is None:
             _default = Context(os.environ.get("SPARSERING_PYTHON_BACKEND", "auto"))
+            _default._settings = None  # pickles as "the default context" (_reopen_context)
         return _default
 
 

@@ -11,12 +11,32 @@ from ._ops import (_OUTPUT_KINDS, _device_kind, _graph_result, _metric, _output_
                    kneighbors_graph, radius_neighbors)
 
 
+try:  # a scikit-learn estimator where scikit-learn is installed (clone, tags, pipelines, its checks)
+    from sklearn.base import BaseEstimator as _Base
+    from sklearn.exceptions import NotFittedError as _NotFitted
+    from sklearn.utils import check_array as _check_array
+except ImportError:  # pragma: no cover - the package does not need scikit-learn
+    _Base, _NotFitted, _check_array = object, AttributeError, None
+
+
+def _validated(X, estimator):
+    """Host input checked as scikit-learn checks it at fit (its messages: empty data, NaN or
+    infinity, complex or object values, a 1-d array) and converted to float32/float64 CSR or a
+    dense array; GPU arrays and Matrix objects are checked by the library itself."""
+    if _check_array is None or _device_kind(X) or hasattr(X, "_h"):
+        return X
+    finite = "ensure_all_finite" if "ensure_all_finite" in inspect.signature(_check_array).parameters else \
+        "force_all_finite"
+    return _check_array(X, accept_sparse="csr", dtype=[np.float32, np.float64], estimator=estimator,
+                        **{finite: True})
+
+
 # Exact search answers every algorithm a caller may name: scikit-learn's trees give the same
 # neighbours as brute force, cuML's approximate indexes (ivfflat, ivfpq) and rbc approximate them.
 _ALGORITHMS = ("auto", "brute", "ball_tree", "kd_tree", "rbc", "ivfflat", "ivfpq")
 
 
-class NearestNeighbors:
+class NearestNeighbors(_Base):
     """Unsupervised nearest neighbours, a drop-in for sklearn.neighbors.NearestNeighbors and for
     cuml.neighbors.NearestNeighbors, on sparsering's exact brute-force search.
 
@@ -72,6 +92,48 @@ class NearestNeighbors:
             setattr(self, name, value)
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = False
+        tags.non_deterministic = False
+        return tags
+
+    def _more_tags(self):  # scikit-learn before 1.6
+        return {"X_types": ["2darray", "sparse"], "allow_nan": False}
+
+    # A fitted estimator pickles its index as a scipy matrix (and its context as its settings,
+    # sparsering.Context.__reduce__); loading puts the index back where it was fitted, or on the
+    # host where the loading machine's context has no GPU.
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        if "_fit_X" in state:
+            state["_fit_X"] = self._fit_X.to_scipy()
+            state["_fit_on_device"] = self._fit_X.location == "device"
+            state.pop("_ctx", None)
+        return state
+
+    def __setstate__(self, state):
+        index = state.pop("_fit_X", None)
+        on_device = state.pop("_fit_on_device", False)
+        self.__dict__.update(state)
+        if index is not None:
+            self._ctx = _context(self.context)
+            where = "device" if on_device and self._ctx.on_device else None
+            self._fit_X = as_matrix(index, self._ctx, None, where)
+            if where is None:
+                self._fit_kind = None
+
+    def _check_queries(self, X):
+        """Queries of host data checked as fit checks them, with the fitted width."""
+        if X is None:
+            return None
+        X = _validated(X, self)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but NearestNeighbors is expecting "
+                             f"{self.n_features_in_} features as input")
+        return X
+
     def _metric_and_p(self):
         p = self.p
         if self.metric_params and "p" in self.metric_params:
@@ -87,6 +149,7 @@ class NearestNeighbors:
                                       "(None, 'input', 'numpy', 'cupy', 'array' or 'torch')")
         metric, p = self._metric_and_p()
         _metric(metric, p)  # unknown names fail here, not at the first query
+        X = _validated(X, self)
         self._ctx = _context(self.context)
         self._fit_kind = _device_kind(X)
         self._fit_X = as_matrix(X, self._ctx, None, "device" if self._fit_kind else None)
@@ -101,12 +164,13 @@ class NearestNeighbors:
         neighbours, as scikit-learn does. convert_dtype and two_pass_precision are cuML's, accepted
         and unneeded (inputs are converted; distances are computed once, exactly)."""
         if not hasattr(self, "_fit_X"):
-            raise AttributeError("this NearestNeighbors is not fitted yet: call fit(X) first")
+            raise _NotFitted("this NearestNeighbors is not fitted yet: call fit(X) first")
         k = self.n_neighbors if n_neighbors is None else n_neighbors
         if k <= 0:
             raise ValueError(f"Expected n_neighbors > 0. Got {k}")
         metric, p = self._metric_and_p()
         query_self = X is None
+        X = self._check_queries(X)
         queries = None if query_self else as_matrix(X, self._ctx, None, self._fit_X.location)
         kk = k + 1 if query_self else k
         if kk > self.n_samples_fit_:
@@ -136,7 +200,7 @@ class NearestNeighbors:
         if mode not in ("connectivity", "distance"):
             raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
         if not hasattr(self, "_fit_X"):
-            raise AttributeError("this NearestNeighbors is not fitted yet: call fit(X) first")
+            raise _NotFitted("this NearestNeighbors is not fitted yet: call fit(X) first")
         k = self.n_neighbors if n_neighbors is None else n_neighbors
         metric, p = self._metric_and_p()
         kind = self._output_kind(X)
@@ -161,7 +225,7 @@ class NearestNeighbors:
         arrays with one array per query, by index, or closest first with sort_results=True.
         X=None queries the fitted rows, each one leaving itself out, as scikit-learn does."""
         if not hasattr(self, "_fit_X"):
-            raise AttributeError("this NearestNeighbors is not fitted yet: call fit(X) first")
+            raise _NotFitted("this NearestNeighbors is not fitted yet: call fit(X) first")
         r = self.radius if radius is None else radius
         metric, p = self._metric_and_p()
         queries = None if X is None else as_matrix(X, self._ctx, None, self._fit_X.location)
@@ -174,7 +238,7 @@ class NearestNeighbors:
         explicit zeros for equal rows kept). sort_results is accepted for scikit-learn's
         signature; the columns of each row are sorted by index."""
         if not hasattr(self, "_fit_X"):
-            raise AttributeError("this NearestNeighbors is not fitted yet: call fit(X) first")
+            raise _NotFitted("this NearestNeighbors is not fitted yet: call fit(X) first")
         r = self.radius if radius is None else radius
         metric, p = self._metric_and_p()
         queries = None if X is None else as_matrix(X, self._ctx, None, self._fit_X.location)

@@ -278,3 +278,41 @@ def test_device_overlap_path_agrees_with_dense_path_on_real_text(metric, monkeyp
     np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-5 * scale)
     swapped = got[1] != want[1]
     assert swapped.mean() < 0.01, f"{swapped.sum()} of {swapped.size} neighbours differ"
+
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+
+@parametrize_with_checks([sr.NearestNeighbors(context=sr.Context("cpu")), sr.NearestNeighbors(metric="cosine")])
+def test_scikit_learn_estimator_checks(estimator, check):
+    """scikit-learn's own estimator checks, every one (clone, fit validation, pickling, tags)."""
+    check(estimator)
+
+
+def test_fitted_estimator_pickles_and_answers_the_same(ctx, rng):
+    """A fitted model pickles (its index as scipy, its context as its settings) and the loaded one
+    answers as the original; so does a bare Context."""
+    import pickle
+    X = random_csr(rng, 400, 60, 0.1, np.float32)
+    nn = sr.NearestNeighbors(n_neighbors=4, metric="cosine", context=ctx).fit(X)
+    d, i = nn.kneighbors(X[:30])
+    loaded = pickle.loads(pickle.dumps(nn))
+    d2, i2 = loaded.kneighbors(X[:30])
+    np.testing.assert_array_equal(i2, i)
+    np.testing.assert_array_equal(d2, d)
+    assert loaded.context.backend == ctx.backend
+    c = pickle.loads(pickle.dumps(sr.Context("cpu", threads=2)))
+    assert c.backend == "cpu" and c.options()["threads"] == 2
+    assert pickle.loads(pickle.dumps(sr.default_context())) is sr.default_context()
+
+
+def test_fit_refuses_what_scikit_learn_refuses(ctx):
+    with pytest.raises(ValueError, match="NaN"):
+        sr.NearestNeighbors(context=ctx).fit(np.array([[1.0, np.nan], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="0 sample"):
+        sr.NearestNeighbors(context=ctx).fit(np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="Complex"):
+        sr.NearestNeighbors(context=ctx).fit(np.array([[1 + 1j, 0], [0, 1]]))
+    nn = sr.NearestNeighbors(n_neighbors=1, context=ctx).fit(np.eye(3))
+    with pytest.raises(ValueError, match="X has 2 features, but NearestNeighbors is expecting 3"):
+        nn.kneighbors(np.ones((1, 2)))
