@@ -36,7 +36,7 @@ from ._regression import SolverResult, fused_pattern, logistic_regression, ridge
 from ._sddmm import Factorization, factorize, sddmm, sddmm_spmm, sddmm_values
 from .neighbors import NearestNeighbors
 
-__version__ = "0.1.0"
+__version__ = _core.version().split()[0]  # the C library's: one version for both
 
 
 def library_version():
