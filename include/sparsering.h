@@ -623,6 +623,10 @@ typedef enum sr_closure_method {
 typedef struct sr_query_options {
     sr_progress_fn progress;
     void *progress_user;
+    /* sr_cfpq: a terminal of the grammar that no label names is refused (a typo would give an
+     * empty answer, which looks like "no paths"); true takes such terminals as labels with no
+     * edges (queries that span several graphs) */
+    bool allow_missing_labels;
 } sr_query_options;
 typedef struct sr_query_stats {
     int64_t rounds;        /* fixpoint rounds */
@@ -659,7 +663,8 @@ const char *sr_grammar_start(sr_grammar g);
 
 /* R (n x n, bool): R(i, j) when some path from i to j spells a word that `symbol` (NULL: the
  * start symbol) derives. graphs[l] is the n x n bool adjacency of edges labelled labels[l]; a
- * terminal with no graph has no edges. Semi-naive fixpoint: each round multiplies a rule's
+ * terminal that no label names is an error unless options->allow_missing_labels (then it has no
+ * edges). Semi-naive fixpoint: each round multiplies a rule's
  * operands only against what the last round added. options and stats may be NULL. */
 sr_status sr_cfpq(sr_context ctx, sr_grammar g, int64_t nlabels, const char *const *labels, const sr_matrix *graphs,
                   const char *symbol, sr_matrix *R, const sr_query_options *options, sr_query_stats *stats);

@@ -100,7 +100,7 @@ static void run_all(void)
     EXPECT_CANCELLED("radius", sr_radius_neighbors(ctx, X, NULL, 1.0, SR_METRIC_L2, 0, &ro, &out));
 
     calls = 0;
-    sr_query_options qo = {stop_now, &calls};
+    sr_query_options qo = {stop_now, &calls, false};
     EXPECT_CANCELLED("closure", sr_transitive_closure(ctx, G, SR_CLOSURE_AUTO, &out, &qo, NULL));
 
     calls = 0;

@@ -94,7 +94,7 @@ static void check_radius(sr_metric metric, const test_csr *xt, const test_csr *q
     double *D = malloc((size_t)(mq * n) * sizeof(double));
     sr_dense Dv = sr_dense_view(D, mq, n, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
     CHECK_OK(sr_pairwise_distance(ctx, Q, X, metric, 0, &Dv));
-    const double r = share < 0 ? -1.0 : share > 1 ? INFINITY : radius_keeping(D, mq * n, share, largest);
+    const double r = share < 0 ? 0.0 : share > 1 ? INFINITY : radius_keeping(D, mq * n, share, largest);
     if (where == SR_DEVICE) {
         CHECK_OK(sr_matrix_copy_to(ctx, X, SR_DEVICE, &Xw));
         Qw = self ? Xw : NULL;
@@ -159,12 +159,17 @@ static void check_limits_and_rejections(void)
     const int64_t first_batch = where == SR_DEVICE ? 40 : 5;
     o.progress = test_stop_at_first_report;
     o.progress_user = &seen;
-    CHECK_FAILS(sr_radius_neighbors(ctx, Xw, NULL, -1.0, SR_METRIC_L2, 0, &o, &R), SR_ERROR_CANCELLED,
+    CHECK_FAILS(sr_radius_neighbors(ctx, Xw, NULL, 0.0, SR_METRIC_L2, 0, &o, &R), SR_ERROR_CANCELLED,
                 where == SR_DEVICE ? "after 40 of 40" : "after 5 of 40");
     CHECK(seen == first_batch, "progress reported %lld rows, expected %lld", (long long)seen, (long long)first_batch);
     CHECK_OK(sr_context_set_workspace_limit(ctx, 0));
     o = sr_radius_options_default();
     CHECK_FAILS(sr_radius_neighbors(ctx, Xw, NULL, NAN, SR_METRIC_L2, 0, &o, &R), SR_ERROR_INVALID_ARGUMENT, "NaN");
+    /* a negative radius matches no distance: refused, not answered with nothing (issue 58) */
+    R = NULL;
+    CHECK_FAILS(sr_radius_neighbors(ctx, Xw, NULL, -1.0, SR_METRIC_COSINE, 0, &o, &R), SR_ERROR_INVALID_ARGUMENT,
+                "never negative");
+    CHECK(R == NULL, "a refused call wrote R");
     o.include_self = true;
     CHECK_FAILS(sr_radius_neighbors(ctx, Xw, Xw, 1.0, SR_METRIC_L2, 0, &o, &R), SR_ERROR_INVALID_ARGUMENT,
                 "queries NULL");
@@ -194,7 +199,7 @@ static void run_all(void)
             check_radius(metrics[i], &x, NULL, 0.1, false, (sr_graph_mode)mode, where == SR_DEVICE ? 70 * 48 : 70 * 8 * 3);
         }
     check_radius(SR_METRIC_L2, &x, NULL, 0.0, false, SR_GRAPH_DISTANCE, 0); /* radius 0: the copies only */
-    check_radius(SR_METRIC_L2, &x, NULL, -1.0, true, SR_GRAPH_DISTANCE, 0); /* negative: nothing */
+    check_radius(SR_METRIC_L2, &x, NULL, -1.0, true, SR_GRAPH_DISTANCE, 0); /* radius 0: each row itself and its equals */
     check_radius(SR_METRIC_L2, &x, NULL, 2.0, true, SR_GRAPH_DISTANCE, 0);  /* infinite: everything */
     check_limits_and_rejections();
     test_csr_free(&x);

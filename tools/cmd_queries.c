@@ -18,7 +18,7 @@ static int round_progress(int64_t round, int64_t entries, void *user)
 
 static sr_query_options progress_for(const char *name)
 {
-    sr_query_options o = {round_progress, (void *)name};
+    sr_query_options o = {round_progress, (void *)name, false};
     return o;
 }
 
@@ -178,7 +178,7 @@ int cmd_cfpq(const cli_globals *g, int argc, char **argv)
     const char *grammar_path = NULL, *graph_path = NULL, *out = NULL, *symbol = NULL;
     char *label_specs[kMaxLabels];
     int nspecs = 0;
-    bool reverse = false, ok = true;
+    bool reverse = false, ok = true, allow_missing = false;
     for (int i = 1; ok && i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--graph") == 0)
             graph_path = argv[++i];
@@ -188,6 +188,8 @@ int cmd_cfpq(const cli_globals *g, int argc, char **argv)
             symbol = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--out") == 0)
             out = argv[++i];
+        else if (strcmp(argv[i], "--allow-missing-labels") == 0)
+            allow_missing = true;
         else if (strcmp(argv[i], "--reverse") == 0)
             reverse = true;
         else if (argv[i][0] != '-' && !grammar_path)
@@ -199,7 +201,7 @@ int cmd_cfpq(const cli_globals *g, int argc, char **argv)
         ok = ok && strchr(label_specs[k], '=') && strchr(label_specs[k], '=') != label_specs[k];
     if (!ok || !grammar_path || (!graph_path && nspecs == 0)) {
         fputs("usage: sparsering cfpq GRAMMAR.txt (--graph EDGES.txt | --label NAME=GRAPH.mtx ...) [--reverse]\n"
-              "       [--symbol NONTERMINAL] [--out PAIRS.mtx]\n"
+              "       [--symbol NONTERMINAL] [--out PAIRS.mtx] [--allow-missing-labels]\n"
               "  EDGES.txt: one edge a line, 'FROM TO LABEL'; --reverse adds NAME_r, the reversed edges of each label\n",
               stderr);
         return CLI_USAGE;
@@ -247,6 +249,7 @@ int cmd_cfpq(const cli_globals *g, int argc, char **argv)
     double t_read = cli_seconds() - t0;
     sr_query_stats st = {0, 0, 0};
     sr_query_options o = progress_for("cfpq");
+    o.allow_missing_labels = allow_missing;
     if (s == SR_SUCCESS)
         s = sr_cfpq(ctx, grammar, nlabels, (const char *const *)labels, graphs, symbol, &R, &o, &st);
     end_progress(&o);

@@ -236,14 +236,15 @@ def reachability(A, sources, *, return_stats=False, context=None):
     return _query(_core.reachability(ctx._ctx, A._h, src), ctx, keep, return_stats, kind)
 
 
-def cfpq(grammar, graphs, symbol=None, *, reverse=False, return_stats=False, context=None):
+def cfpq(grammar, graphs, symbol=None, *, reverse=False, return_stats=False, context=None, allow_missing_labels=False):
     """Context-free path query: the (i, j) joined by a path whose edge labels spell a word that
     `symbol` (default: the grammar's start symbol, the first rule's left side) derives.
 
     grammar: text, one rule a line, "S -> d_r S d | d_r d" ("eps" is the empty word; README has
     the format), or a pathlib.Path / os.PathLike of a file holding it. graphs: {label: square adjacency (scipy, numpy or Matrix)}; reverse=True adds
-    label + "_r" with the reversed edges of each. Returns scipy csr_matrix (bool), or a Matrix
-    when the graphs are Matrix objects."""
+    label + "_r" with the reversed edges of each. A terminal of the grammar that names no graph is
+    refused (a typo would look like "no paths"); allow_missing_labels=True takes it as a label
+    with no edges. Returns scipy csr_matrix (bool), or a Matrix when the graphs are Matrix objects."""
     if not isinstance(graphs, dict) or not graphs:
         raise TypeError("graphs must be a non-empty dict {label: adjacency matrix}")
     first = next(iter(graphs.values()))
@@ -260,7 +261,8 @@ def cfpq(grammar, graphs, symbol=None, *, reverse=False, return_stats=False, con
             mats.append(m.transpose()._h)
     is_path = isinstance(grammar, os.PathLike)
     text = os.fspath(grammar) if is_path else str(grammar)
-    return _query(_core.cfpq(ctx._ctx, text, is_path, labels, mats, symbol), ctx, keep, return_stats, kind)
+    return _query(_core.cfpq(ctx._ctx, text, is_path, labels, mats, symbol, bool(allow_missing_labels)), ctx, keep,
+                  return_stats, kind)
 
 
 def read_labeled_graph(path, nvertices=0, *, context=None):

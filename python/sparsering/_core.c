@@ -1417,9 +1417,9 @@ static PyObject *cfpq(PyObject *mod, PyObject *args)
     (void)mod;
     PyObject *context, *names, *mats, *symbol_obj;
     const char *text;
-    int is_path;
-    if (!PyArg_ParseTuple(args, "OspO!O!O", &context, &text, &is_path, &PyList_Type, &names, &PyList_Type, &mats,
-                          &symbol_obj))
+    int is_path, allow_missing = 0;
+    if (!PyArg_ParseTuple(args, "OspO!O!O|p", &context, &text, &is_path, &PyList_Type, &names, &PyList_Type, &mats,
+                          &symbol_obj, &allow_missing))
         return NULL;
     sr_context ctx = ctx_of(context);
     if (!ctx)
@@ -1449,10 +1449,11 @@ static PyObject *cfpq(PyObject *mod, PyObject *args)
     sr_grammar g = NULL;
     sr_matrix R = NULL;
     sr_query_stats st = {0, 0, 0};
+    const sr_query_options qo = {NULL, NULL, allow_missing != 0};
     sr_status s;
     Py_BEGIN_ALLOW_THREADS s = is_path ? sr_grammar_read(text, &g) : sr_grammar_parse(text, &g);
     if (s == SR_SUCCESS)
-        s = sr_cfpq(ctx, g, (int64_t)n, labels, graphs, symbol, &R, NULL, &st);
+        s = sr_cfpq(ctx, g, (int64_t)n, labels, graphs, symbol, &R, &qo, &st);
     sr_grammar_free(g);
     Py_END_ALLOW_THREADS PyMem_Free(labels);
     PyMem_Free(graphs);

@@ -201,6 +201,13 @@ def test_cfpq_reverse_and_errors(ctx, rng):
         sr.cfpq("S -> a\nno arrow here", {"a": d}, context=ctx)
     with pytest.raises(sr.InvalidArgumentError, match="not a nonterminal"):
         sr.cfpq("S -> a", {"a": d}, symbol="T", context=ctx)
+    # found by trying it as a new user (issue 58): these once answered with an empty result
+    with pytest.raises(sr.ParseError, match="line 1, column 6: a second '->'"):
+        sr.cfpq("S -> -> a", {"a": d}, context=ctx)
+    with pytest.raises(sr.InvalidArgumentError, match="terminal 'b' names no graph \\(labels given: 'a'\\)"):
+        sr.cfpq("S -> b", {"a": d}, context=ctx)
+    none = sr.cfpq("S -> b | a", {"a": d}, allow_missing_labels=True, context=ctx)  # b: a label without edges
+    same_pattern(none, sr.cfpq("S -> a", {"a": d}, context=ctx))
 
 
 def test_labeled_graph_file(tmp_path, ctx):

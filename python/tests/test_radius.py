@@ -72,7 +72,8 @@ def test_duplicates_empty_rows_and_edges(ctx, rng):
     G = sr.radius_neighbors_graph(X, 0.0, mode="distance", metric="euclidean", context=ctx)
     pairs = set(zip(*G.tocoo().coords))
     assert (0, 1) in pairs and (1, 0) in pairs and G[0, 1] == 0  # the equal rows' explicit zeros are kept
-    assert sr.radius_neighbors_graph(X, -1.0, context=ctx).nnz == 0
+    with pytest.raises(sr.InvalidArgumentError, match="never negative"):  # as scikit-learn refuses it
+        sr.radius_neighbors_graph(X, -1.0, context=ctx)
     everything = sr.radius_neighbors_graph(X, np.inf, include_self=True, context=ctx)
     assert everything.nnz == 60 * 60
     dist, ind = sr.radius_neighbors(X, X[2:3], radius=np.inf, metric="euclidean", context=ctx)
@@ -115,3 +116,14 @@ def test_cosine_ties_of_count_data_are_exact(ctx, rng, dtype):
     G = sr.radius_neighbors_graph(X.astype(dtype), 0.5, mode="connectivity", metric="cosine", include_self=True,
                                   context=ctx)
     np.testing.assert_array_equal(G.toarray() != 0, within)
+
+
+def test_negative_radius_is_refused(ctx, rng):
+    """A negative radius matches no distance: refused with a message, not answered with nothing
+    (found trying the package as a new user, issue 58); the inner product, a similarity, takes one."""
+    X = random_csr(rng, 40, 12, 0.3, np.float32)
+    with pytest.raises(sr.InvalidArgumentError, match="never negative"):
+        sr.radius_neighbors(X, X[:5], radius=-1.0, metric="cosine", context=ctx)
+    with pytest.raises(sr.InvalidArgumentError, match="NaN"):
+        sr.radius_neighbors_graph(X, float("nan"), metric="euclidean", context=ctx)
+    sr.radius_neighbors_graph(X, -0.5, metric="inner_product", context=ctx)

@@ -6,6 +6,7 @@
  *     A -> B C:  D[B]·T[C]  and  T[B]·D[C]       A -> B:  D[B]
  * each only where T[A] has no entry yet (a complemented mask), until no round adds anything. A
  * product of two old operands was formed in an earlier round, so none is formed twice. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +129,28 @@ static sr_status check_labels(const char *fn, int64_t nlabels, const char *const
     return SR_SUCCESS;
 }
 
+/* Every terminal of the grammar names a label given: one that does not is most often a typo. */
+static sr_status check_terminals(const char *fn, const struct sr_grammar_s *g, int64_t nlabels,
+                                 const char *const *labels)
+{
+    for (int t = 0; t < g->nterminals; t++) {
+        int64_t l = 0;
+        while (l < nlabels && strcmp(labels[l], g->terminals[t]) != 0)
+            l++;
+        if (l < nlabels)
+            continue;
+        char given[256] = "";
+        size_t used = 0;
+        for (int64_t k = 0; k < nlabels && used + 4 < sizeof given; k++)
+            used += (size_t)snprintf(given + used, sizeof given - used, "%s'%s'", k ? ", " : "", labels[k]);
+        return sr_error(SR_ERROR_INVALID_ARGUMENT,
+                        "%s: the grammar's terminal '%s' names no graph (labels given: %s); set "
+                        "allow_missing_labels to take it as a label without edges",
+                        fn, g->terminals[t], given);
+    }
+    return SR_SUCCESS;
+}
+
 sr_status sr_cfpq(sr_context ctx, sr_grammar g, int64_t nlabels, const char *const *labels, const sr_matrix *graphs,
                   const char *symbol, sr_matrix *R, const sr_query_options *options, sr_query_stats *stats)
 {
@@ -135,6 +158,8 @@ sr_status sr_cfpq(sr_context ctx, sr_grammar g, int64_t nlabels, const char *con
     SR_CHECK_ARG(ctx != NULL && g != NULL && R != NULL, "%s: the context, grammar or output pointer is NULL", fn);
     cfpq_state s = {ctx, g, 0, SR_HOST, NULL, NULL, NULL, NULL};
     SR_TRY(check_labels(fn, nlabels, labels, graphs, &s.n, &s.where));
+    if (!(options && options->allow_missing_labels))
+        SR_TRY(check_terminals(fn, g, nlabels, labels));
     const int target = symbol ? sr_grammar_find(g, symbol) : g->start;
     SR_CHECK_ARG(target >= 0, "%s: '%s' is not a nonterminal of the grammar", fn, symbol ? symbol : "");
     sr_query_stats local = {0, 0, 0.0};

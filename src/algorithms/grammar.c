@@ -196,6 +196,11 @@ static sr_status read_alternatives(char *lines, struct sr_grammar_s *g)
         if (split_words(line, w, 1) != 1)
             continue; /* pass 1 has checked every left-hand side */
         const int lhs = sr_grammar_find(g, w[0]);
+        const char *again = strstr(arrow + 2, "->");
+        if (again)
+            return sr_error(SR_ERROR_PARSE,
+                            "grammar line %d, column %d: a second '->' (a rule is one line 'LHS -> symbols | ...')",
+                            line_no, (int)(again - line) + 1);
         for (char *alt = arrow + 2, *bar; alt; alt = bar) {
             bar = strchr(alt, '|');
             if (bar)

@@ -209,6 +209,10 @@ sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries
     const sr_radius_options o = options ? *options : sr_radius_options_default();
     SR_TRY(sr_ops_check_graph_output(fn, o.mode, o.type));
     SR_CHECK_ARG(!isnan(radius), "%s: the radius is NaN", fn);
+    /* distances are never negative (but for the inner product, a similarity, and KL divergence of
+     * rows that are not distributions): such a radius would quietly match nothing */
+    SR_CHECK_ARG(radius >= 0.0 || metric == SR_METRIC_INNER_PRODUCT || metric == SR_METRIC_KL_DIVERGENCE,
+                 "%s: the radius is %g, and %s distances are never negative", fn, radius, sr_metric_name(metric));
     SR_CHECK_ARG(queries == NULL || !o.include_self,
                  "%s: include_self applies when the index is compared with itself (queries NULL)", fn);
     const bool self = queries == NULL;
