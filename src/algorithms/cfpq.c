@@ -131,13 +131,10 @@ static sr_status check_labels(const char *fn, int64_t nlabels, const char *const
 
 /* Every terminal of the grammar names a label given: one that does not is most often a typo. */
 static sr_status check_terminals(const char *fn, const struct sr_grammar_s *g, int64_t nlabels,
-                                 const char *const *labels)
+                                 const char *const *labels, const sr_matrix *graphs)
 {
     for (int t = 0; t < g->nterminals; t++) {
-        int64_t l = 0;
-        while (l < nlabels && strcmp(labels[l], g->terminals[t]) != 0)
-            l++;
-        if (l < nlabels)
+        if (label_graph(g, t, nlabels, labels, graphs)) /* check_labels: no graph is NULL */
             continue;
         char given[256] = "";
         size_t used = 0;
@@ -159,7 +156,7 @@ sr_status sr_cfpq(sr_context ctx, sr_grammar g, int64_t nlabels, const char *con
     cfpq_state s = {ctx, g, 0, SR_HOST, NULL, NULL, NULL, NULL};
     SR_TRY(check_labels(fn, nlabels, labels, graphs, &s.n, &s.where));
     if (!(options && options->allow_missing_labels))
-        SR_TRY(check_terminals(fn, g, nlabels, labels));
+        SR_TRY(check_terminals(fn, g, nlabels, labels, graphs));
     const int target = symbol ? sr_grammar_find(g, symbol) : g->start;
     SR_CHECK_ARG(target >= 0, "%s: '%s' is not a nonterminal of the grammar", fn, symbol ? symbol : "");
     sr_query_stats local = {0, 0, 0.0};
