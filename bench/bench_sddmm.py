@@ -82,6 +82,8 @@ VARIANTS = {
     "sparse": [("CSR order", {"SPARSERING_SDDMM_PANELS": "0"}), ("panels", {"SPARSERING_SDDMM_PANELS": "1"})],
     "dense": [("panels", {"SPARSERING_SDDMM_PANELS": "1"}),
               ("gemm tiles", {"SPARSERING_SDDMM_GEMM": "1"}),
+              ("gemm tiles FMA", {"SPARSERING_SDDMM_GEMM": "1", "SPARSERING_SDDMM_MATH": "0"}),
+              ("gemm tiles TF32", {"SPARSERING_SDDMM_GEMM": "1", "SPARSERING_SDDMM_MATH": "1"}),
               ("no gemm tiles", {"SPARSERING_SDDMM_GEMM": "0"}),
               ("dense tiles", {"SPARSERING_SDDMM_GEMM": "0", "SPARSERING_SDDMM_DENSE": "1"}),
               ("no dense tiles", {"SPARSERING_SDDMM_GEMM": "0", "SPARSERING_SDDMM_DENSE": "0"}),
@@ -179,6 +181,17 @@ def main():
                 for key in env:
                     del os.environ[key]
             t_csr = variants.get("CSR order", float("nan"))
+            if name.startswith("dense-ish"):  # the tile paths' error against float64 on 2^20 sampled entries
+                pick = torch.randint(S.nnz, (1 << 20,), device="cuda")
+                r64 = (A.double()[r[pick]] * B.double()[c[pick]]).sum(1)
+                for label, env in (("exact", {}), ("FMA", {"SPARSERING_SDDMM_MATH": "0"}),
+                                   ("TF32", {"SPARSERING_SDDMM_MATH": "1"})):
+                    os.environ.update(env)
+                    ours()
+                    sync()
+                    variants[f"err {label}"] = float((out[pick].double() - r64).abs().max() / r64.abs().max())
+                    for key in env:
+                        del os.environ[key]
             ref = torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0)
             err = max_rel_diff(out, ref.values())
             t_cs = median_time(lambda: torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0), reps=args.reps,
@@ -206,14 +219,17 @@ def main():
                        cusparse_direct_per_call_ms=t_cd_call * 1e3, cusparse_direct_max_rel_diff=err_cd,
                        cusparse_ms=t_cs * 1e3,
                        gather_ms=t_g * 1e3, max_rel_diff=err, first_call_ms=t_first * 1e3,
-                       csr_order_ms=t_csr * 1e3, variants_ms={k: v * 1e3 for k, v in variants.items()})
+                       csr_order_ms=t_csr * 1e3,
+                       variants_ms={k: v * 1e3 for k, v in variants.items() if not k.startswith("err")},
+                       max_rel_err_vs_float64={k[4:]: v for k, v in variants.items() if k.startswith("err")})
             rows.append(row)
             print(f"{name:32} {S.nnz / 1e6:5.1f}M {K:4} | {t_sr * 1e3:8.2f}ms {gf:7.0f} {floor * 1e3:5.2f}ms "
                   f"{t_sr / floor:7.2f} | {t_cd * 1e3:7.2f}ms {t_cd / t_sr:7.2f} | "
                   f"{t_cs * 1e3:7.2f}ms {t_cs / t_sr:7.2f} | "
                   f"{t_g * 1e3:6.2f}ms {t_g / t_sr:7.2f}   (max rel diff {err:.1e}, cuSPARSE direct {err_cd:.1e}; "
                   f"cuSPARSE with its analysis each call {t_cd_call * 1e3:.2f} ms; first call {t_first * 1e3:.2f} ms, "
-                  + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in variants.items()) + ")",
+                  + ", ".join(f"{k} {v:.1e}" if k.startswith("err") else f"{k} {v * 1e3:.2f} ms"
+                              for k, v in variants.items()) + ")",
                   flush=True)
             del Bt, out
             if K in (32, 128) and not args.no_fused:
@@ -244,11 +260,16 @@ def fused_rows(sr, ctx, name, S, Sd, St, S32, A, B, K, reps, sync, torch):
                                                 context=ctx), reps=reps, sync=sync)
         fused_out = O.clone()
         paths = {}  # dense-ish S: the fused call with the whole tiles forced on and off
-        for label, setting in (("tiles", "1"), ("no tiles", "0")) if name.startswith("dense-ish") else ():
-            os.environ["SPARSERING_SDDMM_GEMM"] = setting
+        settings = (("tiles", {"SPARSERING_SDDMM_GEMM": "1"}),
+                    ("tiles FMA", {"SPARSERING_SDDMM_GEMM": "1", "SPARSERING_SDDMM_MATH": "0"}),
+                    ("tiles TF32", {"SPARSERING_SDDMM_GEMM": "1", "SPARSERING_SDDMM_MATH": "1"}),
+                    ("no tiles", {"SPARSERING_SDDMM_GEMM": "0"}))
+        for label, env in settings if name.startswith("dense-ish") else ():
+            os.environ.update(env)
             paths[label] = median_time(lambda: sr.sddmm_spmm(Sd, A, B, Vx, alpha=alpha, softmax=softmax, pattern=True,
                                                              out=O, context=ctx), reps=reps, sync=sync)
-            del os.environ["SPARSERING_SDDMM_GEMM"]
+            for key in env:
+                del os.environ[key]
 
         def unfused():  # the library has no sparse softmax: ours is timed for the plain forms
             C = sr.sddmm(Sd, A, B, alpha=alpha, pattern=True, context=ctx)  # a device Matrix

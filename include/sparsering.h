@@ -255,7 +255,23 @@ const char *sr_semiring_name(sr_semiring s);
  * e.g. min_plus on bool, or_and on float32). int infinities are INT32_MAX / INT32_MIN. */
 sr_status sr_semiring_output_type(sr_semiring s, sr_type input, sr_type *output);
 
-/* Options of a product. NULL means all false. */
+/* How k-NN of the dot-product metrics (cosine, euclidean and sqeuclidean, inner_product,
+ * correlation, jaccard, dice, russellrao, hellinger) and the SDDMM calls may use the GPU's tensor
+ * cores (docs/tensor-cores.md): k-NN for the columns that hold most of the pair work, the SDDMM
+ * for whole tiles of well-filled S. float32 on CUDA only; float64 and the CPU backend always
+ * compute in their own precision. */
+typedef enum sr_precision {
+    /* default: FP16 products where every value (after the metric's transform: 1 for the set
+     * metrics, the square root for hellinger) is an integer of at most 2048 in magnitude and every
+     * dot product's terms sum below 2^24 (checked on each call: the answer is the float32 path's,
+     * bit for bit); otherwise a product of TF32 operands split in two (3 products) that keeps
+     * float32 accuracy (about 1e-6 relative to |q||x|) */
+    SR_PRECISION_EXACT = 0,
+    SR_PRECISION_TF32 = 1,    /* one TF32 product: fastest; dot products to about 1e-3 of |q||x| */
+    SR_PRECISION_FLOAT32 = 2  /* no tensor cores: the CUDA cores' float32 sums */
+} sr_precision;
+
+/* Options of a product. NULL means all false (and the default precision). */
 typedef struct sr_descriptor {
     bool accumulate;      /* C = C ⊕ (A ⊕.⊗ B): combine with what C holds, by the semiring's ⊕ */
     bool mask_complement; /* compute where the mask has NO entry */
@@ -264,6 +280,11 @@ typedef struct sr_descriptor {
                              cleared instead of keeping their old values */
     bool sample_pattern;  /* the SDDMM calls only (others reject it): sample A·Bᵀ at S's pattern,
                              ignoring S's values in the product (cuSPARSE's form) */
+    sr_precision precision; /* the SDDMM calls only (others reject any but the default): float32
+                               products on tensor cores where S's tiles are well filled; EXACT
+                               (default) splits each operand in two TF32 halves (3 products: about
+                               1e-6 relative to |a||b|, float32's accuracy), TF32 multiplies once
+                               (about 1e-3), FLOAT32 keeps the CUDA cores */
 } sr_descriptor;
 
 /* Masks are structural: only their pattern counts (their values are ignored), they have the
@@ -520,21 +541,6 @@ sr_status sr_pairwise_distance(sr_context ctx, sr_matrix A, sr_matrix B, sr_metr
 /* Progress of a long call: `done` of `total` query rows finished. Return nonzero to stop: the
  * call then fails with SR_ERROR_CANCELLED. Called on the calling thread, between batches. */
 typedef int (*sr_progress_fn)(int64_t done, int64_t total, void *user);
-
-/* How k-NN of the dot-product metrics (cosine, euclidean and sqeuclidean, inner_product,
- * correlation, jaccard, dice, russellrao, hellinger) may use the GPU's tensor cores for the
- * columns that hold most of the pair work (docs/tensor-cores.md). float32 distances on CUDA only;
- * float64 and the CPU backend always compute in their own precision. */
-typedef enum sr_precision {
-    /* default: FP16 products where every value (after the metric's transform: 1 for the set
-     * metrics, the square root for hellinger) is an integer of at most 2048 in magnitude and every
-     * dot product's terms sum below 2^24 (checked on each call: the answer is the float32 path's,
-     * bit for bit); otherwise a product of TF32 operands split in two (3 products) that keeps
-     * float32 accuracy (about 1e-6 relative to |q||x|) */
-    SR_PRECISION_EXACT = 0,
-    SR_PRECISION_TF32 = 1,    /* one TF32 product: fastest; dot products to about 1e-3 of |q||x| */
-    SR_PRECISION_FLOAT32 = 2  /* no tensor cores: the CUDA cores' float32 sums */
-} sr_precision;
 
 typedef struct sr_knn_options {
     sr_progress_fn progress; /* NULL: no reports */

@@ -71,6 +71,16 @@ static double got_at(const void *values, sr_type type, int64_t e)
                                      : ((const int32_t *)values)[e];
 }
 
+/* The descriptor's precision for the whole tiles (the GPU's float32 tile products; the CPU ignores it). */
+static sr_precision tile_precision;
+
+/* float32's bound, a term of the sum: the split (EXACT) and the FMAs keep float32's accuracy, one
+ * TF32 product about 2^-11 of each operand. */
+static double float32_tolerance(int64_t K)
+{
+    return tile_precision == SR_PRECISION_TF32 ? 2e-3 / (double)(K + 1) : 2e-6;
+}
+
 static void check_sddmm(int64_t m, int64_t n, int64_t K, double degree, sr_type type, sr_type stype, sr_semiring s,
                         double alpha, double beta, bool pattern, sr_layout la, sr_layout lb)
 {
@@ -79,7 +89,7 @@ static void check_sddmm(int64_t m, int64_t n, int64_t K, double degree, sr_type 
         memset((char *)sc.values + sr_type_size(stype), 0, sr_type_size(stype));
     sr_matrix S = test_make_matrix_at(ctx, &sc, where);
     operand A = make_operand(m, K, type, la, 1), B = make_operand(n, K, type, lb, 0);
-    sr_descriptor d = {.sample_pattern = pattern};
+    sr_descriptor d = {.sample_pattern = pattern, .precision = tile_precision};
     sr_matrix C = NULL;
     CHECK_OK(sr_sddmm(ctx, &C, s, alpha, S, &A.view, &B.view, beta, &d));
     sr_matrix H = NULL;
@@ -99,7 +109,7 @@ static void check_sddmm(int64_t m, int64_t n, int64_t K, double degree, sr_type 
     }
     CHECK(H && info.nnz == sc.nnz && info.type == type, "sddmm %lldx%lld K=%lld: %lld entries of %s (want %lld)",
           (long long)m, (long long)n, (long long)K, (long long)info.nnz, sr_type_name(info.type), (long long)sc.nnz);
-    const double tol = type == SR_TYPE_FLOAT32 ? 2e-6 : type == SR_TYPE_FLOAT64 ? 1e-13 : 0;
+    const double tol = type == SR_TYPE_FLOAT32 ? float32_tolerance(K) : type == SR_TYPE_FLOAT64 ? 1e-13 : 0;
     int64_t bad = 0;
     for (int64_t i = 0; i < m && H && info.nnz == sc.nnz; i++)
         for (int64_t e = sc.rowptr[i]; e < sc.rowptr[i + 1]; e++) {
@@ -146,10 +156,10 @@ static void check_fused(int64_t m, int64_t n, int64_t K, int64_t p, double degre
     operand V = make_operand(n, p, type, SR_ROW_MAJOR, 0), O0 = make_operand(m, p, type, lo, 0);
     const double alpha = softmax ? 0.7 : -1.3;
     sr_dense o = O0.view; /* on the host: with a device S, staged there and back */
-    sr_descriptor d = {.accumulate = accumulate, .sample_pattern = fused_pattern};
+    sr_descriptor d = {.accumulate = accumulate, .sample_pattern = fused_pattern, .precision = tile_precision};
     CHECK_OK(sr_sddmm_spmm(ctx, &o, alpha, S, &A.view, &B.view, &V.view,
                            softmax ? SR_NORMALIZE_SOFTMAX : SR_NORMALIZE_NONE, &d));
-    const double tol = type == SR_TYPE_FLOAT32 ? 3e-5 : 1e-12;
+    const double tol = type == SR_TYPE_FLOAT32 ? (tile_precision == SR_PRECISION_TF32 ? 2e-3 : 3e-5) : 1e-12;
     int64_t bad = 0;
     double *w = calloc((size_t)(n + 1), sizeof(double)), *row = calloc((size_t)(p + 1), sizeof(double));
     for (int64_t i = 0; i < m; i++) {
@@ -265,6 +275,10 @@ static void check_errors(void)
     CHECK_FAILS(sr_sddmm(ctx, &C, SR_PLUS_TIMES, 1, S, &A.view, &B.view, 0, &acc), SR_ERROR_INVALID_ARGUMENT, "sample_pattern");
     CHECK_FAILS(sr_sddmm(ctx, &C, SR_PLUS_TIMES, 1, S, &A.view, &B.view, 0, &rep), SR_ERROR_INVALID_ARGUMENT, "sample_pattern");
     CHECK_FAILS(sr_mxm(ctx, &C, NULL, SR_PLUS_TIMES, S, S, &pat), SR_ERROR_INVALID_ARGUMENT, "SDDMM");
+    sr_descriptor tf32 = {.precision = SR_PRECISION_TF32}, unknown = {.precision = (sr_precision)7};
+    CHECK_FAILS(sr_mxm(ctx, &C, NULL, SR_PLUS_TIMES, S, S, &tf32), SR_ERROR_INVALID_ARGUMENT, "SDDMM");
+    CHECK_FAILS(sr_sddmm(ctx, &C, SR_PLUS_TIMES, 1, S, &A.view, &B.view, 0, &unknown), SR_ERROR_INVALID_ARGUMENT,
+                "precision");
     CHECK_FAILS(sr_sddmm(ctx, NULL, SR_PLUS_TIMES, 1, S, &A.view, &B.view, 0, NULL), SR_ERROR_INVALID_ARGUMENT, "NULL");
     CHECK(C == NULL, "a failed sr_sddmm wrote its output");
     float few[3];
@@ -480,6 +494,15 @@ static void run_all(void)
     check_fused_dense_ish();
     check_fused(70, 50, 8, 5, 4, f, true, false, R); /* sparse S through the tiles, forced */
     check_fused(300, 200000, 32, 32, 20, f, false, false, R);
+    if (where == SR_DEVICE) { /* the tile products on the FMA pipes and by one TF32 product (EXACT above) */
+        const sr_precision others[] = {SR_PRECISION_FLOAT32, SR_PRECISION_TF32};
+        for (int k = 0; k < 2; k++) {
+            tile_precision = others[k];
+            check_dense_ish();
+            check_fused_dense_ish();
+        }
+        tile_precision = SR_PRECISION_EXACT;
+    }
     setenv("SPARSERING_SDDMM_GEMM", "2", 1); /* CPU: B packed tile by tile, not whole */
     check_dense_ish();
     setenv("SPARSERING_SDDMM_GEMM", "0", 1);

@@ -9,10 +9,13 @@
 
 static const char *const usage_text =
     "usage: sparsering sddmm S.mtx A.mtx B.mtx [--alpha X] [--beta Y] [--semiring NAME] [--pattern]\n"
-    "                        [--float64] [--spmm V.mtx [--softmax]] [--out OUT.mtx]\n"
+    "                        [--float64 | --precision exact|tf32|float32] [--spmm V.mtx [--softmax]]\n"
+    "                        [--out OUT.mtx]\n"
     "  C = alpha * (S .* (A * B^T)) + beta * S at the entries of S (A: m x K, B: n x K);\n"
     "  --pattern samples at S's pattern (ignores its values in the product); with --spmm V,\n"
-    "  O = (alpha * S .* (A * B^T)) * V without storing the sampled matrix (--softmax: row softmax first)\n";
+    "  O = (alpha * S .* (A * B^T)) * V without storing the sampled matrix (--softmax: row softmax first);\n"
+    "  --precision: float32 tile products on GPU tensor cores, exact (default: float32's accuracy) or tf32\n"
+    "  (about 1e-3), or float32 on the CUDA cores (docs/tensor-cores.md)\n";
 
 /* A dense host copy (row-major, packed) of a Matrix Market matrix. */
 static sr_status read_dense(sr_context ctx, const char *path, sr_type type, sr_dense *d)
@@ -34,6 +37,7 @@ static sr_status read_dense(sr_context ctx, const char *path, sr_type type, sr_d
 int cmd_sddmm(const cli_globals *g, int argc, char **argv)
 {
     const char *paths[3] = {NULL, NULL, NULL}, *out = NULL, *v_path = NULL, *semiring_name = "plus_times";
+    const char *precision_name = "exact";
     double alpha = 1, beta = 0;
     bool pattern = false, softmax = false, f64 = false;
     int npaths = 0, bad = 0;
@@ -48,6 +52,8 @@ int cmd_sddmm(const cli_globals *g, int argc, char **argv)
             v_path = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--out") == 0)
             out = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--precision") == 0)
+            precision_name = argv[++i];
         else if (strcmp(argv[i], "--pattern") == 0)
             pattern = true;
         else if (strcmp(argv[i], "--softmax") == 0)
@@ -63,6 +69,10 @@ int cmd_sddmm(const cli_globals *g, int argc, char **argv)
     for (int s = 0; s < SR_SEMIRING_COUNT; s++)
         if (strcmp(sr_semiring_name((sr_semiring)s), semiring_name) == 0)
             semiring = (sr_semiring)s;
+    sr_precision precision = SR_PRECISION_EXACT;
+    bool precision_float64 = false;
+    if (!cli_precision(precision_name, false, &precision, &precision_float64))
+        bad = 1;
     if (bad || npaths != 3 || semiring == SR_SEMIRING_COUNT || (softmax && !v_path) ||
         (v_path && semiring != SR_PLUS_TIMES)) {
         if (semiring == SR_SEMIRING_COUNT)
@@ -92,7 +102,7 @@ int cmd_sddmm(const cli_globals *g, int argc, char **argv)
     double t_op = 0;
     if (s == SR_SUCCESS) {
         what = v_path ? "the fused product" : "the sampled product";
-        const sr_descriptor d = {.sample_pattern = pattern};
+        const sr_descriptor d = {.sample_pattern = pattern, .precision = precision};
         const double t1 = cli_seconds();
         if (v_path) {
             void *data = calloc((size_t)(A.nrows * V.ncols + 1), sr_type_size(type));

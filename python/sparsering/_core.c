@@ -716,16 +716,16 @@ static int optional_dense(PyObject *obj, dense_arg *d, int writable, const char 
     return 0;
 }
 
-/* sddmm(ctx, S, A, B, semiring, alpha, beta, pattern, values_or_None) -> Matrix of S's pattern, or None
- * when the values go into `values` (an nnz vector: sr_sddmm_values) */
+/* sddmm(ctx, S, A, B, semiring, alpha, beta, pattern, values_or_None, precision) -> Matrix of S's
+ * pattern, or None when the values go into `values` (an nnz vector: sr_sddmm_values) */
 static PyObject *sddmm(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *context, *s_obj, *at, *bt, *values_obj;
-    int semiring, pattern;
+    int semiring, pattern, precision = SR_PRECISION_EXACT;
     double alpha, beta;
-    if (!PyArg_ParseTuple(args, "OOO!O!iddpO", &context, &s_obj, &PyTuple_Type, &at, &PyTuple_Type, &bt, &semiring,
-                          &alpha, &beta, &pattern, &values_obj))
+    if (!PyArg_ParseTuple(args, "OOO!O!iddpO|i", &context, &s_obj, &PyTuple_Type, &at, &PyTuple_Type, &bt, &semiring,
+                          &alpha, &beta, &pattern, &values_obj, &precision))
         return NULL;
     sr_context ctx = ctx_of(context);
     sr_matrix S, C = NULL;
@@ -741,7 +741,7 @@ static PyObject *sddmm(PyObject *mod, PyObject *args)
             dense_release(&b);
         return NULL;
     }
-    sr_descriptor d = {.sample_pattern = pattern != 0};
+    sr_descriptor d = {.sample_pattern = pattern != 0, .precision = (sr_precision)precision};
     sr_status st;
     Py_BEGIN_ALLOW_THREADS st = values_view ? sr_sddmm_values(ctx, values_view, (sr_semiring)semiring, alpha, S, &a.view,
                                                               &b.view, beta, &d)
@@ -757,15 +757,15 @@ static PyObject *sddmm(PyObject *mod, PyObject *args)
     return wrap_matrix(context, C);
 }
 
-/* sddmm_spmm(ctx, O, S, A, B, V, alpha, softmax, pattern, accumulate) */
+/* sddmm_spmm(ctx, O, S, A, B, V, alpha, softmax, pattern, accumulate, precision) */
 static PyObject *sddmm_spmm(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *context, *s_obj, *ot, *at, *bt, *vt;
-    int softmax, pattern, accumulate;
+    int softmax, pattern, accumulate, precision = SR_PRECISION_EXACT;
     double alpha;
-    if (!PyArg_ParseTuple(args, "OO!OO!O!O!dppp", &context, &PyTuple_Type, &ot, &s_obj, &PyTuple_Type, &at,
-                          &PyTuple_Type, &bt, &PyTuple_Type, &vt, &alpha, &softmax, &pattern, &accumulate))
+    if (!PyArg_ParseTuple(args, "OO!OO!O!O!dppp|i", &context, &PyTuple_Type, &ot, &s_obj, &PyTuple_Type, &at,
+                          &PyTuple_Type, &bt, &PyTuple_Type, &vt, &alpha, &softmax, &pattern, &accumulate, &precision))
         return NULL;
     sr_context ctx = ctx_of(context);
     sr_matrix S;
@@ -786,7 +786,8 @@ static PyObject *sddmm_spmm(PyObject *mod, PyObject *args)
         dense_release(&o), dense_release(&a), dense_release(&b);
         return NULL;
     }
-    sr_descriptor d = {.accumulate = accumulate != 0, .sample_pattern = pattern != 0};
+    sr_descriptor d = {.accumulate = accumulate != 0, .sample_pattern = pattern != 0,
+                       .precision = (sr_precision)precision};
     sr_status st;
     Py_BEGIN_ALLOW_THREADS st = sr_sddmm_spmm(ctx, &o.view, alpha, S, &a.view, &b.view, &v.view,
                                               softmax ? SR_NORMALIZE_SOFTMAX : SR_NORMALIZE_NONE, &d);

@@ -7,7 +7,7 @@ import numpy as np
 from . import _core, _device
 from ._matrix import COL_MAJOR, ROW_MAJOR, Matrix, as_matrix, numpy_dtype, sr_type_of
 from ._ops import (_ctx_for, _dense, _device_in, _device_kind, _device_output, _dtype_of, _operand,
-                   _run_on_device, semiring_id)
+                   _run_on_device, _tensor_precision, semiring_id)
 
 
 def _factor_type(A, B, S):
@@ -42,33 +42,40 @@ def _operands(S, A, B, context, what):
     return ctx, S, _dense(A, "A"), _dense(B, "B"), t, None, ()
 
 
-def sddmm(S, A, B, *, alpha=1.0, beta=0.0, semiring="plus_times", pattern=False, context=None):
+def sddmm(S, A, B, *, alpha=1.0, beta=0.0, semiring="plus_times", pattern=False, context=None,
+          precision="exact"):
     """C = alpha·(S ⊙ (A ⊕.⊗ Bᵀ)) + beta·S at the entries of S, and nowhere else (the sampled
     dense-dense product). A is m x K and B is n x K (numpy, either order; float32 or float64);
     S is m x n (scipy.sparse or Matrix; bool samples at its pattern). pattern=True ignores S's
     values in the product (cuSPARSE's form). S's pattern, explicit zeros included, is kept.
+    precision: how float32 products of well-filled S on a GPU use tensor cores: "exact" (default;
+    each operand split in two TF32 halves, float32's accuracy), "tf32" (one product, about 1e-3
+    of |a||b|) or "float32" (the CUDA cores); elsewhere it changes nothing.
     Returns a scipy csr_matrix, or a Matrix (where it was computed) when S is a Matrix."""
     keep = isinstance(S, Matrix)
+    prec = _tensor_precision(precision)
     ctx, S, a, b, t, kind, hold = _operands(S, A, B, context, "sddmm")
     h = []
     call = lambda: h.append(_core.sddmm(ctx._ctx, S._h, a, b, semiring_id(semiring), float(alpha),  # noqa: E731
-                                        float(beta), bool(pattern), None))
+                                        float(beta), bool(pattern), None, prec))
     _run_on_device(ctx, kind, call) if kind else call()
     C = Matrix._wrap(h[0], ctx)
     return C if keep else C.to_device_csr(kind) if kind else C.to_scipy()
 
 
-def sddmm_values(S, A, B, *, alpha=1.0, beta=0.0, semiring="plus_times", pattern=False, out=None, context=None):
+def sddmm_values(S, A, B, *, alpha=1.0, beta=0.0, semiring="plus_times", pattern=False, out=None, context=None,
+                 precision="exact"):
     """The values of sddmm(S, A, B, ...) alone, as a 1-D numpy array in the order of S's entries
     (CSR, columns ascending in each row), written into `out` when given (no new matrix: for
-    iterative use, S converted once to a Matrix)."""
+    iterative use, S converted once to a Matrix). precision as in sddmm."""
+    prec = _tensor_precision(precision)
     ctx, S, a, b, t, kind, hold = _operands(S, A, B, context, "sddmm_values")
     out_type = _core.semiring_output_type(semiring_id(semiring), t)
     if kind:
         out, od = _device_output(out, kind, (S.nnz,), out_type, False, False, "sddmm_values", hold[0].obj)
         _run_on_device(ctx, kind, lambda: _core.sddmm(ctx._ctx, S._h, a, b, semiring_id(semiring), float(alpha),
                                                       float(beta), bool(pattern),
-                                                      _device.dense_arg(od, out_type, ROW_MAJOR, COL_MAJOR)))
+                                                      _device.dense_arg(od, out_type, ROW_MAJOR, COL_MAJOR), prec))
         return out
     if out is None:
         out = np.empty(S.nnz, dtype=numpy_dtype(out_type))
@@ -76,22 +83,24 @@ def sddmm_values(S, A, B, *, alpha=1.0, beta=0.0, semiring="plus_times", pattern
             not out.flags.c_contiguous:
         raise ValueError(f"sddmm_values: out must be a contiguous numpy vector of {S.nnz} {numpy_dtype(out_type)}")
     _core.sddmm(ctx._ctx, S._h, a, b, semiring_id(semiring), float(alpha), float(beta), bool(pattern),
-                _dense(out, "out", True))
+                _dense(out, "out", True), prec)
     return out
 
 
-def sddmm_spmm(S, A, B, V, *, alpha=1.0, softmax=False, pattern=False, out=None, accumulate=False, context=None):
+def sddmm_spmm(S, A, B, V, *, alpha=1.0, softmax=False, pattern=False, out=None, accumulate=False, context=None,
+               precision="exact"):
     """O = N(alpha·(S ⊙ A·Bᵀ))·V without storing the sampled matrix: N is a row softmax of the
     sampled scores when softmax=True (graph attention: softmax(QKᵀ/√d at the edges)·V), else
     nothing. A m x K, B n x K, V n x p (numpy); returns O, m x p (`out` when given; accumulate
-    adds to it). A row of S with no entries gives zeros."""
+    adds to it). A row of S with no entries gives zeros. precision (the scores') as in sddmm."""
+    prec = _tensor_precision(precision)
     ctx, S, a, b, t, kind, hold = _operands(S, A, B, context, "sddmm_spmm")
     if kind:
         v, Vd = _device_in(V, t, kind, "sddmm_spmm: V", 2)
         out, od = _device_output(out, kind, (S.shape[0], Vd.shape[1]), t, accumulate, False, "sddmm_spmm", Vd.obj)
         _run_on_device(ctx, kind, lambda: _core.sddmm_spmm(ctx._ctx, _device.dense_arg(od, t, ROW_MAJOR, COL_MAJOR),
                                                            S._h, a, b, v, float(alpha), bool(softmax), bool(pattern),
-                                                           bool(accumulate)))
+                                                           bool(accumulate), prec))
         return out
     V = _operand(V, t)
     if V.ndim != 2:
@@ -105,7 +114,7 @@ def sddmm_spmm(S, A, B, V, *, alpha=1.0, softmax=False, pattern=False, out=None,
             out.flags.c_contiguous or out.flags.f_contiguous):
         raise ValueError(f"sddmm_spmm: out must be a contiguous numpy array of shape {shape}, {numpy_dtype(t)}")
     _core.sddmm_spmm(ctx._ctx, _dense(out, "out", True), S._h, a, b, _dense(V, "V"), float(alpha), bool(softmax),
-                     bool(pattern), bool(accumulate))
+                     bool(pattern), bool(accumulate), prec)
     return out
 
 

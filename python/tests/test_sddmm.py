@@ -46,6 +46,34 @@ def test_sddmm_against_numpy(ctx, rng, K, order):
     np.testing.assert_allclose(C32.data, sampled(S, A, B), rtol=2e-4, atol=2e-4 * np.sqrt(K))
 
 
+@pytest.mark.parametrize("K", [32, 128])
+def test_precision_modes_on_well_filled_s(ctx, rng, K):
+    """A band of S (whole tiles on a GPU: tensor cores for "exact" and "tf32", the FMA pipes for
+    "float32"): exact and float32 within float32's rounding of the float64 products, tf32 within
+    its own bound; the fused product's scores the same."""
+    n = 600
+    S = sp.csr_matrix(sp.diags([rng.uniform(0.5, 1.5, n - abs(o)) for o in range(-150, 151)], range(-150, 151)),
+                      dtype=np.float32)
+    A = rng.standard_normal((n, K)).astype(np.float32)
+    B = rng.standard_normal((n, K)).astype(np.float32)
+    want = sampled(S, A, B)
+    rows = np.repeat(np.arange(n), np.diff(S.indptr))
+    scale = np.einsum("ij,ij->i", np.abs(A[rows].astype(np.float64)),
+                      np.abs(B[S.indices].astype(np.float64))) * np.abs(S.data)  # Σ |s·a·b|
+    for precision, bound in [("exact", 1e-6 * np.sqrt(K)), ("float32", 1e-6 * np.sqrt(K)), ("tf32", 2e-3)]:
+        got = sr.sddmm_values(S, A, B, context=ctx, precision=precision)
+        assert (np.abs(got - want) <= bound * scale + 1e-30).all(), precision
+        C = sr.sddmm(S, A, B, context=ctx, precision=precision)
+        np.testing.assert_array_equal(C.data, got)
+    V = rng.standard_normal((n, 16)).astype(np.float32)
+    fused_want = sp.csr_matrix((want, S.indices, S.indptr), shape=S.shape) @ V.astype(np.float64)
+    for precision, rtol in [("exact", 1e-4), ("float32", 1e-4), ("tf32", 2e-2)]:
+        O = sr.sddmm_spmm(S, A, B, V, context=ctx, precision=precision)
+        np.testing.assert_allclose(O, fused_want, rtol=rtol, atol=rtol * np.abs(fused_want).max())
+    with pytest.raises(ValueError, match="precision"):
+        sr.sddmm(S, A, B, context=ctx, precision="half")
+
+
 def test_sddmm_keeps_explicit_zeros_and_bool_pattern(ctx, rng):
     S = rand_csr(rng, 50, 40, 0.1)
     S.data[::3] = 0.0  # explicit zeros: entries that stay

@@ -30,6 +30,7 @@ typedef struct sr_sddmm_args {
     double alpha, beta;
     bool pattern;          /* S's values are ignored in the product (bool S, or sample_pattern) */
     sr_sddmm_strategy strategy; /* the GPU kernel family; AUTO lets S choose */
+    sr_precision precision;     /* float32 whole tiles: tensor cores split (EXACT) or not (TF32), or FMA */
 } sr_sddmm_args;
 
 /* Output element (i, c) of the fused product: out[i*row_stride + c*col_stride]. */

@@ -61,6 +61,7 @@ using namespace sr_cuda;
 // tensor cores' multiply-adds a second as cuBLAS reaches them on such shapes.
 constexpr double kSparseRate = 1.5e11;
 constexpr double kPairRate = 2.5e12 / 8.0;
+constexpr double kPlanFloor = 1e-3; // seconds: sparse work a call must possibly hold before the plan looks
 double mac_rate(panel_mode mode) { return mode == kPanelFp16 ? 3.0e14 : mode == kPanelTf32 ? 1.5e14 : 5.0e13; }
 constexpr int64_t kAlign = 64; // the panel's width: a multiple of the GEMM's K tile
 constexpr int kSelThreads = 256;
@@ -272,6 +273,17 @@ template <typename F> sr_status with_panel_metric(sr_metric m, F &&f) {
     }
 }
 
+// f(std::integral_constant<sr_metric_kind, K>{}) for the metric's panel value (panel_value).
+template <typename F> void with_value_kind(sr_metric m, F &&f) {
+    const sr_metric_kind kind = sr_metric_kind_of(m);
+    if (kind == SR_MK_PAIR)
+        f(std::integral_constant<sr_metric_kind, SR_MK_PAIR>{});
+    else if (kind == SR_MK_SQRT)
+        f(std::integral_constant<sr_metric_kind, SR_MK_SQRT>{});
+    else
+        f(std::integral_constant<sr_metric_kind, SR_MK_PRODUCT>{});
+}
+
 bool panel_metric(sr_metric m) {
     const sr_metric_kind kind = sr_metric_kind_of(m);
     return kind == SR_MK_PRODUCT || kind == SR_MK_PAIR || kind == SR_MK_SQRT;
@@ -313,13 +325,9 @@ sr_status integers_and_norm(const sr_matrix_s *M, sr_metric metric, const double
     unsigned *bad = reinterpret_cast<unsigned *>(cells.get());
     const float *val = static_cast<const float *>(M->values);
     if (M->nnz > 0) {
-        const sr_metric_kind kind = sr_metric_kind_of(metric);
-        if (kind == SR_MK_PAIR)
-            check_integers<SR_MK_PAIR><<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(val, M->nnz, bad);
-        else if (kind == SR_MK_SQRT)
-            check_integers<SR_MK_SQRT><<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(val, M->nnz, bad);
-        else
-            check_integers<SR_MK_PRODUCT><<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(val, M->nnz, bad);
+        with_value_kind(metric, [&](auto kind) {
+            check_integers<decltype(kind)::value><<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(val, M->nnz, bad);
+        });
         SR_CUDA_LAUNCHED();
     }
     if (M->nrows > 0) {
@@ -335,12 +343,8 @@ sr_status integers_and_norm(const sr_matrix_s *M, sr_metric metric, const double
     return SR_SUCCESS;
 }
 
-// The panel's precision for the inputs: FP16 where it is exact (see the top of the file).
-sr_status choose_mode(const sr_distance_inputs *in, sr_precision precision, panel_mode *mode) {
-    if (precision == SR_PRECISION_TF32) {
-        *mode = kPanelTf32;
-        return SR_SUCCESS;
-    }
+// The panel's precision for "exact": FP16 where it is exact (see the top of the file), else the split.
+sr_status choose_exact_mode(const sr_distance_inputs *in, panel_mode *mode) {
     bool qi = true, xi = true;
     double qtop = 0.0, xtop = 0.0;
     SR_TRY(integers_and_norm(in->X, in->metric, in->xnorm, &xi, &xtop));
@@ -362,28 +366,26 @@ void describe(const sr_cuda_panel *pl, int64_t ncols) {
                   pl->mode == kPanelFp16 ? " (exact)" : "");
 }
 
-sr_status build_index_panel(sr_cuda_panel *pl, const sr_distance_inputs *in) {
-    sr_context_s *ctx = pl->ctx;
-    const sr_matrix_s *X = in->X;
-    SR_TRY(sr_mem_alloc(ctx, SR_DEVICE, pl->xbytes, &pl->xpanel));
-    SR_CUDA_TRY(cudaMemsetAsync(pl->xpanel, 0, pl->xbytes, stream_of(ctx)));
-    if (X->nrows == 0)
+// Rows [r0, r0 + rows) of M into `panel` (zeroed first): the index's form or the queries'.
+sr_status fill_rows(const sr_cuda_panel *pl, sr_metric metric, const sr_matrix_s *M, int64_t r0, int64_t rows,
+                    bool query, void *panel) {
+    const int64_t ld = query ? pl->ldq : pl->ldx;
+    cudaStream_t stream = stream_of(pl->ctx);
+    SR_CUDA_TRY(cudaMemsetAsync(panel, 0, (size_t)rows * (size_t)ld * pl->elt, stream));
+    if (rows == 0)
         return SR_SUCCESS;
-    const sr_metric_kind kind = sr_metric_kind_of(in->metric);
-    const float *val = static_cast<const float *>(X->values);
-    const unsigned grid = grid_for(X->nrows * 32);
-    if (kind == SR_MK_PAIR)
-        fill_panel<SR_MK_PAIR><<<grid, 256, 0, stream_of(ctx)>>>(X->rowptr, X->colind, val, 0, X->nrows, pl->slot_of,
-                                                                 pl->columns, pl->mode, false, pl->xpanel, pl->ldx);
-    else if (kind == SR_MK_SQRT)
-        fill_panel<SR_MK_SQRT><<<grid, 256, 0, stream_of(ctx)>>>(X->rowptr, X->colind, val, 0, X->nrows, pl->slot_of,
-                                                                 pl->columns, pl->mode, false, pl->xpanel, pl->ldx);
-    else
-        fill_panel<SR_MK_PRODUCT><<<grid, 256, 0, stream_of(ctx)>>>(X->rowptr, X->colind, val, 0, X->nrows,
-                                                                    pl->slot_of, pl->columns, pl->mode, false,
-                                                                    pl->xpanel, pl->ldx);
+    const float *val = static_cast<const float *>(M->values);
+    with_value_kind(metric, [&](auto kind) {
+        fill_panel<decltype(kind)::value><<<grid_for(rows * 32), 256, 0, stream>>>(
+            M->rowptr, M->colind, val, r0, rows, pl->slot_of, pl->columns, pl->mode, query, panel, ld);
+    });
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
+}
+
+sr_status build_index_panel(sr_cuda_panel *pl, const sr_distance_inputs *in) {
+    SR_TRY(sr_mem_alloc(pl->ctx, SR_DEVICE, pl->xbytes, &pl->xpanel));
+    return fill_rows(pl, in->metric, in->X, 0, in->X->nrows, false, pl->xpanel);
 }
 
 // The columns by decreasing pair work (queries' count × index's count), and the panel's width:
@@ -421,11 +423,35 @@ int64_t choose_columns(const std::vector<double> &work, double m, double n, pane
     return width > 0 ? width : 0;
 }
 
+struct panel_choice {
+    int64_t width = 0;          // the panel's columns
+    std::vector<int32_t> order; // the columns by decreasing pair work
+    double hot = 0.0, total = 0.0; // the pair work in the panel, and all of it
+};
+
+// The panel's columns for `mode` and whether it pays: its GEMM, the block's write and read and
+// the cold columns' sparse work under 3/4 of the sparse path's time for all the work (or forced).
+bool choose_panel(const std::vector<double> &work, double m, double n, panel_mode mode, size_t budget, bool forced,
+                  panel_choice *c) {
+    const size_t elt_per_column = (mode == kPanelFp16 ? sizeof(__half) : sizeof(float)) * (mode == kPanelTf32x3 ? 2 : 1);
+    c->width = choose_columns(work, m, n, mode, budget, elt_per_column, c->order, &c->hot, &c->total);
+    if (c->width == 0 || c->total <= 0.0)
+        return false;
+    const double t_panel = m * n * (1.0 / kPairRate + (double)c->width / mac_rate(mode)) + (c->total - c->hot) / kSparseRate;
+    const double t_sparse = c->total / kSparseRate;
+    return forced || t_panel < 0.75 * t_sparse;
+}
+
 sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cuda_panel **out) {
     sr_context_s *ctx = in->Q->ctx;
     const sr_matrix_s *Q = in->Q, *X = in->X;
     const int forced = sr_setting("SPARSERING_KNN_PANEL", -1); // 0: never, 1: wherever it applies
     if (forced == 0 || X->nrows == 0 || Q->nrows == 0)
+        return SR_SUCCESS;
+    // A small call skips the plan (its copies back and checks cost a tenth of a millisecond or
+    // more): the panel can save at most the sparse path's time, which every query entry against
+    // every index row bounds.
+    if (forced != 1 && (double)Q->nnz * (double)X->nrows < kPlanFloor * kSparseRate)
         return SR_SUCCESS;
     std::vector<double> cx, cq;
     SR_TRY(column_counts(X, in->XT, cx));
@@ -436,27 +462,29 @@ sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cud
     std::vector<double> work(cx.size());
     for (size_t c = 0; c < cx.size(); c++)
         work[c] = cq[c] * cx[c];
-    panel_mode mode = kPanelFp16;
-    SR_TRY(choose_mode(in, precision, &mode));
-    // Hellinger is the square root of a difference: float32-accurate sums of non-integer square
-    // roots still move a distance near 0 by up to sqrt(2^-22 · Σv) (0.003 for a row with itself
-    // at Σv = 2000, where the CUDA cores' sum of sqrt(v·v) = v is exact): "exact" keeps those rows
-    // on the CUDA cores; "tf32" takes the panel
-    if (sr_metric_kind_of(in->metric) == SR_MK_SQRT && precision == SR_PRECISION_EXACT && mode != kPanelFp16)
-        return SR_SUCCESS;
-    const size_t elt = mode == kPanelFp16 ? sizeof(__half) : sizeof(float);
-    const size_t elt_per_column = elt * (mode == kPanelTf32x3 ? 2 : 1);
-    std::vector<int32_t> order;
-    double hot = 0.0, total = 0.0;
     const double m = (double)Q->nrows, n = (double)X->nrows;
-    const int64_t width = choose_columns(work, m, n, mode, sr_context_workspace(ctx, SR_DEVICE), elt_per_column, order,
-                                         &hot, &total);
-    if (width == 0 || total <= 0.0)
+    const size_t budget = sr_context_workspace(ctx, SR_DEVICE);
+    // The model at the fastest rate the precision allows first: the FP16 check (a pass over both
+    // matrices and a copy back) runs only where even that rate could pay.
+    panel_mode mode = precision == SR_PRECISION_TF32 ? kPanelTf32 : kPanelFp16;
+    panel_choice choice;
+    if (!choose_panel(work, m, n, mode, budget, forced == 1, &choice))
         return SR_SUCCESS;
-    const double t_panel = m * n * (1.0 / kPairRate + (double)width / mac_rate(mode)) + (total - hot) / kSparseRate;
-    const double t_sparse = total / kSparseRate;
-    if (forced != 1 && !(t_panel < 0.75 * t_sparse))
-        return SR_SUCCESS;
+    if (precision == SR_PRECISION_EXACT) {
+        SR_TRY(choose_exact_mode(in, &mode));
+        // Hellinger is the square root of a difference: float32-accurate sums of non-integer square
+        // roots still move a distance near 0 by up to sqrt(2^-22 · Σv) (0.003 for a row with itself
+        // at Σv = 2000, where the CUDA cores' sum of sqrt(v·v) = v is exact): "exact" keeps those rows
+        // on the CUDA cores; "tf32" takes the panel
+        if (sr_metric_kind_of(in->metric) == SR_MK_SQRT && mode != kPanelFp16)
+            return SR_SUCCESS;
+        if (mode != kPanelFp16 && !choose_panel(work, m, n, mode, budget, forced == 1, &choice))
+            return SR_SUCCESS;
+    }
+    const int64_t width = choice.width;
+    const size_t elt = mode == kPanelFp16 ? sizeof(__half) : sizeof(float);
+    const std::vector<int32_t> &order = choice.order;
+    const double hot = choice.hot, total = choice.total;
 
     auto *pl = new (std::nothrow) sr_cuda_panel{};
     if (!pl)
@@ -484,26 +512,6 @@ sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cud
     }
     describe(pl, X->ncols);
     *out = pl;
-    return SR_SUCCESS;
-}
-
-sr_status fill_query_panel(const sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0, int64_t nq, void *qpanel) {
-    sr_context_s *ctx = pl->ctx;
-    const sr_matrix_s *Q = in->Q;
-    SR_CUDA_TRY(cudaMemsetAsync(qpanel, 0, (size_t)nq * (size_t)pl->ldq * pl->elt, stream_of(ctx)));
-    const sr_metric_kind kind = sr_metric_kind_of(in->metric);
-    const float *val = static_cast<const float *>(Q->values);
-    const unsigned grid = grid_for(nq * 32);
-    if (kind == SR_MK_PAIR)
-        fill_panel<SR_MK_PAIR><<<grid, 256, 0, stream_of(ctx)>>>(Q->rowptr, Q->colind, val, q0, nq, pl->slot_of,
-                                                                 pl->columns, pl->mode, true, qpanel, pl->ldq);
-    else if (kind == SR_MK_SQRT)
-        fill_panel<SR_MK_SQRT><<<grid, 256, 0, stream_of(ctx)>>>(Q->rowptr, Q->colind, val, q0, nq, pl->slot_of,
-                                                                 pl->columns, pl->mode, true, qpanel, pl->ldq);
-    else
-        fill_panel<SR_MK_PRODUCT><<<grid, 256, 0, stream_of(ctx)>>>(Q->rowptr, Q->colind, val, q0, nq, pl->slot_of,
-                                                                    pl->columns, pl->mode, true, qpanel, pl->ldq);
-    SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }
 
@@ -542,7 +550,7 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     buffer<float> block(ctx);
     SR_TRY(qpanel.allocate((size_t)nq * (size_t)pl->ldq * pl->elt));
     SR_TRY(block.allocate((size_t)nq * (size_t)n));
-    SR_TRY(fill_query_panel(pl, in, q0, nq, qpanel.get()));
+    SR_TRY(fill_rows(pl, in->metric, in->Q, q0, nq, true, qpanel.get()));
     SR_TRY(panel_gemm(pl, n, nq, qpanel.get(), block.get()));
     const sr_matrix_s *Q = in->Q, *XT = in->XT;
     const int64_t chunks = (n + kRun * kChunk - 1) / (kRun * kChunk); // a block's run of chunks

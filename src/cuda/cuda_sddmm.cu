@@ -25,6 +25,7 @@
 // pipes, the weights never leaving shared memory.
 #include "cuda_common.cuh"
 #include "cuda_semiring.cuh"
+#include "cuda_tf32_mma.cuh"
 
 #include <algorithm>
 #include <cstdlib>
@@ -435,6 +436,15 @@ __device__ __forceinline__ void row_cursor(const int64_t *rowptr, const int32_t 
 #include "cuda_sddmm_dense.cuh"
 #include "cuda_sddmm_gemm.cuh"
 
+// The whole tiles' arithmetic for a precision: the split on tensor cores for EXACT, one TF32
+// product for TF32, the FMA pipes for FLOAT32. SPARSERING_SDDMM_MATH=0/1/3 overrides (comparisons).
+tile_math tile_math_for(sr_precision precision) {
+    const int forced = sr_setting("SPARSERING_SDDMM_MATH", -1);
+    if (forced == kMathFma || forced == kMathTf32 || forced == kMathTf32x3)
+        return (tile_math)forced;
+    return precision == SR_PRECISION_FLOAT32 ? kMathFma : precision == SR_PRECISION_TF32 ? kMathTf32 : kMathTf32x3;
+}
+
 // The row panels' order of S's entries, when it pays.
 sr_status panel_order(const sr_matrix_s *S, int64_t P, int64_t K, size_t es, bool force, panel_order_view *view);
 
@@ -541,7 +551,7 @@ template <class Ops> struct sddmm_launcher {
                 SR_TRY(without_if_out_of_memory(panel_order(S, P, p.K, sizeof(T), true, &order)));
             if constexpr (std::is_same<T, float>::value)
                 if (strategy == SR_SDDMM_GEMM_TILES && vectors) { // else (told, unaligned) S's order
-                    SR_TRY(launch_gemm_tiles<Ops>(p, S->ncols, stream));
+                    SR_TRY(launch_gemm_tiles<Ops>(p, S->ncols, tile_math_for(a->precision), stream));
                     SR_CUDA_TRY(cudaStreamSynchronize(stream));
                     return SR_SUCCESS;
                 }
@@ -1163,7 +1173,7 @@ sr_status run_fused(const sr_sddmm_args *a, const void *V, int64_t pcols, const 
         if (vec && p.p <= 128)
             SR_TRY(fused_gemm_pays(S, &tiles));
         if (tiles)
-            return launch_fused_gemm(p, S->ncols, ctx, stream);
+            return launch_fused_gemm(p, S->ncols, tile_math_for(a->precision), ctx, stream);
     }
     if (vec)
         return launch_fused_vec<T, VEC>(p, ctx, stream);

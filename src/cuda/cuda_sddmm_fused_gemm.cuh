@@ -171,7 +171,7 @@ __device__ __forceinline__ void fused_tile_weights(const fused_params<float> &p,
 // A block per (panel of 128 rows, column range), grid-strided, as sddmm_gemm_tiles. With one
 // range the block writes O (normalized, added when accumulating); with several it leaves the
 // range's (top, sum, sums) for merge_ranges in p.partials, (range·nrows + row)·(p + 2).
-template <int PW>
+template <int PW, int Math>
 __global__ void __launch_bounds__(kGemmThreads, PW == 32 ? 2 : 1)
     fused_gemm_tiles(fused_params<float> p, int64_t ncols, int64_t ranges, int64_t range_cols) {
     extern __shared__ __align__(16) float fused_smem[];
@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kGemmThreads, PW == 32 ? 2 : 1)
         }
         panel_tiles(p.rowptr, p.colind, r0, rows, c_lo, c_hi, cursor, row_end, next_col, [&](int64_t c, int32_t *next) {
             fused_copy_v<PW>(p, c, ncols, Vs); // in flight during the scores
-            gemm_tile_product(p, r0, rows, c, ncols, Cs);
+            gemm_tile_product<Math>(p, r0, rows, c, ncols, Cs);
             __syncthreads(); // the scores are whole
             fused_tile_weights(p, rows, c, min(c + kGemmCols, c_hi), Cs, cursor, row_end, next, st);
             copy_async_wait();
@@ -229,8 +229,9 @@ __global__ void merge_ranges(fused_params<float> p, int64_t ranges) {
         merge_row_states(p, row, ranges, [&](int64_t r) { return p.partials + r * stride + row * (p.p + 2); });
 }
 
-template <int PW> sr_status launch_fused_gemm_pw(fused_params<float> p, int64_t ncols, sr_context_s *ctx, cudaStream_t stream) {
-    auto kernel = fused_gemm_tiles<PW>;
+template <int PW, int Math>
+sr_status launch_fused_gemm_pw(fused_params<float> p, int64_t ncols, sr_context_s *ctx, cudaStream_t stream) {
+    auto kernel = fused_gemm_tiles<PW, Math>;
     constexpr size_t smem = fused_gemm_smem(PW);
     panel_grid g;
     SR_TRY(panel_grid_for(kernel, kGemmThreads, smem, (p.nrows + kGemmRows - 1) / kGemmRows, ncols, kGemmCols, &g));
@@ -259,11 +260,21 @@ template <int PW> sr_status launch_fused_gemm_pw(fused_params<float> p, int64_t 
     return SR_SUCCESS;
 }
 
-// The fused product by whole tiles, p padded to 32, 64 or 128 columns.
-sr_status launch_fused_gemm(const fused_params<float> &p, int64_t ncols, sr_context_s *ctx, cudaStream_t stream) {
+template <int Math>
+sr_status launch_fused_gemm_math(const fused_params<float> &p, int64_t ncols, sr_context_s *ctx, cudaStream_t stream) {
     if (p.p <= 32)
-        return launch_fused_gemm_pw<32>(p, ncols, ctx, stream);
+        return launch_fused_gemm_pw<32, Math>(p, ncols, ctx, stream);
     if (p.p <= 64)
-        return launch_fused_gemm_pw<64>(p, ncols, ctx, stream);
-    return launch_fused_gemm_pw<128>(p, ncols, ctx, stream);
+        return launch_fused_gemm_pw<64, Math>(p, ncols, ctx, stream);
+    return launch_fused_gemm_pw<128, Math>(p, ncols, ctx, stream);
+}
+
+// The fused product by whole tiles, p padded to 32, 64 or 128 columns; the scores by `math`.
+sr_status launch_fused_gemm(const fused_params<float> &p, int64_t ncols, tile_math math, sr_context_s *ctx,
+                            cudaStream_t stream) {
+    if (math == kMathTf32x3)
+        return launch_fused_gemm_math<kMathTf32x3>(p, ncols, ctx, stream);
+    if (math == kMathTf32)
+        return launch_fused_gemm_math<kMathTf32>(p, ncols, ctx, stream);
+    return launch_fused_gemm_math<kMathFma>(p, ncols, ctx, stream);
 }

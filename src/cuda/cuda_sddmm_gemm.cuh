@@ -1,14 +1,16 @@
 // Well-filled S (attention masks, bands, S at 20% and more; included by cuda_sddmm.cu inside its
 // namespace): a block computes the whole 128 x 128 product of a tile of A's rows and B's rows as
-// a register-tiled GEMM on the FMA pipes, stages it in shared memory and writes the tile's
-// entries from there. The dense tiles (cuda_sddmm_dense.cuh) compute a thread an entry from
-// shared memory, two shared-memory reads a multiply-add; here a thread owns 8 x 8 outputs, four
-// 16-byte shared-memory reads for 64 multiply-adds, so a tile costs the same whatever its fill and pays
-// where a good share of its cells are entries. float32 plus_times, rows of A and B 16-byte
-// aligned, K a multiple of 4 (gemm_tiles_pay in cuda_sddmm.cu).
+// a register-tiled GEMM, stages it in shared memory and writes the tile's entries from there. The
+// dense tiles (cuda_sddmm_dense.cuh) compute a thread an entry from shared memory, two
+// shared-memory reads a multiply-add; here a tile costs the same whatever its fill and pays where
+// a good share of its cells are entries. float32 plus_times, rows of A and B 16-byte aligned, K a
+// multiple of 4 (gemm_tiles_pay in cuda_sddmm.cu).
 //
-// Every entry's K products are summed in order k = 0 .. K-1 by one thread, so its value does not
-// depend on the tiling (a row block on another GPU gets the same bits).
+// The product runs on the tensor cores (the descriptor's precision: EXACT splits each operand in
+// two TF32 halves, float32's accuracy; TF32 multiplies once) or on the FMA pipes (FLOAT32: a
+// thread 8 x 8 outputs, four 16-byte shared-memory reads for 64 multiply-adds). Either way an
+// entry's value depends only on its row of A and of B, in k-order, never on the tiling (a row
+// block on another GPU gets the same bits).
 #pragma once
 
 constexpr int kGemmRows = 128, kGemmCols = 128, kGemmDepth = 16, kGemmThreads = 256;
@@ -66,22 +68,90 @@ __device__ __forceinline__ void gemm_store_slice(const gemm_slice &g, float *As,
     }
 }
 
-// The 128 x 128 product of the panel's rows and B's rows c .. c + 127 into Cs. Thread (ty, tx) of
-// a 16 x 16 grid owns rows ty*4 + {0..3} and 64 + ty*4 + {0..3} and the same columns by tx, so a
-// warp's fragment reads are float4s of consecutive addresses. Two stages of slices: the next
-// slice's loads are in flight while the FMAs run on this one, one barrier a slice.
-template <class P>
+// One k-slice of the tile product on the FMA pipes. Thread (ty, tx) of a 16 x 16 grid owns rows
+// ty*4 + {0..3} and 64 + ty*4 + {0..3} and the same columns by tx, so a warp's fragment reads are
+// float4s of consecutive addresses.
+__device__ __forceinline__ void gemm_slice_fma(const float *As, const float *Bs, float (&acc)[8][8]) {
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll
+    for (int k = 0; k < kGemmDepth; k++) {
+        const float4 a0 = *reinterpret_cast<const float4 *>(As + k * kGemmPitch + ty * 4);
+        const float4 a1 = *reinterpret_cast<const float4 *>(As + k * kGemmPitch + 64 + ty * 4);
+        const float4 b0 = *reinterpret_cast<const float4 *>(Bs + k * kGemmPitch + tx * 4);
+        const float4 b1 = *reinterpret_cast<const float4 *>(Bs + k * kGemmPitch + 64 + tx * 4);
+        const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+        const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+        for (int x = 0; x < 8; x++)
+#pragma unroll
+            for (int y = 0; y < 8; y++)
+                acc[x][y] = fmaf(a[x], b[y], acc[x][y]);
+    }
+}
+
+__device__ __forceinline__ void gemm_store_fma(const float (&acc)[8][8], float *Cs) {
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll
+    for (int x = 0; x < 8; x++) {
+        float *row = Cs + ((x < 4 ? 0 : 64) + ty * 4 + x % 4) * kGemmOutPitch;
+        *reinterpret_cast<float4 *>(row + tx * 4) = make_float4(acc[x][0], acc[x][1], acc[x][2], acc[x][3]);
+        *reinterpret_cast<float4 *>(row + 64 + tx * 4) = make_float4(acc[x][4], acc[x][5], acc[x][6], acc[x][7]);
+    }
+}
+
+// One k-slice on the tensor cores (cuda_tf32_mma.cuh): warp w owns rows (w / 4)·64 .. + 63 and
+// columns (w % 4)·32 .. + 31 of the tile, 4 x 4 fragments of 16 x 8. The k-major slices give
+// conflict-free fragment reads (a lane's address is t·kGemmPitch + g: 32 banks). The split is
+// made in registers as the fragments are read (B's once a k-step, A's once a row fragment).
+template <int Math>
+__device__ __forceinline__ void gemm_slice_mma(const float *As, const float *Bs, float (&acc)[4][4][4]) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int wr = warp / 4 * 64, wc = warp % 4 * 32;
+#pragma unroll
+    for (int ks = 0; ks < kGemmDepth; ks += 8) {
+        uint32_t b_hi[4][2], b_lo[4][2];
+#pragma unroll
+        for (int ni = 0; ni < 4; ni++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                tf32_split<Math>(Bs[(ks + t + 4 * h) * kGemmPitch + wc + ni * 8 + g], b_hi[ni][h], b_lo[ni][h]);
+#pragma unroll
+        for (int mi = 0; mi < 4; mi++) {
+            const float *a = As + (ks + t) * kGemmPitch + wr + mi * 16 + g;
+            const float v[4] = {a[0], a[8], a[4 * kGemmPitch], a[4 * kGemmPitch + 8]};
+            uint32_t a_hi[4], a_lo[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                tf32_split<Math>(v[j], a_hi[j], a_lo[j]);
+#pragma unroll
+            for (int ni = 0; ni < 4; ni++)
+                mma_split<Math>(acc[mi][ni], a_hi, a_lo, b_hi[ni], b_lo[ni]);
+        }
+    }
+}
+
+__device__ __forceinline__ void gemm_store_mma(const float (&acc)[4][4][4], float *Cs) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int wr = warp / 4 * 64, wc = warp % 4 * 32;
+#pragma unroll
+    for (int mi = 0; mi < 4; mi++)
+#pragma unroll
+        for (int ni = 0; ni < 4; ni++) {
+            float *at = Cs + (wr + mi * 16 + g) * kGemmOutPitch + wc + ni * 8 + 2 * t;
+            *reinterpret_cast<float2 *>(at) = make_float2(acc[mi][ni][0], acc[mi][ni][1]);
+            *reinterpret_cast<float2 *>(at + 8 * kGemmOutPitch) = make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+        }
+}
+
+// The 128 x 128 product of the panel's rows and B's rows c .. c + 127 into Cs, by Math
+// (tile_math): the FMA pipes, or the tensor cores (one TF32 product or the split). Two stages of
+// slices: the next slice's loads are in flight while this one's multiply-adds run, one barrier a slice.
+template <int Math, class P>
 __device__ __forceinline__ void gemm_tile_product(const P &p, int64_t i0, int64_t rows, int64_t c,
                                                   int64_t ncols, float *smem) {
     constexpr int kStage = 2 * kGemmDepth * kGemmPitch; // A's slice, then B's
-    float *Cs = smem;
-    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-    float acc[8][8];
-#pragma unroll
-    for (int x = 0; x < 8; x++)
-#pragma unroll
-        for (int y = 0; y < 8; y++)
-            acc[x][y] = 0.f;
+    using accumulators = typename std::conditional<Math == kMathFma, float[8][8], float[4][4][4]>::type;
+    accumulators acc{};
     gemm_store_slice(gemm_fetch_slice(p, i0, rows, c, ncols, 0), smem, smem + kGemmDepth * kGemmPitch);
     __syncthreads();
     for (int k0 = 0, stage = 0; k0 < p.K; k0 += kGemmDepth, stage ^= 1) {
@@ -90,30 +160,18 @@ __device__ __forceinline__ void gemm_tile_product(const P &p, int64_t i0, int64_
         if (more)
             next = gemm_fetch_slice(p, i0, rows, c, ncols, k0 + kGemmDepth);
         const float *As = smem + stage * kStage, *Bs = As + kGemmDepth * kGemmPitch;
-#pragma unroll
-        for (int k = 0; k < kGemmDepth; k++) {
-            const float4 a0 = *reinterpret_cast<const float4 *>(As + k * kGemmPitch + ty * 4);
-            const float4 a1 = *reinterpret_cast<const float4 *>(As + k * kGemmPitch + 64 + ty * 4);
-            const float4 b0 = *reinterpret_cast<const float4 *>(Bs + k * kGemmPitch + tx * 4);
-            const float4 b1 = *reinterpret_cast<const float4 *>(Bs + k * kGemmPitch + 64 + tx * 4);
-            const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-            for (int x = 0; x < 8; x++)
-#pragma unroll
-                for (int y = 0; y < 8; y++)
-                    acc[x][y] = fmaf(a[x], b[y], acc[x][y]);
-        }
+        if constexpr (Math == kMathFma)
+            gemm_slice_fma(As, Bs, acc);
+        else
+            gemm_slice_mma<Math>(As, Bs, acc);
         if (more) // the other stage: its readers passed the last barrier
             gemm_store_slice(next, smem + (stage ^ 1) * kStage, smem + (stage ^ 1) * kStage + kGemmDepth * kGemmPitch);
         __syncthreads(); // the next stage is whole; this one's readers are done (Cs aliases both)
     }
-#pragma unroll
-    for (int x = 0; x < 8; x++) {
-        float *row = Cs + ((x < 4 ? 0 : 64) + ty * 4 + x % 4) * kGemmOutPitch;
-        *reinterpret_cast<float4 *>(row + tx * 4) = make_float4(acc[x][0], acc[x][1], acc[x][2], acc[x][3]);
-        *reinterpret_cast<float4 *>(row + 64 + tx * 4) = make_float4(acc[x][4], acc[x][5], acc[x][6], acc[x][7]);
-    }
+    if constexpr (Math == kMathFma)
+        gemm_store_fma(acc, smem);
+    else
+        gemm_store_mma(acc, smem);
 }
 
 constexpr int kGemmWarpRows = kGemmRows / (kGemmThreads / 32); // the rows a warp walks
@@ -239,7 +297,7 @@ __device__ __forceinline__ void panel_tiles(const int64_t *rowptr, const int32_t
 // A block per (panel of 128 rows, column range), grid-strided. Each row keeps a cursor to its
 // first entry not yet written; a tile begins at the least column any row has left, so a band or
 // a block-structured S computes only the tiles it touches.
-template <class Ops>
+template <class Ops, int Math>
 __global__ void __launch_bounds__(kGemmThreads, 2) sddmm_gemm_tiles(sddmm_params<float> p, int64_t ncols,
                                                                     int64_t splits, int64_t split_cols) {
     extern __shared__ __align__(16) float gemm_smem[];
@@ -250,7 +308,7 @@ __global__ void __launch_bounds__(kGemmThreads, 2) sddmm_gemm_tiles(sddmm_params
         const int64_t r0 = w / splits * kGemmRows, rows = min((int64_t)kGemmRows, p.nrows - r0);
         const int64_t c_lo = w % splits * split_cols, c_hi = min(ncols, c_lo + split_cols);
         panel_tiles(p.rowptr, p.colind, r0, rows, c_lo, c_hi, cursor, row_end, next_col, [&](int64_t c, int32_t *next) {
-            gemm_tile_product(p, r0, rows, c, ncols, gemm_smem);
+            gemm_tile_product<Math>(p, r0, rows, c, ncols, gemm_smem);
             __syncthreads(); // Cs is whole
             gemm_write_entries<Ops>(p, rows, c, min(c + kGemmCols, c_hi), gemm_smem, cursor, row_end, next);
         });
@@ -258,8 +316,9 @@ __global__ void __launch_bounds__(kGemmThreads, 2) sddmm_gemm_tiles(sddmm_params
 }
 
 // The launch, on panel_grid_for's grid.
-template <class Ops> sr_status launch_gemm_tiles(const sddmm_params<float> &p, int64_t ncols, cudaStream_t stream) {
-    auto kernel = sddmm_gemm_tiles<Ops>;
+template <class Ops, int Math>
+sr_status launch_gemm_tiles_math(const sddmm_params<float> &p, int64_t ncols, cudaStream_t stream) {
+    auto kernel = sddmm_gemm_tiles<Ops, Math>;
     panel_grid g;
     SR_TRY(panel_grid_for(kernel, kGemmThreads, kGemmSmem, (p.nrows + kGemmRows - 1) / kGemmRows, ncols, kGemmCols, &g));
     if (g.blocks == 0)
@@ -267,4 +326,13 @@ template <class Ops> sr_status launch_gemm_tiles(const sddmm_params<float> &p, i
     kernel<<<(unsigned)g.blocks, kGemmThreads, kGemmSmem, stream>>>(p, ncols, g.ranges, g.range_cols);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
+}
+
+template <class Ops>
+sr_status launch_gemm_tiles(const sddmm_params<float> &p, int64_t ncols, tile_math math, cudaStream_t stream) {
+    if (math == kMathTf32x3)
+        return launch_gemm_tiles_math<Ops, kMathTf32x3>(p, ncols, stream);
+    if (math == kMathTf32)
+        return launch_gemm_tiles_math<Ops, kMathTf32>(p, ncols, stream);
+    return launch_gemm_tiles_math<Ops, kMathFma>(p, ncols, stream);
 }

@@ -159,6 +159,7 @@ sr_status sr_mxm_bits(sr_context ctx, const sr_bits *Y, const sr_bits *mask, sr_
     sr_descriptor d = sr_ops_descriptor(desc);
     SR_CHECK_ARG(!d.transpose_b, "%s: transpose_b applies to sr_mxm only", fn);
     SR_CHECK_ARG(!d.sample_pattern, "%s: sample_pattern applies to the SDDMM calls only", fn);
+    SR_CHECK_ARG(d.precision == SR_PRECISION_EXACT, "%s: precision applies to the SDDMM calls only", fn);
     sr_bits_update u = {d.mask_complement, d.replace, d.accumulate};
     return A->location == SR_DEVICE ? sr_cuda_mxm_bits(ctx, A, Y, mask, X, &u, count)
                                     : sr_cpu_mxm_bits(ctx, A, Y, mask, X, &u, count);

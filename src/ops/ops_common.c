@@ -122,6 +122,8 @@ sr_status sr_ops_plain_descriptor(const char *fn, const sr_descriptor *desc, sr_
     *d = sr_ops_descriptor(desc);
     SR_CHECK_ARG(!d->replace, "%s: the descriptor's replace applies to sr_mxm_bits only", fn);
     SR_CHECK_ARG(!d->sample_pattern, "%s: the descriptor's sample_pattern applies to the SDDMM calls only", fn);
+    SR_CHECK_ARG(d->precision == SR_PRECISION_EXACT, "%s: the descriptor's precision applies to the SDDMM calls only",
+                 fn);
     return SR_SUCCESS;
 }
 

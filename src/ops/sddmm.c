@@ -39,7 +39,10 @@ static sr_status check_operands(const char *fn, struct sr_context_s *ctx, sr_sem
                  sr_type_name(out));
     sr_descriptor d = sr_ops_descriptor(desc);
     SR_CHECK_ARG(!d.mask_complement && !d.transpose_b && !d.replace && (fused || !d.accumulate),
-                 "%s: of the descriptor only sample_pattern%s apply", fn, fused ? " and accumulate" : "");
+                 "%s: of the descriptor only sample_pattern, precision%s apply", fn, fused ? " and accumulate" : "");
+    SR_CHECK_ARG(d.precision == SR_PRECISION_EXACT || d.precision == SR_PRECISION_TF32 ||
+                     d.precision == SR_PRECISION_FLOAT32,
+                 "%s: unknown precision %d", fn, (int)d.precision);
     memset(a, 0, sizeof *a);
     a->S = S;
     a->K = A->ncols;
@@ -49,6 +52,7 @@ static sr_status check_operands(const char *fn, struct sr_context_s *ctx, sr_sem
     a->alpha = alpha;
     a->beta = beta;
     a->pattern = d.sample_pattern || S->type == SR_TYPE_BOOL;
+    a->precision = d.precision;
     return SR_SUCCESS;
 }
 
