@@ -281,10 +281,10 @@ typedef struct sr_descriptor {
     bool sample_pattern;  /* the SDDMM calls only (others reject it): sample A·Bᵀ at S's pattern,
                              ignoring S's values in the product (cuSPARSE's form) */
     sr_precision precision; /* the SDDMM calls only (others reject any but the default): float32
-                               products on tensor cores where S's tiles are well filled; EXACT
-                               (default) splits each operand in two TF32 halves (3 products: about
-                               1e-6 relative to |a||b|, float32's accuracy), TF32 multiplies once
-                               (about 1e-3), FLOAT32 keeps the CUDA cores */
+                               products of well-filled S by whole tiles. EXACT (default): from K = 64
+                               each operand split in two TF32 halves on the tensor cores (3 products;
+                               within about 5e-6 of the largest value), below it the CUDA cores' FMAs;
+                               TF32: one tensor-core product (about 1e-3 of |a||b|); FLOAT32: the FMAs */
 } sr_descriptor;
 
 /* Masks are structural: only their pattern counts (their values are ignored), they have the

@@ -436,13 +436,21 @@ __device__ __forceinline__ void row_cursor(const int64_t *rowptr, const int32_t 
 #include "cuda_sddmm_dense.cuh"
 #include "cuda_sddmm_gemm.cuh"
 
-// The whole tiles' arithmetic for a precision: the split on tensor cores for EXACT, one TF32
-// product for TF32, the FMA pipes for FLOAT32. SPARSERING_SDDMM_MATH=0/1/3 overrides (comparisons).
-tile_math tile_math_for(sr_precision precision) {
+// The whole tiles' arithmetic for a precision at K: one TF32 product for TF32, the FMA pipes for
+// FLOAT32; for EXACT the split on the tensor cores from K = 64 on, the FMA pipes below. On the H200
+// (bench/results-sddmm-tc-h200.txt) the split took 8K x 8K at 25% from 1.95 to 1.51 ms at K = 512
+// and 0.70 to 0.57-0.60 at K = 128, but at K = 32, where the tiles' entry walk is the time, it was
+// no faster (0.30 against 0.32) and its error is 2-5x the FMAs' (the tensor cores' float32
+// accumulation: 4.6e-6 of the largest value against 1.0e-6 at K = 512).
+// SPARSERING_SDDMM_MATH=0/1/3 overrides (comparisons).
+constexpr int64_t kSplitFromK = 64;
+tile_math tile_math_for(sr_precision precision, int64_t K) {
     const int forced = sr_setting("SPARSERING_SDDMM_MATH", -1);
     if (forced == kMathFma || forced == kMathTf32 || forced == kMathTf32x3)
         return (tile_math)forced;
-    return precision == SR_PRECISION_FLOAT32 ? kMathFma : precision == SR_PRECISION_TF32 ? kMathTf32 : kMathTf32x3;
+    if (precision == SR_PRECISION_TF32)
+        return kMathTf32;
+    return precision == SR_PRECISION_EXACT && K >= kSplitFromK ? kMathTf32x3 : kMathFma;
 }
 
 // The row panels' order of S's entries, when it pays.
@@ -551,7 +559,7 @@ template <class Ops> struct sddmm_launcher {
                 SR_TRY(without_if_out_of_memory(panel_order(S, P, p.K, sizeof(T), true, &order)));
             if constexpr (std::is_same<T, float>::value)
                 if (strategy == SR_SDDMM_GEMM_TILES && vectors) { // else (told, unaligned) S's order
-                    SR_TRY(launch_gemm_tiles<Ops>(p, S->ncols, tile_math_for(a->precision), stream));
+                    SR_TRY(launch_gemm_tiles<Ops>(p, S->ncols, tile_math_for(a->precision, a->K), stream));
                     SR_CUDA_TRY(cudaStreamSynchronize(stream));
                     return SR_SUCCESS;
                 }
@@ -1173,7 +1181,7 @@ sr_status run_fused(const sr_sddmm_args *a, const void *V, int64_t pcols, const 
         if (vec && p.p <= 128)
             SR_TRY(fused_gemm_pays(S, &tiles));
         if (tiles)
-            return launch_fused_gemm(p, S->ncols, tile_math_for(a->precision), ctx, stream);
+            return launch_fused_gemm(p, S->ncols, tile_math_for(a->precision, a->K), ctx, stream);
     }
     if (vec)
         return launch_fused_vec<T, VEC>(p, ctx, stream);

@@ -35,13 +35,6 @@ constexpr size_t fused_gemm_smem(int pw) {
     return ((size_t)kGemmRows * kGemmOutPitch + 2 * (size_t)kGemmRows * (size_t)(pw + 4)) * sizeof(float);
 }
 
-// A 16-byte copy from global to shared memory that does not wait (sm_80+); valid = false writes zeros.
-__device__ __forceinline__ void copy_async16(void *smem, const void *global, bool valid) {
-    const unsigned to = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(global), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-
 // V's rows c .. c + 127 into Vs (zeros past V's rows and p).
 template <int PW> __device__ __forceinline__ void fused_copy_v(const fused_params<float> &p, int64_t c, int64_t ncols, float *Vs) {
     constexpr int chunks = PW / 4;

@@ -99,14 +99,48 @@ __device__ __forceinline__ void gemm_store_fma(const float (&acc)[8][8], float *
     }
 }
 
+// A 16-byte copy from global to shared memory that does not wait (sm_80+); valid = false writes zeros.
+__device__ __forceinline__ void copy_async16(void *smem, const void *global, bool valid) {
+    const unsigned to = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(global), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void copy_async_wait_group() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// The tensor cores' slices: A's and B's 128 rows of a k-slice row-major, [row][kMmaPitch], copied
+// by cp.async as they lie in memory (no transpose through registers: the FMA path's k-major
+// stores cost 4-way bank conflicts, more shared-memory time than the tensor cores' fragment
+// reads); the pitch of 20 floats puts a fragment's 32 reads (row g, column t) in 32 banks.
+// kMmaStages slices in flight, under the staged tile as the FMA path's two.
+constexpr int kMmaPitch = kGemmDepth + 4, kMmaStages = 3;
+constexpr int kMmaStage = 2 * kGemmRows * kMmaPitch; // A's slice, then B's
+static_assert(kMmaStages * kMmaStage * sizeof(float) <= kGemmSmem, "the slices fit under the staged tile");
+
+// Slice k0 of A's rows i0 .. and B's rows c .. into a stage: 512 16-byte copies each, two a
+// thread; past the rows or K zero-filled (K is a multiple of 4: a copy is all in or all out).
+template <class P>
+__device__ __forceinline__ void mma_fetch_slice(const P &p, int64_t i0, int64_t rows, int64_t c, int64_t ncols, int k0,
+                                                float *stage) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int f = threadIdx.x + h * kGemmThreads, r = f / 4, q = f % 4 * 4;
+        const bool in_k = k0 + q < p.K;
+        const bool a_ok = in_k && r < rows, b_ok = in_k && c + r < ncols;
+        copy_async16(stage + r * kMmaPitch + q, a_ok ? p.A + (i0 + r) * p.K + k0 + q : p.A, a_ok);
+        copy_async16(stage + kGemmRows * kMmaPitch + r * kMmaPitch + q, b_ok ? p.B + (c + r) * p.K + k0 + q : p.B, b_ok);
+    }
+}
+
 // One k-slice on the tensor cores (cuda_tf32_mma.cuh): warp w owns rows (w / 4)·64 .. + 63 and
-// columns (w % 4)·32 .. + 31 of the tile, 4 x 4 fragments of 16 x 8. The k-major slices give
-// conflict-free fragment reads (a lane's address is t·kGemmPitch + g: 32 banks). The split is
-// made in registers as the fragments are read (B's once a k-step, A's once a row fragment).
-template <int Math>
-__device__ __forceinline__ void gemm_slice_mma(const float *As, const float *Bs, float (&acc)[4][4][4]) {
+// columns (w % 4)·32 .. + 31 of the tile, 4 x 4 fragments of 16 x 8. The split is made in
+// registers as the fragments are read (B's once a k-step, A's once a row fragment).
+template <int Math> __device__ __forceinline__ void gemm_slice_mma(const float *stage, float (&acc)[4][4][4]) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int wr = warp / 4 * 64, wc = warp % 4 * 32;
+    const float *As = stage + (warp / 4 * 64 + g) * kMmaPitch + t;
+    const float *Bs = stage + kGemmRows * kMmaPitch + (warp % 4 * 32 + g) * kMmaPitch + t;
 #pragma unroll
     for (int ks = 0; ks < kGemmDepth; ks += 8) {
         uint32_t b_hi[4][2], b_lo[4][2];
@@ -114,11 +148,11 @@ __device__ __forceinline__ void gemm_slice_mma(const float *As, const float *Bs,
         for (int ni = 0; ni < 4; ni++)
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                tf32_split<Math>(Bs[(ks + t + 4 * h) * kGemmPitch + wc + ni * 8 + g], b_hi[ni][h], b_lo[ni][h]);
+                tf32_split<Math>(Bs[ni * 8 * kMmaPitch + ks + 4 * h], b_hi[ni][h], b_lo[ni][h]);
 #pragma unroll
         for (int mi = 0; mi < 4; mi++) {
-            const float *a = As + (ks + t) * kGemmPitch + wr + mi * 16 + g;
-            const float v[4] = {a[0], a[8], a[4 * kGemmPitch], a[4 * kGemmPitch + 8]};
+            const float *a = As + mi * 16 * kMmaPitch + ks;
+            const float v[4] = {a[0], a[8 * kMmaPitch], a[4], a[8 * kMmaPitch + 4]};
             uint32_t a_hi[4], a_lo[4];
 #pragma unroll
             for (int j = 0; j < 4; j++)
@@ -143,15 +177,14 @@ __device__ __forceinline__ void gemm_store_mma(const float (&acc)[4][4][4], floa
         }
 }
 
-// The 128 x 128 product of the panel's rows and B's rows c .. c + 127 into Cs, by Math
-// (tile_math): the FMA pipes, or the tensor cores (one TF32 product or the split). Two stages of
-// slices: the next slice's loads are in flight while this one's multiply-adds run, one barrier a slice.
-template <int Math, class P>
-__device__ __forceinline__ void gemm_tile_product(const P &p, int64_t i0, int64_t rows, int64_t c,
-                                                  int64_t ncols, float *smem) {
+// The 128 x 128 product of the panel's rows and B's rows c .. c + 127 into Cs on the FMA pipes.
+// Two stages of k-major slices: the next slice's loads are in flight while the FMAs run on this
+// one, one barrier a slice.
+template <class P>
+__device__ __forceinline__ void gemm_tile_product_fma(const P &p, int64_t i0, int64_t rows, int64_t c,
+                                                      int64_t ncols, float *smem) {
     constexpr int kStage = 2 * kGemmDepth * kGemmPitch; // A's slice, then B's
-    using accumulators = typename std::conditional<Math == kMathFma, float[8][8], float[4][4][4]>::type;
-    accumulators acc{};
+    float acc[8][8] = {};
     gemm_store_slice(gemm_fetch_slice(p, i0, rows, c, ncols, 0), smem, smem + kGemmDepth * kGemmPitch);
     __syncthreads();
     for (int k0 = 0, stage = 0; k0 < p.K; k0 += kGemmDepth, stage ^= 1) {
@@ -160,18 +193,49 @@ __device__ __forceinline__ void gemm_tile_product(const P &p, int64_t i0, int64_
         if (more)
             next = gemm_fetch_slice(p, i0, rows, c, ncols, k0 + kGemmDepth);
         const float *As = smem + stage * kStage, *Bs = As + kGemmDepth * kGemmPitch;
-        if constexpr (Math == kMathFma)
-            gemm_slice_fma(As, Bs, acc);
-        else
-            gemm_slice_mma<Math>(As, Bs, acc);
+        gemm_slice_fma(As, Bs, acc);
         if (more) // the other stage: its readers passed the last barrier
             gemm_store_slice(next, smem + (stage ^ 1) * kStage, smem + (stage ^ 1) * kStage + kGemmDepth * kGemmPitch);
         __syncthreads(); // the next stage is whole; this one's readers are done (Cs aliases both)
     }
+    gemm_store_fma(acc, smem);
+}
+
+// The same on the tensor cores: kMmaStages slices in flight by cp.async, one barrier a slice (at
+// slice s, every warp is past slice s - 1, whose stage the copy of slice s + kMmaStages - 1 takes).
+template <int Math, class P>
+__device__ __forceinline__ void gemm_tile_product_mma(const P &p, int64_t i0, int64_t rows, int64_t c,
+                                                      int64_t ncols, float *smem) {
+    float acc[4][4][4] = {};
+    const int slices = (int)((p.K + kGemmDepth - 1) / kGemmDepth);
+#pragma unroll
+    for (int s = 0; s < kMmaStages - 1; s++) {
+        if (s < slices)
+            mma_fetch_slice(p, i0, rows, c, ncols, s * kGemmDepth, smem + s * kMmaStage);
+        copy_async_commit(); // empty groups keep the count
+    }
+    for (int s = 0; s < slices; s++) {
+        copy_async_wait_group<kMmaStages - 2>(); // slice s is in (this thread's copies)
+        __syncthreads();                         // everyone's; slice s - 1's readers are done
+        const int ahead = s + kMmaStages - 1;
+        if (ahead < slices)
+            mma_fetch_slice(p, i0, rows, c, ncols, ahead * kGemmDepth, smem + ahead % kMmaStages * kMmaStage);
+        copy_async_commit();
+        gemm_slice_mma<Math>(smem + s % kMmaStages * kMmaStage, acc);
+    }
+    copy_async_wait();
+    __syncthreads(); // Cs aliases the stages
+    gemm_store_mma(acc, smem);
+}
+
+// The 128 x 128 product of the panel's rows and B's rows c .. c + 127 into Cs, by Math (tile_math).
+template <int Math, class P>
+__device__ __forceinline__ void gemm_tile_product(const P &p, int64_t i0, int64_t rows, int64_t c,
+                                                  int64_t ncols, float *smem) {
     if constexpr (Math == kMathFma)
-        gemm_store_fma(acc, smem);
+        gemm_tile_product_fma(p, i0, rows, c, ncols, smem);
     else
-        gemm_store_mma(acc, smem);
+        gemm_tile_product_mma<Math>(p, i0, rows, c, ncols, smem);
 }
 
 constexpr int kGemmWarpRows = kGemmRows / (kGemmThreads / 32); // the rows a warp walks
