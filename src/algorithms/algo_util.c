@@ -1,3 +1,4 @@
+#include "../core/memory.h"
 #include "algo_util.h"
 
 #include <stdlib.h>
@@ -40,8 +41,8 @@ sr_status sr_algo_pairs(sr_context ctx, int64_t nrows, int64_t ncols, int64_t n,
 sr_status sr_algo_one_per_column(sr_context ctx, int64_t nrows, int64_t S, const int64_t *rows, int64_t row0,
                                  sr_location where, sr_matrix *M)
 {
-    int64_t *r = malloc((size_t)(S ? S : 1) * sizeof *r);
-    int32_t *c = malloc((size_t)(S ? S : 1) * sizeof *c);
+    int64_t *r = sr_malloc((size_t)(S ? S : 1) * sizeof *r);
+    int32_t *c = sr_malloc((size_t)(S ? S : 1) * sizeof *c);
     sr_status st = r && c ? SR_SUCCESS : sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld pairs", (long long)S);
     for (int64_t s = 0; st == SR_SUCCESS && s < S; s++) {
         r[s] = rows ? rows[s] : row0 + s;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/memory.h"
 #include "algo_util.h"
 #include "grammar.h"
 
@@ -163,9 +164,9 @@ sr_status sr_cfpq(sr_context ctx, sr_grammar g, int64_t nlabels, const char *con
     s.stats = &local;
     const double t0 = sr_algo_now();
     const int m = g->nnonterminals;
-    s.T = calloc((size_t)m, sizeof *s.T);
-    s.D = calloc((size_t)m, sizeof *s.D);
-    s.N = calloc((size_t)m, sizeof *s.N);
+    s.T = sr_calloc((size_t)m, sizeof *s.T);
+    s.D = sr_calloc((size_t)m, sizeof *s.D);
+    s.N = sr_calloc((size_t)m, sizeof *s.N);
     sr_status st = s.T && s.D && s.N ? SR_SUCCESS : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     for (int a = 0; st == SR_SUCCESS && a < m; a++)
         st = sr_algo_pairs(ctx, s.n, s.n, 0, NULL, NULL, s.where, &s.T[a]);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/memory.h"
 #include "algo_util.h"
 
 static const char *const fn = "sr_factorize";
@@ -89,7 +90,7 @@ static sr_status solve_side(als *a, const side *sd, double *X, const void *y)
     SR_TRY(sr_spmm(a->ctx, &Bv, NULL, SR_PLUS_TIMES, sd->S, &Yv, NULL)); /* b = Σ_j (r_ij − μ) y_j */
     from_type(a->type, a->t_out, a->b, rows * K);
     SR_TRY(gram_product(a, sd, y, X, a->q));
-    double *rs = malloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
+    double *rs = sr_malloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
     if (!rs)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for %lld CG residuals", fn, (long long)rows);
 #pragma omp parallel for schedule(static)
@@ -137,7 +138,7 @@ static sr_status rmse_of(als *a, sr_matrix S, const double *centered, int64_t nn
     *out = NAN;
     if (nnz == 0)
         return SR_SUCCESS;
-    void *pred = malloc((size_t)nnz * (a->type == SR_TYPE_FLOAT32 ? 4 : 8));
+    void *pred = sr_malloc((size_t)nnz * (a->type == SR_TYPE_FLOAT32 ? 4 : 8));
     if (!pred)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for %lld predictions", fn, (long long)nnz);
     sr_dense Pv = sr_vector_view(pred, nnz, a->type, SR_HOST);
@@ -165,10 +166,10 @@ static sr_status centered_values(sr_context ctx, sr_matrix M, double mu, double 
     sr_matrix_info info;
     SR_TRY(sr_matrix_get_info(M, &info));
     *nnz = info.nnz;
-    *out = malloc((size_t)(info.nnz + 1) * sizeof(double));
-    *rowptr = malloc((size_t)(info.nrows + 1) * sizeof(int64_t));
-    *colind = malloc((size_t)(info.nnz + 1) * sizeof(int32_t));
-    void *raw = malloc((size_t)(info.nnz + 1) * 8);
+    *out = sr_malloc((size_t)(info.nnz + 1) * sizeof(double));
+    *rowptr = sr_malloc((size_t)(info.nrows + 1) * sizeof(int64_t));
+    *colind = sr_malloc((size_t)(info.nnz + 1) * sizeof(int32_t));
+    void *raw = sr_malloc((size_t)(info.nnz + 1) * 8);
     sr_status st = *out && *rowptr && *colind && raw ? SR_SUCCESS
                                                      : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for %lld ratings",
                                                                 fn, (long long)info.nnz);
@@ -207,7 +208,7 @@ static sr_status with_values(sr_context ctx, sr_matrix M, const int64_t *rowptr,
 {
     sr_matrix_info info;
     SR_TRY(sr_matrix_get_info(M, &info));
-    void *vals = malloc((size_t)(info.nnz + 1) * 8);
+    void *vals = sr_malloc((size_t)(info.nnz + 1) * 8);
     if (!vals)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for %lld ratings", fn, (long long)info.nnz);
     to_type(info.type, centered, vals, info.nnz);
@@ -271,16 +272,16 @@ sr_status sr_factorize(sr_context ctx, sr_matrix R, sr_matrix R_test, const sr_f
         st = sr_matrix_transpose(ctx, us.S, &them.S);
     const int64_t widest = users > items ? users : items;
     const size_t vec = (size_t)(widest * K + 1);
-    us.count = calloc((size_t)users + 1, sizeof(double));
-    them.count = calloc((size_t)items + 1, sizeof(double));
-    X = malloc(vec * sizeof(double));
-    Y = malloc(vec * sizeof(double));
-    a.t_in = malloc(vec * 8);
-    a.t_out = malloc(vec * 8);
-    a.b = malloc(vec * sizeof(double));
-    a.r = malloc(vec * sizeof(double));
-    a.p = malloc(vec * sizeof(double));
-    a.q = malloc(vec * sizeof(double));
+    us.count = sr_calloc((size_t)users + 1, sizeof(double));
+    them.count = sr_calloc((size_t)items + 1, sizeof(double));
+    X = sr_malloc(vec * sizeof(double));
+    Y = sr_malloc(vec * sizeof(double));
+    a.t_in = sr_malloc(vec * 8);
+    a.t_out = sr_malloc(vec * 8);
+    a.b = sr_malloc(vec * sizeof(double));
+    a.r = sr_malloc(vec * sizeof(double));
+    a.p = sr_malloc(vec * sizeof(double));
+    a.q = sr_malloc(vec * sizeof(double));
     if (st == SR_SUCCESS && !(us.count && them.count && X && Y && a.t_in && a.t_out && a.b && a.r && a.p && a.q))
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for the factors and CG vectors (%lld x %lld)",
                       fn, (long long)widest, (long long)K);

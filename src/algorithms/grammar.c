@@ -1,6 +1,7 @@
 /* Grammar text -> weak Chomsky normal form: terminal rules A -> t, empty rules A -> eps, unit
  * rules A -> B and binary rules A -> B C. Longer alternatives are split with fresh nonterminals
  * ("A#1", ...), and a terminal inside one gets its own ("<t>"). */
+#include "../core/memory.h"
 #include "grammar.h"
 
 #include <ctype.h>
@@ -26,12 +27,12 @@ int sr_grammar_find(const struct sr_grammar_s *g, const char *name) { return fin
 static int add_name(char ***names, int *n, const char *name)
 {
     if ((*n & (*n - 1)) == 0) { /* 0, 1, 2, 4, ...: grow */
-        char **grown = realloc(*names, (size_t)(*n ? 2 * *n : 1) * sizeof **names);
+        char **grown = sr_realloc(*names, (size_t)(*n ? 2 * *n : 1) * sizeof **names);
         if (!grown)
             return -1;
         *names = grown;
     }
-    char *copy = malloc(strlen(name) + 1);
+    char *copy = sr_malloc(strlen(name) + 1);
     if (!copy)
         return -1;
     strcpy(copy, name);
@@ -42,7 +43,7 @@ static int add_name(char ***names, int *n, const char *name)
 static sr_status add_rule(struct sr_grammar_s *g, sr_rule r)
 {
     if ((g->nrules & (g->nrules - 1)) == 0) {
-        sr_rule *grown = realloc(g->rules, (size_t)(g->nrules ? 2 * g->nrules : 1) * sizeof *grown);
+        sr_rule *grown = sr_realloc(g->rules, (size_t)(g->nrules ? 2 * g->nrules : 1) * sizeof *grown);
         if (!grown)
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_grammar_parse: out of memory");
         g->rules = grown;
@@ -137,7 +138,7 @@ static sr_status add_alternative(struct sr_grammar_s *g, int lhs, char **w, int 
 static char *copy_lines(const char *text)
 {
     size_t n = strlen(text);
-    char *s = malloc(n + 1);
+    char *s = sr_malloc(n + 1);
     if (!s)
         return NULL;
     memcpy(s, text, n + 1);
@@ -234,7 +235,7 @@ static sr_status parse(const char *text, struct sr_grammar_s *g)
 sr_status sr_grammar_parse(const char *text, sr_grammar *out)
 {
     SR_CHECK_ARG(text != NULL && out != NULL, "sr_grammar_parse: the text or output pointer is NULL");
-    struct sr_grammar_s *g = calloc(1, sizeof *g);
+    struct sr_grammar_s *g = sr_calloc(1, sizeof *g);
     if (!g)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_grammar_parse: out of memory");
     sr_status st = parse(text, g);
@@ -254,11 +255,11 @@ sr_status sr_grammar_read(const char *path, sr_grammar *out)
     if (!f)
         return sr_error(SR_ERROR_IO, "%s: cannot open the grammar", path);
     size_t cap = 4096, n = 0;
-    char *text = malloc(cap);
+    char *text = sr_malloc(cap);
     for (size_t got; text && (got = fread(text + n, 1, cap - n - 1, f)) > 0;) {
         n += got;
         if (n + 1 == cap) {
-            char *grown = realloc(text, cap * 2);
+            char *grown = sr_realloc(text, cap * 2);
             if (!grown)
                 free(text);
             text = grown;

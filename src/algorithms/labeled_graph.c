@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/memory.h"
 #include "algo_util.h"
 
 typedef struct {
@@ -25,7 +26,7 @@ static label_edges *label_of(label_set *set, const char *name)
             return &set->items[l];
     if (set->n == set->cap) {
         int64_t cap = set->cap ? 2 * set->cap : 8;
-        label_edges *grown = realloc(set->items, (size_t)cap * sizeof *grown);
+        label_edges *grown = sr_realloc(set->items, (size_t)cap * sizeof *grown);
         if (!grown)
             return NULL;
         set->items = grown;
@@ -33,7 +34,7 @@ static label_edges *label_of(label_set *set, const char *name)
     }
     label_edges *e = &set->items[set->n];
     memset(e, 0, sizeof *e);
-    if (!(e->name = malloc(strlen(name) + 1)))
+    if (!(e->name = sr_malloc(strlen(name) + 1)))
         return NULL;
     strcpy(e->name, name);
     set->n++;
@@ -44,11 +45,11 @@ static bool push_edge(label_edges *e, int64_t from, int64_t to)
 {
     if (e->n == e->cap) {
         int64_t cap = e->cap ? 2 * e->cap : 1024;
-        int64_t *rows = realloc(e->rows, (size_t)cap * sizeof *rows);
+        int64_t *rows = sr_realloc(e->rows, (size_t)cap * sizeof *rows);
         if (!rows)
             return false;
         e->rows = rows;
-        int32_t *cols = realloc(e->cols, (size_t)cap * sizeof *cols);
+        int32_t *cols = sr_realloc(e->cols, (size_t)cap * sizeof *cols);
         if (!cols)
             return false;
         e->cols = cols;
@@ -132,8 +133,8 @@ sr_status sr_labeled_graph_read(sr_context ctx, const char *path, sr_location wh
     char **names = NULL;
     sr_matrix *mats = NULL;
     if (st == SR_SUCCESS) {
-        names = calloc((size_t)(set.n ? set.n : 1), sizeof *names);
-        mats = calloc((size_t)(set.n ? set.n : 1), sizeof *mats);
+        names = sr_calloc((size_t)(set.n ? set.n : 1), sizeof *names);
+        mats = sr_calloc((size_t)(set.n ? set.n : 1), sizeof *mats);
         if (!names || !mats)
             st = sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
     }

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../core/memory.h"
 #include "algo_util.h"
 
 sr_pagerank_options sr_pagerank_options_default(void)
@@ -19,10 +20,10 @@ static sr_status inverse_out_weights(sr_context ctx, sr_matrix W64, int64_t n, s
 {
     const char *fn = "sr_pagerank";
     sr_matrix sums = NULL, lows = NULL, H = NULL;
-    double *s = malloc((size_t)(n + 1) * sizeof *s), *low = malloc((size_t)(n + 1) * sizeof *low);
-    int64_t *rowptr = malloc((size_t)(n + 1) * sizeof *rowptr);
-    int32_t *colind = malloc((size_t)(n + 1) * sizeof *colind);
-    double *inv = malloc((size_t)(n + 1) * sizeof *inv);
+    double *s = sr_malloc((size_t)(n + 1) * sizeof *s), *low = sr_malloc((size_t)(n + 1) * sizeof *low);
+    int64_t *rowptr = sr_malloc((size_t)(n + 1) * sizeof *rowptr);
+    int32_t *colind = sr_malloc((size_t)(n + 1) * sizeof *colind);
+    double *inv = sr_malloc((size_t)(n + 1) * sizeof *inv);
     sr_status st = SR_SUCCESS;
     if (!s || !low || !rowptr || !colind || !inv) {
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for %lld out-weights", fn, (long long)n);
@@ -154,7 +155,7 @@ sr_status sr_pagerank(sr_context ctx, sr_matrix A, const sr_pagerank_options *op
     if (st == SR_SUCCESS)
         st = sr_vector_alloc(ctx, n, type, info.location, &ones);
     if (st == SR_SUCCESS && n > 0) { /* ones from the host (axpby has no constant term), r = 1/n */
-        double *h = malloc((size_t)n * sizeof *h);
+        double *h = sr_malloc((size_t)n * sizeof *h);
         if (!h)
             st = sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for %lld ones", fn, (long long)n);
         for (int64_t i = 0; h && i < n; i++)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/memory.h"
 #include "algo_util.h"
 
 sr_solver_options sr_solver_options_default(void)
@@ -122,7 +123,7 @@ static sr_status normal_product(const problem *pr, double lambda, ridge_vectors 
 /* sums = α·Mᵀ·1 (α times M's column sums), one pass; M has X's rows. */
 static sr_status column_sums(const problem *pr, sr_matrix M, double alpha, const sr_dense *sums)
 {
-    double *ones = malloc((size_t)(pr->m + 1) * sizeof(double));
+    double *ones = sr_malloc((size_t)(pr->m + 1) * sizeof(double));
     if (!ones)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_ridge: out of host memory");
     for (int64_t i = 0; i < pr->m; i++)
@@ -149,7 +150,7 @@ static sr_status normal_diagonal(const problem *pr, double lambda, ridge_vectors
     sr_status st = column_sums(pr, squares ? squares : pr->X, 1.0, &dv);
     sr_matrix_free(squares);
     SR_TRY(st);
-    double *xbar = centered ? malloc((size_t)(pr->n + 1) * sizeof(double)) : NULL;
+    double *xbar = centered ? sr_malloc((size_t)(pr->n + 1) * sizeof(double)) : NULL;
     if (centered && !xbar)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_ridge: out of host memory");
     sr_dense xv = vec(xbar, pr->n);
@@ -165,8 +166,8 @@ static sr_status normal_diagonal(const problem *pr, double lambda, ridge_vectors
 static sr_status diagonal_matrix(sr_context ctx, int64_t n, const double *values, sr_location where, sr_matrix *out)
 {
     *out = NULL;
-    int64_t *rowptr = malloc((size_t)(n + 1) * sizeof(int64_t));
-    int32_t *colind = malloc((size_t)(n + 1) * sizeof(int32_t));
+    int64_t *rowptr = sr_malloc((size_t)(n + 1) * sizeof(int64_t));
+    int32_t *colind = sr_malloc((size_t)(n + 1) * sizeof(int32_t));
     sr_status st = rowptr && colind ? SR_SUCCESS : sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory");
     for (int64_t j = 0; j <= n && st == SR_SUCCESS; j++) {
         rowptr[j] = j;
@@ -190,7 +191,7 @@ static sr_status diagonal_matrix(sr_context ctx, int64_t n, const double *values
  * positive (λ = 0 and the column empty or constant) keeps 1. */
 static sr_status jacobi_preconditioner(const problem *pr, double lambda, ridge_vectors *rv, bool centered)
 {
-    double *inverse = malloc((size_t)(pr->n + 1) * sizeof(double));
+    double *inverse = sr_malloc((size_t)(pr->n + 1) * sizeof(double));
     if (!inverse)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_ridge: out of host memory");
     sr_status st = normal_diagonal(pr, lambda, rv, centered, inverse);
@@ -427,7 +428,7 @@ static sr_status renew_preconditioner(logistic *lg)
         lg->m_host[j] = (1 - PCG_MIX) + PCG_MIX * (1 + lg->m_host[j]);
     if (lg->intercept)
         lg->m_host[n] = (1 - PCG_MIX) + PCG_MIX * lg->sum_d;
-    double *inverse = malloc((size_t)(n + 1) * sizeof(double));
+    double *inverse = sr_malloc((size_t)(n + 1) * sizeof(double));
     if (!inverse)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_logistic: out of host memory");
     for (int64_t j = 0; j < n; j++)
@@ -577,19 +578,19 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
     lg.C = C;
     lg.intercept = o.fit_intercept;
     lg.N = N;
-    double *label = malloc((size_t)(m + 1) * sizeof(double));
-    lg.z = malloc((size_t)(m + 1) * sizeof(double));
-    lg.d = malloc((size_t)(m + 1) * sizeof(double));
-    lg.t = malloc((size_t)(m + 1) * sizeof(double));
-    double *w = calloc((size_t)N + 1, sizeof(double)), *g = calloc((size_t)N + 1, sizeof(double));
-    double *s = calloc((size_t)N + 1, sizeof(double)), *r = calloc((size_t)N + 1, sizeof(double));
-    double *trial = calloc((size_t)N + 1, sizeof(double));
+    double *label = sr_malloc((size_t)(m + 1) * sizeof(double));
+    lg.z = sr_malloc((size_t)(m + 1) * sizeof(double));
+    lg.d = sr_malloc((size_t)(m + 1) * sizeof(double));
+    lg.t = sr_malloc((size_t)(m + 1) * sizeof(double));
+    double *w = sr_calloc((size_t)N + 1, sizeof(double)), *g = sr_calloc((size_t)N + 1, sizeof(double));
+    double *s = sr_calloc((size_t)N + 1, sizeof(double)), *r = sr_calloc((size_t)N + 1, sizeof(double));
+    double *trial = sr_calloc((size_t)N + 1, sizeof(double));
     sr_status st = label && lg.z && lg.d && lg.t && w && g && s && r && trial
                        ? SR_SUCCESS
                        : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     const sr_location where = sr_algo_where(lg.pr.X);
     lg.pcg = preconditioned(&o);
-    if (st == SR_SUCCESS && lg.pcg && !(lg.m_host = calloc((size_t)N + 1, sizeof(double))))
+    if (st == SR_SUCCESS && lg.pcg && !(lg.m_host = sr_calloc((size_t)N + 1, sizeof(double))))
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     if (st == SR_SUCCESS && lg.pcg)
         st = entry_squares(&lg.pr, &lg.squares);
@@ -615,7 +616,8 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
         st = objective(&lg, w, &f);
     if (st == SR_SUCCESS)
         st = gradient(&lg, w, g);
-    gnorm0 = gnorm = delta = sqrt(sr_algo_dot(g, g, N));
+    if (st == SR_SUCCESS) /* g may be missing: an allocation failed */
+        gnorm0 = gnorm = delta = sqrt(sr_algo_dot(g, g, N));
     if (lg.pcg && st == SR_SUCCESS) { /* the trust region starts at ‖g‖ in M⁻¹'s norm */
         double gmg = 0;
         for (int64_t j = 0; j < N; j++)

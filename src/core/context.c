@@ -1,3 +1,4 @@
+#include "memory.h"
 #include "context.h"
 
 #include <stdlib.h>
@@ -156,7 +157,7 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
         resolved = SR_BACKEND_OPENCL;
     }
 
-    struct sr_context_s *ctx = calloc(1, sizeof *ctx);
+    struct sr_context_s *ctx = sr_calloc(1, sizeof *ctx);
     if (ctx == NULL) {
         sr_opencl_close(opencl);
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_context_create: out of host memory");

@@ -1,3 +1,4 @@
+#include "memory.h"
 #include "line_reader.h"
 
 #include <errno.h>
@@ -28,12 +29,12 @@ struct sr_line_reader {
 
 sr_status sr_line_reader_open(const char *path, sr_line_reader **out)
 {
-    sr_line_reader *r = calloc(1, sizeof *r);
+    sr_line_reader *r = sr_calloc(1, sizeof *r);
     if (r == NULL)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory opening %s", path);
     r->path = path;
     r->capacity = SR_CHUNK;
-    r->buffer = malloc(r->capacity + 1);
+    r->buffer = sr_malloc(r->capacity + 1);
 #ifdef SR_HAVE_ZLIB
     r->gz = gzopen(path, "rb");
     bool opened = r->gz != NULL;
@@ -69,7 +70,7 @@ static sr_status refill(sr_line_reader *r)
     r->end -= r->start;
     r->start = 0;
     if (r->end == r->capacity) {
-        char *bigger = realloc(r->buffer, 2 * r->capacity + 1);
+        char *bigger = sr_realloc(r->buffer, 2 * r->capacity + 1);
         if (bigger == NULL)
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a line of %s", r->path);
         r->buffer = bigger;

@@ -16,7 +16,7 @@ size_t sr_matrix_values_bytes(const struct sr_matrix_s *A)
 sr_status sr_matrix_alloc(struct sr_context_s *ctx, int64_t nrows, int64_t ncols, int64_t capacity,
                           sr_type type, sr_location where, struct sr_matrix_s **out)
 {
-    struct sr_matrix_s *A = calloc(1, sizeof *A);
+    struct sr_matrix_s *A = sr_calloc(1, sizeof *A);
     if (A == NULL)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a matrix handle");
     A->ctx = ctx;

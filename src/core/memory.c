@@ -19,6 +19,45 @@ static void account_device_bytes(struct sr_context_s *ctx, size_t bytes)
     }
 }
 
+/* sr_debug_fail_allocations: allocations left before they fail (-1: never), and whether one failed. */
+static long long allocations_left = -1;
+static int allocation_failed;
+
+bool sr_debug_fail_allocations(long long n)
+{
+    const bool failed = __atomic_exchange_n(&allocation_failed, 0, __ATOMIC_RELAXED) != 0;
+    __atomic_store_n(&allocations_left, n < 0 ? -1 : n, __ATOMIC_RELAXED);
+    return failed;
+}
+
+/* Whether this allocation is one a test made fail. */
+static bool injected_failure(void)
+{
+    long long left = __atomic_load_n(&allocations_left, __ATOMIC_RELAXED);
+    while (left > 0 &&
+           !__atomic_compare_exchange_n(&allocations_left, &left, left - 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    if (left != 0)
+        return false;
+    __atomic_store_n(&allocation_failed, 1, __ATOMIC_RELAXED);
+    return true;
+}
+
+void *sr_malloc(size_t bytes)
+{
+    return injected_failure() ? NULL : malloc(bytes);
+}
+
+void *sr_calloc(size_t n, size_t size)
+{
+    return injected_failure() ? NULL : calloc(n, size);
+}
+
+void *sr_realloc(void *ptr, size_t bytes)
+{
+    return injected_failure() ? NULL : realloc(ptr, bytes);
+}
+
 /* Large host blocks start on a 2 MiB boundary and ask for transparent huge pages: the first touch
  * of fresh memory then faults once per 2 MiB instead of once per 4 KiB (a 33 MB temporary cost
  * 8,000 faults, several milliseconds, on every call that made it). free() releases either kind. */
@@ -47,12 +86,14 @@ sr_status sr_mem_alloc(struct sr_context_s *ctx, sr_location where, size_t bytes
             return sr_error(SR_ERROR_OUT_OF_MEMORY,
                             "allocating %zu bytes (%.2f GiB) would pass the context's host memory limit of %zu bytes",
                             bytes, (double)bytes / 1073741824.0, ctx->host_limit);
-        *ptr = host_alloc(bytes);
+        *ptr = injected_failure() ? NULL : host_alloc(bytes);
         if (*ptr == NULL)
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory allocating %zu bytes", bytes);
         return SR_SUCCESS;
     }
     SR_TRY(sr_context_require_device(ctx));
+    if (injected_failure())
+        return sr_error(SR_ERROR_DEVICE_OUT_OF_MEMORY, "out of device memory allocating %zu bytes (injected)", bytes);
     SR_TRY(sr_device_malloc(ctx->device, ctx->stream, bytes, ptr));
     account_device_bytes(ctx, bytes);
     return SR_SUCCESS;

@@ -2,11 +2,26 @@
 #ifndef SR_CORE_MEMORY_H
 #define SR_CORE_MEMORY_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "context.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The library's malloc, calloc and realloc: the C library's, but for the failures a test asks for
+ * (sr_debug_fail_allocations). Every host allocation goes through these or sr_mem_alloc. */
+void *sr_malloc(size_t bytes);
+void *sr_calloc(size_t n, size_t size);
+void *sr_realloc(void *ptr, size_t bytes);
+
+/* Tests only (GraphBLAS's malloc debugging): after `n` more allocations succeed, every host and
+ * device allocation fails (sr_malloc and its kin return NULL, sr_mem_alloc SR_ERROR_OUT_OF_MEMORY)
+ * until it is called again; n < 0 turns failures off. Returns whether an allocation failed since
+ * the last call. Process-wide: not for tests that run threads of their own. */
+bool sr_debug_fail_allocations(long long n);
 
 /* bytes == 0 gives *ptr = NULL and succeeds. */
 sr_status sr_mem_alloc(struct sr_context_s *ctx, sr_location where, size_t bytes, void **ptr);

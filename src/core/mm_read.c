@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "memory.h"
 #include "error.h"
 #include "line_reader.h"
 #include "mm.h"
@@ -201,13 +202,13 @@ static sr_status grow(parser *p, int64_t need)
         cap *= 2;
     sr_mm_triplets *o = p->out;
     size_t vsize = sr_value_size(p->type);
-    void *rows = realloc(o->rows, (size_t)cap * sizeof *o->rows);
+    void *rows = sr_realloc(o->rows, (size_t)cap * sizeof *o->rows);
     if (rows) o->rows = rows;
-    void *cols = realloc(o->cols, (size_t)cap * sizeof *o->cols);
+    void *cols = sr_realloc(o->cols, (size_t)cap * sizeof *o->cols);
     if (cols) o->cols = cols;
-    void *lines = realloc(o->lines, (size_t)cap * sizeof *o->lines);
+    void *lines = sr_realloc(o->lines, (size_t)cap * sizeof *o->lines);
     if (lines) o->lines = lines;
-    void *vals = vsize ? realloc(o->values, (size_t)cap * vsize) : NULL;
+    void *vals = vsize ? sr_realloc(o->values, (size_t)cap * vsize) : NULL;
     if (vals) o->values = vals;
     if (!rows || !cols || !lines || (vsize && !vals))
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for %lld entries", p->path, (long long)cap);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../core/memory.h"
 #include "../core/error.h"
 #include "../core/types.h"
 #include "../semiring/metric.h"
@@ -84,7 +85,7 @@ static bool scratch_init(scratch *s, const sr_distance_inputs *in)
     int64_t n = in->X->nrows;
     *s = (scratch){0};
     if (sr_metric_kind_of(in->metric) != SR_MK_MAX) {
-        s->acc = malloc((size_t)(n > 0 ? n : 1) * (size_t)sr_metric_accumulators(in->metric) * sizeof *s->acc);
+        s->acc = sr_malloc((size_t)(n > 0 ? n : 1) * (size_t)sr_metric_accumulators(in->metric) * sizeof *s->acc);
         return s->acc != NULL;
     }
     return sr_cheb_init(&s->cheb, in->X->ncols, sr_cheb_widest(in->Q));

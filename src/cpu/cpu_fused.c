@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/memory.h"
 #include "../core/error.h"
 #include "cpu.h"
 #include "cpu_pool.h"
@@ -35,7 +36,7 @@ typedef struct {
 static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *cuts)
 {
     const int64_t nnz = X->rowptr[X->nrows], samples = nnz < 65536 ? nnz : 65536;
-    int32_t *sample = malloc((size_t)(samples > 0 ? samples : 1) * sizeof(int32_t));
+    int32_t *sample = sr_malloc((size_t)(samples > 0 ? samples : 1) * sizeof(int32_t));
     if (!sample)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a sample of columns");
     for (int64_t s = 0; s < samples; s++)
@@ -201,7 +202,7 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
             job.threads = threads < SR_CPU_MAX_THREADS ? threads : SR_CPU_MAX_THREADS;                    \
             SR_TRY(column_cuts(a->X, job.threads, cuts));                                                 \
             job.cuts = cuts;                                                                              \
-            if (!(job.p = malloc((size_t)(a->m > 0 ? a->m : 1) * sizeof(T))))                             \
+            if (!(job.p = sr_malloc((size_t)(a->m > 0 ? a->m : 1) * sizeof(T))))                             \
                 return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld row scales", (long long)a->m); \
             sr_cpu_run_chunks(threads, row_chunks, rows_chunk_##T, &job);                                 \
             sr_cpu_run_chunks(job.threads, job.threads, range_chunk_##T, &job);                           \
@@ -214,7 +215,7 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
             !(job.sums = sr_cpu_calloc_copies(threads, a->n, sizeof(T), &job.stride, &job.sums_block)))   \
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d partial sums of %lld",     \
                             threads, (long long)a->n);                                                    \
-        if (!job.private_sums && !(job.shared = calloc((size_t)(a->n > 0 ? a->n : 1), sizeof(T))))        \
+        if (!job.private_sums && !(job.shared = sr_calloc((size_t)(a->n > 0 ? a->n : 1), sizeof(T))))        \
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld sums", (long long)a->n); \
         sr_cpu_run_chunks(threads, row_chunks, spread_chunk_##T, &job);                                   \
         sr_cpu_run_chunks(threads, threads, gather_chunk_##T, &job);                                      \

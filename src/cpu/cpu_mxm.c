@@ -92,10 +92,10 @@ static bool reserve(struct sr_context_s *ctx, slot_rows *o, int64_t more, int64_
         o->capacity = cap;
         return true;
     }
-    int32_t *cols = realloc(o->cols, (size_t)cap * sizeof(int32_t));
+    int32_t *cols = sr_realloc(o->cols, (size_t)cap * sizeof(int32_t));
     if (cols)
         o->cols = cols;
-    void *vals = cols ? realloc(o->vals, (size_t)cap * value_size) : NULL;
+    void *vals = cols ? sr_realloc(o->vals, (size_t)cap * value_size) : NULL;
     if (!cols || !vals) {
         o->failed = true;
         return false;
@@ -296,7 +296,7 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
     if (st == SR_SUCCESS)
         st = sr_matrix_alloc(ctx, A->nrows, B->ncols, 0, out_type, SR_HOST, &C);
     bool *ready = NULL;
-    if (st == SR_SUCCESS && !(ready = calloc((size_t)threads, sizeof *ready)))
+    if (st == SR_SUCCESS && !(ready = sr_calloc((size_t)threads, sizeof *ready)))
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a product's %d threads", threads);
     int64_t rows_per_chunk = A->nrows / ((int64_t)threads * MXM_CHUNKS_PER_THREAD);
     rows_per_chunk = rows_per_chunk < 1 ? 1 : rows_per_chunk > MXM_ROWS_PER_CHUNK ? MXM_ROWS_PER_CHUNK : rows_per_chunk;
@@ -314,7 +314,7 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
                                        : sizes.room * (int64_t)(sizeof(int32_t) + pass.value_size) <= one_pass_limit);
     if (one_pass) {
         pass.out = sr_cpu_calloc_lines((size_t)threads, sizeof *pass.out);
-        pass.place = calloc((size_t)(chunks > 0 ? chunks : 1), sizeof *pass.place);
+        pass.place = sr_calloc((size_t)(chunks > 0 ? chunks : 1), sizeof *pass.place);
         if (!pass.out || !pass.place)
             st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a product's %lld chunks", (long long)chunks);
         w.longest = sizes.widest < (int64_t)n ? sizes.widest : (int64_t)n;

@@ -15,6 +15,7 @@
 
 #include <omp.h>
 
+#include "../core/memory.h"
 #include "../core/error.h"
 #include "cpu.h"
 
@@ -38,7 +39,7 @@ static bool reserve(col_buffer *b, int64_t more)
     int64_t cap = b->cap ? b->cap : 4096;
     while (cap < b->n + more)
         cap *= 2;
-    int32_t *grown = realloc(b->data, (size_t)cap * sizeof *grown);
+    int32_t *grown = sr_realloc(b->data, (size_t)cap * sizeof *grown);
     if (!grown)
         return false;
     b->data = grown;
@@ -144,11 +145,11 @@ sr_status sr_cpu_mxm_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A,
     sr_cpu_prefix_sum(work, m);
     threads = sr_context_threads_for(ctx, work[m] + A->rowptr[m] + mask_entries); /* products, rows, mask */
     const int64_t nchunks = m < (int64_t)threads * 64 ? m : (int64_t)threads * 64;
-    int64_t *chunk_row = malloc((size_t)(nchunks + 1) * sizeof *chunk_row);
-    int64_t *chunk_at = malloc((size_t)(nchunks ? nchunks : 1) * sizeof *chunk_at);
-    int *chunk_thread = malloc((size_t)(nchunks ? nchunks : 1) * sizeof *chunk_thread);
+    int64_t *chunk_row = sr_malloc((size_t)(nchunks + 1) * sizeof *chunk_row);
+    int64_t *chunk_at = sr_malloc((size_t)(nchunks ? nchunks : 1) * sizeof *chunk_at);
+    int *chunk_thread = sr_malloc((size_t)(nchunks ? nchunks : 1) * sizeof *chunk_thread);
     int64_t longest = 0;
-    int64_t *lengths = malloc((size_t)(m ? m : 1) * sizeof *lengths);
+    int64_t *lengths = sr_malloc((size_t)(m ? m : 1) * sizeof *lengths);
     thread_state *state = sr_cpu_calloc_lines((size_t)threads, sizeof *state);
     sr_status st = chunk_row && chunk_at && chunk_thread && state && lengths ? SR_SUCCESS
                                                                    : sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_mxm: out of host memory");
@@ -168,10 +169,10 @@ sr_status sr_cpu_mxm_bool(struct sr_context_s *ctx, const struct sr_matrix_s *A,
     {
         thread_state *t = &state[omp_get_thread_num()];
         if (st == SR_SUCCESS) {
-            t->seen = calloc((size_t)words, sizeof *t->seen);
-            t->allowed = mask ? calloc((size_t)words, sizeof *t->allowed) : NULL;
-            t->list = malloc((size_t)(longest ? longest : 1) * sizeof *t->list);
-            t->sort_tmp = longest >= 128 ? malloc((size_t)longest * sizeof *t->sort_tmp) : NULL;
+            t->seen = sr_calloc((size_t)words, sizeof *t->seen);
+            t->allowed = mask ? sr_calloc((size_t)words, sizeof *t->allowed) : NULL;
+            t->list = sr_malloc((size_t)(longest ? longest : 1) * sizeof *t->list);
+            t->sort_tmp = longest >= 128 ? sr_malloc((size_t)longest * sizeof *t->sort_tmp) : NULL;
             t->failed = !t->seen || (mask && !t->allowed) || !t->list || (longest >= 128 && !t->sort_tmp);
         }
 #pragma omp barrier

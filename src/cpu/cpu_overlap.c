@@ -50,8 +50,8 @@ static bool scratch_init(overlap_scratch *s, const sr_distance_inputs *in, int64
     s->chebyshev = in->metric == SR_METRIC_CHEBYSHEV;
     if (s->chebyshev && !sr_cheb_init(&s->cheb, in->X->ncols, sr_cheb_widest(in->Q)))
         return false;
-    s->acc = calloc((size_t)(n > 0 ? n : 1) * (size_t)sr_metric_accumulators(in->metric), sizeof *s->acc);
-    s->heap = (sr_select_heap){malloc((size_t)(k > 0 ? k : 1) * sizeof(sr_select_entry)), 0, k};
+    s->acc = sr_calloc((size_t)(n > 0 ? n : 1) * (size_t)sr_metric_accumulators(in->metric), sizeof *s->acc);
+    s->heap = (sr_select_heap){sr_malloc((size_t)(k > 0 ? k : 1) * sizeof(sr_select_entry)), 0, k};
     return s->acc && s->heap.e;
 }
 
@@ -62,8 +62,8 @@ static bool walk_ready(overlap_scratch *s, int64_t n)
     if (s->stamp)
         return true;
     const size_t rows = (size_t)(n > 0 ? n : 1);
-    s->stamp = malloc(rows * sizeof *s->stamp);
-    s->touched = malloc(rows * sizeof *s->touched);
+    s->stamp = sr_malloc(rows * sizeof *s->stamp);
+    s->touched = sr_malloc(rows * sizeof *s->touched);
     if (!s->stamp || !s->touched)
         return false;
     for (int64_t i = 0; i < n; i++)
@@ -165,7 +165,7 @@ static bool cursors_ready(overlap_scratch *s, const struct sr_matrix_s *Q, int64
     const int64_t need = Q->rowptr[j + 1] - Q->rowptr[j];
     if (need <= s->cursors)
         return true;
-    int64_t *c = realloc(s->cursor, (size_t)need * sizeof *c);
+    int64_t *c = sr_realloc(s->cursor, (size_t)need * sizeof *c);
     if (!c)
         return false;
     s->cursor = c;
@@ -395,7 +395,7 @@ static double *first_norms(const sr_distance_inputs *in, double *max)
     *max = 0.0;
     if (m != SR_METRIC_COSINE && m != SR_METRIC_L2 && m != SR_METRIC_SQEUCLIDEAN && !union_sum_metric(m))
         return NULL;
-    double *x0 = malloc((size_t)(n > 0 ? n : 1) * sizeof *x0);
+    double *x0 = sr_malloc((size_t)(n > 0 ? n : 1) * sizeof *x0);
     for (int64_t i = 0; x0 && i < n; i++) {
         x0[i] = in->xnorm[2 * i];
         *max = x0[i] > *max ? x0[i] : *max;
@@ -644,7 +644,7 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
                          int64_t j, overlap_scratch *s, const sr_keep_rule *rule, kept_row *out)
 {
     const int64_t n = in->X->nrows, self = rule->self_offset == SR_KEEP_NO_SELF ? -1 : j + rule->self_offset;
-    if (!s->kept && !(s->kept = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->kept)))
+    if (!s->kept && !(s->kept = sr_malloc((size_t)(n > 0 ? n : 1) * sizeof *s->kept)))
         return false;
     const int64_t touched = dense ? 0 : accumulate_touched(in, j, s);
     if (s->chebyshev)
@@ -687,7 +687,7 @@ static bool radius_query(const sr_distance_inputs *in, const int32_t *order, sr_
     }
     if (!dense)
         clear_touched(in, s, touched);
-    out->at = malloc((size_t)(count > 0 ? count : 1) * sizeof *out->at);
+    out->at = sr_malloc((size_t)(count > 0 ? count : 1) * sizeof *out->at);
     if (!out->at)
         return false;
     memcpy(out->at, kept, (size_t)count * sizeof *kept);
@@ -701,7 +701,7 @@ sr_status sr_cpu_radius_overlap_rows(struct sr_context_s *ctx, const sr_distance
 {
     const sr_disjoint_order kind = sr_metric_disjoint_order(in->metric);
     const int64_t rows = q1 - q0, n = in->X->nrows;
-    kept_row *kept = calloc((size_t)(rows > 0 ? rows : 1), sizeof *kept);
+    kept_row *kept = sr_calloc((size_t)(rows > 0 ? rows : 1), sizeof *kept);
     if (!kept)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "radius: out of host memory");
     double x0_max;
@@ -767,7 +767,7 @@ static int by_key_then_row(const void *a, const void *b)
 
 sr_status sr_cpu_disjoint_order(const double *xnorm, int64_t n, sr_metric metric, double d, int32_t *order)
 {
-    keyed_row *rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *rows);
+    keyed_row *rows = sr_malloc((size_t)(n > 0 ? n : 1) * sizeof *rows);
     if (!rows)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "k-NN: out of host memory ordering %lld index rows", (long long)n);
     for (int64_t i = 0; i < n; i++)

@@ -18,6 +18,7 @@
 
 #include <omp.h>
 
+#include "../core/memory.h"
 #include "../core/error.h"
 #include "../core/settings.h"
 #include "cpu.h"
@@ -55,7 +56,7 @@ static double sampled_fill(const struct sr_matrix_s *S)
     const int64_t panels = (S->nrows + TILE_ROWS - 1) / TILE_ROWS;
     const int samples = panels < 8 ? (int)panels : 8;
     const int64_t tiles_across = (S->ncols + TILE_COLS - 1) / TILE_COLS;
-    unsigned char *seen = calloc((size_t)(tiles_across > 0 ? tiles_across : 1), 1);
+    unsigned char *seen = sr_calloc((size_t)(tiles_across > 0 ? tiles_across : 1), 1);
     if (!seen)
         return -1.0;
     int64_t entries = 0, touched = 0;

@@ -2,6 +2,7 @@
  * value (negated for `largest`) and ties go to the smaller column. */
 #include <stdlib.h>
 
+#include "../core/memory.h"
 #include "../core/error.h"
 #include "cpu.h"
 
@@ -74,7 +75,7 @@ sr_status sr_cpu_select_rows(const void *block, sr_type type, int64_t rows, int6
     const size_t es = single ? sizeof(float) : sizeof(double);
 #pragma omp parallel num_threads(threads) reduction(|| : failed)
     {
-        sr_select_heap heap = {malloc((size_t)k * sizeof(sr_select_entry)), 0, k};
+        sr_select_heap heap = {sr_malloc((size_t)k * sizeof(sr_select_entry)), 0, k};
 #pragma omp for schedule(dynamic, 16)
         for (int64_t r = 0; r < rows; r++) {
             if (heap.e == NULL)

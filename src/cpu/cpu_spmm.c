@@ -266,11 +266,11 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
     /* rows per thread's tile of accumulators: 16 KiB of doubles, 1 to 64 rows */
     int64_t tile_rows = (int64_t)(16384 / ((n ? n : 1) * sizeof(double)));
     tile_rows = tile_rows < 1 ? 1 : tile_rows > 64 ? 64 : tile_rows;
-    void *scratch = malloc((size_t)threads * (size_t)tile_rows * (n ? n : 1) * sizeof(double));
+    void *scratch = sr_malloc((size_t)threads * (size_t)tile_rows * (n ? n : 1) * sizeof(double));
     int64_t allow_stride = 0; /* each slot's flags on lines of their own: each masked row sets and restores them */
     void *allow_block = NULL;
     unsigned char *allow = sr_cpu_calloc_copies(threads, (int64_t)n, 1, &allow_stride, &allow_block);
-    bool *ready = calloc((size_t)threads, sizeof *ready);
+    bool *ready = sr_calloc((size_t)threads, sizeof *ready);
     const bool copy_b = B_in->layout == SR_COL_MAJOR && B_in->nrows > 0 && n > 0;
     void *b_rows = NULL; /* through sr_mem_alloc: huge pages (cpu_spmm's copy of a 262K x 32 B faulted 8,000 times) */
     if (copy_b && sr_mem_alloc(A->ctx, SR_HOST, (size_t)B_in->nrows * n * sr_type_size(B_in->type), &b_rows) != SR_SUCCESS)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/memory.h"
 #include "../core/error.h"
 #include "../core/types.h"
 #include "cpu.h"
@@ -43,7 +44,7 @@ static void install(struct sr_matrix_s *A, struct cpu_spmv_plan *p)
 static sr_status rank_columns(const struct sr_matrix_s *A, int32_t *column_of, int64_t front, int64_t *hot)
 {
     const int64_t n = A->ncols, nnz = A->rowptr[A->nrows];
-    int64_t *count = calloc((size_t)n, sizeof *count);
+    int64_t *count = sr_calloc((size_t)n, sizeof *count);
     if (!count)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an SpMV plan's column counts");
     int64_t most = 0;
@@ -51,7 +52,7 @@ static sr_status rank_columns(const struct sr_matrix_s *A, int32_t *column_of, i
         count[A->colind[k]]++;
     for (int64_t j = 0; j < n; j++)
         most = count[j] > most ? count[j] : most;
-    int64_t *start = calloc((size_t)most + 2, sizeof *start); /* by count, descending */
+    int64_t *start = sr_calloc((size_t)most + 2, sizeof *start); /* by count, descending */
     if (!start) {
         free(count);
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an SpMV plan's column ranks");
@@ -100,7 +101,7 @@ sr_status sr_cpu_spmv_plan_operands(const struct sr_matrix_s *A, const sr_dense 
                                     struct sr_matrix_s *A_plan, sr_dense *x_plan, void **x_memory)
 {
     const struct cpu_spmv_plan *p = A->spmv_plan;
-    *x_memory = malloc((size_t)A->ncols * sr_type_size(x->type) + 1);
+    *x_memory = sr_malloc((size_t)A->ncols * sr_type_size(x->type) + 1);
     if (!*x_memory)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for x in the SpMV plan's order (%lld values)",
                         (long long)A->ncols);
@@ -137,10 +138,10 @@ static sr_status analyse(struct sr_matrix_s *A, struct cpu_spmv_plan *p, sr_spmv
     const int64_t n = A->ncols, nnz = A->rowptr[A->nrows];
     const size_t es = sr_type_size(A->type);
     const int threads = sr_context_threads_for(A->ctx, nnz);
-    p->column_of = malloc((size_t)n * sizeof(int32_t) + 1);
-    p->colind = malloc((size_t)nnz * sizeof(int32_t) + 1);
-    int32_t *new_of = malloc((size_t)n * sizeof(int32_t) + 1);
-    void *x = calloc((size_t)n + 1, es), *y = calloc((size_t)A->nrows + 1, es);
+    p->column_of = sr_malloc((size_t)n * sizeof(int32_t) + 1);
+    p->colind = sr_malloc((size_t)nnz * sizeof(int32_t) + 1);
+    int32_t *new_of = sr_malloc((size_t)n * sizeof(int32_t) + 1);
+    void *x = sr_calloc((size_t)n + 1, es), *y = sr_calloc((size_t)A->nrows + 1, es);
     sr_status st = SR_SUCCESS;
     if (!p->column_of || !p->colind || !new_of || !x || !y) {
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an SpMV plan of %lld entries", (long long)nnz);
@@ -185,7 +186,7 @@ sr_status sr_cpu_spmv_plan(struct sr_matrix_s *A, sr_spmv_plan_info *info)
         info->seconds = omp_get_wtime() - t0;
         return SR_SUCCESS;
     }
-    struct cpu_spmv_plan *p = calloc(1, sizeof *p);
+    struct cpu_spmv_plan *p = sr_calloc(1, sizeof *p);
     if (!p)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an SpMV plan");
     sr_status st = analyse(A, p, info);

@@ -159,7 +159,7 @@ static sr_status mxm_plan(sr_ocl *o, const struct sr_matrix_s *A, mxm_op *op)
     const sr_ocl_arg args[] = {SR_OCL_ARG(op->a.rowptr), SR_OCL_ARG(op->a.colind), SR_OCL_ARG(op->b.rowptr),
                                SR_OCL_ARG(nrows), SR_OCL_ARG(op->bounds)};
     SR_TRY(sr_ocl_run(o, "mxm_bounds", (size_t)nrows, 0, 5, args));
-    int64_t *bounds = malloc((size_t)(nrows + 1) * sizeof(int64_t)), *lists = malloc((size_t)(nrows + 1) * sizeof(int64_t));
+    int64_t *bounds = sr_malloc((size_t)(nrows + 1) * sizeof(int64_t)), *lists = sr_malloc((size_t)(nrows + 1) * sizeof(int64_t));
     if (!bounds || !lists) {
         free(bounds), free(lists);
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_mxm (OpenCL): out of host memory for %lld row bounds",
@@ -390,7 +390,7 @@ static sr_status sort_rows(sr_ocl *o, const struct sr_matrix_s *C, cl_mem t_rowp
     const cl_long nrows = C->nrows;
     const sr_ocl_arg short_args[] = {SR_OCL_ARG(t_rowptr), SR_OCL_ARG(t_colind), SR_OCL_ARG(nrows)};
     SR_TRY(sr_ocl_run(o, "sort_short_rows", (size_t)nrows, 0, 3, short_args));
-    int64_t *rows = malloc((size_t)(nrows + 1) * sizeof(int64_t));
+    int64_t *rows = sr_malloc((size_t)(nrows + 1) * sizeof(int64_t));
     if (!rows)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory for a row list");
     cl_long listed = 0;
@@ -416,7 +416,7 @@ sr_status sr_ocl_transpose_bool(struct sr_context_s *ctx, const struct sr_matrix
         return sr_error(SR_ERROR_UNSUPPORTED, "OpenCL transpose: %lld entries; the backend counts a column's "
                         "entries in 32 bits (use the CPU or CUDA backend)", (long long)A->nnz);
     const cl_long nnz = A->nnz, nrows = A->nrows, ncols = A->ncols;
-    uint32_t *counts = malloc((size_t)(ncols > 0 ? ncols : 1) * sizeof(uint32_t));
+    uint32_t *counts = sr_malloc((size_t)(ncols > 0 ? ncols : 1) * sizeof(uint32_t));
     if (!counts)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "OpenCL transpose: out of host memory for %lld column counts",
                         (long long)ncols);

@@ -1,5 +1,6 @@
 /* The OpenCL runtime of the backend: device discovery, the program built once per device and
  * process, buffers, launches and error text. */
+#include "../core/memory.h"
 #include "ocl_runtime.h"
 
 #include <pthread.h>
@@ -181,7 +182,7 @@ static sr_status device_get(cl_device_id id, sr_ocl_device **out)
     }
     if (free_slot < 0)
         return sr_error(SR_ERROR_UNSUPPORTED, "OpenCL: more than 64 devices opened in one process");
-    sr_ocl_device *d = calloc(1, sizeof *d);
+    sr_ocl_device *d = sr_calloc(1, sizeof *d);
     if (!d)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an OpenCL device");
     d->id = id;
@@ -222,7 +223,7 @@ sr_status sr_opencl_open(int device, void **state)
     if (device >= n)
         return sr_error(SR_ERROR_NO_DEVICE, "OpenCL device %d was asked for, but there are %d (0 to %d)", device, n,
                         n - 1);
-    sr_ocl *o = calloc(1, sizeof *o);
+    sr_ocl *o = sr_calloc(1, sizeof *o);
     if (!o)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an OpenCL context");
     pthread_mutex_init(&o->stage_lock, NULL);

@@ -53,7 +53,7 @@ static void free_cache(struct sr_matrix_s *A)
 static distance_cache *cache_of(struct sr_matrix_s *X)
 {
     if (!X->distance_cache) {
-        X->distance_cache = calloc(1, sizeof(distance_cache));
+        X->distance_cache = sr_calloc(1, sizeof(distance_cache));
         if (X->distance_cache)
             X->free_distance_cache = free_cache;
     }
@@ -135,7 +135,7 @@ sr_status sr_distance_index_norms(struct sr_context_s *ctx, struct sr_matrix_s *
         return SR_SUCCESS;
     }
     const size_t bytes = 2 * sizeof(double) * (size_t)X->nrows;
-    kept_norms *entry = malloc(sizeof *entry);
+    kept_norms *entry = sr_malloc(sizeof *entry);
     if (!entry)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for an index's cache");
     double *built = NULL;

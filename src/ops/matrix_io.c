@@ -238,7 +238,7 @@ sr_status sr_matrix_write_mm(sr_context ctx, sr_matrix A, const char *path, cons
         host = copy;
     }
     size_t len = strlen(path);
-    char *temp = malloc(len + 16);
+    char *temp = sr_malloc(len + 16);
     if (temp == NULL) {
         sr_matrix_free(copy);
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory");

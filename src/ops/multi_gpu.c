@@ -216,7 +216,7 @@ static bool shards_fit(const sr_shards *sh, const struct sr_context_s *ctx)
 
 static sr_status build_shards(struct sr_context_s *ctx, struct sr_matrix_s *A, sr_shards **out)
 {
-    sr_shards *sh = calloc(1, sizeof *sh);
+    sr_shards *sh = sr_calloc(1, sizeof *sh);
     if (sh == NULL)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a matrix's row blocks");
     sh->owner = ctx;
