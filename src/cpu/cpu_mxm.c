@@ -80,6 +80,8 @@ static bool reserve(struct sr_context_s *ctx, slot_rows *o, int64_t more, int64_
 {
     if (o->used + more <= o->capacity)
         return true;
+    if (o->failed) /* tried and failed already: no second first allocation over the first */
+        return false;
     int64_t cap = o->capacity > 0 ? o->capacity * 2 : (first > 4096 ? first : 4096);
     while (cap < o->used + more)
         cap *= 2;
