@@ -13,15 +13,24 @@ distance depends only on its two rows).
     dist, ind = srd.kneighbors(client, X, k=10, metric="cosine")
     G = srd.kneighbors_graph(client, X, 10, mode="distance", metric="cosine")
 
+For data that does not fit on the client, RowMatrix keeps a matrix as row blocks on the workers
+(made from shards each worker reads, a dask.array of scipy.sparse chunks, or a scipy matrix) and
+answers k-NN and SpMV as dask arrays:
+
+    R = srd.RowMatrix.from_shards(client, ["part0.npz", "part1.npz"])
+    dist, ind = R.kneighbors(k=10, metric="cosine")    # dask arrays; .compute() gathers them
+
 Start the cluster with `dask scheduler` on one host and `dask worker tcp://HOST:8786` on each
 (README, "Several hosts"); docs/multi-host.md says what MPI/NCCL would change.
 """
+import operator
+
 import numpy as np
 import scipy.sparse as sp
 
 from ._core import InvalidArgumentError
 
-__all__ = ["balanced_row_blocks", "kneighbors", "kneighbors_graph"]
+__all__ = ["RowMatrix", "balanced_row_blocks", "kneighbors", "kneighbors_graph"]
 
 
 def balanced_row_blocks(X, parts):
@@ -150,3 +159,158 @@ def kneighbors_graph(client, X, n_neighbors, mode="connectivity", metric="minkow
     G = sp.csr_matrix((data, ind.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
     G.sort_indices()  # columns ascending in each row, as the one-process graph
     return G
+
+
+# ------------------------------------------------------------------ a matrix as a collection of row blocks
+
+
+def _read_shard(path, dtype):
+    """A shard read on the worker that holds it: Matrix Market (sparsering's reader) or .npz."""
+    import os
+
+    import sparsering as sr
+    path = os.fspath(path)
+    if path.endswith(".npz"):
+        rows = sp.load_npz(path).tocsr()
+        return rows.astype(dtype) if dtype is not None else rows
+    return sr.read_mm(path, dtype=dtype, context=sr.Context("cpu")).to_scipy()
+
+
+def _shape_of(rows):
+    return rows.shape, rows.dtype.str
+
+
+def _as_block(rows, start):
+    return _Block(sp.csr_matrix(rows), start)
+
+
+def _block_rows(block):
+    return block.rows.shape[0]
+
+
+def _block_spmv(block, x, semiring, backend):
+    import sparsering as sr
+    return sr.spmv(block.matrix(backend), x, semiring)
+
+
+def _block_candidates(index_block, query_block, k, metric, p, dtype, backend):
+    """The index block's k nearest rows (global numbers) to the query block's rows."""
+    return _block_knn(index_block, query_block.rows, k, metric, p, dtype, backend)
+
+
+def _merge_candidates(k, largest, *results):
+    return _merge(list(results), k, largest)
+
+
+class RowMatrix:
+    """A sparse matrix as row blocks that live on the workers of a dask.distributed cluster, each
+    a scipy CSR block that becomes a sparsering Matrix on its worker (its GPU when it has one)
+    at first use and stays there. The client holds only the blocks' futures, shapes and first
+    rows: build one from shards each worker reads itself (`from_shards`), from a dask.array of
+    scipy.sparse chunks (`from_dask_array`) or, for small data, from a scipy matrix
+    (`from_scipy`). Results come back as dask arrays (`.compute()` brings them to the client)."""
+
+    def __init__(self, client, blocks, starts, shape, dtype):
+        self.client, self.blocks, self.starts = client, list(blocks), list(starts)
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+
+    @property
+    def nblocks(self):
+        return len(self.blocks)
+
+    def __repr__(self):
+        return (f"<sparsering.dask.RowMatrix {self.shape[0]}x{self.shape[1]} {self.dtype}, "
+                f"{self.nblocks} row blocks>")
+
+    # constructors
+    @classmethod
+    def from_scipy(cls, client, X, parts=None):
+        """Row blocks of about equal nonzeros (one a worker unless `parts` says), scattered from
+        the client: for data that fits on it."""
+        X = sp.csr_matrix(X)
+        workers = _workers(client)
+        cuts = balanced_row_blocks(X, parts or len(workers)) if X.shape[0] else []
+        blocks = [client.scatter(_Block(X[a:b], a), workers=[workers[j % len(workers)]], hash=False)
+                  for j, (a, b) in enumerate(cuts)]
+        return cls(client, blocks, [a for a, _ in cuts], X.shape, X.dtype)
+
+    @classmethod
+    def from_shards(cls, client, paths, dtype=None):
+        """One row block a shard, in the order given (Matrix Market .mtx[.gz] or scipy .npz), each
+        read by the worker it is given to: the client never loads them. All shards must have the
+        same columns."""
+        workers = _workers(client)
+        read = [client.submit(_read_shard, path, dtype, workers=[workers[j % len(workers)]], pure=False)
+                for j, path in enumerate(paths)]
+        shapes = client.gather([client.submit(_shape_of, f) for f in read])
+        cols = {s[0][1] for s in shapes}
+        if len(cols) > 1:
+            raise InvalidArgumentError(f"RowMatrix.from_shards: the shards have different columns: {sorted(cols)}")
+        starts = np.concatenate([[0], np.cumsum([s[0][0] for s in shapes])]).astype(int)
+        blocks = [client.submit(_as_block, f, int(a)) for f, a in zip(read, starts[:-1])]
+        del read
+        return cls(client, blocks, starts[:-1], (int(starts[-1]), cols.pop() if cols else 0),
+                   np.dtype(shapes[0][1]) if shapes else np.float64)
+
+    @classmethod
+    def from_dask_array(cls, client, array):
+        """From a 2-D dask.array whose chunks are scipy.sparse matrices, one chunk across the
+        columns (rechunk it so first): a block a chunk of rows, computed where the cluster puts it."""
+        if len(array.chunks[1]) != 1:
+            raise InvalidArgumentError("RowMatrix.from_dask_array: the array must have one chunk across its columns "
+                                       f"(it has {len(array.chunks[1])}); rechunk it so first")
+        starts = np.concatenate([[0], np.cumsum(array.chunks[0])]).astype(int)
+        parts = client.compute(list(array.to_delayed().ravel()))
+        blocks = [client.submit(_as_block, f, int(a)) for f, a in zip(parts, starts[:-1])]
+        return cls(client, blocks, starts[:-1], array.shape, array.dtype)
+
+    # results
+    def to_scipy(self):
+        """The whole matrix on the client (small data; tests)."""
+        if not self.blocks:
+            return sp.csr_matrix(self.shape, dtype=self.dtype)
+        return sp.vstack([b.rows for b in self.client.gather(self.blocks)], format="csr")
+
+    def _rows(self):
+        return np.diff(np.concatenate([self.starts, [self.shape[0]]])).astype(int)
+
+    def spmv(self, x, semiring="plus_times", *, backend=None):
+        """y = self ⊕.⊗ x: x (numpy, the columns' length) sent once to every worker, each block's
+        rows of y computed where the block lives; a dask array of the rows' length."""
+        import dask.array as da
+        x = np.asarray(x)
+        if x.shape != (self.shape[1],):
+            raise InvalidArgumentError(f"RowMatrix.spmv: x has shape {x.shape}, the matrix {self.shape[1]} columns")
+        xf = self.client.scatter(x, broadcast=True, hash=False)
+        parts = [self.client.submit(_block_spmv, b, xf, semiring, backend, pure=False) for b in self.blocks]
+        out_type = np.result_type(self.dtype, x.dtype) if semiring != "or_and" else np.bool_
+        return da.concatenate([da.from_delayed(f, shape=(int(r),), dtype=out_type)
+                               for f, r in zip(parts, self._rows())]) if parts else da.zeros(0, dtype=out_type)
+
+    def kneighbors(self, queries=None, k=5, metric="euclidean", *, p=None, dtype=None, backend=None):
+        """The k nearest rows of this matrix to each row of `queries` (a RowMatrix; this matrix
+        when None, each row then finds itself first): every query block against every index
+        block on the index block's worker, the candidates merged on a worker (closest first, ties
+        to the smaller index: the one-process answer, distances bit for bit). Returns (distances,
+        indices) as dask arrays of the queries' rows × k."""
+        import dask.array as da
+        queries = self if queries is None else queries
+        k = int(k)
+        if not 1 <= k <= self.shape[0]:
+            raise InvalidArgumentError(f"kneighbors: k = {k}, but the index has {self.shape[0]} rows (k must be 1..rows)")
+        if queries.shape[1] != self.shape[1]:
+            raise InvalidArgumentError(f"kneighbors: the queries have {queries.shape[1]} columns, the index {self.shape[1]}")
+        largest = metric == "inner_product"
+        kind = np.dtype(dtype) if dtype is not None else np.dtype(np.float32 if self.dtype == np.float32 else np.float64)
+        dists, inds = [], []
+        for qb, rows in zip(queries.blocks, queries._rows()):
+            cands = [self.client.submit(_block_candidates, ib, qb, k, metric, p, dtype, backend, pure=False)
+                     for ib in self.blocks]
+            merged = self.client.submit(_merge_candidates, k, largest, *cands, pure=False)
+            dists.append(da.from_delayed(self.client.submit(operator.getitem, merged, 0), shape=(int(rows), k),
+                                         dtype=kind))
+            inds.append(da.from_delayed(self.client.submit(operator.getitem, merged, 1), shape=(int(rows), k),
+                                        dtype=np.int64))
+        if not dists:
+            return da.zeros((0, k)), da.zeros((0, k), dtype=np.int64)
+        return da.concatenate(dists), da.concatenate(inds)

@@ -103,3 +103,51 @@ def test_real_text_equals_one_process(client, metric):
     got = srd.kneighbors(client, X, None, k=10, metric=metric, parts=3, batch_rows=2000, backend="cpu")
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_array_equal(got[0], want[0])
+
+
+# ------------------------------------------------------------------ RowMatrix: row blocks on the workers
+
+
+def test_row_matrix_constructors_agree(client, rng, tmp_path):
+    import dask.array as da
+    X = _data(rng, rows=700, cols=90)
+    paths = []
+    for j, (a, b) in enumerate([(0, 250), (250, 251), (251, 700)]):  # a one-row shard among them
+        path = tmp_path / f"shard{j}.{'npz' if j == 1 else 'mtx'}"
+        if j == 1:
+            sp.save_npz(path, X[a:b])
+        else:
+            sr.Matrix(X[a:b]).write_mm(str(path))
+        paths.append(path)
+    made = [srd.RowMatrix.from_scipy(client, X), srd.RowMatrix.from_shards(client, paths),
+            srd.RowMatrix.from_dask_array(client, da.from_array(X, chunks=(160, 90), asarray=False))]
+    for R in made:
+        assert R.shape == X.shape and R.nblocks >= 2
+        assert (R.to_scipy() != X).nnz == 0
+    with pytest.raises(sr.InvalidArgumentError, match="one chunk across its columns"):
+        srd.RowMatrix.from_dask_array(client, da.from_array(X, chunks=(160, 45), asarray=False))
+
+
+@pytest.mark.parametrize("semiring", ["plus_times", "min_plus"])
+def test_row_matrix_spmv_matches_one_process(client, rng, semiring):
+    X = _data(rng, rows=900, cols=120)
+    x = rng.standard_normal(120)
+    R = srd.RowMatrix.from_scipy(client, X, parts=3)
+    y = R.spmv(x, semiring)
+    assert y.shape == (900,)
+    np.testing.assert_array_equal(y.compute(), sr.spmv(X, x, semiring))
+
+
+@pytest.mark.parametrize("metric", ["cosine", "manhattan", "inner_product"])
+def test_row_matrix_kneighbors_is_the_one_process_answer(client, rng, metric):
+    X = _data(rng)
+    Q = _data(rng, rows=300)
+    R, RQ = srd.RowMatrix.from_scipy(client, X, parts=3), srd.RowMatrix.from_scipy(client, Q, parts=2)
+    for queries, dense in ((None, X), (RQ, Q)):
+        dist, ind = R.kneighbors(queries, k=7, metric=metric)
+        assert dist.shape == (dense.shape[0], 7)  # lazily: nothing gathered yet
+        want_d, want_i = sr.kneighbors(X, dense, k=7, metric=metric)
+        np.testing.assert_array_equal(ind.compute(), want_i)
+        np.testing.assert_array_equal(dist.compute(), want_d)
+    with pytest.raises(sr.InvalidArgumentError, match="k must be"):
+        R.kneighbors(k=X.shape[0] + 1)
