@@ -176,8 +176,25 @@ def _read_shard(path, dtype):
     return sr.read_mm(path, dtype=dtype, context=sr.Context("cpu")).to_scipy()
 
 
-def _shape_of(rows):
-    return rows.shape, rows.dtype.str
+def _shard_shape(path):
+    """A shard's (rows, columns) from its header alone."""
+    import os
+
+    import scipy.io
+    path = os.fspath(path)
+    if path.endswith(".npz"):
+        with np.load(path) as f:
+            return tuple(int(x) for x in f["shape"])
+    rows, cols = scipy.io.mminfo(path)[:2]
+    return int(rows), int(cols)
+
+
+def _read_block(path, dtype, start):
+    return _Block(_read_shard(path, dtype), start)
+
+
+def _block_dtype(block):
+    return block.rows.dtype.str
 
 
 def _as_block(rows, start):
@@ -200,6 +217,89 @@ def _block_candidates(index_block, query_block, k, metric, p, dtype, backend):
 
 def _merge_candidates(k, largest, *results):
     return _merge(list(results), k, largest)
+
+
+def _block_radius(index_block, query_block, radius, mode, metric, p, dtype, backend):
+    """The index block's rows within `radius` of the query block's rows, columns as global rows."""
+    from ._ops import _radius_matrix
+    X = index_block.matrix(backend)
+    R = _radius_matrix(X, query_block.rows, radius, mode, metric, p, False, dtype, None, None).to_scipy()
+    return sp.csr_matrix((R.data, R.indices + index_block.start, R.indptr), shape=R.shape)
+
+
+def _join_columns(ncols, query_start, drop_self, *parts):
+    """The query block's rows against every index block: the parts' entries side by side (their
+    columns are global already), each row's columns ascending; drop_self leaves out each row's
+    own entry (only that one)."""
+    rows = parts[0].shape[0]
+    indptr = np.zeros(rows + 1, dtype=np.int64)
+    for P in parts:
+        indptr[1:] += np.diff(P.indptr)
+    indptr = np.cumsum(np.concatenate([[0], indptr[1:]]))
+    cols = np.empty(indptr[-1], dtype=np.int32)
+    vals = np.empty(indptr[-1], dtype=parts[0].dtype)
+    at = indptr[:-1].copy()
+    for P in parts:  # index blocks in order: each row's columns stay ascending
+        for i in range(rows):
+            a, b = P.indptr[i], P.indptr[i + 1]
+            cols[at[i]:at[i] + b - a], vals[at[i]:at[i] + b - a] = P.indices[a:b], P.data[a:b]
+            at[i] += b - a
+    if drop_self:
+        row_of = np.repeat(np.arange(rows), np.diff(indptr))
+        keep = row_of + query_start != cols
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=rows))])
+        cols, vals = cols[keep], vals[keep]
+    return _Block(sp.csr_matrix((vals, cols, indptr), shape=(rows, ncols)), query_start)
+
+
+def _block_mxm(a_block, semiring, b_starts, b_stops, backend, *b_blocks):
+    """Row block i of A·B: ⊕ over B's blocks j of A_i's columns in j's rows times B_j."""
+    import sparsering as sr
+    A = a_block.rows
+    C = None
+    for lo, hi, bj in zip(b_starts, b_stops, b_blocks):
+        part = A[:, lo:hi]
+        if part.nnz == 0:
+            continue
+        P = sr.mxm(part, bj.rows, semiring)
+        C = P if C is None else sr.ewise_add(C, P, semiring)
+    if C is None:
+        out_type = np.bool_ if semiring == "or_and" else np.result_type(A.dtype, b_blocks[0].rows.dtype if b_blocks else A.dtype)
+        C = sp.csr_matrix((A.shape[0], b_blocks[0].rows.shape[1] if b_blocks else 0), dtype=out_type)
+    return _Block(sp.csr_matrix(C), a_block.start)
+
+
+def _block_sddmm(s_block, a_rows, B, alpha, beta, pattern, backend):
+    import sparsering as sr
+    C = sr.sddmm(s_block.matrix(backend), a_rows, B, alpha=alpha, beta=beta, pattern=pattern)
+    return _Block(C.to_scipy() if hasattr(C, "to_scipy") else sp.csr_matrix(C), s_block.start)
+
+
+def _pagerank_block(block):
+    """A row block's transition part for PageRank: its rows' out-weights (float64) and its
+    transpose (n x the block's rows), kept on the worker."""
+    W = sp.csr_matrix(block.rows, dtype=np.float64)
+    if W.nnz and W.data.min() < 0 or np.isnan(W.data).any():
+        raise InvalidArgumentError("pagerank: a negative or NaN edge weight (PageRank needs weights >= 0)")
+    out = np.asarray(W.sum(axis=1)).ravel()
+    return _Block(W.T.tocsr(), block.start), out
+
+
+def _pagerank_partial(part, r, backend):
+    """This block's share of Aᵀ·(r / out-weight) and its dangling rows' rank."""
+    import sparsering as sr
+    WT, out = part
+    mine = r[WT.start:WT.start + out.size]
+    x = np.divide(mine, out, out=np.zeros_like(mine), where=out > 0)
+    return sr.spmv(WT.matrix(backend), x), float(mine[out == 0].sum())
+
+
+def _pagerank_step(r, damping, n, *partials):
+    """The next ranks (networkx's iteration) and Σ|r_new - r|."""
+    y = np.sum([p[0] for p in partials], axis=0) if partials else np.zeros(n)
+    dangling = sum(p[1] for p in partials)
+    new = damping * y + (damping * dangling + (1.0 - damping)) / n
+    return new, float(np.abs(new - r).sum())
 
 
 class RowMatrix:
@@ -237,20 +337,20 @@ class RowMatrix:
     @classmethod
     def from_shards(cls, client, paths, dtype=None):
         """One row block a shard, in the order given (Matrix Market .mtx[.gz] or scipy .npz), each
-        read by the worker it is given to: the client never loads them. All shards must have the
-        same columns."""
+        read by the worker it is given to: the client never loads them (it reads their headers
+        for the shapes). A block is one task from its file, so a worker lost later has its blocks
+        read again by the others. All shards must have the same columns."""
         workers = _workers(client)
-        read = [client.submit(_read_shard, path, dtype, workers=[workers[j % len(workers)]], pure=False)
-                for j, path in enumerate(paths)]
-        shapes = client.gather([client.submit(_shape_of, f) for f in read])
-        cols = {s[0][1] for s in shapes}
+        shapes = client.gather([client.submit(_shard_shape, path, pure=False) for path in paths])
+        cols = {c for _, c in shapes}
         if len(cols) > 1:
             raise InvalidArgumentError(f"RowMatrix.from_shards: the shards have different columns: {sorted(cols)}")
-        starts = np.concatenate([[0], np.cumsum([s[0][0] for s in shapes])]).astype(int)
-        blocks = [client.submit(_as_block, f, int(a)) for f, a in zip(read, starts[:-1])]
-        del read
-        return cls(client, blocks, starts[:-1], (int(starts[-1]), cols.pop() if cols else 0),
-                   np.dtype(shapes[0][1]) if shapes else np.float64)
+        starts = np.concatenate([[0], np.cumsum([r for r, _ in shapes])]).astype(int)
+        blocks = [client.submit(_read_block, path, dtype, int(a), workers=[workers[j % len(workers)]],
+                                allow_other_workers=True, pure=False)
+                  for j, (path, a) in enumerate(zip(paths, starts[:-1]))]
+        first = client.submit(_block_dtype, blocks[0]).result() if blocks else np.float64
+        return cls(client, blocks, starts[:-1], (int(starts[-1]), cols.pop() if cols else 0), np.dtype(first))
 
     @classmethod
     def from_dask_array(cls, client, array):
@@ -259,9 +359,11 @@ class RowMatrix:
         if len(array.chunks[1]) != 1:
             raise InvalidArgumentError("RowMatrix.from_dask_array: the array must have one chunk across its columns "
                                        f"(it has {len(array.chunks[1])}); rechunk it so first")
+        import dask
         starts = np.concatenate([[0], np.cumsum(array.chunks[0])]).astype(int)
-        parts = client.compute(list(array.to_delayed().ravel()))
-        blocks = [client.submit(_as_block, f, int(a)) for f, a in zip(parts, starts[:-1])]
+        # each block one graph from the array's own tasks: a lost worker's blocks are computed again
+        blocks = client.compute([dask.delayed(_as_block)(d, int(a))
+                                 for d, a in zip(array.to_delayed().ravel(), starts[:-1])])
         return cls(client, blocks, starts[:-1], array.shape, array.dtype)
 
     # results
@@ -314,3 +416,78 @@ class RowMatrix:
         if not dists:
             return da.zeros((0, k)), da.zeros((0, k), dtype=np.int64)
         return da.concatenate(dists), da.concatenate(inds)
+
+    def radius_neighbors_graph(self, radius, queries=None, mode="connectivity", metric="euclidean", *, p=None,
+                               include_self=False, dtype=None, backend=None):
+        """Every pair of rows within `radius`: this matrix against itself (each row's own entry left
+        out unless include_self), or each row of `queries` (a RowMatrix) against this one. Each
+        query block against each index block on the index block's worker, the parts joined on a
+        worker; the result is a RowMatrix of the queries' row blocks (1.0 or the distance a pair)."""
+        if mode not in ("connectivity", "distance"):
+            raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
+        own = queries is None
+        queries = self if own else queries
+        if queries.shape[1] != self.shape[1]:
+            raise InvalidArgumentError(f"radius_neighbors_graph: the queries have {queries.shape[1]} columns, "
+                                       f"the index {self.shape[1]}")
+        blocks = []
+        for qb, start in zip(queries.blocks, queries.starts):
+            parts = [self.client.submit(_block_radius, ib, qb, radius, mode, metric, p, dtype, backend, pure=False)
+                     for ib in self.blocks]
+            blocks.append(self.client.submit(_join_columns, self.shape[0], int(start), own and not include_self,
+                                             *parts, pure=False))
+        kind = np.float64 if mode == "connectivity" or (dtype is None and self.dtype != np.float32) else np.float32
+        return RowMatrix(self.client, blocks, queries.starts, (queries.shape[0], self.shape[0]),
+                         np.dtype(dtype) if dtype is not None and mode == "distance" else kind)
+
+    def mxm(self, B, semiring="plus_times", *, backend=None):
+        """C = self ⊕.⊗ B for B a RowMatrix: row block i of C on block i's worker, from the blocks
+        of B whose rows its columns name (fetched there); C comes back as a RowMatrix of the same
+        row blocks."""
+        if B.shape[0] != self.shape[1]:
+            raise InvalidArgumentError(f"mxm: A is {self.shape[0]} x {self.shape[1]} but B is {B.shape[0]} x {B.shape[1]}")
+        b_stops = list(B.starts[1:]) + [B.shape[0]]
+        blocks = [self.client.submit(_block_mxm, ab, semiring, [int(x) for x in B.starts], [int(x) for x in b_stops],
+                                     backend, *B.blocks, pure=False) for ab in self.blocks]
+        out = np.dtype(np.bool_) if semiring == "or_and" else np.result_type(self.dtype, B.dtype)
+        return RowMatrix(self.client, blocks, self.starts, (self.shape[0], B.shape[1]), out)
+
+    def sddmm(self, A, B, *, alpha=1.0, beta=0.0, pattern=False, backend=None):
+        """The sampled product at this matrix's entries (sparsering.sddmm): A's rows (numpy,
+        rows × K) go to the workers of the blocks that sample them, B (columns × K) to every
+        worker once; the result keeps these row blocks (a RowMatrix)."""
+        A, B = np.asarray(A), np.asarray(B)
+        if A.shape[0] != self.shape[0] or B.shape[0] != self.shape[1] or A.shape[1] != B.shape[1]:
+            raise InvalidArgumentError(f"sddmm: S is {self.shape[0]} x {self.shape[1]}, A {A.shape}, B {B.shape}")
+        Bf = self.client.scatter(B, broadcast=True, hash=False)
+        stops = list(self.starts[1:]) + [self.shape[0]]
+        who = self.client.who_has(self.blocks)
+        blocks = []
+        for blk, a, b in zip(self.blocks, self.starts, stops):
+            holders = list(who.get(blk.key, ()))
+            rows = self.client.scatter(A[a:b], workers=holders or None, hash=False)
+            blocks.append(self.client.submit(_block_sddmm, blk, rows, Bf, alpha, beta, pattern, backend, pure=False))
+        return RowMatrix(self.client, blocks, self.starts, self.shape, np.result_type(A.dtype, B.dtype))
+
+    def pagerank(self, damping=0.85, *, tol=1e-6, max_iter=100, backend=None):
+        """PageRank of the graph this square matrix holds (row i's entries: the edges out of i,
+        weights >= 0), networkx's iteration as sparsering.pagerank: from 1/n until
+        Σ|r_new − r| <= n·tol. Each worker multiplies its block's transpose by its rows' share of
+        the ranks; the shares are summed on a worker and the new ranks sent back, one exchange a
+        step; the client sees only each step's change. Returns (ranks as numpy, iterations)."""
+        n = self.shape[0]
+        if self.shape[0] != self.shape[1]:
+            raise InvalidArgumentError(f"pagerank: the matrix is {self.shape[0]} x {self.shape[1]}, not square")
+        if n == 0:
+            return np.zeros(0), 0
+        parts = [self.client.submit(_pagerank_block, b, pure=False) for b in self.blocks]
+        r = self.client.scatter(np.full(n, 1.0 / n), broadcast=True, hash=False)
+        it = 0
+        for it in range(1, int(max_iter) + 1):
+            partials = [self.client.submit(_pagerank_partial, part, r, backend, pure=False) for part in parts]
+            step = self.client.submit(_pagerank_step, r, float(damping), n, *partials, pure=False)
+            r = self.client.submit(operator.getitem, step, 0, pure=False)
+            change = self.client.submit(operator.getitem, step, 1, pure=False).result()
+            if change <= n * tol:
+                break
+        return r.result(), it

@@ -151,3 +151,84 @@ def test_row_matrix_kneighbors_is_the_one_process_answer(client, rng, metric):
         np.testing.assert_array_equal(dist.compute(), want_d)
     with pytest.raises(sr.InvalidArgumentError, match="k must be"):
         R.kneighbors(k=X.shape[0] + 1)
+
+
+@pytest.mark.parametrize("mode", ["connectivity", "distance"])
+def test_row_matrix_radius_graph_is_the_one_process_answer(client, rng, mode):
+    X = _data(rng, rows=600, cols=80, density=0.06)
+    R = srd.RowMatrix.from_scipy(client, X, parts=3)
+    G = R.radius_neighbors_graph(0.6, mode=mode, metric="cosine")
+    want = sr.radius_neighbors_graph(X, 0.6, mode=mode, metric="cosine")
+    got = G.to_scipy()
+    assert G.shape == want.shape and got.nnz == want.nnz > 0
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_array_equal(got.data, want.data)  # explicit zeros (equal rows) kept alike
+    Q = srd.RowMatrix.from_scipy(client, X[:100], parts=2)
+    got_q = R.radius_neighbors_graph(0.6, queries=Q, mode=mode, metric="cosine").to_scipy()
+    _, i = sr.radius_neighbors(X, X[:100], radius=0.6, metric="cosine")  # queries apart: each row's own pair kept
+    assert got_q.nnz == sum(len(x) for x in i)
+    for row in range(100):
+        np.testing.assert_array_equal(got_q.indices[got_q.indptr[row]:got_q.indptr[row + 1]], np.sort(i[row]))
+
+
+@pytest.mark.parametrize("semiring", ["plus_times", "min_plus"])
+def test_row_matrix_mxm_matches_one_process(client, rng, semiring):
+    A = _data(rng, rows=500, cols=400, density=0.01)
+    B = _data(rng, rows=400, cols=300, density=0.02)
+    A.data, B.data = np.round(A.data * 8), np.round(B.data * 8)  # integers: sums exact in any order
+    C = srd.RowMatrix.from_scipy(client, A, parts=3).mxm(srd.RowMatrix.from_scipy(client, B, parts=2), semiring)
+    want = sr.mxm(A, B, semiring)
+    got = C.to_scipy()
+    got.sort_indices()
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_array_equal(got.data, want.data)
+
+
+def test_row_matrix_sddmm_matches_one_process(client, rng):
+    S = _data(rng, rows=700, cols=200, density=0.03)
+    A, B = rng.standard_normal((700, 16)), rng.standard_normal((200, 16))
+    C = srd.RowMatrix.from_scipy(client, S, parts=3).sddmm(A, B, alpha=0.5)
+    want = sr.sddmm(S, A, B, alpha=0.5)
+    got = C.to_scipy()
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_array_equal(got.data, want.data)
+
+
+def test_row_matrix_pagerank_matches_one_process(client, rng):
+    G = sp.random(800, 800, density=0.004, format="csr", random_state=rng, dtype=np.float64)
+    G.data[:] = 1.0
+    G[:, 5] = 1.0  # a popular vertex; some rows stay empty (dangling)
+    G = sp.csr_matrix(G)
+    ranks, iterations = srd.RowMatrix.from_scipy(client, G, parts=3).pagerank(0.85, tol=1e-10)
+    want, info = sr.pagerank(G, 0.85, tol=1e-10)
+    assert iterations == info.iterations
+    np.testing.assert_allclose(ranks, want, rtol=1e-12, atol=1e-15)
+    assert abs(ranks.sum() - 1.0) < 1e-12
+
+
+def test_row_matrix_survives_a_worker_dying(rng, tmp_path):
+    """A worker killed during a k-NN: its blocks are recomputed from the shards (the collection's
+    lineage) on the workers left and the answer is the same."""
+    import os
+    X = _data(rng, rows=900, cols=100)
+    paths = []
+    for j, (a, b) in enumerate([(0, 300), (300, 600), (600, 900)]):
+        paths.append(tmp_path / f"part{j}.npz")
+        sp.save_npz(paths[-1], X[a:b])
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with distributed.Client(cluster) as c:
+        c.wait_for_workers(2, timeout=120)
+        R = srd.RowMatrix.from_shards(c, paths)
+        distributed.wait(R.blocks)
+        victim = next(iter(c.who_has(R.blocks)[R.blocks[0].key]))
+        dist, ind = R.kneighbors(k=6, metric="cosine")
+        try:
+            c.run(os._exit, 1, workers=[victim])  # the process ends mid-call; its nanny starts another
+        except Exception:
+            pass
+        want_d, want_i = sr.kneighbors(X, X, k=6, metric="cosine")
+        np.testing.assert_array_equal(ind.compute(), want_i)
+        np.testing.assert_array_equal(dist.compute(), want_d)
+    cluster.close()
