@@ -302,6 +302,19 @@ def _pagerank_step(r, damping, n, *partials):
     return new, float(np.abs(new - r).sum())
 
 
+def _closure_step(closed, found):
+    """(the pairs of `found` that `closed` lacks, closed ∪ them, how many): one semi-naive round
+    on a row block (bool blocks, the same rows)."""
+    import sparsering as sr
+    fresh = sp.csr_matrix(sr.ewise_add(found.rows, found.rows, "or_and", mask=closed.rows, complement=True), dtype=bool)
+    union = sp.csr_matrix(sr.ewise_add(closed.rows, fresh, "or_and"), dtype=bool)
+    return _Block(fresh, found.start), _Block(union, found.start), int(fresh.nnz)
+
+
+def _as_bool(block):
+    return _Block(sp.csr_matrix(block.rows, dtype=bool), block.start)
+
+
 class RowMatrix:
     """A sparse matrix as row blocks that live on the workers of a dask.distributed cluster, each
     a scipy CSR block that becomes a sparsering Matrix on its worker (its GPU when it has one)
@@ -491,3 +504,26 @@ class RowMatrix:
             if change <= n * tol:
                 break
         return r.result(), it
+
+    def transitive_closure(self, *, max_rounds=None, backend=None):
+        """Every pair (i, j) joined by a path of one or more edges of this square matrix's pattern,
+        by distributed semi-naive rounds: the pairs new last round times the edges (mxm on the
+        workers), less the pairs known (each row block on its worker), until a round finds none;
+        the client sees one count a round. Returns a bool RowMatrix of the same row blocks."""
+        if self.shape[0] != self.shape[1]:
+            raise InvalidArgumentError(f"transitive_closure: the matrix is {self.shape[0]} x {self.shape[1]}, not square")
+        edges = RowMatrix(self.client, [self.client.submit(_as_bool, b, pure=False) for b in self.blocks],
+                          self.starts, self.shape, np.bool_)
+        closed, fresh = edges, edges
+        rounds = 0
+        while max_rounds is None or rounds < max_rounds:
+            rounds += 1
+            found = fresh.mxm(edges, "or_and", backend=backend)
+            steps = [self.client.submit(_closure_step, c, f, pure=False) for c, f in zip(closed.blocks, found.blocks)]
+            fresh = RowMatrix(self.client, [self.client.submit(operator.getitem, s, 0, pure=False) for s in steps],
+                              self.starts, self.shape, np.bool_)
+            closed = RowMatrix(self.client, [self.client.submit(operator.getitem, s, 1, pure=False) for s in steps],
+                               self.starts, self.shape, np.bool_)
+            if sum(self.client.gather([self.client.submit(operator.getitem, s, 2, pure=False) for s in steps])) == 0:
+                break
+        return closed

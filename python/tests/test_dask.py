@@ -232,3 +232,15 @@ def test_row_matrix_survives_a_worker_dying(rng, tmp_path):
         np.testing.assert_array_equal(ind.compute(), want_i)
         np.testing.assert_array_equal(dist.compute(), want_d)
     cluster.close()
+
+
+def test_row_matrix_transitive_closure_is_the_one_process_answer(client, rng):
+    G = sp.random(400, 400, density=0.004, format="csr", random_state=rng, dtype=np.float64)
+    G = sp.csr_matrix(G, dtype=bool)
+    C = srd.RowMatrix.from_scipy(client, G, parts=3).transitive_closure()
+    want = sr.transitive_closure(G)
+    got = C.to_scipy()
+    got.sort_indices()
+    assert got.nnz == want.nnz > G.nnz
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
