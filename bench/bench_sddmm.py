@@ -17,6 +17,7 @@ of A and B read once per tile of the best L2-sized tiling, S read and the output
 the device-to-device copy bandwidth measured in the same run; the JSON also has the strict floor
 (every needed row once overall)."""
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -90,6 +91,17 @@ VARIANTS = {
               ("CSR order", {"SPARSERING_SDDMM_GEMM": "0", "SPARSERING_SDDMM_DENSE": "0",
                              "SPARSERING_SDDMM_PANELS": "0"})],
 }
+
+
+@contextlib.contextmanager
+def library_settings(env):
+    """The library's environment settings (SPARSERING_SDDMM_*) in force inside the block only."""
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key in env:
+            del os.environ[key]
 
 
 def max_rel_diff(got, want):
@@ -176,22 +188,18 @@ def main():
             variants = {}
             paths = [] if args.no_variants else VARIANTS["dense" if name.startswith("dense-ish") else "sparse"]
             for label, env in paths:
-                os.environ.update(env)
-                variants[label] = median_time(ours, reps=args.reps, sync=sync)
-                for key in env:
-                    del os.environ[key]
+                with library_settings(env):
+                    variants[label] = median_time(ours, reps=args.reps, sync=sync)
             t_csr = variants.get("CSR order", float("nan"))
             if name.startswith("dense-ish"):  # the tile paths' error against float64 on 2^20 sampled entries
                 pick = torch.randint(S.nnz, (1 << 20,), device="cuda")
                 r64 = (A.double()[r[pick]] * B.double()[c[pick]]).sum(1)
                 for label, env in (("exact", {}), ("FMA", {"SPARSERING_SDDMM_MATH": "0"}),
                                    ("TF32", {"SPARSERING_SDDMM_MATH": "1"})):
-                    os.environ.update(env)
-                    ours()
-                    sync()
+                    with library_settings(env):
+                        ours()
+                        sync()
                     variants[f"err {label}"] = float((out[pick].double() - r64).abs().max() / r64.abs().max())
-                    for key in env:
-                        del os.environ[key]
             ref = torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0)
             err = max_rel_diff(out, ref.values())
             t_cs = median_time(lambda: torch.sparse.sampled_addmm(St, A, Bt, beta=0.0, alpha=1.0), reps=args.reps,
@@ -265,11 +273,9 @@ def fused_rows(sr, ctx, name, S, Sd, St, S32, A, B, K, reps, sync, torch):
                     ("tiles TF32", {"SPARSERING_SDDMM_GEMM": "1", "SPARSERING_SDDMM_MATH": "1"}),
                     ("no tiles", {"SPARSERING_SDDMM_GEMM": "0"}))
         for label, env in settings if name.startswith("dense-ish") else ():
-            os.environ.update(env)
-            paths[label] = median_time(lambda: sr.sddmm_spmm(Sd, A, B, Vx, alpha=alpha, softmax=softmax, pattern=True,
-                                                             out=O, context=ctx), reps=reps, sync=sync)
-            for key in env:
-                del os.environ[key]
+            with library_settings(env):
+                paths[label] = median_time(lambda: sr.sddmm_spmm(Sd, A, B, Vx, alpha=alpha, softmax=softmax,
+                                                                 pattern=True, out=O, context=ctx), reps=reps, sync=sync)
 
         def unfused():  # the library has no sparse softmax: ours is timed for the plain forms
             C = sr.sddmm(Sd, A, B, alpha=alpha, pattern=True, context=ctx)  # a device Matrix

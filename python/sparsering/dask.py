@@ -201,10 +201,6 @@ def _as_block(rows, start):
     return _Block(sp.csr_matrix(rows), start)
 
 
-def _block_rows(block):
-    return block.rows.shape[0]
-
-
 def _block_spmv(block, x, semiring, backend):
     import sparsering as sr
     return sr.spmv(block.matrix(backend), x, semiring)
@@ -220,36 +216,24 @@ def _merge_candidates(k, largest, *results):
 
 
 def _block_radius(index_block, query_block, radius, mode, metric, p, dtype, backend):
-    """The index block's rows within `radius` of the query block's rows, columns as global rows."""
+    """The index block's rows within `radius` of the query block's rows (the block's own columns)."""
     from ._ops import _radius_matrix
     X = index_block.matrix(backend)
-    R = _radius_matrix(X, query_block.rows, radius, mode, metric, p, False, dtype, None, None).to_scipy()
-    return sp.csr_matrix((R.data, R.indices + index_block.start, R.indptr), shape=R.shape)
+    return _radius_matrix(X, query_block.rows, radius, mode, metric, p, False, dtype, None, None).to_scipy()
 
 
-def _join_columns(ncols, query_start, drop_self, *parts):
-    """The query block's rows against every index block: the parts' entries side by side (their
-    columns are global already), each row's columns ascending; drop_self leaves out each row's
-    own entry (only that one)."""
-    rows = parts[0].shape[0]
-    indptr = np.zeros(rows + 1, dtype=np.int64)
-    for P in parts:
-        indptr[1:] += np.diff(P.indptr)
-    indptr = np.cumsum(np.concatenate([[0], indptr[1:]]))
-    cols = np.empty(indptr[-1], dtype=np.int32)
-    vals = np.empty(indptr[-1], dtype=parts[0].dtype)
-    at = indptr[:-1].copy()
-    for P in parts:  # index blocks in order: each row's columns stay ascending
-        for i in range(rows):
-            a, b = P.indptr[i], P.indptr[i + 1]
-            cols[at[i]:at[i] + b - a], vals[at[i]:at[i] + b - a] = P.indices[a:b], P.data[a:b]
-            at[i] += b - a
+def _join_columns(query_start, drop_self, *parts):
+    """The query block's rows against every index block: the parts side by side in the index
+    blocks' order (consecutive from row 0, so a part's columns land on its rows), each row's
+    columns ascending, stored zeros kept; drop_self leaves out each row's own entry (only that one)."""
+    R = sp.hstack(parts, format="csr")
     if drop_self:
-        row_of = np.repeat(np.arange(rows), np.diff(indptr))
-        keep = row_of + query_start != cols
+        rows = R.shape[0]
+        row_of = np.repeat(np.arange(rows), np.diff(R.indptr))
+        keep = row_of + query_start != R.indices
         indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=rows))])
-        cols, vals = cols[keep], vals[keep]
-    return _Block(sp.csr_matrix((vals, cols, indptr), shape=(rows, ncols)), query_start)
+        R = sp.csr_matrix((R.data[keep], R.indices[keep], indptr), shape=R.shape)
+    return _Block(R, query_start)
 
 
 def _block_mxm(a_block, semiring, b_starts, b_stops, backend, *b_blocks):
@@ -279,7 +263,7 @@ def _pagerank_block(block):
     """A row block's transition part for PageRank: its rows' out-weights (float64) and its
     transpose (n x the block's rows), kept on the worker."""
     W = sp.csr_matrix(block.rows, dtype=np.float64)
-    if W.nnz and W.data.min() < 0 or np.isnan(W.data).any():
+    if W.nnz and (W.data.min() < 0 or np.isnan(W.data).any()):
         raise InvalidArgumentError("pagerank: a negative or NaN edge weight (PageRank needs weights >= 0)")
     out = np.asarray(W.sum(axis=1)).ravel()
     return _Block(W.T.tocsr(), block.start), out
@@ -386,8 +370,12 @@ class RowMatrix:
             return sp.csr_matrix(self.shape, dtype=self.dtype)
         return sp.vstack([b.rows for b in self.client.gather(self.blocks)], format="csr")
 
+    def _stops(self):
+        """Each block's end row (the next block's first)."""
+        return [int(x) for x in self.starts[1:]] + [self.shape[0]]
+
     def _rows(self):
-        return np.diff(np.concatenate([self.starts, [self.shape[0]]])).astype(int)
+        return [b - int(a) for a, b in zip(self.starts, self._stops())]
 
     def spmv(self, x, semiring="plus_times", *, backend=None):
         """y = self ⊕.⊗ x: x (numpy, the columns' length) sent once to every worker, each block's
@@ -447,8 +435,7 @@ class RowMatrix:
         for qb, start in zip(queries.blocks, queries.starts):
             parts = [self.client.submit(_block_radius, ib, qb, radius, mode, metric, p, dtype, backend, pure=False)
                      for ib in self.blocks]
-            blocks.append(self.client.submit(_join_columns, self.shape[0], int(start), own and not include_self,
-                                             *parts, pure=False))
+            blocks.append(self.client.submit(_join_columns, int(start), own and not include_self, *parts, pure=False))
         kind = np.float64 if mode == "connectivity" or (dtype is None and self.dtype != np.float32) else np.float32
         return RowMatrix(self.client, blocks, queries.starts, (queries.shape[0], self.shape[0]),
                          np.dtype(dtype) if dtype is not None and mode == "distance" else kind)
@@ -459,9 +446,8 @@ class RowMatrix:
         row blocks."""
         if B.shape[0] != self.shape[1]:
             raise InvalidArgumentError(f"mxm: A is {self.shape[0]} x {self.shape[1]} but B is {B.shape[0]} x {B.shape[1]}")
-        b_stops = list(B.starts[1:]) + [B.shape[0]]
-        blocks = [self.client.submit(_block_mxm, ab, semiring, [int(x) for x in B.starts], [int(x) for x in b_stops],
-                                     backend, *B.blocks, pure=False) for ab in self.blocks]
+        blocks = [self.client.submit(_block_mxm, ab, semiring, [int(x) for x in B.starts], B._stops(), backend,
+                                     *B.blocks, pure=False) for ab in self.blocks]
         out = np.dtype(np.bool_) if semiring == "or_and" else np.result_type(self.dtype, B.dtype)
         return RowMatrix(self.client, blocks, self.starts, (self.shape[0], B.shape[1]), out)
 
@@ -473,10 +459,9 @@ class RowMatrix:
         if A.shape[0] != self.shape[0] or B.shape[0] != self.shape[1] or A.shape[1] != B.shape[1]:
             raise InvalidArgumentError(f"sddmm: S is {self.shape[0]} x {self.shape[1]}, A {A.shape}, B {B.shape}")
         Bf = self.client.scatter(B, broadcast=True, hash=False)
-        stops = list(self.starts[1:]) + [self.shape[0]]
         who = self.client.who_has(self.blocks)
         blocks = []
-        for blk, a, b in zip(self.blocks, self.starts, stops):
+        for blk, a, b in zip(self.blocks, self.starts, self._stops()):
             holders = list(who.get(blk.key, ()))
             rows = self.client.scatter(A[a:b], workers=holders or None, hash=False)
             blocks.append(self.client.submit(_block_sddmm, blk, rows, Bf, alpha, beta, pattern, backend, pure=False))
