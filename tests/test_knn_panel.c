@@ -1,8 +1,10 @@
 /* k-NN on tensor cores (src/cuda/cuda_knn_panel.cu) against the float32 path without them
  * (SR_PRECISION_FLOAT32), for every dot-product metric, queries the index itself and apart, k
  * from 1 to 32, one batch and many:
- *  - count data (integers up to 2048) in "exact": FP16 is chosen and neighbours and distances are
- *    the float32 path's bit for bit; a value of 2049, or |q||x| at 2^24, turns FP16 down;
+ *  - count data (integers up to 2048) and values on a finer grid (half stars: 2048 half steps) in
+ *    "exact": FP16 is chosen and neighbours and distances are the float32 path's bit for bit; a
+ *    value of 2049 (or 1024.5), or |q||x| at 2^24 steps, turns FP16 down;
+ *  - queries longer than the selection's cursors (256 entries) the same;
  *  - non-integer data in "exact": the split TF32 product, distances within float32 accuracy
  *    (Hellinger's square roots stay on the CUDA cores unless they are integers);
  *  - "tf32": one TF32 product, distances within its documented error.
@@ -10,18 +12,23 @@
  * take it. GPU only: skipped where no device is usable. */
 #include "test_util.h"
 
-typedef enum { VALUES_COUNTS, VALUES_REAL } value_kind;
+typedef enum { VALUES_COUNTS, VALUES_HALVES, VALUES_REAL } value_kind;
 
-/* rows x cols with Zipf-like columns (a few hot ones), `degree` entries a row on average; count
- * values 1..5 (a tenth of the rows with one entry at `top`) or reals in [0.25, 1.25). */
-static test_csr zipf_rows(int64_t rows, int64_t cols, int64_t degree, value_kind kind, double top)
+/* rows x cols with Zipf-like columns (a few hot ones), `degree` entries a row on average (and
+ * every 37th row `long_draws` draws, when not 0); count values 1..5, half steps 0.5..5 (a tenth of
+ * the rows with one entry at `top`) or reals in [0.25, 1.25). */
+static test_csr zipf_rows_long(int64_t rows, int64_t cols, int64_t degree, value_kind kind, double top,
+                               int64_t long_draws)
 {
+    const int64_t most = long_draws > 2 * degree ? long_draws : 2 * degree;
     test_csr m = {rows, cols, 0, SR_TYPE_FLOAT32, calloc((size_t)rows + 1, sizeof(int64_t)), NULL, NULL};
-    m.colind = malloc((size_t)(rows * degree * 2 + 1) * sizeof(int32_t));
-    m.values = malloc((size_t)(rows * degree * 2 + 1) * sizeof(float));
+    m.colind = malloc((size_t)(rows * most + 1) * sizeof(int32_t));
+    m.values = malloc((size_t)(rows * most + 1) * sizeof(float));
     unsigned char *pick = calloc((size_t)cols, 1);
     for (int64_t r = 0; r < rows; r++) {
         int64_t d = r % 11 == 4 ? 0 : 1 + test_below(2 * degree - 1), at = m.rowptr[r];
+        if (long_draws > 0 && r % 37 == 5)
+            d = long_draws;
         for (int64_t n = 0; n < d; n++) {
             int64_t c = (int64_t)((double)cols * pow(test_uniform(), 3.0)); /* popular low columns */
             if (c < cols && !pick[c])
@@ -31,9 +38,10 @@ static test_csr zipf_rows(int64_t rows, int64_t cols, int64_t degree, value_kind
             if (pick[c]) {
                 pick[c] = 0;
                 m.colind[at] = (int32_t)c;
-                float v = kind == VALUES_REAL ? (float)(0.25 + test_uniform())
-                                              : (float)(1 + test_below(5));
-                if (kind == VALUES_COUNTS && at == m.rowptr[r] && test_below(10) == 0)
+                float v = kind == VALUES_REAL     ? (float)(0.25 + test_uniform())
+                          : kind == VALUES_HALVES ? (float)(1 + test_below(10)) * 0.5f
+                                                  : (float)(1 + test_below(5));
+                if (kind != VALUES_REAL && at == m.rowptr[r] && test_below(10) == 0)
                     v = (float)top; /* once a row at most: |q||x| stays far below 2^24 */
                 ((float *)m.values)[at++] = v;
             }
@@ -44,10 +52,16 @@ static test_csr zipf_rows(int64_t rows, int64_t cols, int64_t degree, value_kind
     return m;
 }
 
-/* Small counts, and row `heavy` holding `width` entries of 2048 (columns 0..width-1). */
-static test_csr with_heavy_row(int64_t rows, int64_t cols, int64_t heavy, int width)
+static test_csr zipf_rows(int64_t rows, int64_t cols, int64_t degree, value_kind kind, double top)
 {
-    test_csr base = zipf_rows(rows, cols, 10, VALUES_COUNTS, 7.0);
+    return zipf_rows_long(rows, cols, degree, kind, top, 0);
+}
+
+/* Small counts (or half steps), and row `heavy` holding `width` entries of `top` (columns
+ * 0..width-1). */
+static test_csr with_heavy_row(int64_t rows, int64_t cols, int64_t heavy, int width, value_kind kind, float top)
+{
+    test_csr base = zipf_rows(rows, cols, 10, kind, 7.0);
     test_csr w = {rows, cols, 0, SR_TYPE_FLOAT32, calloc((size_t)rows + 1, sizeof(int64_t)),
                   malloc((size_t)(base.nnz + width) * sizeof(int32_t)), malloc((size_t)(base.nnz + width) * sizeof(float))};
     int64_t at = 0;
@@ -58,7 +72,7 @@ static test_csr with_heavy_row(int64_t rows, int64_t cols, int64_t heavy, int wi
         }
         for (int c = 0; r == heavy && c < width; c++) {
             w.colind[at] = c;
-            ((float *)w.values)[at++] = 2048.0f;
+            ((float *)w.values)[at++] = top;
         }
         w.rowptr[r + 1] = at;
     }
@@ -126,14 +140,14 @@ static sr_matrix on_device(sr_context ctx, const test_csr *m)
     return D;
 }
 
-static void every_metric(sr_context ctx, const char *what, const test_csr *xs, const test_csr *qs,
-                         sr_precision precision, const char *mode, double tol)
+static void metrics_of(sr_context ctx, const char *what, const test_csr *xs, const test_csr *qs,
+                       sr_precision precision, const char *mode, double tol, const sr_metric *metrics, size_t count)
 {
     sr_matrix X = on_device(ctx, xs), Q = qs ? on_device(ctx, qs) : X;
     const int64_t nq = qs ? qs->nrows : xs->nrows;
     const int64_t ks[] = {1, 5, 32};
-    for (size_t m = 0; m < sizeof kMetrics / sizeof kMetrics[0]; m++) {
-        const sr_metric metric = kMetrics[m];
+    for (size_t m = 0; m < count; m++) {
+        const sr_metric metric = metrics[m];
         const bool sets = metric == SR_METRIC_JACCARD || metric == SR_METRIC_DICE || metric == SR_METRIC_RUSSELL_RAO;
         /* the set metrics multiply 0s and 1s: FP16 and exact on any data; Hellinger multiplies
          * square roots, which are not integers here: "exact" keeps it on the CUDA cores */
@@ -148,6 +162,12 @@ static void every_metric(sr_context ctx, const char *what, const test_csr *xs, c
     if (Q != X)
         sr_matrix_free(Q);
     sr_matrix_free(X);
+}
+
+static void every_metric(sr_context ctx, const char *what, const test_csr *xs, const test_csr *qs,
+                         sr_precision precision, const char *mode, double tol)
+{
+    metrics_of(ctx, what, xs, qs, precision, mode, tol, kMetrics, sizeof kMetrics / sizeof kMetrics[0]);
 }
 
 int main(void)
@@ -173,6 +193,7 @@ int main(void)
     unsetenv("SPARSERING_KNN_PANEL_COLUMNS");
     CHECK_OK(sr_context_set_workspace_limit(ctx, 0));
     test_csr_free(&x);
+    test_csr_free(&q);
 
     /* 2049 does not fit FP16: the split product (hellinger's square roots are not integers anyway) */
     x = zipf_rows(1200, 500, 20, VALUES_COUNTS, 2049.0);
@@ -185,13 +206,53 @@ int main(void)
     /* |q||x| reaching 2^24 turns FP16 down: a row of 4 entries of 2048 has |q|^2 = 2^24 (its dot
      * product with itself is 2^24); 3 of them keep |q||x| below it, and FP16 */
     for (int width = 3; width <= 4; width++) {
-        test_csr w = with_heavy_row(400, 300, 17, width);
+        test_csr w = with_heavy_row(400, 300, 17, width, VALUES_COUNTS, 2048.0f);
         X = on_device(ctx, &w);
         compare(ctx, width == 4 ? "|q||x| = 2^24" : "|q||x| under 2^24", X, X, w.nrows, 5, SR_METRIC_INNER_PRODUCT,
                 SR_PRECISION_EXACT, width == 4 ? "3xTF32" : "FP16 (exact)", width == 4 ? 1e-5 : -1.0);
         sr_matrix_free(X);
         test_csr_free(&w);
     }
+
+    /* half steps (MovieLens' stars): FP16, bit for bit, as long as 2048 half steps hold the
+     * largest value (1024 does, 1024.5 does not) and |q||x| stays under 2^24 quarter steps (a row
+     * of four 1024s reaches it) */
+    x = zipf_rows(1500, 700, 24, VALUES_HALVES, 1024.0);
+    q = zipf_rows(300, 700, 24, VALUES_HALVES, 3.5);
+    every_metric(ctx, "half steps", &x, &q, SR_PRECISION_EXACT, "FP16 (exact)", -1.0);
+    test_csr_free(&x);
+    test_csr_free(&q);
+    x = zipf_rows(1200, 500, 20, VALUES_HALVES, 1024.5);
+    X = on_device(ctx, &x);
+    compare(ctx, "a 1024.5", X, X, x.nrows, 5, SR_METRIC_COSINE, SR_PRECISION_EXACT, "3xTF32", 1e-5);
+    sr_matrix_free(X);
+    test_csr_free(&x);
+    for (int width = 3; width <= 4; width++) {
+        test_csr w = with_heavy_row(400, 300, 17, width, VALUES_HALVES, 1024.0f);
+        X = on_device(ctx, &w);
+        compare(ctx, width == 4 ? "half steps, |q||x| = 2^24 steps" : "half steps, |q||x| under 2^24 steps", X, X,
+                w.nrows, 5, SR_METRIC_INNER_PRODUCT, SR_PRECISION_EXACT, width == 4 ? "3xTF32" : "FP16 (exact)",
+                width == 4 ? 1e-5 : -1.0);
+        sr_matrix_free(X);
+        test_csr_free(&w);
+    }
+
+    /* queries longer than the selection's 256 cursors (their other entries go straight into the
+     * block): counts bit for bit, reals within float32 accuracy, one batch and many */
+    x = zipf_rows_long(1500, 2000, 20, VALUES_COUNTS, 9.0, 3000);
+    every_metric(ctx, "long rows", &x, NULL, SR_PRECISION_EXACT, "FP16 (exact)", -1.0);
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 2u << 20));
+    every_metric(ctx, "long rows, small batches", &x, NULL, SR_PRECISION_EXACT, "FP16 (exact)", -1.0);
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 0));
+    test_csr_free(&x);
+    /* (not the expanded euclidean forms and Hellinger: near 0 they are the square root of a
+     * cancellation, off by ~sqrt(2^-22 |q|^2) in float32 on either path; 1e-3 on these rows) */
+    x = zipf_rows_long(1500, 2000, 20, VALUES_REAL, 0.0, 3000);
+    const sr_metric conditioned[] = {SR_METRIC_COSINE, SR_METRIC_INNER_PRODUCT, SR_METRIC_CORRELATION,
+                                     SR_METRIC_JACCARD, SR_METRIC_DICE, SR_METRIC_RUSSELL_RAO};
+    metrics_of(ctx, "long rows, reals", &x, NULL, SR_PRECISION_EXACT, "3xTF32", 2e-5, conditioned,
+               sizeof conditioned / sizeof conditioned[0]);
+    test_csr_free(&x);
 
     /* real values: the split product keeps float32 accuracy; one TF32 product within 1e-2 */
     x = zipf_rows(1500, 600, 24, VALUES_REAL, 0.0);

@@ -153,13 +153,14 @@ static void check_limits_and_rejections(void)
     sr_matrix_free(all);
     sr_matrix_free(parts);
     /* host: 5 rows of distances a batch, 8 batches; the device tiles write no distances and take
-     * every query in one batch */
+     * every query in one batch (when its pairs fit: a similarity of at least 1e30 keeps none,
+     * where radius 0 would keep each row's copies, 48 bytes a pair, past the 800 bytes) */
     CHECK_OK(sr_context_set_workspace_limit(ctx, 40 * 4 * 5));
     int64_t seen = 0;
     const int64_t first_batch = where == SR_DEVICE ? 40 : 5;
     o.progress = test_stop_at_first_report;
     o.progress_user = &seen;
-    CHECK_FAILS(sr_radius_neighbors(ctx, Xw, NULL, 0.0, SR_METRIC_L2, 0, &o, &R), SR_ERROR_CANCELLED,
+    CHECK_FAILS(sr_radius_neighbors(ctx, Xw, NULL, 1e30, SR_METRIC_INNER_PRODUCT, 0, &o, &R), SR_ERROR_CANCELLED,
                 where == SR_DEVICE ? "after 40 of 40" : "after 5 of 40");
     CHECK(seen == first_batch, "progress reported %lld rows, expected %lld", (long long)seen, (long long)first_batch);
     CHECK_OK(sr_context_set_workspace_limit(ctx, 0));

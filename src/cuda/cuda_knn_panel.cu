@@ -9,9 +9,11 @@
 // (The cold products first went into the block by global atomics: 5.5e10 of them on NY Times-like
 // data, most of a 3.4 s all-vs-all on an H200.)
 //
-// Precision (sr_precision): FP16 operands where every value the metric multiplies is an integer of
-// at most 2048 in magnitude and |q||x| < 2^24 for every pair (then every partial sum is an integer
-// below 2^24, exact in float32 in any order: the float32 path's answer bit for bit); otherwise the
+// Precision (sr_precision): FP16 operands where every value the metric multiplies lies on a grid
+// 2^-e (e the same for the whole matrix: whole counts e = 0, half-star ratings e = 1) with at most
+// 2048 steps of it in magnitude, and |q||x|·2^(eq+ex) < 2^24 for every pair (then every partial
+// sum is a multiple of 2^-(eq+ex) below 2^24 of them, exact in float32 in any order: the float32
+// path's answer bit for bit); otherwise the
 // TF32 split product (each operand v = hi + lo, hi rounded to TF32's 10 bits, and
 // q·x ≈ hi·hi + hi·lo + lo·hi: float32 accuracy, as Ootomo & Yokota 2022), or one TF32 product
 // when asked for.
@@ -24,12 +26,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "cuda_blas.cuh"
 #include "cuda_common.cuh"
 #include "cuda_distance_tile.cuh" // warp_lower_bound
 #include "cuda_knn_candidates.cuh"
+#include "cuda_longest_row.cuh"
+#include "cuda_metric_bound.cuh"
 
 extern "C" {
 #include "../semiring/metric.h"
@@ -90,15 +95,41 @@ template <sr_metric_kind K> __device__ inline double panel_value(double v) {
 // v rounded to TF32's 10 fraction bits (to nearest, ties away): exact as a TF32 operand.
 __device__ inline float tf32_high(float v) { return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u); }
 
-// *bad |= 1 where a value's panel form is not an integer of magnitude <= 2048 (FP16's exact range).
-template <sr_metric_kind K> __global__ void check_integers(const float *val, int64_t nnz, unsigned *bad) {
-    bool mine = false;
+// The grid a matrix's panel values lie on: grid[0] |= 1 where a value's panel form is not a
+// float32 (a square root) or not finite; grid[1] = the most fraction bits a value needs (e: every
+// value is a multiple of 2^-e); grid[2] = the largest magnitude's bits (non-negative floats order
+// as their bits).
+template <sr_metric_kind K> __global__ void check_grid(const float *val, int64_t nnz, unsigned *grid) {
+    bool bad = false;
+    unsigned bits_needed = 0, top = 0;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz; e += (int64_t)gridDim.x * blockDim.x) {
         const double t = panel_value<K>((double)val[e]);
-        mine |= !(t == rint(t) && fabs(t) <= 2048.0);
+        const float f = (float)t;
+        if ((double)f != t || !isfinite(f)) {
+            bad = true;
+            continue;
+        }
+        const unsigned u = __float_as_uint(fabsf(f)), field = u >> 23;
+        if (u == 0)
+            continue;
+        // |f| = significand · 2^(exponent), its lowest set bit at 2^(exponent + trailing zeros)
+        const unsigned significand = field ? (u & 0x7fffffu) | 0x800000u : u;
+        const int exponent = field ? (int)field - 150 : -149;
+        const int lowest = exponent + __ffs((int)significand) - 1;
+        bits_needed = max(bits_needed, (unsigned)max(0, -lowest));
+        top = max(top, u);
     }
-    if (__any_sync(~0u, mine) && (threadIdx.x & 31) == 0)
-        atomicOr(bad, 1u);
+    for (int o = 16; o > 0; o /= 2) {
+        bad |= __shfl_xor_sync(~0u, bad, o);
+        bits_needed = max(bits_needed, __shfl_xor_sync(~0u, bits_needed, o));
+        top = max(top, __shfl_xor_sync(~0u, top, o));
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (bad)
+            atomicOr(&grid[0], 1u);
+        atomicMax(&grid[1], bits_needed);
+        atomicMax(&grid[2], top);
+    }
 }
 
 // *top = the largest first norm (non-negative doubles order as their bits).
@@ -183,16 +214,43 @@ __device__ inline void add_cold_run(const cold_args &cold, int64_t *at, int64_t 
     *at = t;
 }
 
+// The cold terms of a query's entries past its first kCursors straight into its row of the block,
+// a warp an entry walking its whole column of the inverted form, the blocks along y sharing a
+// query's entries. (The selection once searched their columns each chunk in the query's own
+// blocks: on MovieLens-like data, users of up to 24,000 ratings, every batch then waited on its
+// longest row.)
+constexpr int kLongSplitMax = 64;  // blocks along y: enough warps for the longest query, not more
+constexpr int kLongPerWarp = 8;    // entries a warp at least
+template <sr_metric M>
+__global__ void __launch_bounds__(kSelThreads) add_long_rows(float *C, int64_t n, double p, cold_args cold) {
+    const int64_t r = blockIdx.x;
+    const int64_t e1 = cold.qptr[cold.q0 + r + 1];
+    const int lane = threadIdx.x & 31, warps = kSelThreads / 32;
+    float *row = C + r * n;
+    for (int64_t e = cold.qptr[cold.q0 + r] + kCursors + blockIdx.y * warps + threadIdx.x / 32; e < e1;
+         e += (int64_t)gridDim.y * warps) {
+        const int32_t c = cold.qcol[e];
+        if (cold.slot_of[c] >= 0)
+            continue;
+        const double q = cold.qval[e];
+        for (int64_t t = cold.xtptr[c] + lane; t < cold.xtptr[c + 1]; t += 32) {
+            double a0 = 0.0, a1 = 0.0;
+            sr_metric_intersect(M, q, (double)cold.xtval[t], p, &a0, &a1);
+            atomicAdd(&row[cold.xtrow[t]], (float)a0);
+        }
+    }
+}
+
 // Block (query r of the batch, run y of kRun chunks of kChunk index rows), chunk by chunk: the
 // query's cold terms for the chunk's rows summed in shared memory (a warp an entry walking its
 // column of the inverted form from a cursor kept from chunk to chunk, found once a run; the same
 // double term rounded to float as the tiles add), added to the block's dot products, each
 // finalized with the metric as the tiles finalize theirs into the warps' k best; then the block's
-// k best to its slots. A query's entries past kCursors search their column each chunk.
+// k best to its slots. A query's entries past kCursors are in the block already (add_long_rows).
 template <sr_metric M>
 __global__ void __launch_bounds__(kSelThreads)
     select_panel(const float *C, int64_t n, const double *qnorm, const double *xnorm, double d, double p,
-                 cold_args cold, tiles_out<float> o) {
+                 cold_args cold, tiles_out<float> o, bool bound) {
     __shared__ __align__(16) float acc[kChunk];
     __shared__ int64_t cur_at[kCursors], cur_end[kCursors];
     __shared__ float cur_q[kCursors];
@@ -226,13 +284,6 @@ __global__ void __launch_bounds__(kSelThreads)
             if (lane == 0)
                 cur_at[j] = at;
         }
-        for (int64_t e = e0 + kCursors + warp; e < e1; e += warps) { // past the cursors: a search a chunk
-            const int32_t c = cold.qcol[e];
-            if (cold.slot_of[c] >= 0)
-                continue;
-            int64_t at = warp_lower_bound(cold.xtrow, cold.xtptr[c], cold.xtptr[c + 1], begin, lane);
-            add_cold_run<M>(cold, &at, cold.xtptr[c + 1], (double)cold.qval[e], p, begin, end, acc, lane);
-        }
         __syncthreads();
         for (int64_t i0 = begin + warp * 32 * kUnroll; i0 < end; i0 += kSelThreads * kUnroll) {
             float dot[kUnroll];
@@ -241,15 +292,20 @@ __global__ void __launch_bounds__(kSelThreads)
                 const int64_t i = i0 + u * 32 + lane;
                 dot[u] = i < end ? row[i] : 0.0f;
             }
+            // a full list's worst: pairs surely past it skip the double finalizer
+            const bool full = has_bound<M>() && bound && best.full();
+            const float worst = full ? order_key<float>::value(best.wk, o.largest) : 0.0f;
 #pragma unroll
             for (int u = 0; u < kUnroll; u++) {
                 const int64_t i = i0 + u * 32 + lane;
                 const bool has = i < end;
                 const float sum = has ? dot[u] + acc[i - begin] : 0.0f;
-                const float v = has ? (float)sr_metric_finalize(M, (double)sum, 0.0, qn0, qn1, xnorm[2 * i],
-                                                                xnorm[2 * i + 1], d, p)
-                                    : 0.0f;
-                best.offer_lanes(has, order_key<float>::of(v, o.largest), i);
+                const double x0 = has ? xnorm[2 * i] : 0.0;
+                const bool maybe = has && !(full && surely_worse<M>(sum, qn0, x0, d, worst));
+                float v = 0.0f;
+                if (__any_sync(~0u, maybe) && maybe)
+                    v = (float)sr_metric_finalize(M, (double)sum, 0.0, qn0, qn1, x0, xnorm[2 * i + 1], d, p);
+                best.offer_lanes(maybe, order_key<float>::of(v, o.largest), i);
             }
         }
         __syncthreads(); // every warp is done with the sums before they are zeroed or reused
@@ -315,47 +371,55 @@ sr_status column_counts(const sr_matrix_s *M, const sr_matrix_s *MT, std::vector
     return SR_SUCCESS;
 }
 
-// Whether every value of M the metric multiplies is an integer FP16 holds, and the largest row norm.
-sr_status integers_and_norm(const sr_matrix_s *M, sr_metric metric, const double *norms, bool *integers,
-                            double *top_norm) {
+// The fraction bits e of the grid M's panel values lie on (-1: none, or more steps of it than
+// FP16 holds exactly: 2048, and no step below FP16's smallest, 2^-24), and the largest row norm.
+sr_status grid_and_norm(const sr_matrix_s *M, sr_metric metric, const double *norms, int *grid_bits,
+                        double *top_norm) {
     sr_context_s *ctx = M->ctx;
-    buffer<unsigned long long> cells(ctx); // [0]: the flag, [1]: the norm's bits
-    SR_TRY(cells.allocate(2));
-    SR_CUDA_TRY(cudaMemsetAsync(cells.get(), 0, 2 * sizeof(unsigned long long), stream_of(ctx)));
-    unsigned *bad = reinterpret_cast<unsigned *>(cells.get());
+    buffer<unsigned long long> cells(ctx); // [0]: the grid (three unsigned), [1]: the norm's bits
+    SR_TRY(cells.allocate(3));
+    SR_CUDA_TRY(cudaMemsetAsync(cells.get(), 0, 3 * sizeof(unsigned long long), stream_of(ctx)));
+    unsigned *grid = reinterpret_cast<unsigned *>(cells.get());
     const float *val = static_cast<const float *>(M->values);
     if (M->nnz > 0) {
         with_value_kind(metric, [&](auto kind) {
-            check_integers<decltype(kind)::value><<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(val, M->nnz, bad);
+            check_grid<decltype(kind)::value><<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(val, M->nnz, grid);
         });
         SR_CUDA_LAUNCHED();
     }
     if (M->nrows > 0) {
-        max_norm<<<grid_for(M->nrows), 256, 0, stream_of(ctx)>>>(norms, M->nrows, cells.get() + 1);
+        max_norm<<<grid_for(M->nrows), 256, 0, stream_of(ctx)>>>(norms, M->nrows, cells.get() + 2);
         SR_CUDA_LAUNCHED();
     }
-    unsigned long long host[2];
+    unsigned long long host[3];
     SR_TRY(sr_mem_copy(ctx, host, SR_HOST, cells.get(), SR_DEVICE, sizeof host));
-    *integers = (host[0] & 0xffffffffull) == 0;
+    unsigned g[4];
+    memcpy(g, host, sizeof g);
+    float top_value;
+    memcpy(&top_value, &g[2], sizeof top_value);
+    const int bits = (int)g[1];
+    *grid_bits = g[0] == 0 && bits <= 24 && std::ldexp((double)top_value, bits) <= 2048.0 ? bits : -1;
     double top;
-    memcpy(&top, &host[1], sizeof top);
+    memcpy(&top, &host[2], sizeof top);
     *top_norm = top;
     return SR_SUCCESS;
 }
 
 // The panel's precision for "exact": FP16 where it is exact (see the top of the file), else the split.
 sr_status choose_exact_mode(const sr_distance_inputs *in, panel_mode *mode) {
-    bool qi = true, xi = true;
+    int qbits = 0, xbits = 0;
     double qtop = 0.0, xtop = 0.0;
-    SR_TRY(integers_and_norm(in->X, in->metric, in->xnorm, &xi, &xtop));
+    SR_TRY(grid_and_norm(in->X, in->metric, in->xnorm, &xbits, &xtop));
     if (in->Q == in->X) {
-        qi = xi;
+        qbits = xbits;
         qtop = xtop;
     } else {
-        SR_TRY(integers_and_norm(in->Q, in->metric, in->qnorm, &qi, &qtop));
+        SR_TRY(grid_and_norm(in->Q, in->metric, in->qnorm, &qbits, &qtop));
     }
-    // |Σ partial q·x| <= Σ |q||x| <= |q||x| (Cauchy-Schwarz): every partial sum is an integer below 2^24
-    const bool exact = qi && xi && std::sqrt(qtop) * std::sqrt(xtop) < 16777216.0;
+    // |Σ partial q·x| <= Σ |q||x| <= |q||x| (Cauchy-Schwarz): every partial sum is a multiple of
+    // 2^-(qbits + xbits) below 2^24 of them
+    const bool exact = qbits >= 0 && xbits >= 0 &&
+                       std::ldexp(std::sqrt(qtop) * std::sqrt(xtop), qbits + xbits) < 16777216.0;
     *mode = exact ? kPanelFp16 : kPanelTf32x3;
     return SR_SUCCESS;
 }
@@ -551,6 +615,8 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     SR_TRY(qpanel.allocate((size_t)nq * (size_t)pl->ldq * pl->elt));
     SR_TRY(block.allocate((size_t)nq * (size_t)n));
     SR_TRY(fill_rows(pl, in->metric, in->Q, q0, nq, true, qpanel.get()));
+    int64_t longest = 0; // the batch's longest query: entries past the cursors go in by add_long_rows
+    SR_TRY(longest_query(ctx, in->Q->rowptr, q0, q1, &longest));
     SR_TRY(panel_gemm(pl, n, nq, qpanel.get(), block.get()));
     const sr_matrix_s *Q = in->Q, *XT = in->XT;
     const int64_t chunks = (n + kRun * kChunk - 1) / (kRun * kChunk); // a block's run of chunks
@@ -568,10 +634,18 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     const cold_args cold{Q->rowptr, Q->colind, static_cast<const float *>(Q->values), q0, pl->slot_of,
                          XT->rowptr, XT->colind, static_cast<const float *>(XT->values)};
     const double d = (double)in->X->ncols;
+    const bool bound = sr_setting("SPARSERING_KNN_BOUND", 1) != 0; // 0: the finalizer for every pair (A/B)
     return with_panel_metric(in->metric, [&](auto metric) -> sr_status {
         constexpr sr_metric M = decltype(metric)::value;
+        if (longest > kCursors) {
+            const int64_t warps = kSelThreads / 32, per_block = warps * kLongPerWarp;
+            const int64_t split = std::min<int64_t>((longest - kCursors + per_block - 1) / per_block, kLongSplitMax);
+            add_long_rows<M><<<dim3((unsigned)nq, (unsigned)split), kSelThreads, 0, stream_of(ctx)>>>(block.get(), n,
+                                                                                                     in->p, cold);
+            SR_CUDA_LAUNCHED();
+        }
         select_panel<M><<<dim3((unsigned)nq, (unsigned)chunks), kSelThreads, 0, stream_of(ctx)>>>(
-            block.get(), n, in->qnorm + 2 * q0, in->xnorm, d, in->p, cold, o);
+            block.get(), n, in->qnorm + 2 * q0, in->xnorm, d, in->p, cold, o, bound);
         SR_CUDA_LAUNCHED();
         merge_blocks<float><<<grid_for(nq * 32), 256, 0, stream_of(ctx)>>>(
             o, nq, chunks * k, idx, static_cast<float *>(dist->data), dist->row_stride, dist->col_stride);

@@ -28,6 +28,7 @@
 #include "cuda_common.cuh"
 #include "cuda_chebyshev_tile.cuh"
 #include "cuda_distance_tile.cuh"
+#include "cuda_longest_row.cuh"
 #include "cuda_tile_bounds.cuh"
 
 extern "C" {
@@ -307,14 +308,6 @@ __global__ void __launch_bounds__(kThreads) select_tiles(tile_args<T> a, typenam
     sink.finish(smem_raw);
 }
 
-// The most entries a query of rows [q0, q1) has.
-__global__ void longest_row(const int64_t *rowptr, int64_t q0, int64_t q1, unsigned long long *longest) {
-    unsigned long long m = 0;
-    for (int64_t r = q0 + blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < q1; r += (int64_t)gridDim.x * blockDim.x)
-        m = max(m, (unsigned long long)(rowptr[r + 1] - rowptr[r]));
-    atomicMax(longest, m);
-}
-
 // SPARSERING_KNN_TILES: 0 keeps the dense path (k-NN and radius); 2 or more forces the tiles a block takes.
 inline int tiles_setting() {
     return sr_setting("SPARSERING_KNN_TILES", 1);
@@ -342,21 +335,6 @@ inline int64_t tiles_per_block(int64_t nq, int64_t tiles, int64_t longest) {
     const int64_t wanted = (int64_t)sm_count() * 32; // blocks: several waves of 4 a multiprocessor
     const int64_t along = std::clamp<int64_t>((wanted + nq - 1) / nq, 1, std::min<int64_t>(tiles, kMaxGridY));
     return std::max<int64_t>((tiles + along - 1) / along, fewest);
-}
-
-// The batch's longest query (tiles_per_block's rule).
-inline sr_status longest_query(sr_context_s *ctx, const int64_t *qptr, int64_t q0, int64_t q1, int64_t *most) {
-    cudaStream_t stream = stream_of(ctx);
-    buffer<unsigned long long> longest(ctx);
-    SR_TRY(longest.allocate(1));
-    SR_CUDA_TRY(cudaMemsetAsync(longest.get(), 0, sizeof(unsigned long long), stream));
-    longest_row<<<grid_for(q1 - q0), 256, 0, stream>>>(qptr, q0, q1, longest.get());
-    SR_CUDA_LAUNCHED();
-    unsigned long long m = 0;
-    SR_CUDA_TRY(cudaMemcpyAsync(&m, longest.get(), sizeof m, cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
-    *most = (int64_t)m;
-    return SR_SUCCESS;
 }
 
 // Blocks along y for queries [q0, q1) (Chebyshev: a block a tile, strided past the grid's limit),
