@@ -3,10 +3,7 @@ subset of queries against the whole index at the cost model's width and at force
 (SPARSERING_KNN_PANEL_COLUMNS), and without the panel; scaled to all rows as queries.
 
     python3 bench/probes/knn_panel_widths.py BUILD [--set nytimes-like] [--metric cosine]
-        [--queries 2000] [--widths 0,1024,2048,4096] [--precision exact] [--bound-ab]
-
---bound-ab also times the cost model's width with the selection's float pre-test off
-(SPARSERING_KNN_BOUND=0: the double finalizer for every pair)."""
+        [--queries 2000] [--widths 0,1024,2048,4096] [--precision exact]"""
 import argparse
 import os
 import sys
@@ -28,7 +25,6 @@ def main():
     ap.add_argument("--widths", default="0,1024,2048,4096")
     ap.add_argument("--precision", default="exact")
     ap.add_argument("--k", type=int, default=5)
-    ap.add_argument("--bound-ab", action="store_true")
     args = ap.parse_args()
     import cupy as cp
     sr = sr_package.load(args.build)
@@ -40,11 +36,7 @@ def main():
     Qd = sr.Matrix(X[rows], context=ctx, location="device")
     scale = X.shape[0] / len(rows)
     ref = None
-    runs = [(int(v), "1") for v in args.widths.split(",")] + [(-1, "1")]
-    if args.bound_ab:
-        runs.insert(1, (0, "0"))
-    for w, bound in runs:
-        os.environ["SPARSERING_KNN_BOUND"] = bound
+    for w in [int(v) for v in args.widths.split(",")] + [-1]:
         os.environ.pop("SPARSERING_KNN_PANEL_COLUMNS", None)
         os.environ["SPARSERING_KNN_PANEL"] = "0" if w < 0 else ("1" if w > 0 else "")
         if w > 0:
@@ -56,12 +48,11 @@ def main():
                         reps=3, warm=1, sync=cp.cuda.Device().synchronize)
         d = cp.asnumpy(out[-1][0])
         ref = d if ref is None else ref
-        print(f"{args.set} {args.metric} width {w if w >= 0 else 'none':>5}{'' if bound == '1' else ' no pre-test'}: {t * 1e3:8.1f} ms for {len(rows)} "
+        print(f"{args.set} {args.metric} width {w if w >= 0 else 'none':>5}: {t * 1e3:8.1f} ms for {len(rows)} "
               f"queries, {t * scale:6.2f} s scaled; max |d - first| {np.max(np.abs(d - ref)):.2e}; "
               f"{sr.last_method()}", flush=True)
     os.environ.pop("SPARSERING_KNN_PANEL", None)
     os.environ.pop("SPARSERING_KNN_PANEL_COLUMNS", None)
-    os.environ.pop("SPARSERING_KNN_BOUND", None)
     # the parts' floors at the default width: the FP16 product alone (cupy, cuBLAS) and one write
     # plus one read of the block of dot products, for the same queries
     sr.kneighbors(Xd, Qd, args.k, args.metric, dtype=np.float32, output_type="cupy", context=ctx)

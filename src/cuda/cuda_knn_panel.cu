@@ -34,7 +34,6 @@
 #include "cuda_distance_tile.cuh" // warp_lower_bound
 #include "cuda_knn_candidates.cuh"
 #include "cuda_longest_row.cuh"
-#include "cuda_metric_bound.cuh"
 
 extern "C" {
 #include "../semiring/metric.h"
@@ -250,7 +249,7 @@ __global__ void __launch_bounds__(kSelThreads) add_long_rows(float *C, int64_t n
 template <sr_metric M>
 __global__ void __launch_bounds__(kSelThreads)
     select_panel(const float *C, int64_t n, const double *qnorm, const double *xnorm, double d, double p,
-                 cold_args cold, tiles_out<float> o, bool bound) {
+                 cold_args cold, tiles_out<float> o) {
     __shared__ __align__(16) float acc[kChunk];
     __shared__ int64_t cur_at[kCursors], cur_end[kCursors];
     __shared__ float cur_q[kCursors];
@@ -292,20 +291,15 @@ __global__ void __launch_bounds__(kSelThreads)
                 const int64_t i = i0 + u * 32 + lane;
                 dot[u] = i < end ? row[i] : 0.0f;
             }
-            // a full list's worst: pairs surely past it skip the double finalizer
-            const bool full = has_bound<M>() && bound && best.full();
-            const float worst = full ? order_key<float>::value(best.wk, o.largest) : 0.0f;
 #pragma unroll
             for (int u = 0; u < kUnroll; u++) {
                 const int64_t i = i0 + u * 32 + lane;
                 const bool has = i < end;
                 const float sum = has ? dot[u] + acc[i - begin] : 0.0f;
-                const double x0 = has ? xnorm[2 * i] : 0.0;
-                const bool maybe = has && !(full && surely_worse<M>(sum, qn0, x0, d, worst));
-                float v = 0.0f;
-                if (__any_sync(~0u, maybe) && maybe)
-                    v = (float)sr_metric_finalize(M, (double)sum, 0.0, qn0, qn1, x0, xnorm[2 * i + 1], d, p);
-                best.offer_lanes(maybe, order_key<float>::of(v, o.largest), i);
+                const float v = has ? (float)sr_metric_finalize(M, (double)sum, 0.0, qn0, qn1, xnorm[2 * i],
+                                                                xnorm[2 * i + 1], d, p)
+                                    : 0.0f;
+                best.offer_lanes(has, order_key<float>::of(v, o.largest), i);
             }
         }
         __syncthreads(); // every warp is done with the sums before they are zeroed or reused
@@ -634,7 +628,6 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     const cold_args cold{Q->rowptr, Q->colind, static_cast<const float *>(Q->values), q0, pl->slot_of,
                          XT->rowptr, XT->colind, static_cast<const float *>(XT->values)};
     const double d = (double)in->X->ncols;
-    const bool bound = sr_setting("SPARSERING_KNN_BOUND", 1) != 0; // 0: the finalizer for every pair (A/B)
     return with_panel_metric(in->metric, [&](auto metric) -> sr_status {
         constexpr sr_metric M = decltype(metric)::value;
         if (longest > kCursors) {
@@ -645,7 +638,7 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
             SR_CUDA_LAUNCHED();
         }
         select_panel<M><<<dim3((unsigned)nq, (unsigned)chunks), kSelThreads, 0, stream_of(ctx)>>>(
-            block.get(), n, in->qnorm + 2 * q0, in->xnorm, d, in->p, cold, o, bound);
+            block.get(), n, in->qnorm + 2 * q0, in->xnorm, d, in->p, cold, o);
         SR_CUDA_LAUNCHED();
         merge_blocks<float><<<grid_for(nq * 32), 256, 0, stream_of(ctx)>>>(
             o, nq, chunks * k, idx, static_cast<float *>(dist->data), dist->row_stride, dist->col_stride);
