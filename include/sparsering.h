@@ -262,9 +262,9 @@ sr_status sr_semiring_output_type(sr_semiring s, sr_type input, sr_type *output)
  * compute in their own precision. */
 typedef enum sr_precision {
     /* default: FP16 products where every value (after the metric's transform: 1 for the set
-     * metrics, the square root for hellinger) is an integer of at most 2048 in magnitude and every
-     * dot product's terms sum below 2^24 (checked on each call: the answer is the float32 path's,
-     * bit for bit); otherwise a product of TF32 operands split in two (3 products) that keeps
+     * metrics, the square root for hellinger) lies on a grid 2^-e (counts e = 0, half stars e = 1)
+     * with at most 2048 steps in magnitude and every dot product's terms sum below 2^24 steps of
+     * their grid (checked on each call: the answer is the float32 path's, bit for bit); otherwise a product of TF32 operands split in two (3 products) that keeps
      * float32 accuracy (about 1e-6 relative to |q||x|) */
     SR_PRECISION_EXACT = 0,
     SR_PRECISION_TF32 = 1,    /* one TF32 product: fastest; dot products to about 1e-3 of |q||x| */

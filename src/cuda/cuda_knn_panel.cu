@@ -630,7 +630,7 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     const double d = (double)in->X->ncols;
     return with_panel_metric(in->metric, [&](auto metric) -> sr_status {
         constexpr sr_metric M = decltype(metric)::value;
-        if (longest > kCursors) {
+        if (longest > kCursors && pl->coverage < 1.0) { // (a panel of every column leaves no cold entry)
             const int64_t warps = kSelThreads / 32, per_block = warps * kLongPerWarp;
             const int64_t split = std::min<int64_t>((longest - kCursors + per_block - 1) / per_block, kLongSplitMax);
             add_long_rows<M><<<dim3((unsigned)nq, (unsigned)split), kSelThreads, 0, stream_of(ctx)>>>(block.get(), n,
