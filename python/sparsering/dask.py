@@ -299,6 +299,130 @@ def _as_bool(block):
     return _Block(sp.csr_matrix(block.rows, dtype=bool), block.start)
 
 
+def _column_counts(block):
+    return np.bincount(block.rows.indices, minlength=block.rows.shape[1])
+
+
+def _sum_arrays(*parts):
+    return np.sum(parts, axis=0)
+
+
+def _cuts_of(counts, parts):
+    """Column ranges of about equal nonzeros (balanced_row_blocks' rule on the columns' counts)."""
+    n = len(counts)
+    ends = np.searchsorted(np.cumsum(counts), np.linspace(0, counts.sum(), parts + 1)[1:-1], side="right")
+    bounds = np.unique(np.concatenate([[0], ends, [n]]))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a] or [(0, n)]
+
+
+def _transposed_pieces(block, cuts):
+    """Block i's columns cut at `cuts`, each piece transposed: piece j holds columns cuts[j] as
+    rows and block i's rows as columns."""
+    T = block.rows.T.tocsr()
+    return [T[a:b] for a, b in cuts]
+
+
+def _stack_pieces(start, *pieces):
+    """Row block of the transpose: the pieces of every source block side by side, in the source
+    blocks' order (consecutive from row 0, so each piece's columns land on its rows)."""
+    R = sp.hstack(pieces, format="csr")
+    R.sort_indices()
+    return _Block(R, start)
+
+
+# ALS-WR on row blocks (sparsering.factorize's algorithm, src/algorithms/factorize.c): each half
+# sweep solves every row of one side from the other side's factors alone, so a block's rows are
+# solved on its worker with the other factor sent there once; the same CG, step for step.
+
+def _centered_block(block, mu, dtype):
+    """The block with its ratings less mu (in dtype, as sparsering's S) and in float64 (the RMSE's)."""
+    centered = block.rows.data.astype(np.float64) - mu
+    S = sp.csr_matrix((centered.astype(dtype), block.rows.indices, block.rows.indptr), shape=block.rows.shape)
+    return _Block(S, block.start), centered
+
+
+def _as_part(block):
+    """An item block as _als_half takes it (no RMSE values: the RMSE is the users' side's)."""
+    return block, None
+
+
+def _block_sum_count(block):
+    return float(np.sum(block.rows.data, dtype=np.float64)), int(block.rows.nnz)
+
+
+def _row_dot(x, y):
+    """Σ_k x[i, k]·y[i, k] for each row, k in order (the C loop's sums, bit for bit)."""
+    s = np.zeros(x.shape[0])
+    for k in range(x.shape[1]):
+        s += x[:, k] * y[:, k]
+    return s
+
+
+def _als_half(part, X, Y, lam, cg_steps, backend):
+    """This block's rows of one side's factors (float64, rows × K) after cg_steps of CG from X,
+    given the other side's factors Y (in the ratings' type): factorize.c's solve_side."""
+    import sparsering as sr
+    block, _ = part
+    S = block.matrix(backend)
+    t = Y.dtype
+    count = np.diff(block.rows.indptr).astype(np.float64)
+    weight = (lam * count)[:, None]
+
+    def gram(P):
+        q = sr.sddmm_spmm(S, np.ascontiguousarray(P, dtype=t), Y, Y, pattern=True).astype(np.float64)
+        q += weight * P
+        return q
+
+    X = np.array(X, dtype=np.float64)
+    b = sr.spmm(S, Y).astype(np.float64)
+    q = gram(X)
+    empty = count == 0
+    X[empty] = 0.0
+    r = np.where(empty[:, None], 0.0, b - q)
+    p = r.copy()
+    rs = _row_dot(r, r)
+    for _ in range(int(cg_steps)):
+        q = gram(p)
+        pq = _row_dot(p, q)
+        live = (pq > 0) & (rs > 0)
+        alpha = (rs[live] / pq[live])[:, None]
+        X[live] += alpha * p[live]
+        r[live] -= alpha * q[live]
+        nxt = _row_dot(r[live], r[live])
+        p[live] = r[live] + (nxt / rs[live])[:, None] * p[live]
+        rs[live] = nxt
+    return X
+
+
+def _factor_block(start, stop, K, seed):
+    """Rows [start, stop) of sparsering.factorize's seeded item factors (its splitmix64 draw)."""
+    with np.errstate(over="ignore"):
+        z = np.uint64(seed) + np.uint64(0x9E3779B97F4A7C15) * np.arange(start * K + 1, stop * K + 1, dtype=np.uint64)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    u = (z >> np.uint64(11)).astype(np.float64) / 9007199254740992.0
+    return ((u - 0.5) / np.sqrt(K)).reshape(stop - start, K)
+
+
+def _concat_factor(dtype, *blocks):
+    return np.ascontiguousarray(np.concatenate(blocks) if blocks else np.zeros((0, 0)), dtype=dtype)
+
+
+def _squared_error(part, W, H, backend):
+    """Σ over the block's ratings of (centered value − w_i·h_j)² (W: the block's rows)."""
+    import sparsering as sr
+    block, centered = part
+    if block.rows.nnz == 0:
+        return 0.0
+    pred = sr.sddmm_values(block.matrix(backend), np.ascontiguousarray(W, dtype=H.dtype), H, pattern=True)
+    return float(np.sum((centered - pred) ** 2))
+
+
+def _total(*values):
+    return float(sum(values))
+
+
 class RowMatrix:
     """A sparse matrix as row blocks that live on the workers of a dask.distributed cluster, each
     a scipy CSR block that becomes a sparsering Matrix on its worker (its GPU when it has one)
@@ -322,12 +446,14 @@ class RowMatrix:
     # constructors
     @classmethod
     def from_scipy(cls, client, X, parts=None):
-        """Row blocks of about equal nonzeros (one a worker unless `parts` says), scattered from
-        the client: for data that fits on it."""
+        """Row blocks of about equal nonzeros (one a worker unless `parts` says) sent from the
+        client, for data that fits on it. Each block is a task that holds its rows (not scattered
+        data), so the scheduler can build a block again when the worker that held it is lost."""
         X = sp.csr_matrix(X)
         workers = _workers(client)
         cuts = balanced_row_blocks(X, parts or len(workers)) if X.shape[0] else []
-        blocks = [client.scatter(_Block(X[a:b], a), workers=[workers[j % len(workers)]], hash=False)
+        blocks = [client.submit(_as_block, X[a:b], int(a), workers=[workers[j % len(workers)]],
+                                allow_other_workers=True, pure=False)
                   for j, (a, b) in enumerate(cuts)]
         return cls(client, blocks, [a for a, _ in cuts], X.shape, X.dtype)
 
@@ -467,6 +593,75 @@ class RowMatrix:
             blocks.append(self.client.submit(_block_sddmm, blk, rows, Bf, alpha, beta, pattern, backend, pure=False))
         return RowMatrix(self.client, blocks, self.starts, self.shape, np.result_type(A.dtype, B.dtype))
 
+    def transpose(self, parts=None):
+        """This matrix's transpose as a RowMatrix, its row blocks (this matrix's columns) of about
+        equal nonzeros, one a worker unless `parts` says: each block cut and transposed on its
+        worker, the pieces of a new block stacked on a worker; the client sees only the columns'
+        counts."""
+        workers = _workers(self.client)
+        counts = self.client.submit(_sum_arrays, *[self.client.submit(_column_counts, b, pure=False)
+                                                   for b in self.blocks], pure=False).result() \
+            if self.blocks else np.zeros(self.shape[1], dtype=np.int64)
+        cuts = _cuts_of(np.asarray(counts), parts or len(workers)) if self.shape[1] else []
+        split = [self.client.submit(_transposed_pieces, b, cuts, pure=False) for b in self.blocks]
+        blocks = []
+        for j, (a, _) in enumerate(cuts):
+            pieces = [self.client.submit(operator.getitem, sb, j, pure=False) for sb in split]
+            blocks.append(self.client.submit(_stack_pieces, a, *pieces, workers=[workers[j % len(workers)]],
+                                             allow_other_workers=True, pure=False))
+        return RowMatrix(self.client, blocks, [a for a, _ in cuts], (self.shape[1], self.shape[0]), self.dtype)
+
+    def factorize(self, rank=32, *, lam=0.1, iterations=10, cg_steps=3, seed=42, center=True, dtype=np.float32,
+                  item_parts=None, backend=None, callback=None):
+        """ALS-WR matrix factorization of these ratings (users × items, an entry per rating),
+        sparsering.factorize's algorithm and arguments on row blocks: the users' factors live with
+        this matrix's row blocks and the items' with the row blocks of its transpose (made once,
+        `item_parts` of them); each half sweep solves a block's rows on its worker (cg_steps of CG,
+        each product one fused SDDMM→SpMM) with the other side's factors sent there once. The
+        client holds neither the ratings nor the factors. callback(step) after each sweep with
+        (iteration, train_rmse, seconds); a true result stops. Returns (W, H, mean, history):
+        W (users × rank) and H (items × rank) as dask arrays of their blocks."""
+        import time
+
+        import dask.array as da
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float32, np.float64):
+            raise InvalidArgumentError("factorize: dtype must be float32 or float64")
+        if not (1 <= int(rank) <= 4096) or int(iterations) < 0 or int(cg_steps) < 1 or not lam >= 0:
+            raise InvalidArgumentError(f"factorize: rank {rank} (1..4096), iterations {iterations} (>= 0), "
+                                       f"cg_steps {cg_steps} (>= 1) and lam {lam} (>= 0) are not all valid")
+        t0, K, submit = time.perf_counter(), int(rank), self.client.submit
+        sums = self.client.gather([submit(_block_sum_count, b, pure=False) for b in self.blocks])
+        nnz = sum(c for _, c in sums)
+        mu = sum(v for v, _ in sums) / nnz if center and nnz else 0.0
+        users = [submit(_centered_block, b, mu, dtype, pure=False) for b in self.blocks]
+        ratings = RowMatrix(self.client, [submit(operator.getitem, u, 0, pure=False) for u in users],
+                            self.starts, self.shape, dtype)
+        items_side = ratings.transpose(item_parts)
+        items = [submit(_as_part, b, pure=False) for b in items_side.blocks]
+        W = [submit(np.zeros, (r, K), pure=False) for r in self._rows()]
+        H = [submit(_factor_block, a, b, K, int(seed), pure=False)
+             for a, b in zip(items_side.starts, items_side._stops())]
+        history = []
+        for it in range(1, int(iterations) + 1):
+            Hf = submit(_concat_factor, dtype, *H, pure=False)
+            W = [submit(_als_half, u, w, Hf, float(lam), int(cg_steps), backend, pure=False) for u, w in zip(users, W)]
+            Wf = submit(_concat_factor, dtype, *W, pure=False)
+            H = [submit(_als_half, v, h, Wf, float(lam), int(cg_steps), backend, pure=False) for v, h in zip(items, H)]
+            Hf = submit(_concat_factor, dtype, *H, pure=False)
+            err = submit(_total, *[submit(_squared_error, u, w, Hf, backend, pure=False) for u, w in zip(users, W)],
+                         pure=False).result()
+            step = (it, float(np.sqrt(err / nnz)) if nnz else float("nan"), time.perf_counter() - t0)
+            history.append(step)
+            if callback is not None and callback(step):
+                break
+
+        def as_array(futures, rows):
+            parts = [da.from_delayed(submit(np.ascontiguousarray, f, dtype, pure=False), shape=(int(r), K), dtype=dtype)
+                     for f, r in zip(futures, rows)]
+            return da.concatenate(parts) if parts else da.zeros((0, K), dtype=dtype)
+        return as_array(W, self._rows()), as_array(H, items_side._rows()), mu, history
+
     def pagerank(self, damping=0.85, *, tol=1e-6, max_iter=100, backend=None):
         """PageRank of the graph this square matrix holds (row i's entries: the edges out of i,
         weights >= 0), networkx's iteration as sparsering.pagerank: from 1/n until
@@ -479,7 +674,7 @@ class RowMatrix:
         if n == 0:
             return np.zeros(0), 0
         parts = [self.client.submit(_pagerank_block, b, pure=False) for b in self.blocks]
-        r = self.client.scatter(np.full(n, 1.0 / n), broadcast=True, hash=False)
+        r = self.client.submit(np.full, n, 1.0 / n, pure=False)  # a task, not scattered data: it has lineage
         it = 0
         for it in range(1, int(max_iter) + 1):
             partials = [self.client.submit(_pagerank_partial, part, r, backend, pure=False) for part in parts]

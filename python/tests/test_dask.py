@@ -244,3 +244,88 @@ def test_row_matrix_transitive_closure_is_the_one_process_answer(client, rng):
     assert got.nnz == want.nnz > G.nnz
     np.testing.assert_array_equal(got.indptr, want.indptr)
     np.testing.assert_array_equal(got.indices, want.indices)
+
+
+def test_row_matrix_transpose_is_the_transpose(client, rng):
+    X = _data(rng, rows=700, cols=260)
+    R = srd.RowMatrix.from_scipy(client, X, parts=3)
+    T = R.transpose(parts=4)
+    assert T.shape == (260, 700) and T.nblocks == 4 and T.starts[0] == 0
+    got = T.to_scipy()
+    want = X.T.tocsr()
+    want.sort_indices()
+    assert (got != want).nnz == 0 and got.has_sorted_indices
+
+
+def _ratings(rng, users=400, items=150, per_user=12):
+    rows, cols = [], []
+    for u in range(users):
+        if u % 37 == 5:
+            continue  # a user with no ratings
+        picked = rng.choice(items - 3, size=per_user, replace=False)  # the last 3 items: no ratings
+        rows += [u] * per_user
+        cols += list(picked)
+    vals = rng.integers(1, 11, len(rows)) * 0.5
+    return sp.csr_matrix((vals, (rows, cols)), shape=(users, items))
+
+
+@pytest.mark.parametrize("dtype,center", [(np.float64, False), (np.float32, True)])
+def test_row_matrix_factorize_matches_one_process(client, rng, dtype, center):
+    R = _ratings(rng)
+    want = sr.factorize(R, rank=6, lam=0.05, iterations=4, cg_steps=3, seed=9, center=center, dtype=dtype,
+                        context=sr.Context("cpu"))
+    W, H, mean, history = srd.RowMatrix.from_scipy(client, R, parts=3).factorize(
+        rank=6, lam=0.05, iterations=4, cg_steps=3, seed=9, center=center, dtype=dtype, item_parts=2, backend="cpu")
+    W, H = W.compute(), H.compute()
+    assert W.shape == want.W.shape and H.shape == want.H.shape and W.dtype == np.dtype(dtype)
+    # the same CG row by row, bit for bit; only the mean (summed block by block) and the RMSE's sum
+    # may round differently
+    np.testing.assert_allclose(mean, want.mean, rtol=1e-14)
+    if center:
+        tol = 1e-12 if dtype == np.float64 else 2e-5  # a last-bit mean moves every rating
+        np.testing.assert_allclose(W, want.W, rtol=tol, atol=tol)
+        np.testing.assert_allclose(H, want.H, rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(W, want.W)
+        np.testing.assert_array_equal(H, want.H)
+    np.testing.assert_allclose([h[1] for h in history], [h[1] for h in want.history], rtol=1e-12)
+    assert [h[0] for h in history] == [1, 2, 3, 4]
+    assert history[-1][1] < history[0][1]  # the fit improves
+    assert np.all(W[[5, 42]] == 0)  # users without ratings keep zero factors
+
+
+def test_row_matrix_pagerank_survives_a_worker_dying(rng):
+    """A worker killed while PageRank iterates: the steps it held are recomputed from their
+    lineage and the ranks and iteration count are the one-process ones."""
+    import os
+    import threading
+    import time
+    G = sp.random(3000, 3000, density=0.002, format="csr", random_state=rng, dtype=np.float64)
+    want, info = sr.pagerank(G, tol=1e-15, max_iter=60)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with distributed.Client(cluster) as c:
+        c.wait_for_workers(2, timeout=120)
+        R = srd.RowMatrix.from_scipy(c, G, parts=4)
+        out, started = {}, threading.Event()
+
+        def run():
+            started.set()
+            try:
+                out["ranks"], out["it"] = R.pagerank(tol=1e-15, max_iter=60)
+            except Exception as e:  # reported below
+                out["error"] = e
+        t = threading.Thread(target=run)
+        t.start()
+        started.wait()
+        time.sleep(0.3)
+        killed_midway = t.is_alive()
+        try:
+            c.run(os._exit, 1, workers=[next(iter(c.scheduler_info()["workers"]))])
+        except Exception:
+            pass
+        t.join(timeout=300)
+        assert killed_midway, "PageRank ended before the worker was killed: make the graph larger"
+        assert "error" not in out, f"PageRank failed when the worker died: {out.get('error')!r}"
+        assert out["it"] == info.iterations
+        np.testing.assert_allclose(out["ranks"], want, rtol=1e-12, atol=1e-15)
+    cluster.close()
