@@ -149,16 +149,30 @@ def kneighbors_graph(client, X, n_neighbors, mode="connectivity", metric="minkow
                                    "when each row is left out of its own list)")
     dist, ind = kneighbors(client, X, None, k + extra, metric, p=p if metric == "minkowski" else None, dtype=dtype,
                            parts=parts, batch_rows=batch_rows, backend=backend)
-    if extra:  # drop each row itself, or the last when it is not among the k + 1
-        own = ind == np.arange(n)[:, None]
-        drop = np.where(own.any(1), own.argmax(1), k)
+    return _graph_rows((dist, ind), 0, n, k, mode, bool(extra))
+
+
+def _graph_rows(answer, start, n, k, mode, drop_self):
+    """Rows start.. of a k-NN graph over n columns from their (distances, indices): 1.0 or the
+    distance a neighbour, columns ascending in each row, as the one-process graph; drop_self:
+    the answer holds k + 1 a row, and each row itself is left out, or the nearest when equal rows
+    of smaller index pushed it out (as sr_knn_graph and scikit-learn do)."""
+    dist, ind = answer
+    rows = ind.shape[0]
+    if drop_self:
+        own = ind == np.arange(start, start + rows)[:, None]
+        drop = np.where(own.any(1), own.argmax(1), 0)
         keep = np.ones_like(own)
-        keep[np.arange(n), drop] = False
-        dist, ind = dist[keep].reshape(n, k), ind[keep].reshape(n, k)
-    data = np.ones(n * k) if mode == "connectivity" else dist.ravel()
-    G = sp.csr_matrix((data, ind.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
-    G.sort_indices()  # columns ascending in each row, as the one-process graph
+        keep[np.arange(rows), drop] = False
+        dist, ind = dist[keep].reshape(rows, k), ind[keep].reshape(rows, k)
+    data = np.ones(rows * k) if mode == "connectivity" else dist.ravel()
+    G = sp.csr_matrix((data, ind.ravel(), np.arange(0, rows * k + 1, k)), shape=(rows, n))
+    G.sort_indices()
     return G
+
+
+def _graph_block(answer, start, n, k, mode, drop_self):
+    return _Block(_graph_rows(answer, start, n, k, mode, drop_self), start)
 
 
 # ------------------------------------------------------------------ a matrix as a collection of row blocks
@@ -529,13 +543,9 @@ class RowMatrix:
             raise InvalidArgumentError(f"kneighbors: k = {k}, but the index has {self.shape[0]} rows (k must be 1..rows)")
         if queries.shape[1] != self.shape[1]:
             raise InvalidArgumentError(f"kneighbors: the queries have {queries.shape[1]} columns, the index {self.shape[1]}")
-        largest = metric == "inner_product"
         kind = np.dtype(dtype) if dtype is not None else np.dtype(np.float32 if self.dtype == np.float32 else np.float64)
         dists, inds = [], []
-        for qb, rows in zip(queries.blocks, queries._rows()):
-            cands = [self.client.submit(_block_candidates, ib, qb, k, metric, p, dtype, backend, pure=False)
-                     for ib in self.blocks]
-            merged = self.client.submit(_merge_candidates, k, largest, *cands, pure=False)
+        for merged, rows in zip(self._merged_answers(queries, k, metric, p, dtype, backend), queries._rows()):
             dists.append(da.from_delayed(self.client.submit(operator.getitem, merged, 0), shape=(int(rows), k),
                                          dtype=kind))
             inds.append(da.from_delayed(self.client.submit(operator.getitem, merged, 1), shape=(int(rows), k),
@@ -543,6 +553,33 @@ class RowMatrix:
         if not dists:
             return da.zeros((0, k)), da.zeros((0, k), dtype=np.int64)
         return da.concatenate(dists), da.concatenate(inds)
+
+    def _merged_answers(self, queries, k, metric, p, dtype, backend):
+        """A future a query block: its (distances, indices) against every index block, merged on a worker."""
+        largest = metric == "inner_product"
+        for qb in queries.blocks:
+            cands = [self.client.submit(_block_candidates, ib, qb, k, metric, p, dtype, backend, pure=False)
+                     for ib in self.blocks]
+            yield self.client.submit(_merge_candidates, k, largest, *cands, pure=False)
+
+    def kneighbors_graph(self, n_neighbors, mode="connectivity", metric="euclidean", *, p=None, include_self=False,
+                         dtype=None, backend=None):
+        """The k-nearest-neighbour graph of this matrix's rows (sparsering.kneighbors_graph's):
+        each row's k nearest rows (k + 1 less the row itself unless include_self), 1.0 or the
+        distance a neighbour, as a RowMatrix of this matrix's row blocks, each built on a worker
+        from its merged answer (no process holds the whole graph unless asked: .to_scipy())."""
+        if mode not in ("connectivity", "distance"):
+            raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
+        n, k = self.shape[0], int(n_neighbors)
+        extra = 0 if include_self else 1
+        if not 1 <= k + extra <= n:
+            raise InvalidArgumentError(f"kneighbors_graph: n_neighbors = {k}, but the matrix has {n} rows (at most "
+                                       f"rows{'' if include_self else ' - 1 when each row is left out of its own list'})")
+        blocks = [self.client.submit(_graph_block, merged, int(start), n, k, mode, bool(extra), pure=False)
+                  for merged, start in zip(self._merged_answers(self, k + extra, metric, p, dtype, backend), self.starts)]
+        kind = np.float64 if mode == "connectivity" or (dtype is None and self.dtype != np.float32) else \
+            np.dtype(dtype or np.float32)
+        return RowMatrix(self.client, blocks, self.starts, (n, n), kind)
 
     def radius_neighbors_graph(self, radius, queries=None, mode="connectivity", metric="euclidean", *, p=None,
                                include_self=False, dtype=None, backend=None):

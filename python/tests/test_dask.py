@@ -329,3 +329,50 @@ def test_row_matrix_pagerank_survives_a_worker_dying(rng):
         assert out["it"] == info.iterations
         np.testing.assert_allclose(out["ranks"], want, rtol=1e-12, atol=1e-15)
     cluster.close()
+
+
+@pytest.mark.parametrize("mode", ["connectivity", "distance"])
+@pytest.mark.parametrize("include_self", [False, True])
+def test_row_matrix_kneighbors_graph_is_the_one_process_graph(client, mode, include_self):
+    X = _data(np.random.default_rng(29), rows=650)
+    want = sr.kneighbors_graph(X, 5, mode=mode, metric="cosine", include_self=include_self, context=sr.Context("cpu"))
+    G = srd.RowMatrix.from_scipy(client, X, parts=3).kneighbors_graph(5, mode=mode, metric="cosine",
+                                                                      include_self=include_self, backend="cpu")
+    assert isinstance(G, srd.RowMatrix) and G.shape == (650, 650) and G.starts == [0] + G.starts[1:]
+    got = G.to_scipy()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_array_equal(got.data, want.data)
+    with pytest.raises(sr.InvalidArgumentError, match="n_neighbors"):
+        srd.RowMatrix.from_scipy(client, X[:4]).kneighbors_graph(4)
+
+
+def test_client_memory_stays_near_what_it_asks_for(client, tmp_path):
+    """16 shards on disk, their all-vs-all k-NN graph as a RowMatrix: the client reads only the
+    shards' headers and gets back the graph's entry count, so its peak allocation (tracemalloc,
+    numpy included) does not grow with the matrix: a matrix 8 times larger moves it by less than
+    a tenth of the difference (dask's own bookkeeping, the same for both, is the rest)."""
+    import tracemalloc
+
+    def peak_for(rows, folder):
+        rng = np.random.default_rng(31)
+        folder.mkdir()
+        paths = []
+        for j in range(16):
+            part = sp.random(rows, 4000, density=0.01, format="csr", random_state=rng, dtype=np.float64)
+            paths.append(folder / f"part{j:02d}.npz")
+            sp.save_npz(paths[-1], part, compressed=False)
+        tracemalloc.start()
+        R = srd.RowMatrix.from_shards(client, paths)
+        G = R.kneighbors_graph(5, mode="distance", metric="cosine", backend="cpu")
+        entries = sum(client.gather([client.submit(lambda b: b.rows.nnz, blk, pure=False) for blk in G.blocks]))
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert G.shape == (16 * rows, 16 * rows) and entries == 16 * rows * 5
+        return peak, 16 * rows * 4000 * 0.01 * 12  # the matrix's values and column indices
+
+    small, small_bytes = peak_for(250, tmp_path / "small")
+    big, big_bytes = peak_for(2000, tmp_path / "big")
+    assert big - small < (big_bytes - small_bytes) / 10, \
+        f"the client's peak grew by {(big - small) / 1e6:.2f} MB for {(big_bytes - small_bytes) / 1e6:.1f} MB more matrix"
