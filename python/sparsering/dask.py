@@ -648,16 +648,18 @@ class RowMatrix:
                                              allow_other_workers=True, pure=False))
         return RowMatrix(self.client, blocks, [a for a, _ in cuts], (self.shape[1], self.shape[0]), self.dtype)
 
-    def factorize(self, rank=32, *, lam=0.1, iterations=10, cg_steps=3, seed=42, center=True, dtype=np.float32,
-                  item_parts=None, backend=None, callback=None):
+    def factorize(self, rank=32, *, test=None, lam=0.1, iterations=10, cg_steps=3, seed=42, center=True,
+                  dtype=np.float32, item_parts=None, backend=None, callback=None):
         """ALS-WR matrix factorization of these ratings (users × items, an entry per rating),
         sparsering.factorize's algorithm and arguments on row blocks: the users' factors live with
         this matrix's row blocks and the items' with the row blocks of its transpose (made once,
         `item_parts` of them); each half sweep solves a block's rows on its worker (cg_steps of CG,
         each product one fused SDDMM→SpMM) with the other side's factors sent there once. The
-        client holds neither the ratings nor the factors. callback(step) after each sweep with
-        (iteration, train_rmse, seconds); a true result stops. Returns (W, H, mean, history):
-        W (users × rank) and H (items × rank) as dask arrays of their blocks."""
+        client holds neither the ratings nor the factors. test: held-out ratings as a RowMatrix of
+        this shape and these row blocks, scored after every sweep. callback(step) after each sweep
+        with (iteration, train_rmse, test_rmse, seconds), as sparsering.factorize's history (test_rmse
+        NaN without test); a true result stops. Returns (W, H, mean, history): W (users × rank) and
+        H (items × rank) as dask arrays of their blocks."""
         import time
 
         import dask.array as da
@@ -667,11 +669,17 @@ class RowMatrix:
         if not (1 <= int(rank) <= 4096) or int(iterations) < 0 or int(cg_steps) < 1 or not lam >= 0:
             raise InvalidArgumentError(f"factorize: rank {rank} (1..4096), iterations {iterations} (>= 0), "
                                        f"cg_steps {cg_steps} (>= 1) and lam {lam} (>= 0) are not all valid")
+        if test is not None and (test.shape != self.shape or [int(a) for a in test.starts] != [int(a) for a in self.starts]):
+            raise InvalidArgumentError("factorize: the test ratings must be a RowMatrix of the ratings' shape and row "
+                                       f"blocks ({self.shape}, blocks starting at {[int(a) for a in self.starts]})")
         t0, K, submit = time.perf_counter(), int(rank), self.client.submit
         sums = self.client.gather([submit(_block_sum_count, b, pure=False) for b in self.blocks])
         nnz = sum(c for _, c in sums)
         mu = sum(v for v, _ in sums) / nnz if center and nnz else 0.0
         users = [submit(_centered_block, b, mu, dtype, pure=False) for b in self.blocks]
+        held_out = [] if test is None else [submit(_centered_block, b, mu, dtype, pure=False) for b in test.blocks]
+        held_nnz = sum(c for _, c in self.client.gather([submit(_block_sum_count, b, pure=False)
+                                                         for b in (test.blocks if test is not None else [])]))
         ratings = RowMatrix(self.client, [submit(operator.getitem, u, 0, pure=False) for u in users],
                             self.starts, self.shape, dtype)
         items_side = ratings.transpose(item_parts)
@@ -688,7 +696,10 @@ class RowMatrix:
             Hf = submit(_concat_factor, dtype, *H, pure=False)
             err = submit(_total, *[submit(_squared_error, u, w, Hf, backend, pure=False) for u, w in zip(users, W)],
                          pure=False).result()
-            step = (it, float(np.sqrt(err / nnz)) if nnz else float("nan"), time.perf_counter() - t0)
+            held = submit(_total, *[submit(_squared_error, t, w, Hf, backend, pure=False) for t, w in zip(held_out, W)],
+                          pure=False).result() if held_out else 0.0
+            step = (it, float(np.sqrt(err / nnz)) if nnz else float("nan"),
+                    float(np.sqrt(held / held_nnz)) if held_nnz else float("nan"), time.perf_counter() - t0)
             history.append(step)
             if callback is not None and callback(step):
                 break
