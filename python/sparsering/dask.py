@@ -35,11 +35,16 @@ __all__ = ["RowMatrix", "balanced_row_blocks", "kneighbors", "kneighbors_graph"]
 
 def balanced_row_blocks(X, parts):
     """[(start, stop), ...]: at most `parts` consecutive row ranges of CSR X holding about
-    X.nnz / parts entries each (a prefix sum of the row lengths cut at multiples of nnz / parts;
-    the sddmm paper's nnz-balanced 1-D partition), none empty of rows."""
-    X = sp.csr_matrix(X)
-    n, parts = X.shape[0], max(1, min(int(parts), X.shape[0]))
-    cuts = np.searchsorted(X.indptr, np.arange(1, parts) * (X.nnz / parts), side="left")
+    X.nnz / parts entries each (the sddmm paper's nnz-balanced 1-D partition), none empty of rows."""
+    return _balanced_ranges(sp.csr_matrix(X).indptr, parts)
+
+
+def _balanced_ranges(prefix, parts):
+    """At most `parts` consecutive ranges of the len(prefix) - 1 items whose running total is
+    `prefix` (prefix[0] = 0), about prefix[-1] / parts each: the prefix cut at its multiples."""
+    n = len(prefix) - 1
+    parts = max(1, min(int(parts), n))
+    cuts = np.searchsorted(prefix, np.arange(1, parts) * (prefix[-1] / parts), side="left")
     bounds = np.unique(np.clip(np.concatenate(([0], cuts, [n])), 0, n))
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
@@ -169,6 +174,14 @@ def _graph_rows(answer, start, n, k, mode, drop_self):
     G = sp.csr_matrix((data, ind.ravel(), np.arange(0, rows * k + 1, k)), shape=(rows, n))
     G.sort_indices()
     return G
+
+
+def _graph_dtype(mode, dtype, data_dtype):
+    """A neighbour graph's value type: float64 for connectivity, else the distances' (dtype when
+    asked, float32 for float32 data, float64 otherwise)."""
+    if mode == "connectivity":
+        return np.dtype(np.float64)
+    return np.dtype(dtype) if dtype is not None else np.dtype(np.float32 if data_dtype == np.float32 else np.float64)
 
 
 def _graph_block(answer, start, n, k, mode, drop_self):
@@ -321,27 +334,11 @@ def _sum_arrays(*parts):
     return np.sum(parts, axis=0)
 
 
-def _cuts_of(counts, parts):
-    """Column ranges of about equal nonzeros (balanced_row_blocks' rule on the columns' counts)."""
-    n = len(counts)
-    ends = np.searchsorted(np.cumsum(counts), np.linspace(0, counts.sum(), parts + 1)[1:-1], side="right")
-    bounds = np.unique(np.concatenate([[0], ends, [n]]))
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a] or [(0, n)]
-
-
 def _transposed_pieces(block, cuts):
     """Block i's columns cut at `cuts`, each piece transposed: piece j holds columns cuts[j] as
     rows and block i's rows as columns."""
     T = block.rows.T.tocsr()
     return [T[a:b] for a, b in cuts]
-
-
-def _stack_pieces(start, *pieces):
-    """Row block of the transpose: the pieces of every source block side by side, in the source
-    blocks' order (consecutive from row 0, so each piece's columns land on its rows)."""
-    R = sp.hstack(pieces, format="csr")
-    R.sort_indices()
-    return _Block(R, start)
 
 
 # ALS-WR on row blocks (sparsering.factorize's algorithm, src/algorithms/factorize.c): each half
@@ -577,9 +574,7 @@ class RowMatrix:
                                        f"rows{'' if include_self else ' - 1 when each row is left out of its own list'})")
         blocks = [self.client.submit(_graph_block, merged, int(start), n, k, mode, bool(extra), pure=False)
                   for merged, start in zip(self._merged_answers(self, k + extra, metric, p, dtype, backend), self.starts)]
-        kind = np.float64 if mode == "connectivity" or (dtype is None and self.dtype != np.float32) else \
-            np.dtype(dtype or np.float32)
-        return RowMatrix(self.client, blocks, self.starts, (n, n), kind)
+        return RowMatrix(self.client, blocks, self.starts, (n, n), _graph_dtype(mode, dtype, self.dtype))
 
     def radius_neighbors_graph(self, radius, queries=None, mode="connectivity", metric="euclidean", *, p=None,
                                include_self=False, dtype=None, backend=None):
@@ -599,9 +594,8 @@ class RowMatrix:
             parts = [self.client.submit(_block_radius, ib, qb, radius, mode, metric, p, dtype, backend, pure=False)
                      for ib in self.blocks]
             blocks.append(self.client.submit(_join_columns, int(start), own and not include_self, *parts, pure=False))
-        kind = np.float64 if mode == "connectivity" or (dtype is None and self.dtype != np.float32) else np.float32
         return RowMatrix(self.client, blocks, queries.starts, (queries.shape[0], self.shape[0]),
-                         np.dtype(dtype) if dtype is not None and mode == "distance" else kind)
+                         _graph_dtype(mode, dtype, self.dtype))
 
     def mxm(self, B, semiring="plus_times", *, backend=None):
         """C = self ⊕.⊗ B for B a RowMatrix: row block i of C on block i's worker, from the blocks
@@ -639,12 +633,12 @@ class RowMatrix:
         counts = self.client.submit(_sum_arrays, *[self.client.submit(_column_counts, b, pure=False)
                                                    for b in self.blocks], pure=False).result() \
             if self.blocks else np.zeros(self.shape[1], dtype=np.int64)
-        cuts = _cuts_of(np.asarray(counts), parts or len(workers)) if self.shape[1] else []
+        cuts = _balanced_ranges(np.concatenate([[0], np.cumsum(counts)]), parts or len(workers))
         split = [self.client.submit(_transposed_pieces, b, cuts, pure=False) for b in self.blocks]
         blocks = []
         for j, (a, _) in enumerate(cuts):
             pieces = [self.client.submit(operator.getitem, sb, j, pure=False) for sb in split]
-            blocks.append(self.client.submit(_stack_pieces, a, *pieces, workers=[workers[j % len(workers)]],
+            blocks.append(self.client.submit(_join_columns, a, False, *pieces, workers=[workers[j % len(workers)]],
                                              allow_other_workers=True, pure=False))
         return RowMatrix(self.client, blocks, [a for a, _ in cuts], (self.shape[1], self.shape[0]), self.dtype)
 
@@ -694,10 +688,9 @@ class RowMatrix:
             Wf = submit(_concat_factor, dtype, *W, pure=False)
             H = [submit(_als_half, v, h, Wf, float(lam), int(cg_steps), backend, pure=False) for v, h in zip(items, H)]
             Hf = submit(_concat_factor, dtype, *H, pure=False)
-            err = submit(_total, *[submit(_squared_error, u, w, Hf, backend, pure=False) for u, w in zip(users, W)],
-                         pure=False).result()
-            held = submit(_total, *[submit(_squared_error, t, w, Hf, backend, pure=False) for t, w in zip(held_out, W)],
-                          pure=False).result() if held_out else 0.0
+            err, held = self.client.gather([  # both sums in one round trip
+                submit(_total, *[submit(_squared_error, part, w, Hf, backend, pure=False) for part, w in zip(side, W)],
+                       pure=False) for side in (users, held_out)])
             step = (it, float(np.sqrt(err / nnz)) if nnz else float("nan"),
                     float(np.sqrt(held / held_nnz)) if held_nnz else float("nan"), time.perf_counter() - t0)
             history.append(step)

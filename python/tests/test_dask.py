@@ -1,4 +1,7 @@
 """sparsering.dask against the one-process answer, on a LocalCluster of two CPU worker processes."""
+import contextlib
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -9,13 +12,28 @@ distributed = pytest.importorskip("dask.distributed")
 import sparsering.dask as srd  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def client():
+@contextlib.contextmanager
+def _two_workers():
+    """A client of a fresh LocalCluster of two single-threaded worker processes."""
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     with distributed.Client(cluster) as c:
         c.wait_for_workers(2, timeout=120)
         yield c
     cluster.close()
+
+
+def _kill_worker(c, address):
+    """The worker's process ends at once (its nanny starts another); the call may see it go."""
+    try:
+        c.run(os._exit, 1, workers=[address])
+    except Exception:
+        pass
+
+
+@pytest.fixture(scope="module")
+def client():
+    with _two_workers() as c:
+        yield c
 
 
 def _data(rng, rows=1200, cols=300, density=0.03):
@@ -211,27 +229,20 @@ def test_row_matrix_pagerank_matches_one_process(client, rng):
 def test_row_matrix_survives_a_worker_dying(rng, tmp_path):
     """A worker killed during a k-NN: its blocks are recomputed from the shards (the collection's
     lineage) on the workers left and the answer is the same."""
-    import os
     X = _data(rng, rows=900, cols=100)
     paths = []
     for j, (a, b) in enumerate([(0, 300), (300, 600), (600, 900)]):
         paths.append(tmp_path / f"part{j}.npz")
         sp.save_npz(paths[-1], X[a:b])
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    with distributed.Client(cluster) as c:
-        c.wait_for_workers(2, timeout=120)
+    with _two_workers() as c:
         R = srd.RowMatrix.from_shards(c, paths)
         distributed.wait(R.blocks)
         victim = next(iter(c.who_has(R.blocks)[R.blocks[0].key]))
         dist, ind = R.kneighbors(k=6, metric="cosine")
-        try:
-            c.run(os._exit, 1, workers=[victim])  # the process ends mid-call; its nanny starts another
-        except Exception:
-            pass
+        _kill_worker(c, victim)  # mid-call
         want_d, want_i = sr.kneighbors(X, X, k=6, metric="cosine")
         np.testing.assert_array_equal(ind.compute(), want_i)
         np.testing.assert_array_equal(dist.compute(), want_d)
-    cluster.close()
 
 
 def test_row_matrix_transitive_closure_is_the_one_process_answer(client, rng):
@@ -305,14 +316,11 @@ def test_row_matrix_factorize_matches_one_process(client, rng, dtype, center):
 def test_row_matrix_pagerank_survives_a_worker_dying(rng):
     """A worker killed while PageRank iterates: the steps it held are recomputed from their
     lineage and the ranks and iteration count are the one-process ones."""
-    import os
     import threading
     import time
     G = sp.random(3000, 3000, density=0.002, format="csr", random_state=rng, dtype=np.float64)
     want, info = sr.pagerank(G, tol=1e-15, max_iter=60)
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    with distributed.Client(cluster) as c:
-        c.wait_for_workers(2, timeout=120)
+    with _two_workers() as c:
         R = srd.RowMatrix.from_scipy(c, G, parts=4)
         out, started = {}, threading.Event()
 
@@ -327,16 +335,12 @@ def test_row_matrix_pagerank_survives_a_worker_dying(rng):
         started.wait()
         time.sleep(0.3)
         killed_midway = t.is_alive()
-        try:
-            c.run(os._exit, 1, workers=[next(iter(c.scheduler_info()["workers"]))])
-        except Exception:
-            pass
+        _kill_worker(c, next(iter(c.scheduler_info()["workers"])))
         t.join(timeout=300)
         assert killed_midway, "PageRank ended before the worker was killed: make the graph larger"
         assert "error" not in out, f"PageRank failed when the worker died: {out.get('error')!r}"
         assert out["it"] == info.iterations
         np.testing.assert_allclose(out["ranks"], want, rtol=1e-12, atol=1e-15)
-    cluster.close()
 
 
 @pytest.mark.parametrize("mode", ["connectivity", "distance"])
