@@ -164,6 +164,22 @@ static void metrics_of(sr_context ctx, const char *what, const test_csr *xs, con
     sr_matrix_free(X);
 }
 
+/* A row of `width` entries of `top` (2^11 steps of the values' grid) reaches |q||x| = 2^24 steps
+ * at width 4: the split product there, FP16 bit for bit at width 3. */
+static void norm_at_the_edge(sr_context ctx, const char *what, value_kind kind, float top)
+{
+    for (int width = 3; width <= 4; width++) {
+        char label[96];
+        snprintf(label, sizeof label, "%s, |q||x| %s 2^24 steps", what, width == 4 ? "=" : "under");
+        test_csr w = with_heavy_row(400, 300, 17, width, kind, top);
+        sr_matrix X = on_device(ctx, &w);
+        compare(ctx, label, X, X, w.nrows, 5, SR_METRIC_INNER_PRODUCT, SR_PRECISION_EXACT,
+                width == 4 ? "3xTF32" : "FP16 (exact)", width == 4 ? 1e-5 : -1.0);
+        sr_matrix_free(X);
+        test_csr_free(&w);
+    }
+}
+
 static void every_metric(sr_context ctx, const char *what, const test_csr *xs, const test_csr *qs,
                          sr_precision precision, const char *mode, double tol)
 {
@@ -205,14 +221,7 @@ int main(void)
 
     /* |q||x| reaching 2^24 turns FP16 down: a row of 4 entries of 2048 has |q|^2 = 2^24 (its dot
      * product with itself is 2^24); 3 of them keep |q||x| below it, and FP16 */
-    for (int width = 3; width <= 4; width++) {
-        test_csr w = with_heavy_row(400, 300, 17, width, VALUES_COUNTS, 2048.0f);
-        X = on_device(ctx, &w);
-        compare(ctx, width == 4 ? "|q||x| = 2^24" : "|q||x| under 2^24", X, X, w.nrows, 5, SR_METRIC_INNER_PRODUCT,
-                SR_PRECISION_EXACT, width == 4 ? "3xTF32" : "FP16 (exact)", width == 4 ? 1e-5 : -1.0);
-        sr_matrix_free(X);
-        test_csr_free(&w);
-    }
+    norm_at_the_edge(ctx, "counts", VALUES_COUNTS, 2048.0f);
 
     /* half steps (MovieLens' stars): FP16, bit for bit, as long as 2048 half steps hold the
      * largest value (1024 does, 1024.5 does not) and |q||x| stays under 2^24 quarter steps (a row
@@ -227,15 +236,7 @@ int main(void)
     compare(ctx, "a 1024.5", X, X, x.nrows, 5, SR_METRIC_COSINE, SR_PRECISION_EXACT, "3xTF32", 1e-5);
     sr_matrix_free(X);
     test_csr_free(&x);
-    for (int width = 3; width <= 4; width++) {
-        test_csr w = with_heavy_row(400, 300, 17, width, VALUES_HALVES, 1024.0f);
-        X = on_device(ctx, &w);
-        compare(ctx, width == 4 ? "half steps, |q||x| = 2^24 steps" : "half steps, |q||x| under 2^24 steps", X, X,
-                w.nrows, 5, SR_METRIC_INNER_PRODUCT, SR_PRECISION_EXACT, width == 4 ? "3xTF32" : "FP16 (exact)",
-                width == 4 ? 1e-5 : -1.0);
-        sr_matrix_free(X);
-        test_csr_free(&w);
-    }
+    norm_at_the_edge(ctx, "half steps", VALUES_HALVES, 1024.0f);
 
     /* queries longer than the selection's 256 cursors (their other entries go straight into the
      * block): counts bit for bit, reals within float32 accuracy, one batch and many */
