@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A CUDA build of the Python wheel (docs/install.md, "A wheel with CUDA"): scikit-build-core builds
+# A CUDA build of the Python wheel (docs/python.md, "A wheel with CUDA"): scikit-build-core builds
 # the library for ARCH with the CUDA runtime linked in, auditwheel repairs the wheel to manylinux
 # and leaves cuBLAS out (it comes from the nvidia-cublas wheel: pip install "sparsering[cuda13]",
 # or [cuda12] for a CUDA 12 build; the extension's RUNPATH looks beside the package, and the

@@ -370,7 +370,7 @@ sr_status column_counts(const sr_matrix_s *M, const sr_matrix_s *MT, std::vector
 sr_status grid_and_norm(const sr_matrix_s *M, sr_metric metric, const double *norms, int *grid_bits,
                         double *top_norm) {
     sr_context_s *ctx = M->ctx;
-    buffer<unsigned long long> cells(ctx); // [0]: the grid (three unsigned), [1]: the norm's bits
+    buffer<unsigned long long> cells(ctx); // [0..1]: the grid (three unsigned), [2]: the norm's bits
     SR_TRY(cells.allocate(3));
     SR_CUDA_TRY(cudaMemsetAsync(cells.get(), 0, 3 * sizeof(unsigned long long), stream_of(ctx)));
     unsigned *grid = reinterpret_cast<unsigned *>(cells.get());
