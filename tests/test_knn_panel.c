@@ -238,8 +238,9 @@ int main(void)
     test_csr_free(&x);
     norm_at_the_edge(ctx, "half steps", VALUES_HALVES, 1024.0f);
 
-    /* queries longer than the selection's 256 cursors (their other entries go straight into the
-     * block): counts bit for bit, reals within float32 accuracy, one batch and many */
+    /* queries with more cold entries (columns outside the panel) than the selection's 256 cursors:
+     * the rest go straight into the block (rows of 3,000 draws: ~900 columns, about half cold);
+     * counts bit for bit, reals within float32 accuracy, one batch and many */
     x = zipf_rows_long(1500, 2000, 20, VALUES_COUNTS, 9.0, 3000);
     every_metric(ctx, "long rows", &x, NULL, SR_PRECISION_EXACT, "FP16 (exact)", -1.0);
     CHECK_OK(sr_context_set_workspace_limit(ctx, 2u << 20));

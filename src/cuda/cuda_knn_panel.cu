@@ -33,7 +33,6 @@
 #include "cuda_common.cuh"
 #include "cuda_distance_tile.cuh" // warp_lower_bound
 #include "cuda_knn_candidates.cuh"
-#include "cuda_longest_row.cuh"
 
 extern "C" {
 #include "../semiring/metric.h"
@@ -74,7 +73,7 @@ constexpr int kUnroll = 4;
 // multiprocessor), and a batch of ~900 queries of 300K rows makes 33K blocks.
 constexpr int kChunk = 8192;
 constexpr int kRun = 4;       // chunks a block walks, its cursors kept from one to the next
-constexpr int kCursors = 256; // a query's entries with a cursor (NY Times-like rows: 233 on average)
+constexpr int kCursors = 256; // a query's cold entries with a cursor (NY Times-like rows: 233 entries, ~40% cold)
 static_assert(kChunk * sizeof(float) >= (kSelThreads / 32) * kMaxK * (sizeof(uint32_t) + sizeof(int64_t)),
               "the block's lists fit where its accumulators were");
 
@@ -190,8 +189,16 @@ struct cold_args {
     const float *xtval;
 };
 
+// One cold term as the tiles add it: the metric's double term rounded to float.
+template <sr_metric M> __device__ __forceinline__ float cold_term(double q, float x, double p) {
+    double a0 = 0.0, a1 = 0.0;
+    sr_metric_intersect(M, q, (double)x, p, &a0, &a1);
+    return (float)a0;
+}
+
 // The cold terms of one query entry for index rows [lo_row, hi_row) into the chunk's sums (a warp,
 // from *at in the entry's column of the inverted form, whose rows ascend; *at moves past them).
+// A round's rows and values are requested together: one wait a round, not two.
 template <sr_metric M>
 __device__ inline void add_cold_run(const cold_args &cold, int64_t *at, int64_t stop, double q, double p,
                                     int64_t lo_row, int64_t hi_row, float *acc, int lane) {
@@ -199,12 +206,10 @@ __device__ inline void add_cold_run(const cold_args &cold, int64_t *at, int64_t 
     while (t < stop) {
         const int64_t tt = t + lane;
         const int32_t row = tt < stop ? cold.xtrow[tt] : INT32_MAX;
+        const float x = tt < stop ? cold.xtval[tt] : 0.0f;
         const bool in = row < hi_row;
-        if (in) {
-            double a0 = 0.0, a1 = 0.0;
-            sr_metric_intersect(M, q, (double)cold.xtval[tt], p, &a0, &a1);
-            atomicAdd(&acc[row - lo_row], (float)a0);
-        }
+        if (in)
+            atomicAdd(&acc[row - lo_row], cold_term<M>(q, x, p));
         const int taken = __popc(__ballot_sync(~0u, in)); // a prefix: the rows ascend
         t += taken;
         if (taken < 32)
@@ -213,29 +218,109 @@ __device__ inline void add_cold_run(const cold_args &cold, int64_t *at, int64_t 
     *at = t;
 }
 
-// The cold terms of a query's entries past its first kCursors straight into its row of the block,
-// a warp an entry walking its whole column of the inverted form, the blocks along y sharing a
-// query's entries. (The selection once searched their columns each chunk in the query's own
-// blocks: on MovieLens-like data, users of up to 24,000 ratings, every batch then waited on its
-// longest row.)
+// The chunk's cold terms of the block's cold entries (cursors cur_at .. cur_end, values cur_q, n
+// of them), kColdBatch entries a warp at once: their first rounds' loads are in flight together,
+// so a warp waits once for its entries' short runs (a cold column holds a few rows of a chunk),
+// not once an entry; a run longer than a round goes on alone.
+constexpr int kColdBatch = 4;
+template <sr_metric M>
+__device__ inline void add_cold_chunk(const cold_args &cold, int64_t *cur_at, const int64_t *cur_end,
+                                      const float *cur_q, int n, double p, int64_t lo_row, int64_t hi_row,
+                                      float *acc, int lane, int warp, int warps) {
+    for (int j0 = warp * kColdBatch; j0 < n; j0 += warps * kColdBatch) {
+        int64_t at[kColdBatch], stop[kColdBatch];
+        int32_t row[kColdBatch];
+        float x[kColdBatch];
+#pragma unroll
+        for (int g = 0; g < kColdBatch; g++) {
+            const bool valid = j0 + g < n;
+            at[g] = valid ? cur_at[j0 + g] : 0;
+            stop[g] = valid ? cur_end[j0 + g] : 0;
+            const int64_t tt = at[g] + lane;
+            row[g] = tt < stop[g] ? cold.xtrow[tt] : INT32_MAX;
+            x[g] = tt < stop[g] ? cold.xtval[tt] : 0.0f;
+        }
+#pragma unroll
+        for (int g = 0; g < kColdBatch; g++) {
+            if (j0 + g >= n)
+                break;
+            const double q = cur_q[j0 + g];
+            const bool in = row[g] < hi_row;
+            if (in)
+                atomicAdd(&acc[row[g] - lo_row], cold_term<M>(q, x[g], p));
+            const int taken = __popc(__ballot_sync(~0u, in)); // a prefix: the rows ascend
+            at[g] += taken;
+            if (taken == 32)
+                add_cold_run<M>(cold, &at[g], stop[g], q, p, lo_row, hi_row, acc, lane);
+            if (lane == 0)
+                cur_at[j0 + g] = at[g];
+        }
+    }
+}
+
+// Where each query's long entries begin: past its first kCursors cold entries (those whose column
+// is not in the panel; the selection walks them with cursors), or at its end; *most = the most
+// entries a query has from there on (add_long_rows's grid). A warp a query, 32 entries at a time.
+__global__ void split_cold_entries(cold_args cold, int64_t nq, int64_t *long_from, unsigned long long *most) {
+    const int lane = threadIdx.x & 31;
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < nq;
+         r += (int64_t)gridDim.x * blockDim.x / 32) {
+        const int64_t e0 = cold.qptr[cold.q0 + r], e1 = cold.qptr[cold.q0 + r + 1];
+        int64_t from = e1;
+        int seen = 0;
+        for (int64_t b = e0; b < e1; b += 32) {
+            const int64_t e = b + lane;
+            unsigned m = __ballot_sync(~0u, e < e1 && cold.slot_of[cold.qcol[e]] < 0);
+            if (seen + __popc(m) > kCursors) { // the first long entry is in these 32
+                for (int keep = kCursors - seen; keep > 0; keep--)
+                    m &= m - 1;
+                from = b + __ffs(m) - 1;
+                break;
+            }
+            seen += __popc(m);
+        }
+        if (lane == 0) {
+            long_from[r] = from;
+            if (from < e1)
+                atomicMax(most, (unsigned long long)(e1 - from));
+        }
+    }
+}
+
+// The cold terms of a query's long entries (from long_from: past its first kCursors cold ones)
+// straight into its row of the block, a warp an entry walking its whole column of the inverted
+// form, four rounds of loads in flight, the blocks along y sharing a query's entries. (The
+// selection once searched their columns each chunk in the query's own blocks: on MovieLens-like
+// data, users of up to 24,000 ratings, every batch then waited on its longest row.)
 constexpr int kLongSplitMax = 64;  // blocks along y: enough warps for the longest query, not more
 constexpr int kLongPerWarp = 8;    // entries a warp at least
 template <sr_metric M>
-__global__ void __launch_bounds__(kSelThreads) add_long_rows(float *C, int64_t n, double p, cold_args cold) {
+__global__ void __launch_bounds__(kSelThreads)
+    add_long_rows(float *C, int64_t n, double p, cold_args cold, const int64_t *long_from) {
     const int64_t r = blockIdx.x;
     const int64_t e1 = cold.qptr[cold.q0 + r + 1];
     const int lane = threadIdx.x & 31, warps = kSelThreads / 32;
     float *row = C + r * n;
-    for (int64_t e = cold.qptr[cold.q0 + r] + kCursors + blockIdx.y * warps + threadIdx.x / 32; e < e1;
+    for (int64_t e = long_from[r] + blockIdx.y * warps + threadIdx.x / 32; e < e1;
          e += (int64_t)gridDim.y * warps) {
         const int32_t c = cold.qcol[e];
         if (cold.slot_of[c] >= 0)
             continue;
         const double q = cold.qval[e];
-        for (int64_t t = cold.xtptr[c] + lane; t < cold.xtptr[c + 1]; t += 32) {
-            double a0 = 0.0, a1 = 0.0;
-            sr_metric_intersect(M, q, (double)cold.xtval[t], p, &a0, &a1);
-            atomicAdd(&row[cold.xtrow[t]], (float)a0);
+        const int64_t t1 = cold.xtptr[c + 1];
+        for (int64_t t = cold.xtptr[c] + lane; t < t1; t += 4 * 32) {
+            int32_t x_row[4];
+            float x[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int64_t tt = t + u * 32;
+                x_row[u] = tt < t1 ? cold.xtrow[tt] : -1;
+                x[u] = tt < t1 ? cold.xtval[tt] : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (x_row[u] >= 0)
+                    atomicAdd(&row[x_row[u]], cold_term<M>(q, x[u], p));
         }
     }
 }
@@ -245,28 +330,41 @@ __global__ void __launch_bounds__(kSelThreads) add_long_rows(float *C, int64_t n
 // column of the inverted form from a cursor kept from chunk to chunk, found once a run; the same
 // double term rounded to float as the tiles add), added to the block's dot products, each
 // finalized with the metric as the tiles finalize theirs into the warps' k best; then the block's
-// k best to its slots. A query's entries past kCursors are in the block already (add_long_rows).
+// k best to its slots. A query's cold entries past its first kCursors are in the block already
+// (add_long_rows).
 template <sr_metric M>
 __global__ void __launch_bounds__(kSelThreads)
     select_panel(const float *C, int64_t n, const double *qnorm, const double *xnorm, double d, double p,
-                 cold_args cold, tiles_out<float> o) {
+                 cold_args cold, const int64_t *long_from, tiles_out<float> o) {
     __shared__ __align__(16) float acc[kChunk];
-    __shared__ int64_t cur_at[kCursors], cur_end[kCursors];
+    __shared__ int64_t cur_at[kCursors], cur_end[kCursors]; // the cold entries' cursors, n_cold of them
     __shared__ float cur_q[kCursors];
+    __shared__ int n_cold;
     const int64_t r = blockIdx.x, run_begin = (int64_t)blockIdx.y * kRun * kChunk;
     const int64_t run_end = run_begin + kRun * kChunk < n ? run_begin + kRun * kChunk : n;
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kSelThreads / 32;
-    const int64_t e0 = cold.qptr[cold.q0 + r], e1 = cold.qptr[cold.q0 + r + 1];
-    const int64_t kept = e1 - e0 < kCursors ? e1 - e0 : kCursors;
-    for (int64_t j = warp; j < kept; j += warps) { // cursors at the run's first row; hot entries empty
-        const int32_t c = cold.qcol[e0 + j];
-        const bool cold_entry = cold.slot_of[c] < 0;
-        const int64_t lo = cold_entry ? warp_lower_bound(cold.xtrow, cold.xtptr[c], cold.xtptr[c + 1], run_begin, lane)
-                                      : 0;
-        if (lane == 0) {
-            cur_at[j] = lo;
-            cur_end[j] = cold_entry ? cold.xtptr[c + 1] : 0;
-            cur_q[j] = cold.qval[e0 + j];
+    const int64_t e0 = cold.qptr[cold.q0 + r];
+    const int64_t kept = long_from ? long_from[r] - e0 : 0; // the entries before the long ones
+    if (threadIdx.x == 0)
+        n_cold = 0;
+    __syncthreads();
+    for (int64_t b = (int64_t)warp * 32; b < kept; b += warps * 32) { // the cold entries' cursors at the run's first row
+        const int64_t j = b + lane;
+        const int32_t c = j < kept ? cold.qcol[e0 + j] : 0;
+        const float qv = j < kept ? cold.qval[e0 + j] : 0.0f;
+        unsigned m = __ballot_sync(~0u, j < kept && cold.slot_of[c] < 0);
+        while (m) { // at most kCursors in all (split_cold_entries)
+            const int src = __ffs(m) - 1;
+            m &= m - 1;
+            const int32_t cc = __shfl_sync(~0u, c, src);
+            const float q = __shfl_sync(~0u, qv, src);
+            const int64_t lo = warp_lower_bound(cold.xtrow, cold.xtptr[cc], cold.xtptr[cc + 1], run_begin, lane);
+            if (lane == 0) {
+                const int slot = atomicAdd(&n_cold, 1);
+                cur_at[slot] = lo;
+                cur_end[slot] = cold.xtptr[cc + 1];
+                cur_q[slot] = q;
+            }
         }
     }
     const float *row = C + r * n;
@@ -277,12 +375,7 @@ __global__ void __launch_bounds__(kSelThreads)
         for (int i = threadIdx.x; i < kChunk; i += kSelThreads)
             acc[i] = 0.0f;
         __syncthreads(); // the sums zeroed (and, the first time, the cursors set)
-        for (int64_t j = warp; j < kept; j += warps) {
-            int64_t at = cur_at[j];
-            add_cold_run<M>(cold, &at, cur_end[j], (double)cur_q[j], p, begin, end, acc, lane);
-            if (lane == 0)
-                cur_at[j] = at;
-        }
+        add_cold_chunk<M>(cold, cur_at, cur_end, cur_q, n_cold, p, begin, end, acc, lane, warp, warps);
         __syncthreads();
         for (int64_t i0 = begin + warp * 32 * kUnroll; i0 < end; i0 += kSelThreads * kUnroll) {
             float dot[kUnroll];
@@ -609,10 +702,24 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     SR_TRY(qpanel.allocate((size_t)nq * (size_t)pl->ldq * pl->elt));
     SR_TRY(block.allocate((size_t)nq * (size_t)n));
     SR_TRY(fill_rows(pl, in->metric, in->Q, q0, nq, true, qpanel.get()));
-    int64_t longest = 0; // the batch's longest query: entries past the cursors go in by add_long_rows
-    SR_TRY(longest_query(ctx, in->Q->rowptr, q0, q1, &longest));
+    const cold_args cold{in->Q->rowptr, in->Q->colind, static_cast<const float *>(in->Q->values), q0, pl->slot_of,
+                         in->XT->rowptr, in->XT->colind, static_cast<const float *>(in->XT->values)};
+    buffer<int64_t> long_from(ctx); // where each query's long entries begin (none: every column in the panel)
+    int64_t most_long = 0;          // the most long entries a query has
+    if (pl->coverage < 1.0) {
+        buffer<unsigned long long> most(ctx);
+        SR_TRY(long_from.allocate((size_t)nq));
+        SR_TRY(most.allocate(1));
+        cudaStream_t stream = stream_of(ctx);
+        SR_CUDA_TRY(cudaMemsetAsync(most.get(), 0, sizeof(unsigned long long), stream));
+        split_cold_entries<<<grid_for(nq * 32), 256, 0, stream>>>(cold, nq, long_from.get(), most.get());
+        SR_CUDA_LAUNCHED();
+        unsigned long long m = 0;
+        SR_CUDA_TRY(cudaMemcpyAsync(&m, most.get(), sizeof m, cudaMemcpyDeviceToHost, stream));
+        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        most_long = (int64_t)m;
+    }
     SR_TRY(panel_gemm(pl, n, nq, qpanel.get(), block.get()));
-    const sr_matrix_s *Q = in->Q, *XT = in->XT;
     const int64_t chunks = (n + kRun * kChunk - 1) / (kRun * kChunk); // a block's run of chunks
     if (chunks > 65535)
         return sr_error(SR_ERROR_INTERNAL, "knn panel: %lld index rows are past the grid", (long long)n);
@@ -625,20 +732,19 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     SR_TRY(rows.allocate((size_t)(nq * chunks * k)));
     o.key = keys.get();
     o.row = rows.get();
-    const cold_args cold{Q->rowptr, Q->colind, static_cast<const float *>(Q->values), q0, pl->slot_of,
-                         XT->rowptr, XT->colind, static_cast<const float *>(XT->values)};
     const double d = (double)in->X->ncols;
     return with_panel_metric(in->metric, [&](auto metric) -> sr_status {
         constexpr sr_metric M = decltype(metric)::value;
-        if (longest > kCursors && pl->coverage < 1.0) { // (a panel of every column leaves no cold entry)
+        if (most_long > 0) {
             const int64_t warps = kSelThreads / 32, per_block = warps * kLongPerWarp;
-            const int64_t split = std::min<int64_t>((longest - kCursors + per_block - 1) / per_block, kLongSplitMax);
+            const int64_t split = std::min<int64_t>((most_long + per_block - 1) / per_block, kLongSplitMax);
             add_long_rows<M><<<dim3((unsigned)nq, (unsigned)split), kSelThreads, 0, stream_of(ctx)>>>(block.get(), n,
-                                                                                                     in->p, cold);
+                                                                                                     in->p, cold,
+                                                                                                     long_from.get());
             SR_CUDA_LAUNCHED();
         }
         select_panel<M><<<dim3((unsigned)nq, (unsigned)chunks), kSelThreads, 0, stream_of(ctx)>>>(
-            block.get(), n, in->qnorm + 2 * q0, in->xnorm, d, in->p, cold, o);
+            block.get(), n, in->qnorm + 2 * q0, in->xnorm, d, in->p, cold, long_from.get(), o);
         SR_CUDA_LAUNCHED();
         merge_blocks<float><<<grid_for(nq * 32), 256, 0, stream_of(ctx)>>>(
             o, nq, chunks * k, idx, static_cast<float *>(dist->data), dist->row_stride, dist->col_stride);
