@@ -5,6 +5,7 @@
  *    "exact": FP16 is chosen and neighbours and distances are the float32 path's bit for bit; a
  *    value of 2049 (or 1024.5), or |q||x| at 2^24 steps, turns FP16 down;
  *  - queries longer than the selection's cursors (256 entries) the same;
+ *  - runs of ties (rows and their multiples) the same: the float pre-test skips no pair that could enter;
  *  - non-integer data in "exact": the split TF32 product, distances within float32 accuracy
  *    (Hellinger's square roots stay on the CUDA cores unless they are integers);
  *  - "tf32": one TF32 product, distances within its documented error.
@@ -81,6 +82,33 @@ static test_csr with_heavy_row(int64_t rows, int64_t cols, int64_t heavy, int wi
     return w;
 }
 
+/* Ties for the selection's float pre-test (cuda_knn_bound.cuh): every base row of counts is
+ * followed by its copies times 2..copies, so cosine, correlation and the set metrics see runs of
+ * pairs at distance 0 (the list's worst among them, broken by the smaller row) and the others at
+ * near-equal distances; a pre-test that skipped a pair it should not would change the neighbours. */
+static test_csr with_scaled_copies(int64_t bases, int64_t cols, int copies)
+{
+    test_csr base = zipf_rows(bases, cols, 12, VALUES_COUNTS, 3.0);
+    const int64_t rows = bases * copies;
+    test_csr w = {rows, cols, 0, SR_TYPE_FLOAT32, calloc((size_t)rows + 1, sizeof(int64_t)),
+                  malloc((size_t)(base.nnz * copies + 1) * sizeof(int32_t)),
+                  malloc((size_t)(base.nnz * copies + 1) * sizeof(float))};
+    int64_t at = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t b = r / copies;
+        const float times = (float)(1 + r % copies);
+        for (int64_t e = base.rowptr[b]; e < base.rowptr[b + 1]; e++) {
+            w.colind[at] = base.colind[e];
+            ((float *)w.values)[at++] = times * ((float *)base.values)[e];
+        }
+        w.rowptr[r + 1] = at;
+    }
+    w.nnz = at;
+    test_csr_free(&base);
+    return w;
+}
+
+/* Hellinger last: in "exact" the others take the panel on count data (metrics_of with count - 1) */
 static const sr_metric kMetrics[] = {SR_METRIC_COSINE,       SR_METRIC_L2,      SR_METRIC_SQEUCLIDEAN,
                                      SR_METRIC_INNER_PRODUCT, SR_METRIC_CORRELATION, SR_METRIC_JACCARD,
                                      SR_METRIC_DICE,          SR_METRIC_RUSSELL_RAO, SR_METRIC_HELLINGER};
@@ -210,6 +238,15 @@ int main(void)
     CHECK_OK(sr_context_set_workspace_limit(ctx, 0));
     test_csr_free(&x);
     test_csr_free(&q);
+
+    /* runs of ties at the lists' worst: the pre-test skips none of them (bit for bit). Not
+     * Hellinger: "exact" keeps it on the CUDA cores, whose float atomics sum its square roots in
+     * no fixed order, and near a row's multiples its square root of a cancellation spreads two
+     * such calls 2-3e-5 apart (H200, three seeds) */
+    x = with_scaled_copies(120, 400, 8);
+    metrics_of(ctx, "scaled copies", &x, NULL, SR_PRECISION_EXACT, "FP16 (exact)", -1.0, kMetrics,
+               sizeof kMetrics / sizeof kMetrics[0] - 1);
+    test_csr_free(&x);
 
     /* 2049 does not fit FP16: the split product (hellinger's square roots are not integers anyway) */
     x = zipf_rows(1200, 500, 20, VALUES_COUNTS, 2049.0);

@@ -32,6 +32,7 @@
 #include "cuda_blas.cuh"
 #include "cuda_common.cuh"
 #include "cuda_distance_tile.cuh" // warp_lower_bound
+#include "cuda_knn_bound.cuh"
 #include "cuda_knn_candidates.cuh"
 
 extern "C" {
@@ -335,7 +336,7 @@ __global__ void __launch_bounds__(kSelThreads)
 template <sr_metric M>
 __global__ void __launch_bounds__(kSelThreads)
     select_panel(const float *C, int64_t n, const double *qnorm, const double *xnorm, double d, double p,
-                 cold_args cold, const int64_t *long_from, tiles_out<float> o) {
+                 cold_args cold, const int64_t *long_from, tiles_out<float> o, bool pretest) {
     __shared__ __align__(16) float acc[kChunk];
     __shared__ int64_t cur_at[kCursors], cur_end[kCursors]; // the cold entries' cursors, n_cold of them
     __shared__ float cur_q[kCursors];
@@ -370,6 +371,7 @@ __global__ void __launch_bounds__(kSelThreads)
     const float *row = C + r * n;
     const double qn0 = qnorm[2 * r], qn1 = qnorm[2 * r + 1];
     warp_best<uint32_t> best(o.k);
+    const distance_floor<M> bound(qn0, qn1, d); // pairs surely past a full list skip the finalizer
     for (int64_t begin = run_begin; begin < run_end; begin += kChunk) {
         const int64_t end = begin + kChunk < run_end ? begin + kChunk : run_end;
         for (int i = threadIdx.x; i < kChunk; i += kSelThreads)
@@ -389,10 +391,11 @@ __global__ void __launch_bounds__(kSelThreads)
                 const int64_t i = i0 + u * 32 + lane;
                 const bool has = i < end;
                 const float sum = has ? dot[u] + acc[i - begin] : 0.0f;
-                const float v = has ? (float)sr_metric_finalize(M, (double)sum, 0.0, qn0, qn1, xnorm[2 * i],
-                                                                xnorm[2 * i + 1], d, p)
-                                    : 0.0f;
-                best.offer_lanes(has, order_key<float>::of(v, o.largest), i);
+                const double x0 = has ? xnorm[2 * i] : 0.0, x1 = has ? xnorm[2 * i + 1] : 0.0;
+                const bool may_enter =
+                    has && !(pretest && best.full() && bound.past(sum, x0, x1, order_key<float>::value(best.wk, o.largest)));
+                const float v = may_enter ? (float)sr_metric_finalize(M, (double)sum, 0.0, qn0, qn1, x0, x1, d, p) : 0.0f;
+                best.offer_lanes(may_enter, order_key<float>::of(v, o.largest), i);
             }
         }
         __syncthreads(); // every warp is done with the sums before they are zeroed or reused
@@ -744,7 +747,8 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
             SR_CUDA_LAUNCHED();
         }
         select_panel<M><<<dim3((unsigned)nq, (unsigned)chunks), kSelThreads, 0, stream_of(ctx)>>>(
-            block.get(), n, in->qnorm + 2 * q0, in->xnorm, d, in->p, cold, long_from.get(), o);
+            block.get(), n, in->qnorm + 2 * q0, in->xnorm, d, in->p, cold, long_from.get(), o,
+            sr_setting("SPARSERING_KNN_PRETEST", 1) != 0); // =0: every pair to the finalizer (A/B)
         SR_CUDA_LAUNCHED();
         merge_blocks<float><<<grid_for(nq * 32), 256, 0, stream_of(ctx)>>>(
             o, nq, chunks * k, idx, static_cast<float *>(dist->data), dist->row_stride, dist->col_stride);
