@@ -16,24 +16,36 @@ import sr_package  # noqa: E402
 from timing import median_time  # noqa: E402
 
 
-def main():
+def probe_parser():
+    """The options every panel probe takes (knn_panel_profile.py too)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--set", default="nytimes-like")
     ap.add_argument("--metric", default="cosine")
     ap.add_argument("--queries", type=int, default=2000)
-    ap.add_argument("--widths", default="0,1024,2048,4096")
-    ap.add_argument("--precision", default="exact")
     ap.add_argument("--k", type=int, default=5)
-    args = ap.parse_args()
-    import cupy as cp
+    return ap
+
+
+def probe_inputs(args):
+    """The package, a CUDA context, the generated set, the chosen query rows (a fixed random
+    subset) and both on the device."""
     sr = sr_package.load(args.build)
     ctx = sr.Context("cuda")
     X = knn_data.paper_set(args.set)
-    rng = np.random.default_rng(0)
-    rows = np.sort(rng.choice(X.shape[0], min(args.queries, X.shape[0]), replace=False))
+    rows = np.sort(np.random.default_rng(0).choice(X.shape[0], min(args.queries, X.shape[0]), replace=False))
     Xd = sr.Matrix(X, context=ctx, location="device")
     Qd = sr.Matrix(X[rows], context=ctx, location="device")
+    return sr, ctx, X, rows, Xd, Qd
+
+
+def main():
+    ap = probe_parser()
+    ap.add_argument("--widths", default="0,1024,2048,4096")
+    ap.add_argument("--precision", default="exact")
+    args = ap.parse_args()
+    import cupy as cp
+    sr, ctx, X, rows, Xd, Qd = probe_inputs(args)
     scale = X.shape[0] / len(rows)
     ref = None
     for w in [int(v) for v in args.widths.split(",")] + [-1]:

@@ -5,7 +5,8 @@
 // batch's queries', multiplied by cuBLAS on tensor cores into a block of batch × n dot products;
 // a last pass takes the block a chunk of index rows at a time, sums the other columns' products for
 // the chunk in shared memory by the sparse walk of the index's inverted form (as the tiles sum),
-// finalizes each value with the metric and keeps each warp's k best (cuda_knn_candidates.cuh).
+// finalizes each value with the metric and keeps each warp's k best (cuda_knn_candidates.cuh;
+// pairs that surely cannot enter a full list skip the double-precision finalizer: cuda_knn_bound.cuh).
 // (The cold products first went into the block by global atomics: 5.5e10 of them on NY Times-like
 // data, most of a 3.4 s all-vs-all on an H200.)
 //
