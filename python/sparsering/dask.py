@@ -89,6 +89,17 @@ class _Block:
         return self._matrix[1]
 
 
+try:  # dask's memory accounting (spilling, the active memory manager) sees a block's real size
+    from dask.sizeof import sizeof as _sizeof
+
+    @_sizeof.register(_Block)
+    def _block_bytes(block):
+        # the rows, and about as much again for the sparsering Matrix made from them where used
+        return _sizeof(block.rows) * (1 if block._matrix is None else 2)
+except ImportError:  # pragma: no cover (sparsering.dask is used with dask)
+    pass
+
+
 def _block_knn(block, queries, k, metric, p, dtype, backend):
     """A worker's local k nearest rows of its block, as global row numbers."""
     import sparsering as sr
@@ -236,6 +247,12 @@ def _block_spmv(block, x, semiring, backend):
 def _block_candidates(index_block, query_block, k, metric, p, dtype, backend):
     """The index block's k nearest rows (global numbers) to the query block's rows."""
     return _block_knn(index_block, query_block.rows, k, metric, p, dtype, backend)
+
+
+def _query_copy(block, after=None):
+    """A query block as a key of its own (the same object where the block lives), made once
+    `after` (an earlier query block's answer) is done: RowMatrix._each_query_block."""
+    return block
 
 
 def _merge_candidates(k, largest, *results):
@@ -551,13 +568,35 @@ class RowMatrix:
             return da.zeros((0, k)), da.zeros((0, k), dtype=np.int64)
         return da.concatenate(dists), da.concatenate(inds)
 
+    def _each_query_block(self, queries, pair_task, pair_args, join):
+        """For each query block, pair_task(index block, query block, *pair_args) on every index
+        block's worker and join(query block's number, those futures): a list of join's futures.
+        The pair tasks take the query block through a key of its own (_query_copy), made only once
+        the join of block j - w is done (w: the workers) and released with its pair tasks, so a
+        worker holds its own blocks and copies of a few query blocks at a time. (Taken straight,
+        a block that is every query block's index waits on the whole graph, so the scheduler keeps
+        every copy: two workers each grew by 2.6x the matrix over an all-vs-all graph.) The index
+        blocks are computed first, to know their homes."""
+        from distributed import wait
+        wait(self.blocks)
+        who = self.client.who_has(self.blocks)
+        homes = [list(who.get(b.key, ())) or None for b in self.blocks]
+        window = len(_workers(self.client))
+        out = []
+        for j, qb in enumerate(queries.blocks):
+            q = self.client.submit(_query_copy, qb, out[j - window] if j >= window else None, pure=False)
+            parts = [self.client.submit(pair_task, ib, q, *pair_args, workers=home, allow_other_workers=True,
+                                        pure=False)
+                     for ib, home in zip(self.blocks, homes)]
+            out.append(join(j, parts))
+        return out
+
     def _merged_answers(self, queries, k, metric, p, dtype, backend):
         """A future a query block: its (distances, indices) against every index block, merged on a worker."""
         largest = metric == "inner_product"
-        for qb in queries.blocks:
-            cands = [self.client.submit(_block_candidates, ib, qb, k, metric, p, dtype, backend, pure=False)
-                     for ib in self.blocks]
-            yield self.client.submit(_merge_candidates, k, largest, *cands, pure=False)
+        return self._each_query_block(
+            queries, _block_candidates, (k, metric, p, dtype, backend),
+            lambda j, cands: self.client.submit(_merge_candidates, k, largest, *cands, pure=False))
 
     def kneighbors_graph(self, n_neighbors, mode="connectivity", metric="euclidean", *, p=None, include_self=False,
                          dtype=None, backend=None):
@@ -589,11 +628,10 @@ class RowMatrix:
         if queries.shape[1] != self.shape[1]:
             raise InvalidArgumentError(f"radius_neighbors_graph: the queries have {queries.shape[1]} columns, "
                                        f"the index {self.shape[1]}")
-        blocks = []
-        for qb, start in zip(queries.blocks, queries.starts):
-            parts = [self.client.submit(_block_radius, ib, qb, radius, mode, metric, p, dtype, backend, pure=False)
-                     for ib in self.blocks]
-            blocks.append(self.client.submit(_join_columns, int(start), own and not include_self, *parts, pure=False))
+        drop_self = own and not include_self
+        blocks = self._each_query_block(
+            queries, _block_radius, (radius, mode, metric, p, dtype, backend),
+            lambda j, parts: self.client.submit(_join_columns, int(queries.starts[j]), drop_self, *parts, pure=False))
         return RowMatrix(self.client, blocks, queries.starts, (queries.shape[0], self.shape[0]),
                          _graph_dtype(mode, dtype, self.dtype))
 

@@ -388,3 +388,48 @@ def test_client_memory_stays_near_what_it_asks_for(client, tmp_path):
     big, big_bytes = peak_for(2000, tmp_path / "big")
     assert big - small < (big_bytes - small_bytes) / 10, \
         f"the client's peak grew by {(big - small) / 1e6:.2f} MB for {(big_bytes - small_bytes) / 1e6:.1f} MB more matrix"
+
+
+def test_workers_hold_their_blocks_and_a_few_query_copies(tmp_path):
+    """An all-vs-all k-NN graph of 16 shards on two workers: polled while it runs, each worker holds
+    its own 8 blocks, at most a couple of others' (a task the scheduler moved), and copies of a few
+    query blocks at a time (query block j waits for block j - 2's answer), never a copy of the
+    whole matrix (taken straight, each worker came to hold all 16 blocks until the end)."""
+    import threading
+
+    rng = np.random.default_rng(5)
+    paths = []
+    for j in range(16):
+        paths.append(tmp_path / f"part{j:02d}.npz")
+        sp.save_npz(paths[-1], sp.random(300, 2000, density=0.02, format="csr", random_state=rng, dtype=np.float32))
+
+    def held(dask_worker):
+        keys = [str(k) for k in dask_worker.data.keys()]
+        return sum(k.startswith("_read_block") for k in keys), sum(k.startswith("_query_copy") for k in keys)
+
+    with _two_workers() as c:
+        R = srd.RowMatrix.from_shards(c, paths)
+        distributed.wait(R.blocks)
+        own = {w: n for w, (n, _) in c.run(held).items()}
+        most = {w: (0, 0) for w in own}
+        done = threading.Event()
+
+        def poll():
+            while not done.is_set():
+                for w, (blocks, copies) in c.run(held).items():
+                    most[w] = (max(most[w][0], blocks), max(most[w][1], copies))
+                done.wait(0.02)
+
+        watcher = threading.Thread(target=poll)
+        watcher.start()
+        try:
+            G = R.kneighbors_graph(5, mode="distance", metric="cosine", backend="cpu")
+            distributed.wait(G.blocks)
+        finally:
+            done.set()
+            watcher.join()
+        assert sorted(own.values()) == [8, 8]
+        for w, (blocks, copies) in most.items():
+            assert blocks <= own[w] + 2, f"{w} held {blocks} index blocks, {own[w]} its own"
+            assert copies <= 6, f"{w} held {copies} query copies at once"
+        assert G.to_scipy().nnz == 16 * 300 * 5
