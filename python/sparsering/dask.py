@@ -280,8 +280,29 @@ def _join_columns(query_start, drop_self, *parts):
     return _Block(R, query_start)
 
 
+def _used_columns(a_block, after=None):
+    """The columns a row block of A uses (sorted), once `after` (an earlier block's product) is
+    done: RowMatrix.mxm."""
+    return np.unique(a_block.rows.indices)
+
+
+def _needed_rows(b_block, used, lo, hi):
+    """B_j (rows lo..hi of B) with only the rows that A_i's columns name (the others empty): what
+    A_i's product reads of it, and all that travels to A_i's worker."""
+    rows = b_block.rows
+    keep = np.zeros(hi - lo, dtype=bool)
+    keep[used[(used >= lo) & (used < hi)] - lo] = True
+    if keep.all():
+        return b_block
+    lengths = np.diff(rows.indptr)
+    mask = np.repeat(keep, lengths)
+    indptr = np.concatenate([[0], np.cumsum(lengths * keep)])
+    return _Block(sp.csr_matrix((rows.data[mask], rows.indices[mask], indptr), shape=rows.shape), lo)
+
+
 def _block_mxm(a_block, semiring, b_starts, b_stops, backend, *b_blocks):
-    """Row block i of A·B: ⊕ over B's blocks j of A_i's columns in j's rows times B_j."""
+    """Row block i of A·B: ⊕ over B's blocks j of A_i's columns in j's rows times B_j (each B_j
+    with at least the rows A_i names)."""
     import sparsering as sr
     A = a_block.rows
     C = None
@@ -575,21 +596,24 @@ class RowMatrix:
         the join of block j - w is done (w: the workers) and released with its pair tasks, so a
         worker holds its own blocks and copies of a few query blocks at a time. (Taken straight,
         a block that is every query block's index waits on the whole graph, so the scheduler keeps
-        every copy: two workers each grew by 2.6x the matrix over an all-vs-all graph.) The index
-        blocks are computed first, to know their homes."""
-        from distributed import wait
-        wait(self.blocks)
-        who = self.client.who_has(self.blocks)
-        homes = [list(who.get(b.key, ())) or None for b in self.blocks]
-        window = len(_workers(self.client))
-        out = []
-        for j, qb in enumerate(queries.blocks):
-            q = self.client.submit(_query_copy, qb, out[j - window] if j >= window else None, pure=False)
+        every copy: two workers each grew by 2.6x the matrix over an all-vs-all graph.)"""
+        homes, window, out = self._homes(), len(_workers(self.client)), []
+        for j, (qb, q_home) in enumerate(zip(queries.blocks, queries._homes())):
+            q = self.client.submit(_query_copy, qb, out[j - window] if j >= window else None, workers=q_home,
+                                   allow_other_workers=True, pure=False)
             parts = [self.client.submit(pair_task, ib, q, *pair_args, workers=home, allow_other_workers=True,
                                         pure=False)
                      for ib, home in zip(self.blocks, homes)]
             out.append(join(j, parts))
         return out
+
+    def _homes(self):
+        """Each block's workers (for tasks that should run where a block is, loosely: a lost
+        worker's tasks move). The blocks are computed first, to know them."""
+        from distributed import wait
+        wait(self.blocks)
+        who = self.client.who_has(self.blocks)
+        return [list(who.get(b.key, ())) or None for b in self.blocks]
 
     def _merged_answers(self, queries, k, metric, p, dtype, backend):
         """A future a query block: its (distances, indices) against every index block, merged on a worker."""
@@ -636,13 +660,24 @@ class RowMatrix:
                          _graph_dtype(mode, dtype, self.dtype))
 
     def mxm(self, B, semiring="plus_times", *, backend=None):
-        """C = self ⊕.⊗ B for B a RowMatrix: row block i of C on block i's worker, from the blocks
-        of B whose rows its columns name (fetched there); C comes back as a RowMatrix of the same
-        row blocks."""
+        """C = self ⊕.⊗ B for B a RowMatrix: row block i of C on block i's worker, from the rows of
+        B its columns name (cut on B's workers, fetched there); C comes back as a RowMatrix of the
+        same row blocks."""
         if B.shape[0] != self.shape[1]:
             raise InvalidArgumentError(f"mxm: A is {self.shape[0]} x {self.shape[1]} but B is {B.shape[0]} x {B.shape[1]}")
-        blocks = [self.client.submit(_block_mxm, ab, semiring, [int(x) for x in B.starts], B._stops(), backend,
-                                     *B.blocks, pure=False) for ab in self.blocks]
+        # each block of A gets only the rows of B its columns name, cut on B's workers; block i's
+        # cuts wait for block i - w's product (w: the workers), so a worker holds its blocks and
+        # the rows a few products need, not every block of B
+        window, blocks = len(_workers(self.client)), []
+        starts, stops = [int(x) for x in B.starts], B._stops()
+        b_homes = B._homes()
+        for i, (ab, home) in enumerate(zip(self.blocks, self._homes())):
+            used = self.client.submit(_used_columns, ab, blocks[i - window] if i >= window else None, pure=False)
+            needed = [self.client.submit(_needed_rows, bb, used, lo, hi, workers=b_home, allow_other_workers=True,
+                                         pure=False)
+                      for bb, lo, hi, b_home in zip(B.blocks, starts, stops, b_homes)]
+            blocks.append(self.client.submit(_block_mxm, ab, semiring, starts, stops, backend, *needed,
+                                             workers=home, allow_other_workers=True, pure=False))
         out = np.dtype(np.bool_) if semiring == "or_and" else np.result_type(self.dtype, B.dtype)
         return RowMatrix(self.client, blocks, self.starts, (self.shape[0], B.shape[1]), out)
 

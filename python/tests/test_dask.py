@@ -13,9 +13,13 @@ import sparsering.dask as srd  # noqa: E402
 
 
 @contextlib.contextmanager
-def _two_workers():
-    """A client of a fresh LocalCluster of two single-threaded worker processes."""
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+def _two_workers(stealing=True):
+    """A client of a fresh LocalCluster of two single-threaded worker processes (stealing=False:
+    the scheduler's work stealing off, so tasks stay where they were put)."""
+    import dask
+
+    with dask.config.set({"distributed.scheduler.work-stealing": stealing}):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     with distributed.Client(cluster) as c:
         c.wait_for_workers(2, timeout=120)
         yield c
@@ -390,46 +394,98 @@ def test_client_memory_stays_near_what_it_asks_for(client, tmp_path):
         f"the client's peak grew by {(big - small) / 1e6:.2f} MB for {(big_bytes - small_bytes) / 1e6:.1f} MB more matrix"
 
 
-def test_workers_hold_their_blocks_and_a_few_query_copies(tmp_path):
-    """An all-vs-all k-NN graph of 16 shards on two workers: polled while it runs, each worker holds
-    its own 8 blocks, at most a couple of others' (a task the scheduler moved), and copies of a few
-    query blocks at a time (query block j waits for block j - 2's answer), never a copy of the
-    whole matrix (taken straight, each worker came to hold all 16 blocks until the end)."""
+def _most_held(c, held, run):
+    """run() while held(dask_worker) (a tuple of counts) is polled on every worker; the most of
+    each count seen on each worker."""
     import threading
 
-    rng = np.random.default_rng(5)
+    most = {}
+    done = threading.Event()
+
+    def poll():
+        while not done.is_set():
+            for w, counts in c.run(held).items():
+                most[w] = tuple(max(a, b) for a, b in zip(most.get(w, counts), counts))
+            done.wait(0.02)
+
+    watcher = threading.Thread(target=poll)
+    watcher.start()
+    try:
+        run()
+    finally:
+        done.set()
+        watcher.join()
+    return most
+
+
+def _shards(tmp_path, name, parts):
     paths = []
-    for j in range(16):
-        paths.append(tmp_path / f"part{j:02d}.npz")
-        sp.save_npz(paths[-1], sp.random(300, 2000, density=0.02, format="csr", random_state=rng, dtype=np.float32))
+    for j, part in enumerate(parts):
+        paths.append(tmp_path / f"{name}{j:02d}.npz")
+        sp.save_npz(paths[-1], part)
+    return paths
+
+
+def _keys_like(dask_worker, prefix):
+    return [k for k in dask_worker.data.keys() if str(k).startswith(prefix)]
+
+
+def test_workers_hold_their_blocks_and_a_few_query_copies(tmp_path):
+    """An all-vs-all k-NN graph of 16 shards on two workers: polled while it runs, each worker holds
+    its own blocks (8 of the 16, where the shards were placed; under load the scheduler may still
+    run a task elsewhere now and then, so 2 more are allowed) and copies of a few query blocks at
+    a time (query block j waits for block j - 2's answer), never a copy of the whole matrix (taken straight, each worker came to hold all 16 blocks until the end). Work
+    stealing is off: on blocks this small it moves tasks, and copies of their index blocks, freely."""
+    rng = np.random.default_rng(5)
+    paths = _shards(tmp_path, "part", [sp.random(300, 2000, density=0.02, format="csr", random_state=rng,
+                                                 dtype=np.float32) for _ in range(16)])
 
     def held(dask_worker):
-        keys = [str(k) for k in dask_worker.data.keys()]
-        return sum(k.startswith("_read_block") for k in keys), sum(k.startswith("_query_copy") for k in keys)
+        return len(_keys_like(dask_worker, "_read_block")), len(_keys_like(dask_worker, "_query_copy"))
 
-    with _two_workers() as c:
+    with _two_workers(stealing=False) as c:
         R = srd.RowMatrix.from_shards(c, paths)
         distributed.wait(R.blocks)
         own = {w: n for w, (n, _) in c.run(held).items()}
-        most = {w: (0, 0) for w in own}
-        done = threading.Event()
-
-        def poll():
-            while not done.is_set():
-                for w, (blocks, copies) in c.run(held).items():
-                    most[w] = (max(most[w][0], blocks), max(most[w][1], copies))
-                done.wait(0.02)
-
-        watcher = threading.Thread(target=poll)
-        watcher.start()
-        try:
-            G = R.kneighbors_graph(5, mode="distance", metric="cosine", backend="cpu")
-            distributed.wait(G.blocks)
-        finally:
-            done.set()
-            watcher.join()
-        assert sorted(own.values()) == [8, 8]
+        graph = []
+        most = _most_held(c, held, lambda: graph.append(R.kneighbors_graph(5, mode="distance", metric="cosine",
+                                                                           backend="cpu")) or distributed.wait(graph[0].blocks))
         for w, (blocks, copies) in most.items():
             assert blocks <= own[w] + 2, f"{w} held {blocks} index blocks, {own[w]} its own"
             assert copies <= 6, f"{w} held {copies} query copies at once"
-        assert G.to_scipy().nnz == 16 * 300 * 5
+        assert graph[0].to_scipy().nnz == 16 * 300 * 5
+
+
+def test_mxm_fetches_only_the_rows_it_needs(tmp_path):
+    """A·B with A's block i using only B's block i's rows (16 shards each, two workers): polled
+    while it runs, no worker holds more than 2 of the other's blocks, and the rows of B it fetched at once stay under
+    a quarter of B (each block of A got all of B before: 8 blocks more a worker); the product is the one-process one. Work stealing off, as
+    above."""
+    from dask.sizeof import sizeof
+
+    rng = np.random.default_rng(6)
+    a_parts = [sp.hstack([sp.csr_matrix((200, 200 * i)), sp.random(200, 200, density=0.05, random_state=rng),
+                          sp.csr_matrix((200, 200 * (15 - i)))], format="csr") for i in range(16)]
+    b_parts = [sp.random(200, 3000, density=0.02, format="csr", random_state=rng) for _ in range(16)]
+    for part in a_parts + b_parts:
+        part.data = np.round(part.data * 8)  # integers: the sums are exact in any order
+
+    def held(dask_worker):
+        return (len(_keys_like(dask_worker, "_read_block")),
+                sum(sizeof(dask_worker.data[k]) for k in _keys_like(dask_worker, "_needed_rows")))
+
+    with _two_workers(stealing=False) as c:
+        A = srd.RowMatrix.from_shards(c, _shards(tmp_path, "a", a_parts))
+        B = srd.RowMatrix.from_shards(c, _shards(tmp_path, "b", b_parts))
+        distributed.wait(A.blocks + B.blocks)
+        own = {w: n for w, (n, _) in c.run(held).items()}
+        product = []
+        most = _most_held(c, held, lambda: product.append(A.mxm(B)) or distributed.wait(product[0].blocks))
+        b_bytes = sum(sizeof(p) for p in b_parts)
+        for w, (blocks, rows_bytes) in most.items():
+            assert blocks <= own[w] + 2, f"{w} held {blocks} blocks, {own[w]} its own"
+            assert rows_bytes < b_bytes / 4, f"{w} held {rows_bytes} bytes of B's rows at once (B: {b_bytes})"
+        want = sr.mxm(sp.vstack(a_parts, format="csr"), sp.vstack(b_parts, format="csr"))
+        got = product[0].to_scipy()
+        got.sort_indices()
+        np.testing.assert_array_equal(got.toarray(), want.toarray())
