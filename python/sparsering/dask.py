@@ -244,6 +244,34 @@ def _block_spmv(block, x, semiring, backend):
     return sr.spmv(block.matrix(backend), x, semiring)
 
 
+def _block_spmm(block, B, semiring, backend):
+    import sparsering as sr
+    return sr.spmm(block.matrix(backend), B, semiring)
+
+
+def _reach_partial(block, frontier, backend):
+    """The block's share of a BFS step: the frontier's columns in the block's rows times the
+    block (or.and), or None where the frontier has none there."""
+    import sparsering as sr
+    F = frontier[:, block.start:block.start + block.rows.shape[0]]
+    if F.nnz == 0:
+        return None
+    return sp.csr_matrix(sr.mxm(sp.csr_matrix(F, dtype=bool), sp.csr_matrix(block.rows, dtype=bool), "or_and"))
+
+
+def _reach_step(visited, *partials):
+    """(visited, the new frontier, its size) from the blocks' shares: the vertices reached now
+    and not before."""
+    parts = [q for q in partials if q is not None]
+    if not parts:
+        return visited, sp.csr_matrix(visited.shape, dtype=bool), 0
+    reached = parts[0]
+    for q in parts[1:]:
+        reached = reached + q  # or, on bools
+    new = sp.csr_matrix(reached > visited, dtype=bool)
+    return sp.csr_matrix(visited + new, dtype=bool), new, int(new.nnz)
+
+
 def _block_candidates(index_block, query_block, k, metric, p, dtype, backend):
     """The index block's k nearest rows (global numbers) to the query block's rows."""
     return _block_knn(index_block, query_block.rows, k, metric, p, dtype, backend)
@@ -564,6 +592,46 @@ class RowMatrix:
         out_type = np.result_type(self.dtype, x.dtype) if semiring != "or_and" else np.bool_
         return da.concatenate([da.from_delayed(f, shape=(int(r),), dtype=out_type)
                                for f, r in zip(parts, self._rows())]) if parts else da.zeros(0, dtype=out_type)
+
+    def spmm(self, B, semiring="plus_times", *, backend=None):
+        """C = self ⊕.⊗ B for B dense (numpy, the columns × K): B sent once to every worker, each
+        block's rows of C computed where the block lives; a dask array of the rows × K."""
+        import dask.array as da
+        B = np.asarray(B)
+        if B.ndim != 2 or B.shape[0] != self.shape[1]:
+            raise InvalidArgumentError(f"RowMatrix.spmm: B has shape {B.shape}, the matrix {self.shape[1]} columns")
+        Bf = self.client.scatter(B, broadcast=True, hash=False)
+        parts = [self.client.submit(_block_spmm, b, Bf, semiring, backend, pure=False) for b in self.blocks]
+        out_type = np.result_type(self.dtype, B.dtype) if semiring != "or_and" else np.bool_
+        return da.concatenate([da.from_delayed(f, shape=(int(r), B.shape[1]), dtype=out_type)
+                               for f, r in zip(parts, self._rows())]) if parts else da.zeros((0, B.shape[1]),
+                                                                                            dtype=out_type)
+
+    def reachability(self, sources, *, backend=None):
+        """sparsering.reachability on the graph this square matrix holds (row i's entries: the
+        edges out of i): R (len(sources) x n, a bool csr_matrix), R[s, v] when v can be reached from
+        sources[s], itself included. Breadth first, all sources at once: each step the frontier
+        (sources × n, sparse) goes to every worker, each block multiplies its rows' part of it
+        (or.and), the parts are or-ed on a worker; the client sees each step's count of new pairs."""
+        n = self.shape[0]
+        if self.shape[0] != self.shape[1]:
+            raise InvalidArgumentError(f"reachability: the matrix is {self.shape[0]} x {self.shape[1]}, not square")
+        sources = np.asarray(sources, dtype=np.int64).reshape(-1)
+        if sources.size and (sources.min() < 0 or sources.max() >= n):
+            raise InvalidArgumentError(f"reachability: sources must lie in 0..{n - 1}")
+        start = sp.csr_matrix((np.ones(sources.size, dtype=bool), (np.arange(sources.size), sources)),
+                              shape=(sources.size, n))
+        visited = frontier = self.client.submit(sp.csr_matrix, start, pure=False)  # a task: it has lineage
+        fresh = sources.size
+        while fresh:
+            partials = [self.client.submit(_reach_partial, b, frontier, backend, pure=False) for b in self.blocks]
+            step = self.client.submit(_reach_step, visited, *partials, pure=False)
+            visited = self.client.submit(operator.getitem, step, 0, pure=False)
+            frontier = self.client.submit(operator.getitem, step, 1, pure=False)
+            fresh = self.client.submit(operator.getitem, step, 2, pure=False).result()
+        R = visited.result()
+        R.sort_indices()
+        return R
 
     def kneighbors(self, queries=None, k=5, metric="euclidean", *, p=None, dtype=None, backend=None):
         """The k nearest rows of this matrix to each row of `queries` (a RowMatrix; this matrix

@@ -160,6 +160,27 @@ def test_row_matrix_spmv_matches_one_process(client, rng, semiring):
     np.testing.assert_array_equal(y.compute(), sr.spmv(X, x, semiring))
 
 
+@pytest.mark.parametrize("semiring", ["plus_times", "max_plus"])
+def test_row_matrix_spmm_matches_one_process(client, rng, semiring):
+    X = _data(rng, rows=700, cols=150)
+    B = rng.standard_normal((150, 7))
+    C = srd.RowMatrix.from_scipy(client, X, parts=3).spmm(B, semiring)
+    assert C.shape == (700, 7)
+    np.testing.assert_array_equal(C.compute(), sr.spmm(X, B, semiring))
+
+
+def test_row_matrix_reachability_is_the_one_process_answer(client, rng):
+    G = sp.csr_matrix(sp.random(500, 500, density=0.003, format="csr", random_state=rng), dtype=bool)
+    sources = [0, 7, 499, 7]  # a source twice: two equal rows
+    got = srd.RowMatrix.from_scipy(client, G, parts=3).reachability(sources)
+    want = sr.reachability(G, sources)
+    assert got.dtype == np.bool_ and got.shape == (4, 500)
+    assert want.nnz > 8  # the walks leave their sources
+    np.testing.assert_array_equal(got.toarray(), want.toarray())
+    with pytest.raises(sr.InvalidArgumentError):
+        srd.RowMatrix.from_scipy(client, G).reachability([500])
+
+
 @pytest.mark.parametrize("metric", ["cosine", "manhattan", "inner_product"])
 def test_row_matrix_kneighbors_is_the_one_process_answer(client, rng, metric):
     X = _data(rng)
