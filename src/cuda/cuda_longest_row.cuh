@@ -1,5 +1,6 @@
 // The longest query of a batch, for the kernels that give a long query's entries other work
-// (cuda_tile_select.cuh: a block a tile; cuda_knn_panel.cu: entries past the cursors on their own).
+// (cuda_tile_select.cuh: a block a tile). (The tensor-core panel counts its queries' cold entries
+// instead: split_cold_entries in cuda_knn_panel.cu.)
 #pragma once
 
 #include "cuda_common.cuh"
