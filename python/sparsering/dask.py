@@ -371,10 +371,23 @@ def _pagerank_partial(part, r, backend):
     return sr.spmv(WT.matrix(backend), x), float(mine[out == 0].sum())
 
 
-def _pagerank_step(r, damping, n, *partials):
-    """The next ranks (networkx's iteration) and Σ|r_new - r|."""
-    y = np.sum([p[0] for p in partials], axis=0) if partials else np.zeros(n)
-    dangling = sum(p[1] for p in partials)
+def _add_partials(a, b):
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _tree_reduce(client, futures, fn):
+    """fn(a, b) over the futures in a fixed tree, ((0, 1), (2, 3)), ...: each sum on a worker that
+    holds one of its two, so no worker gathers them all, and the same order (the same bits)
+    wherever the blocks live."""
+    while len(futures) > 1:
+        paired = [client.submit(fn, futures[i], futures[i + 1], pure=False) for i in range(0, len(futures) - 1, 2)]
+        futures = paired + futures[len(futures) - len(futures) % 2:]
+    return futures[0]
+
+
+def _pagerank_step(r, damping, n, total):
+    """The next ranks (networkx's iteration) and Σ|r_new - r|, from the blocks' summed shares."""
+    y, dangling = total
     new = damping * y + (damping * dangling + (1.0 - damping)) / n
     return new, float(np.abs(new - r).sum())
 
@@ -848,8 +861,9 @@ class RowMatrix:
         """PageRank of the graph this square matrix holds (row i's entries: the edges out of i,
         weights >= 0), networkx's iteration as sparsering.pagerank: from 1/n until
         Σ|r_new − r| <= n·tol. Each worker multiplies its block's transpose by its rows' share of
-        the ranks; the shares are summed on a worker and the new ranks sent back, one exchange a
-        step; the client sees only each step's change. Returns (ranks as numpy, iterations)."""
+        the ranks; the shares are summed pairwise in a fixed tree (no worker gathers them all) and
+        the new ranks sent back, one exchange a step; the client sees only each step's change.
+        Returns (ranks as numpy, iterations)."""
         n = self.shape[0]
         if self.shape[0] != self.shape[1]:
             raise InvalidArgumentError(f"pagerank: the matrix is {self.shape[0]} x {self.shape[1]}, not square")
@@ -860,7 +874,8 @@ class RowMatrix:
         it = 0
         for it in range(1, int(max_iter) + 1):
             partials = [self.client.submit(_pagerank_partial, part, r, backend, pure=False) for part in parts]
-            step = self.client.submit(_pagerank_step, r, float(damping), n, *partials, pure=False)
+            total = _tree_reduce(self.client, partials, _add_partials)
+            step = self.client.submit(_pagerank_step, r, float(damping), n, total, pure=False)
             r = self.client.submit(operator.getitem, step, 0, pure=False)
             change = self.client.submit(operator.getitem, step, 1, pure=False).result()
             if change <= n * tol:
