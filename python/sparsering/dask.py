@@ -314,10 +314,11 @@ def _used_columns(a_block, after=None):
     return np.unique(a_block.rows.indices)
 
 
-def _needed_rows(b_block, used, lo, hi):
-    """B_j (rows lo..hi of B) with only the rows that A_i's columns name (the others empty): what
-    A_i's product reads of it, and all that travels to A_i's worker."""
+def _needed_rows(b_block, used):
+    """B_j with only the rows that A_i's columns (`used`) name (the others empty): what A_i's
+    product reads of it, and all that travels to A_i's worker."""
     rows = b_block.rows
+    lo, hi = b_block.start, b_block.start + rows.shape[0]
     keep = np.zeros(hi - lo, dtype=bool)
     keep[used[(used >= lo) & (used < hi)] - lo] = True
     if keep.all():
@@ -670,22 +671,24 @@ class RowMatrix:
             return da.zeros((0, k)), da.zeros((0, k), dtype=np.int64)
         return da.concatenate(dists), da.concatenate(inds)
 
-    def _each_query_block(self, queries, pair_task, pair_args, join):
-        """For each query block, pair_task(index block, query block, *pair_args) on every index
-        block's worker and join(query block's number, those futures): a list of join's futures.
-        The pair tasks take the query block through a key of its own (_query_copy), made only once
-        the join of block j - w is done (w: the workers) and released with its pair tasks, so a
-        worker holds its own blocks and copies of a few query blocks at a time. (Taken straight,
-        a block that is every query block's index waits on the whole graph, so the scheduler keeps
-        every copy: two workers each grew by 2.6x the matrix over an all-vs-all graph.)"""
+    def _each_query_block(self, queries, pair_task, pair_args, join, carry=None):
+        """For each query block, pair_task(index block, carried, *pair_args) on every index block's
+        worker and join(query block's number, those futures, the query block's workers): a list
+        of join's futures. `carried` is carry(query block) (the block itself by default,
+        _query_copy), a key of its own made on the query block's worker only once the join of block
+        j - w is done (w: the workers) and released with its pair tasks, so a worker holds its own
+        blocks and a few carried query blocks at a time. (Taken straight, a block that is every
+        query block's index waits on the whole graph, so the scheduler keeps every copy: two
+        workers each grew by 2.6x the matrix over an all-vs-all graph.)"""
+        carry = carry or _query_copy
         homes, window, out = self._homes(), len(_workers(self.client)), []
         for j, (qb, q_home) in enumerate(zip(queries.blocks, queries._homes())):
-            q = self.client.submit(_query_copy, qb, out[j - window] if j >= window else None, workers=q_home,
+            q = self.client.submit(carry, qb, out[j - window] if j >= window else None, workers=q_home,
                                    allow_other_workers=True, pure=False)
             parts = [self.client.submit(pair_task, ib, q, *pair_args, workers=home, allow_other_workers=True,
                                         pure=False)
                      for ib, home in zip(self.blocks, homes)]
-            out.append(join(j, parts))
+            out.append(join(j, parts, q_home))
         return out
 
     def _homes(self):
@@ -701,7 +704,7 @@ class RowMatrix:
         largest = metric == "inner_product"
         return self._each_query_block(
             queries, _block_candidates, (k, metric, p, dtype, backend),
-            lambda j, cands: self.client.submit(_merge_candidates, k, largest, *cands, pure=False))
+            lambda j, cands, _home: self.client.submit(_merge_candidates, k, largest, *cands, pure=False))
 
     def kneighbors_graph(self, n_neighbors, mode="connectivity", metric="euclidean", *, p=None, include_self=False,
                          dtype=None, backend=None):
@@ -736,7 +739,8 @@ class RowMatrix:
         drop_self = own and not include_self
         blocks = self._each_query_block(
             queries, _block_radius, (radius, mode, metric, p, dtype, backend),
-            lambda j, parts: self.client.submit(_join_columns, int(queries.starts[j]), drop_self, *parts, pure=False))
+            lambda j, parts, _home: self.client.submit(_join_columns, int(queries.starts[j]), drop_self, *parts,
+                                                       pure=False))
         return RowMatrix(self.client, blocks, queries.starts, (queries.shape[0], self.shape[0]),
                          _graph_dtype(mode, dtype, self.dtype))
 
@@ -746,19 +750,15 @@ class RowMatrix:
         same row blocks."""
         if B.shape[0] != self.shape[1]:
             raise InvalidArgumentError(f"mxm: A is {self.shape[0]} x {self.shape[1]} but B is {B.shape[0]} x {B.shape[1]}")
-        # each block of A gets only the rows of B its columns name, cut on B's workers; block i's
-        # cuts wait for block i - w's product (w: the workers), so a worker holds its blocks and
-        # the rows a few products need, not every block of B
-        window, blocks = len(_workers(self.client)), []
+        # each block of A gets only the rows of B its columns name, cut on B's workers, a few
+        # blocks of A at a time (B's blocks as the index, A's as the queries, their used columns
+        # carried), so a worker holds its blocks and the rows a few products need, not all of B
         starts, stops = [int(x) for x in B.starts], B._stops()
-        b_homes = B._homes()
-        for i, (ab, home) in enumerate(zip(self.blocks, self._homes())):
-            used = self.client.submit(_used_columns, ab, blocks[i - window] if i >= window else None, pure=False)
-            needed = [self.client.submit(_needed_rows, bb, used, lo, hi, workers=b_home, allow_other_workers=True,
-                                         pure=False)
-                      for bb, lo, hi, b_home in zip(B.blocks, starts, stops, b_homes)]
-            blocks.append(self.client.submit(_block_mxm, ab, semiring, starts, stops, backend, *needed,
-                                             workers=home, allow_other_workers=True, pure=False))
+        blocks = B._each_query_block(
+            self, _needed_rows, (),
+            lambda i, needed, home: self.client.submit(_block_mxm, self.blocks[i], semiring, starts, stops, backend,
+                                                       *needed, workers=home, allow_other_workers=True, pure=False),
+            carry=_used_columns)
         out = np.dtype(np.bool_) if semiring == "or_and" else np.result_type(self.dtype, B.dtype)
         return RowMatrix(self.client, blocks, self.starts, (self.shape[0], B.shape[1]), out)
 
