@@ -71,7 +71,9 @@ static sr_status run(const char *fn, struct sr_context_s *ctx, sr_fused_args *a,
     a->type = t;
     if (!z)
         a->beta = 0.0;
-    staged_vector sy, sv, sz, sw;
+    /* zeroed: a failed staging frees them all, the ones never staged too (they held garbage that
+     * was handed to the device's free, whose error surfaced in the next launch) */
+    staged_vector sy = {0}, sv = {0}, sz = {0}, sw = {0};
     const bool w_is_z = z && z->data == w->data && z->location == w->location;
     sr_status st = stage(ctx, y, where, true, &sy);
     if (st == SR_SUCCESS)
