@@ -341,6 +341,26 @@ sr_status transpose_dense(const T *src, int64_t rows, int64_t cols, int64_t src_
     return SR_SUCCESS;
 }
 
+// The same for elements of `type`, whatever the kernel's value type: B is bool under plus_pair and
+// any_pair while the output is int32 or float (read as the output's type, a bool B was read 4-8
+// times past its end: compute-sanitizer memcheck on test_products, H200).
+sr_status transpose_typed(sr_type type, const void *src, int64_t rows, int64_t cols, int64_t src_ld, void *dst,
+                          int64_t dst_ld, cudaStream_t stream) {
+    switch (sr_type_size(type)) {
+    case 1:
+        return transpose_dense(static_cast<const uint8_t *>(src), rows, cols, src_ld, static_cast<uint8_t *>(dst),
+                               dst_ld, stream);
+    case 4:
+        return transpose_dense(static_cast<const uint32_t *>(src), rows, cols, src_ld, static_cast<uint32_t *>(dst),
+                               dst_ld, stream);
+    case 8:
+        return transpose_dense(static_cast<const uint64_t *>(src), rows, cols, src_ld, static_cast<uint64_t *>(dst),
+                               dst_ld, stream);
+    default:
+        return sr_error(SR_ERROR_INTERNAL, "transpose: elements of %zu bytes", sr_type_size(type));
+    }
+}
+
 template <class Ops> struct spmm_launcher {
     using T = typename Ops::value;
     // Column-major B or C (more than one column): the kernels read B rows and write C rows, so
@@ -361,11 +381,12 @@ template <class Ops> struct spmm_launcher {
             SR_CUDA_TRY(cudaStreamSynchronize(stream));
             return SR_SUCCESS;
         }
-        buffer<T> b_rows(ctx), c_rows(ctx);
+        buffer<unsigned char> b_rows(ctx); // B's own type: bool under the pair semirings
+        buffer<T> c_rows(ctx);
         sr_dense b = *B, c = *C;
         if (b_cols) {
-            SR_TRY(b_rows.allocate((size_t)B->nrows * (size_t)K));
-            SR_TRY(transpose_dense<T>(static_cast<const T *>(B->data), K, B->nrows, B->ld, b_rows.get(), K, stream));
+            SR_TRY(b_rows.allocate((size_t)B->nrows * (size_t)K * sr_type_size(B->type)));
+            SR_TRY(transpose_typed(B->type, B->data, K, B->nrows, B->ld, b_rows.get(), K, stream));
             b = sr_dense_view(b_rows.get(), B->nrows, K, B->type, SR_ROW_MAJOR, SR_DEVICE);
         }
         if (c_cols) {
@@ -538,12 +559,7 @@ extern "C" sr_status sr_cuda_dense_row_major(sr_context_s *ctx, const sr_dense *
     device_guard guard(ctx->device);
     cudaStream_t stream = stream_of(ctx);
     // a column-major view is its transpose stored row-major: ncols rows of nrows, ld apart
-    if (sr_type_size(d->type) == 8)
-        SR_TRY(transpose_dense<uint64_t>(static_cast<const uint64_t *>(d->data), d->ncols, d->nrows, d->ld,
-                                         static_cast<uint64_t *>(out), d->ncols, stream));
-    else
-        SR_TRY(transpose_dense<uint32_t>(static_cast<const uint32_t *>(d->data), d->ncols, d->nrows, d->ld,
-                                         static_cast<uint32_t *>(out), d->ncols, stream));
+    SR_TRY(transpose_typed(d->type, d->data, d->ncols, d->nrows, d->ld, out, d->ncols, stream));
     SR_CUDA_TRY(cudaStreamSynchronize(stream));
     return SR_SUCCESS;
 }
