@@ -246,6 +246,10 @@ int main(void)
     x = with_scaled_copies(120, 400, 8);
     metrics_of(ctx, "scaled copies", &x, NULL, SR_PRECISION_EXACT, "FP16 (exact)", -1.0, kMetrics,
                sizeof kMetrics / sizeof kMetrics[0] - 1);
+    setenv("SPARSERING_KNN_PRETEST", "1", 1); /* Russell-Rao's pre-test too (off by default) */
+    metrics_of(ctx, "scaled copies, every pre-test", &x, NULL, SR_PRECISION_EXACT, "FP16 (exact)", -1.0, kMetrics,
+               sizeof kMetrics / sizeof kMetrics[0] - 1);
+    unsetenv("SPARSERING_KNN_PRETEST");
     test_csr_free(&x);
 
     /* 2049 does not fit FP16: the split product (hellinger's square roots are not integers anyway) */

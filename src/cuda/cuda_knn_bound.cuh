@@ -16,6 +16,11 @@ namespace {
 constexpr float kUlp = 5.9604645e-8f; // 2^-24
 
 template <sr_metric M> struct distance_floor {
+    // Whether the pre-test pays by default: not for Russell-Rao, whose finalizer (1 - dot / d) is
+    // one division, what the test itself costs (MovieLens-like, 20,000 queries, H200: 81.7 ms with
+    // it, 74.3 without; cosine 82.2 against 91.4, correlation 86.9 against 93.2; Jaccard and Dice
+    // within 2% either way).
+    static constexpr bool kPays = M != SR_METRIC_RUSSELL_RAO;
     float q0 = 0.0f, q1 = 0.0f, rq = 0.0f, vq = 0.0f, d = 0.0f;
     bool usable = false; // false: every pair goes to the finalizer
 

@@ -597,6 +597,13 @@ bool choose_panel(const std::vector<double> &work, double m, double n, panel_mod
     return forced || t_panel < 0.75 * t_sparse;
 }
 
+// Whether the selection pre-tests pairs before the finalizer (cuda_knn_bound.cuh): the metric's
+// default, or SPARSERING_KNN_PRETEST=0 / 1 for every metric (A/B comparisons).
+template <sr_metric M> bool pretest_for() {
+    const int forced = sr_setting("SPARSERING_KNN_PRETEST", -1);
+    return forced == 0 ? false : forced == 1 ? true : distance_floor<M>::kPays;
+}
+
 sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cuda_panel **out) {
     sr_context_s *ctx = in->Q->ctx;
     const sr_matrix_s *Q = in->Q, *X = in->X;
@@ -749,7 +756,7 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
         }
         select_panel<M><<<dim3((unsigned)nq, (unsigned)chunks), kSelThreads, 0, stream_of(ctx)>>>(
             block.get(), n, in->qnorm + 2 * q0, in->xnorm, d, in->p, cold, long_from.get(), o,
-            sr_setting("SPARSERING_KNN_PRETEST", 1) != 0); // =0: every pair to the finalizer (A/B)
+            pretest_for<M>());
         SR_CUDA_LAUNCHED();
         merge_blocks<float><<<grid_for(nq * 32), 256, 0, stream_of(ctx)>>>(
             o, nq, chunks * k, idx, static_cast<float *>(dist->data), dist->row_stride, dist->col_stride);
