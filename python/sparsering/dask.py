@@ -68,6 +68,19 @@ def _workers(client, wait=60.0):
     return workers
 
 
+_CONTEXTS = {}  # a worker's contexts by backend, made once: a CUDA context costs milliseconds
+
+
+def _context(backend):
+    """This process's context for `backend` ("cpu", "cuda", or None: the default context)."""
+    import sparsering as sr
+    if not backend:
+        return sr.default_context()
+    if backend not in _CONTEXTS:
+        _CONTEXTS[backend] = sr.Context(backend)
+    return _CONTEXTS[backend]
+
+
 class _Block:
     """A row block of the index, kept on one worker: its rows, where they start in the index, and
     the sparsering Matrix made from them on first use there (not pickled; made again if moved)."""
@@ -84,8 +97,7 @@ class _Block:
     def matrix(self, backend):
         import sparsering as sr
         if self._matrix is None or self._matrix[0] != backend:
-            ctx = sr.Context(backend) if backend else sr.default_context()
-            self._matrix = (backend, sr.Matrix(self.rows, context=ctx))
+            self._matrix = (backend, sr.Matrix(self.rows, context=_context(backend)))
         return self._matrix[1]
 
 
@@ -256,7 +268,8 @@ def _reach_partial(block, frontier, backend):
     F = frontier[:, block.start:block.start + block.rows.shape[0]]
     if F.nnz == 0:
         return None
-    return sp.csr_matrix(sr.mxm(sp.csr_matrix(F, dtype=bool), sp.csr_matrix(block.rows, dtype=bool), "or_and"))
+    return sp.csr_matrix(sr.mxm(sp.csr_matrix(F, dtype=bool), sp.csr_matrix(block.rows, dtype=bool), "or_and",
+                                context=_context(backend)))
 
 
 def _reach_step(visited, *partials):
@@ -333,14 +346,14 @@ def _block_mxm(a_block, semiring, b_starts, b_stops, backend, *b_blocks):
     """Row block i of A·B: ⊕ over B's blocks j of A_i's columns in j's rows times B_j (each B_j
     with at least the rows A_i names)."""
     import sparsering as sr
-    A = a_block.rows
+    A, ctx = a_block.rows, _context(backend)
     C = None
     for lo, hi, bj in zip(b_starts, b_stops, b_blocks):
         part = A[:, lo:hi]
         if part.nnz == 0:
             continue
-        P = sr.mxm(part, bj.rows, semiring)
-        C = P if C is None else sr.ewise_add(C, P, semiring)
+        P = sr.mxm(part, bj.rows, semiring, context=ctx)
+        C = P if C is None else sr.ewise_add(C, P, semiring, context=ctx)
     if C is None:
         out_type = np.bool_ if semiring == "or_and" else np.result_type(A.dtype, b_blocks[0].rows.dtype if b_blocks else A.dtype)
         C = sp.csr_matrix((A.shape[0], b_blocks[0].rows.shape[1] if b_blocks else 0), dtype=out_type)
@@ -393,12 +406,14 @@ def _pagerank_step(r, damping, n, total):
     return new, float(np.abs(new - r).sum())
 
 
-def _closure_step(closed, found):
+def _closure_step(closed, found, backend=None):
     """(the pairs of `found` that `closed` lacks, closed ∪ them, how many): one semi-naive round
     on a row block (bool blocks, the same rows)."""
     import sparsering as sr
-    fresh = sp.csr_matrix(sr.ewise_add(found.rows, found.rows, "or_and", mask=closed.rows, complement=True), dtype=bool)
-    union = sp.csr_matrix(sr.ewise_add(closed.rows, fresh, "or_and"), dtype=bool)
+    ctx = _context(backend)
+    fresh = sp.csr_matrix(sr.ewise_add(found.rows, found.rows, "or_and", mask=closed.rows, complement=True,
+                                       context=ctx), dtype=bool)
+    union = sp.csr_matrix(sr.ewise_add(closed.rows, fresh, "or_and", context=ctx), dtype=bool)
     return _Block(fresh, found.start), _Block(union, found.start), int(fresh.nnz)
 
 
@@ -896,7 +911,8 @@ class RowMatrix:
         while max_rounds is None or rounds < max_rounds:
             rounds += 1
             found = fresh.mxm(edges, "or_and", backend=backend)
-            steps = [self.client.submit(_closure_step, c, f, pure=False) for c, f in zip(closed.blocks, found.blocks)]
+            steps = [self.client.submit(_closure_step, c, f, backend, pure=False)
+                     for c, f in zip(closed.blocks, found.blocks)]
             fresh = RowMatrix(self.client, [self.client.submit(operator.getitem, s, 0, pure=False) for s in steps],
                               self.starts, self.shape, np.bool_)
             closed = RowMatrix(self.client, [self.client.submit(operator.getitem, s, 1, pure=False) for s in steps],

@@ -181,6 +181,30 @@ def test_row_matrix_reachability_is_the_one_process_answer(client, rng):
         srd.RowMatrix.from_scipy(client, G).reachability([500])
 
 
+@pytest.mark.parametrize("operation", ["spmv", "spmm", "reachability", "mxm", "transitive_closure", "kneighbors",
+                                       "sddmm", "pagerank"])
+def test_row_matrix_operations_run_on_the_backend_asked_for(client, rng, operation):
+    """backend= reaches the workers' calls: one no context can be made for is refused there (the
+    Boolean steps and the products of mxm once ran on the workers' default context whatever was asked)."""
+    G = sp.random(60, 60, density=0.05, format="csr", random_state=rng, dtype=np.float64)
+    R = srd.RowMatrix.from_scipy(client, G, parts=2)
+    calls = {"spmv": lambda b: R.spmv(np.ones(60), backend=b), "spmm": lambda b: R.spmm(np.ones((60, 3)), backend=b),
+             "reachability": lambda b: R.reachability([0, 1], backend=b), "mxm": lambda b: R.mxm(R, backend=b),
+             "transitive_closure": lambda b: R.transitive_closure(backend=b),
+             "kneighbors": lambda b: R.kneighbors(k=3, backend=b),
+             "sddmm": lambda b: R.sddmm(np.ones((60, 2)), np.ones((60, 2)), backend=b),
+             "pagerank": lambda b: R.pagerank(backend=b)}
+    call = calls[operation]
+    call("cpu")  # the backend every machine has
+    with pytest.raises(ValueError, match="backend"):
+        out = call("no-such-backend")
+        for piece in (out if isinstance(out, tuple) else (out,)):  # lazy results: made to compute
+            if hasattr(piece, "to_scipy"):
+                piece.to_scipy()
+            elif hasattr(piece, "compute"):
+                piece.compute()
+
+
 @pytest.mark.parametrize("metric", ["cosine", "manhattan", "inner_product"])
 def test_row_matrix_kneighbors_is_the_one_process_answer(client, rng, metric):
     X = _data(rng)
