@@ -23,6 +23,7 @@ answers k-NN and SpMV as dask arrays:
 Start the cluster with `dask scheduler` on one host and `dask worker tcp://HOST:8786` on each
 (README, "Several hosts"); docs/multi-host.md says what MPI/NCCL would change.
 """
+import collections
 import operator
 
 import numpy as np
@@ -886,16 +887,27 @@ class RowMatrix:
             return np.zeros(0), 0
         parts = [self.client.submit(_pagerank_block, b, pure=False) for b in self.blocks]
         r = self.client.submit(np.full, n, 1.0 / n, pure=False)  # a task, not scattered data: it has lineage
-        it = 0
-        for it in range(1, int(max_iter) + 1):
-            partials = [self.client.submit(_pagerank_partial, part, r, backend, pure=False) for part in parts]
-            total = _tree_reduce(self.client, partials, _add_partials)
-            step = self.client.submit(_pagerank_step, r, float(damping), n, total, pure=False)
-            r = self.client.submit(operator.getitem, step, 0, pure=False)
-            change = self.client.submit(operator.getitem, step, 1, pure=False).result()
-            if change <= n * tol:
-                break
-        return r.result(), it
+        # Steps are submitted up to `ahead` before the client has read their changes, so the
+        # scheduler starts each as soon as the ranks before it exist instead of waiting for the
+        # client's round trip; the steps past the one that converges are released, their ranks unused
+        # (the answer and the count are those of the one-step-at-a-time loop).
+        ahead, pending = 4, collections.deque()  # (iteration, ranks, change) not yet read
+        submitted = 0
+        while True:
+            while submitted < int(max_iter) and len(pending) < ahead:
+                submitted += 1
+                partials = [self.client.submit(_pagerank_partial, part, r, backend, pure=False) for part in parts]
+                total = _tree_reduce(self.client, partials, _add_partials)
+                step = self.client.submit(_pagerank_step, r, float(damping), n, total, pure=False)
+                r = self.client.submit(operator.getitem, step, 0, pure=False)
+                pending.append((submitted, r, self.client.submit(operator.getitem, step, 1, pure=False)))
+            if not pending:  # max_iter = 0
+                return r.result(), 0
+            it, ranks, change = pending.popleft()
+            if change.result() <= n * tol or not pending and submitted >= int(max_iter):
+                answer = ranks.result()
+                pending.clear()  # released, not cancelled: dask forgets the steps past it
+                return answer, it
 
     def transitive_closure(self, *, max_rounds=None, backend=None):
         """Every pair (i, j) joined by a path of one or more edges of this square matrix's pattern,

@@ -1,0 +1,138 @@
+"""Scaling of sparsering.dask over worker processes (issue 59's targets): an all-vs-all k-NN graph
+of a NY Times-shaped bag of words, SpGEMM A·A on an R-MAT graph and 50 PageRank steps on a larger
+one, each on a LocalCluster of W worker processes of T threads (W from --workers), or on a
+LocalCUDACluster, one worker a GPU (--cuda), against the one-process call with W·T threads (or
+on one GPU). The matrix is made on the client, cut into row blocks and persisted on the workers
+before the clock starts (from_scipy); the time is the operation until its blocks (or its answer)
+are done on the workers; the answer is checked against the one-process one.
+
+    python3 bench/bench_dask.py BUILD [--workers 1,2,4] [--threads 4] [--only knn,spgemm,pagerank]
+        [--knn-rows 300000] [--rmat-spgemm 20] [--rmat-pagerank 22] [--cuda] [--json out.json]
+
+Every size is printed as made (rows, entries). Defaults are the issue's sizes (NY Times-shaped at
+the paper's density: 300,000 rows of about 233 distinct words of 102,000; R-MAT 20 and 22, edge
+factor 16); smaller ones for a small host: --knn-rows 20000 --rmat-spgemm 14 --rmat-pagerank 18."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import sr_package  # noqa: E402
+from generated_graphs import rmat  # noqa: E402
+from knn_data import synthetic  # noqa: E402
+
+
+def knn_set(rows):
+    """NY Times-shaped rows: the paper set's column count, density and log-normal lengths
+    (knn_data.PAPER_SETS), `rows` of them."""
+    return synthetic(rows, 102_000, int(round(69_679_427 * rows / 300_000)), 0, 2_000, degrees="lognormal")
+
+
+def workloads(args):
+    """(name, input, distributed call, one-process call, answers-equal check)."""
+    import scipy.sparse as sp
+    sr = args.sr
+    out = []
+    if "knn" in args.only:
+        X = knn_set(args.knn_rows)
+        out.append(("knn graph, cosine, k=5", X,
+                    lambda R, be: R.kneighbors_graph(5, mode="distance", metric="cosine", backend=be),
+                    lambda X, ctx: sr.kneighbors_graph(X, 5, mode="distance", metric="cosine", context=ctx),
+                    lambda got, want: (got != want).nnz == 0))
+    if "spgemm" in args.only:
+        A = sp.csr_matrix(rmat(args.rmat_spgemm, 16), dtype=np.float32)
+        out.append((f"SpGEMM A·A, R-MAT {args.rmat_spgemm}", A,
+                    lambda R, be: R.mxm(R, backend=be),
+                    lambda A, ctx: sr.mxm(A, A, context=ctx),
+                    lambda got, want: got.nnz == want.nnz and abs(got - want).max() <= 1e-5 * abs(want).max()))
+    if "pagerank" in args.only:
+        G = sp.csr_matrix(rmat(args.rmat_pagerank, 16), dtype=np.float64)
+        out.append((f"PageRank 50 steps, R-MAT {args.rmat_pagerank}", G,
+                    lambda R, be: R.pagerank(tol=0.0, max_iter=50, backend=be),
+                    lambda G, ctx: sr.pagerank(G, tol=0.0, max_iter=50, context=ctx),
+                    lambda got, want: np.allclose(got[0], want[0] if isinstance(want, tuple) else want,
+                                                  rtol=1e-10, atol=1e-14)))
+    return out
+
+
+def finish(result, distributed):
+    """Waits until the operation's answer is done on the workers (blocks, dask arrays or values)."""
+    if hasattr(result, "blocks"):
+        distributed.wait(result.blocks)
+    elif isinstance(result, tuple) and hasattr(result[0], "persist"):
+        distributed.wait([r.persist() for r in result])
+    return result
+
+
+def as_scipy(result):
+    if hasattr(result, "to_scipy"):
+        return result.to_scipy()
+    return result
+
+
+def cluster(args, workers):
+    import distributed
+    if args.cuda:
+        from dask_cuda import LocalCUDACluster
+        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(str(g) for g in range(workers)),
+                                dashboard_address=None)
+    return distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                    dashboard_address=None)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("build")
+    ap.add_argument("--workers", default="1,2,4")
+    ap.add_argument("--threads", type=int, default=4, help="sparsering threads a worker (CPU)")
+    ap.add_argument("--only", default="knn,spgemm,pagerank")
+    ap.add_argument("--knn-rows", type=int, default=300_000)
+    ap.add_argument("--rmat-spgemm", type=int, default=20)
+    ap.add_argument("--rmat-pagerank", type=int, default=22)
+    ap.add_argument("--cuda", action="store_true", help="LocalCUDACluster, one worker a GPU")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)  # each worker process's sparsering threads
+    args.sr = sr_package.load(args.build)
+    import distributed
+    sr = args.sr
+    backend = "cuda" if args.cuda else "cpu"
+    counts = [int(w) for w in args.workers.split(",")]
+    rows = []
+    for name, M, dist_call, one_call, same in workloads(args):
+        print(f"# {name}: {M.shape[0]} x {M.shape[1]}, {M.nnz} entries", flush=True)
+        ctx = sr.Context(backend, threads=max(counts) * args.threads) if not args.cuda else sr.Context("cuda")
+        one_call(M, ctx)  # warm-up (and the one-process answer)
+        t = time.perf_counter()
+        want = one_call(M, ctx)
+        t_one = time.perf_counter() - t
+        print(f"{name}: one process ({'1 GPU' if args.cuda else f'{max(counts) * args.threads} threads'}) "
+              f"{t_one:.2f} s", flush=True)
+        base = None
+        for w in counts:
+            with cluster(args, w) as cl, distributed.Client(cl) as client:
+                client.wait_for_workers(w, timeout=300)
+                import sparsering.dask as srd
+                R = srd.RowMatrix.from_scipy(client, M, parts=max(w, 1) * 2)
+                distributed.wait(R.blocks)
+                t = time.perf_counter()
+                got = finish(dist_call(R, backend), distributed)
+                t_w = time.perf_counter() - t
+                ok = same(as_scipy(got), want)
+            base = base or t_w
+            print(f"{name}: {w} worker(s) x {1 if args.cuda else args.threads} threads {t_w:.2f} s, "
+                  f"{base / t_w:.2f}x one worker, {t_one / t_w:.2f}x one process; same answer: {ok}", flush=True)
+            rows.append(dict(operation=name, rows=M.shape[0], nnz=int(M.nnz), workers=w,
+                             threads=None if args.cuda else args.threads, backend=backend, seconds=t_w,
+                             one_process_seconds=t_one, speedup=base / t_w, same_answer=bool(ok)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
