@@ -367,44 +367,58 @@ def _block_sddmm(s_block, a_rows, B, alpha, beta, pattern, backend):
     return _Block(C.to_scipy() if hasattr(C, "to_scipy") else sp.csr_matrix(C), s_block.start)
 
 
-def _pagerank_block(block):
-    """A row block's transition part for PageRank: its rows' out-weights (float64) and its
-    transpose (n x the block's rows), kept on the worker."""
+def _out_weights(block):
+    """A row block's out-weights (its rows' sums, float64), its weights checked to be >= 0."""
     W = sp.csr_matrix(block.rows, dtype=np.float64)
     if W.nnz and (W.data.min() < 0 or np.isnan(W.data).any()):
         raise InvalidArgumentError("pagerank: a negative or NaN edge weight (PageRank needs weights >= 0)")
-    out = np.asarray(W.sum(axis=1)).ravel()
-    return _Block(W.T.tocsr(), block.start), out
+    return np.asarray(W.sum(axis=1)).ravel()
 
 
-def _pagerank_partial(part, r, backend):
-    """This block's share of Aᵀ·(r / out-weight) and its dangling rows' rank."""
+def _concat(*arrays):
+    return np.concatenate(arrays) if arrays else np.zeros(0)
+
+
+def _pagerank_prep(block, out):
+    """A row block of the transpose (its vertices' in-edges) in float64, kept on the worker, with
+    its vertices' inverse out-weights (0 for a vertex without out-edges) and those dangling ones."""
+    rows = block.rows.shape[0]
+    mine = out[block.start:block.start + rows]
+    inv = np.divide(1.0, mine, out=np.zeros(rows), where=mine > 0)
+    return _Block(sp.csr_matrix(block.rows, dtype=np.float64), block.start), inv, np.flatnonzero(mine == 0)
+
+
+def _rank_state(prep, r, change):
+    """A block's state: (x = r / out-weight over its vertices, r, Σ|r − r before|, the rank of its
+    dangling vertices)."""
+    _, inv, dangling = prep
+    return r * inv, r, change, float(r[dangling].sum())
+
+
+def _pagerank_start(prep, n):
+    return _rank_state(prep, np.full(prep[0].rows.shape[0], 1.0 / n), 0.0)
+
+
+def _pagerank_pull(prep, state, damping, n, totals, backend, *xs):
+    """The next state of a block (networkx's iteration): its vertices' ranks from their in-edges
+    and every block's x (pulled: no block's share of another block's vertices is ever summed)."""
     import sparsering as sr
-    WT, out = part
-    mine = r[WT.start:WT.start + out.size]
-    x = np.divide(mine, out, out=np.zeros_like(mine), where=out > 0)
-    return sr.spmv(WT.matrix(backend), x), float(mine[out == 0].sum())
+    y = sr.spmv(prep[0].matrix(backend), _concat(*xs))
+    r = damping * y + (damping * totals[1] + (1.0 - damping)) / n
+    return _rank_state(prep, r, float(np.abs(r - state[1]).sum()))
 
 
-def _add_partials(a, b):
-    return a[0] + b[0], a[1] + b[1]
+def _state_scalars(state):
+    return state[2], state[3]
 
 
-def _tree_reduce(client, futures, fn):
-    """fn(a, b) over the futures in a fixed tree, ((0, 1), (2, 3)), ...: each sum on a worker that
-    holds one of its two, so no worker gathers them all, and the same order (the same bits)
-    wherever the blocks live."""
-    while len(futures) > 1:
-        paired = [client.submit(fn, futures[i], futures[i + 1], pure=False) for i in range(0, len(futures) - 1, 2)]
-        futures = paired + futures[len(futures) - len(futures) % 2:]
-    return futures[0]
+def _totals(*scalars):
+    """(Σ change, Σ dangling rank) over the blocks, in block order (the same bits wherever they live)."""
+    return float(sum(c for c, _ in scalars)), float(sum(d for _, d in scalars))
 
 
-def _pagerank_step(r, damping, n, total):
-    """The next ranks (networkx's iteration) and Σ|r_new - r|, from the blocks' summed shares."""
-    y, dangling = total
-    new = damping * y + (damping * dangling + (1.0 - damping)) / n
-    return new, float(np.abs(new - r).sum())
+def _ranks(*states):
+    return _concat(*[state[1] for state in states])
 
 
 def _closure_step(closed, found, backend=None):
@@ -876,36 +890,44 @@ class RowMatrix:
     def pagerank(self, damping=0.85, *, tol=1e-6, max_iter=100, backend=None):
         """PageRank of the graph this square matrix holds (row i's entries: the edges out of i,
         weights >= 0), networkx's iteration as sparsering.pagerank: from 1/n until
-        Σ|r_new − r| <= n·tol. Each worker multiplies its block's transpose by its rows' share of
-        the ranks; the shares are summed pairwise in a fixed tree (no worker gathers them all) and
-        the new ranks sent back, one exchange a step; the client sees only each step's change.
+        Σ|r_new − r| <= n·tol. The graph is transposed once (RowMatrix.transpose: each block then
+        holds its vertices' in-edges); a step, each block pulls every block's r / out-weight and
+        computes its own vertices' ranks, so nothing is summed across workers but the change and
+        the dangling rank (two numbers a block); the client sees only each step's change.
         Returns (ranks as numpy, iterations)."""
         n = self.shape[0]
         if self.shape[0] != self.shape[1]:
             raise InvalidArgumentError(f"pagerank: the matrix is {self.shape[0]} x {self.shape[1]}, not square")
         if n == 0:
             return np.zeros(0), 0
-        parts = [self.client.submit(_pagerank_block, b, pure=False) for b in self.blocks]
-        r = self.client.submit(np.full, n, 1.0 / n, pure=False)  # a task, not scattered data: it has lineage
+        c = self.client
+        out = c.submit(_concat, *[c.submit(_out_weights, b, pure=False) for b in self.blocks], pure=False)
+        preps = [c.submit(_pagerank_prep, b, out, pure=False) for b in self.transpose(parts=len(self.blocks)).blocks]
+        states = [c.submit(_pagerank_start, prep, n, pure=False) for prep in preps]
+
+        def parts_of(states):
+            xs = [c.submit(operator.getitem, st, 0, pure=False) for st in states]
+            return xs, c.submit(_totals, *[c.submit(_state_scalars, st, pure=False) for st in states], pure=False)
+
+        xs, totals = parts_of(states)
         # Steps are submitted up to `ahead` before the client has read their changes, so the
-        # scheduler starts each as soon as the ranks before it exist instead of waiting for the
-        # client's round trip; the steps past the one that converges are released, their ranks unused
-        # (the answer and the count are those of the one-step-at-a-time loop).
-        ahead, pending = 4, collections.deque()  # (iteration, ranks, change) not yet read
+        # scheduler starts each when the states before it exist instead of waiting for the client's
+        # round trip; the steps past the one that converges are released, their ranks unused (the
+        # answer and the count are those of the one-step-at-a-time loop).
+        ahead, pending = 4, collections.deque()  # (iteration, states, change) not yet read
         submitted = 0
         while True:
             while submitted < int(max_iter) and len(pending) < ahead:
                 submitted += 1
-                partials = [self.client.submit(_pagerank_partial, part, r, backend, pure=False) for part in parts]
-                total = _tree_reduce(self.client, partials, _add_partials)
-                step = self.client.submit(_pagerank_step, r, float(damping), n, total, pure=False)
-                r = self.client.submit(operator.getitem, step, 0, pure=False)
-                pending.append((submitted, r, self.client.submit(operator.getitem, step, 1, pure=False)))
+                states = [c.submit(_pagerank_pull, prep, st, float(damping), n, totals, backend, *xs, pure=False)
+                          for prep, st in zip(preps, states)]
+                xs, totals = parts_of(states)
+                pending.append((submitted, states, c.submit(operator.getitem, totals, 0, pure=False)))
             if not pending:  # max_iter = 0
-                return r.result(), 0
-            it, ranks, change = pending.popleft()
+                return c.submit(_ranks, *states, pure=False).result(), 0
+            it, done, change = pending.popleft()
             if change.result() <= n * tol or not pending and submitted >= int(max_iter):
-                answer = ranks.result()
+                answer = c.submit(_ranks, *done, pure=False).result()
                 pending.clear()  # released, not cancelled: dask forgets the steps past it
                 return answer, it
 
