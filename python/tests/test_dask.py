@@ -266,13 +266,33 @@ def test_row_matrix_sddmm_matches_one_process(client, rng):
 def test_row_matrix_pagerank_matches_one_process(client, rng):
     G = sp.random(800, 800, density=0.004, format="csr", random_state=rng, dtype=np.float64)
     G.data[:] = 1.0
-    G[:, 5] = 1.0  # a popular vertex; some rows stay empty (dangling)
+    G[:, 5] = 1.0  # a popular vertex (every row then has an edge: dangling rows are the next test's)
     G = sp.csr_matrix(G)
     ranks, iterations = srd.RowMatrix.from_scipy(client, G, parts=3).pagerank(0.85, tol=1e-10)
     want, info = sr.pagerank(G, 0.85, tol=1e-10)
     assert iterations == info.iterations
     np.testing.assert_allclose(ranks, want, rtol=1e-12, atol=1e-15)
     assert abs(ranks.sum() - 1.0) < 1e-12
+
+
+@pytest.mark.parametrize("max_iter", [3, 100])
+def test_row_matrix_pagerank_with_dangling_vertices_and_weights(client, rng, max_iter):
+    """Weighted edges, vertices with no out-edges (empty rows, and a row whose weights are all 0),
+    more blocks than workers, and a run stopped by max_iter before it converges (the queued steps
+    past it released): the one-process ranks and count."""
+    G = sp.random(700, 700, density=0.006, format="csr", random_state=rng, dtype=np.float64)
+    G.data[:] = rng.integers(1, 5, G.nnz)
+    G = sp.lil_matrix(G)
+    G[10:40, :] = 0  # dangling: no out-edges
+    G[50, :] = 0
+    G[50, 3] = G[50, 7] = 1.0
+    G = sp.csr_matrix(G)
+    G[50, 3] = G[50, 7] = 0.0  # entries whose weights are 0: dangling too
+    assert G.getrow(50).nnz == 2 and np.diff(G.indptr)[10:40].sum() == 0
+    ranks, iterations = srd.RowMatrix.from_scipy(client, G, parts=5).pagerank(0.85, tol=1e-12, max_iter=max_iter)
+    want, info = sr.pagerank(G, 0.85, tol=1e-12, max_iter=max_iter)
+    assert iterations == info.iterations and (max_iter > 50 or iterations == max_iter)
+    np.testing.assert_allclose(ranks, want, rtol=1e-12, atol=1e-15)
 
 
 def test_row_matrix_survives_a_worker_dying(rng, tmp_path):
