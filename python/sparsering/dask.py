@@ -343,22 +343,19 @@ def _needed_rows(b_block, used):
     return _Block(sp.csr_matrix((rows.data[mask], rows.indices[mask], indptr), shape=rows.shape), lo)
 
 
-def _block_mxm(a_block, semiring, b_starts, b_stops, backend, *b_blocks):
-    """Row block i of A·B: ⊕ over B's blocks j of A_i's columns in j's rows times B_j (each B_j
-    with at least the rows A_i names)."""
+def _block_mxm(a_block, semiring, backend, *b_blocks):
+    """Row block i of A·B: A_i times B's blocks stacked (each B_j with at least the rows A_i
+    names, the others empty), one product: each row of C summed in the order the one-process
+    call sums it, so the same bits (a product and a sum a block of B, as before, cost a sum over
+    the growing C a block and gave other roundings)."""
     import sparsering as sr
     A, ctx = a_block.rows, _context(backend)
-    C = None
-    for lo, hi, bj in zip(b_starts, b_stops, b_blocks):
-        part = A[:, lo:hi]
-        if part.nnz == 0:
-            continue
-        P = sr.mxm(part, bj.rows, semiring, context=ctx)
-        C = P if C is None else sr.ewise_add(C, P, semiring, context=ctx)
-    if C is None:
-        out_type = np.bool_ if semiring == "or_and" else np.result_type(A.dtype, b_blocks[0].rows.dtype if b_blocks else A.dtype)
-        C = sp.csr_matrix((A.shape[0], b_blocks[0].rows.shape[1] if b_blocks else 0), dtype=out_type)
-    return _Block(sp.csr_matrix(C), a_block.start)
+    out_type = np.bool_ if semiring == "or_and" else np.result_type(A.dtype, b_blocks[0].rows.dtype if b_blocks else A.dtype)
+    if not b_blocks or A.nnz == 0:
+        return _Block(sp.csr_matrix((A.shape[0], b_blocks[0].rows.shape[1] if b_blocks else 0), dtype=out_type),
+                      a_block.start)
+    B = sp.vstack([bj.rows for bj in b_blocks], format="csr") if len(b_blocks) > 1 else b_blocks[0].rows
+    return _Block(sp.csr_matrix(sr.mxm(A, B, semiring, context=ctx)), a_block.start)
 
 
 def _block_sddmm(s_block, a_rows, B, alpha, beta, pattern, backend):
@@ -783,10 +780,9 @@ class RowMatrix:
         # each block of A gets only the rows of B its columns name, cut on B's workers, a few
         # blocks of A at a time (B's blocks as the index, A's as the queries, their used columns
         # carried), so a worker holds its blocks and the rows a few products need, not all of B
-        starts, stops = [int(x) for x in B.starts], B._stops()
         blocks = B._each_query_block(
             self, _needed_rows, (),
-            lambda i, needed, home: self.client.submit(_block_mxm, self.blocks[i], semiring, starts, stops, backend,
+            lambda i, needed, home: self.client.submit(_block_mxm, self.blocks[i], semiring, backend,
                                                        *needed, workers=home, allow_other_workers=True, pure=False),
             carry=_used_columns)
         out = np.dtype(np.bool_) if semiring == "or_and" else np.result_type(self.dtype, B.dtype)

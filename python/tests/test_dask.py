@@ -245,8 +245,19 @@ def test_row_matrix_mxm_matches_one_process(client, rng, semiring):
     B = _data(rng, rows=400, cols=300, density=0.02)
     A.data, B.data = np.round(A.data * 8), np.round(B.data * 8)  # integers: sums exact in any order
     C = srd.RowMatrix.from_scipy(client, A, parts=3).mxm(srd.RowMatrix.from_scipy(client, B, parts=2), semiring)
-    want = sr.mxm(A, B, semiring)
-    got = C.to_scipy()
+    _assert_same_csr(C.to_scipy(), sr.mxm(A, B, semiring))
+
+
+def test_row_matrix_mxm_sums_a_row_as_one_process_does(client, rng):
+    # real values, rows long enough for the products' accumulators: a block's row of C is one
+    # product over B's stacked blocks, summed in the one-process order, so the same bits
+    A = _data(rng, rows=600, cols=900, density=0.05)
+    B = _data(rng, rows=900, cols=700, density=0.05)
+    C = srd.RowMatrix.from_scipy(client, A, parts=4).mxm(srd.RowMatrix.from_scipy(client, B, parts=3))
+    _assert_same_csr(C.to_scipy(), sr.mxm(A, B))
+
+
+def _assert_same_csr(got, want):
     got.sort_indices()
     np.testing.assert_array_equal(got.indptr, want.indptr)
     np.testing.assert_array_equal(got.indices, want.indices)
