@@ -242,6 +242,8 @@ __device__ inline void add_cold_chunk(const cold_args &cold, int64_t *cur_at, co
             row[g] = tt < stop[g] ? cold.xtrow[tt] : INT32_MAX;
             x[g] = tt < stop[g] ? cold.xtval[tt] : 0.0f;
         }
+        __syncwarp(); // every lane has read the cursors before lane 0 moves them (racecheck: a
+                      // write after reads ordered only by the ballots, not a warp barrier)
 #pragma unroll
         for (int g = 0; g < kColdBatch; g++) {
             if (j0 + g >= n)
