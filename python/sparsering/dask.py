@@ -386,36 +386,36 @@ def _pagerank_prep(block, out):
 
 
 def _rank_state(prep, r, change):
-    """A block's state: (x = r / out-weight over its vertices, r, Σ|r − r before|, the rank of its
-    dangling vertices)."""
+    """A block's state: ((x = r / out-weight over its vertices, the rank of its dangling
+    vertices, Σ|r − r before|): the part every block pulls, r)."""
     _, inv, dangling = prep
-    return r * inv, r, change, float(r[dangling].sum())
+    return (r * inv, float(r[dangling].sum()), change), r
 
 
 def _pagerank_start(prep, n):
     return _rank_state(prep, np.full(prep[0].rows.shape[0], 1.0 / n), 0.0)
 
 
-def _pagerank_pull(prep, state, damping, n, totals, backend, *xs):
+def _pagerank_pull(prep, state, damping, n, backend, *pulled):
     """The next state of a block (networkx's iteration): its vertices' ranks from their in-edges
-    and every block's x (pulled: no block's share of another block's vertices is ever summed)."""
+    and every block's x (pulled: no block's share of another block's vertices is ever summed),
+    the dangling rank summed from the same pulled parts in block order (the same bits on every
+    block, and no step waits on a total of the step before)."""
     import sparsering as sr
-    y = sr.spmv(prep[0].matrix(backend), _concat(*xs))
-    r = damping * y + (damping * totals[1] + (1.0 - damping)) / n
+    y = sr.spmv(prep[0].matrix(backend), _concat(*[x for x, _, _ in pulled]))
+    dangling = float(sum(d for _, d, _ in pulled))
+    r = damping * y + (damping * dangling + (1.0 - damping)) / n
     return _rank_state(prep, r, float(np.abs(r - state[1]).sum()))
 
 
-def _state_scalars(state):
-    return state[2], state[3]
-
-
-def _totals(*scalars):
-    """(Σ change, Σ dangling rank) over the blocks, in block order (the same bits wherever they live)."""
-    return float(sum(c for c, _ in scalars)), float(sum(d for _, d in scalars))
+def _change(*pulled):
+    """Σ of the blocks' changes in block order, from the parts the next step pulls anyway (every
+    worker holds them all: no transfer of its own)."""
+    return float(sum(c for _, _, c in pulled))
 
 
 def _ranks(*states):
-    return _concat(*[state[1] for state in states])
+    return _concat(*[r for _, r in states])
 
 
 def _closure_step(closed, found, backend=None):
@@ -538,6 +538,7 @@ def _squared_error(part, W, H, backend):
 
 
 def _total(*values):
+    """Σ over the blocks' values, in block order (the same bits wherever they live)."""
     return float(sum(values))
 
 
@@ -901,24 +902,25 @@ class RowMatrix:
         preps = [c.submit(_pagerank_prep, b, out, pure=False) for b in self.transpose(parts=len(self.blocks)).blocks]
         states = [c.submit(_pagerank_start, prep, n, pure=False) for prep in preps]
 
-        def parts_of(states):
-            xs = [c.submit(operator.getitem, st, 0, pure=False) for st in states]
-            return xs, c.submit(_totals, *[c.submit(_state_scalars, st, pure=False) for st in states], pure=False)
+        def pulled(states):
+            return [c.submit(operator.getitem, st, 0, pure=False) for st in states]
 
-        xs, totals = parts_of(states)
+        xs = pulled(states)
         # Steps are submitted up to `ahead` before the client has read their changes, so the
         # scheduler starts each when the states before it exist instead of waiting for the client's
         # round trip; the steps past the one that converges are released, their ranks unused (the
-        # answer and the count are those of the one-step-at-a-time loop).
+        # answer and the count are those of the one-step-at-a-time loop). A step waits only on the
+        # pulled parts of the one before; the change, summed for the client, is off that path.
         ahead, pending = 4, collections.deque()  # (iteration, states, change) not yet read
         submitted = 0
         while True:
             while submitted < int(max_iter) and len(pending) < ahead:
                 submitted += 1
-                states = [c.submit(_pagerank_pull, prep, st, float(damping), n, totals, backend, *xs, pure=False)
+                states = [c.submit(_pagerank_pull, prep, st, float(damping), n, backend, *xs, pure=False)
                           for prep, st in zip(preps, states)]
-                xs, totals = parts_of(states)
-                pending.append((submitted, states, c.submit(operator.getitem, totals, 0, pure=False)))
+                xs = pulled(states)
+                change = c.submit(_change, *xs, pure=False)
+                pending.append((submitted, states, change))
             if not pending:  # max_iter = 0
                 return c.submit(_ranks, *states, pure=False).result(), 0
             it, done, change = pending.popleft()
