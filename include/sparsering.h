@@ -371,6 +371,22 @@ sr_status sr_vector_asum(sr_context ctx, const sr_dense *x, double *result);
  * it held, NaN included); x and y in one location, x may be y. */
 sr_status sr_vector_axpby(sr_context ctx, double alpha, const sr_dense *x, double beta, const sr_dense *y);
 
+/** Scalars that stay where the vectors live (GraphBLAS's GrB_Scalar, for the same reason): a
+ * float64 vector of length 1 (sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT64, where, &s)). The calls
+ * below write and read them in order with the other work on the context's stream, so a loop of
+ * them never waits for the device; the host reads one only when it asks (sr_vector_copy to a
+ * host view, which waits). On the host they are plain numbers in memory. A scalar lives where
+ * the vectors it goes with live. */
+/** *s = Σ x_i·y_i, summed in float64 in sr_vector_dot's fixed order (the same bits). */
+sr_status sr_vector_dot_s(sr_context ctx, const sr_dense *x, const sr_dense *y, const sr_dense *s);
+/** y = (α·a)·x + (β·b)·y, a and b scalars (NULL: 1), read where x lives; x is not read when
+ * α·a = 0 nor y when β·b = 0, as sr_vector_axpby. */
+sr_status sr_vector_axpby_s(sr_context ctx, double alpha, const sr_dense *a, const sr_dense *x, double beta,
+                            const sr_dense *b, const sr_dense *y);
+/** z = x / y element by element (IEEE: x/0 is ±inf or NaN), vectors of one length, type and
+ * location; z may be x or y. On scalars, the ratio of two (CG's step r·z / p·q). */
+sr_status sr_vector_divide(sr_context ctx, const sr_dense *z, const sr_dense *x, const sr_dense *y);
+
 /* ------------------------------------------------------------------ element-wise and structure */
 
 /** The GraphBLAS shape again: output first, an optional structural mask of the output's shape

@@ -203,6 +203,39 @@ static sr_status op_fused(sr_matrix *out)
     sr_dense wv = sr_vector_view(dense_out, 30, SR_TYPE_FLOAT64, SR_HOST);
     return sr_fused_pattern(ctx, SR_FORM_XTVXY, &wv, 2.0, A, NULL, &yv, 0.5, &zv);
 }
+/* The vector calls and their scalar forms where the context's work runs: vectors and a scalar
+ * allocated there, x·y into the scalar, y += (x·y)·x, y / x, the results copied into dense_out. */
+static sr_status op_vector_scalars(sr_matrix *out)
+{
+    (void)out;
+    double x[50];
+    for (int i = 0; i < 50; i++)
+        x[i] = 1.0 + i * 0.25;
+    const sr_dense xh = sr_vector_view(x, 50, SR_TYPE_FLOAT64, SR_HOST);
+    const sr_dense yh = sr_vector_view(dense_out, 50, SR_TYPE_FLOAT64, SR_HOST), sh = sr_vector_view(dense_out + 50, 1, SR_TYPE_FLOAT64, SR_HOST);
+    sr_dense xv = {0}, yv = {0}, s = {0};
+    sr_status st = sr_vector_alloc(ctx, 50, SR_TYPE_FLOAT64, where, &xv);
+    if (st == SR_SUCCESS)
+        st = sr_vector_alloc(ctx, 50, SR_TYPE_FLOAT64, where, &yv);
+    if (st == SR_SUCCESS)
+        st = sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT64, where, &s);
+    if (st == SR_SUCCESS)
+        st = sr_vector_copy(ctx, &xv, &xh);
+    if (st == SR_SUCCESS)
+        st = sr_vector_copy(ctx, &yv, &xh);
+    if (st == SR_SUCCESS)
+        st = sr_vector_dot_s(ctx, &xv, &yv, &s);
+    if (st == SR_SUCCESS)
+        st = sr_vector_axpby_s(ctx, 1e-3, &s, &xv, 1.0, NULL, &yv);
+    if (st == SR_SUCCESS)
+        st = sr_vector_divide(ctx, &yv, &yv, &xv);
+    if (st == SR_SUCCESS)
+        st = sr_vector_copy(ctx, &yh, &yv);
+    if (st == SR_SUCCESS)
+        st = sr_vector_copy(ctx, &sh, &s);
+    sr_vector_free(ctx, &xv), sr_vector_free(ctx, &yv), sr_vector_free(ctx, &s);
+    return st;
+}
 static sr_status op_closure(sr_matrix *out) { return sr_transitive_closure(ctx, G, SR_CLOSURE_SEMINAIVE, out, NULL, NULL); }
 static sr_status op_reachability(sr_matrix *out)
 {
@@ -288,7 +321,8 @@ static void run_all(void)
                {"radius_neighbors", op_radius}, {"sddmm", op_sddmm}, {"sddmm_spmm", op_sddmm_spmm},
                {"fused_pattern", op_fused}, {"transitive_closure", op_closure}, {"reachability", op_reachability},
                {"cfpq", op_cfpq}, {"pagerank", op_pagerank}, {"ridge", op_ridge}, {"logistic", op_logistic},
-               {"spmv_plan", op_spmv_plan}, {"matrix_read_mm", op_read_mm}};
+               {"spmv_plan", op_spmv_plan}, {"matrix_read_mm", op_read_mm},
+               {"vector calls with scalars", op_vector_scalars}};
     printf("%s backend:\n", test_backend_name(ctx));
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         sweep(ops[i].name, ops[i].op);

@@ -409,6 +409,150 @@ static void check_vectors(sr_type type, int64_t n)
     free(hx.data), free(hy.data), free(x), free(y);
 }
 
+/* k steps of CG on (XᵀX + λI)·w = b, from w = 0: with device scalars (sr_vector_dot_s,
+ * _axpby_s, _divide: no number leaves the vectors' side) or with host numbers (sr_vector_dot,
+ * _axpby), the same operations in the same order; w and the last r·r into w_out, rr_out. */
+static void cg_steps(sr_matrix X, const sr_dense *b, double lam, int k, bool scalars, double *w_out, double *rr_out)
+{
+    const int64_t n = b->nrows;
+    sr_dense w, r, p, q, s[4]; /* scalars: r·r, p·q, α = rr/pq, next r·r then β */
+    CHECK_OK(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &w));
+    CHECK_OK(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &r));
+    CHECK_OK(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &p));
+    CHECK_OK(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &q));
+    for (int i = 0; i < 4; i++)
+        CHECK_OK(sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT64, where, &s[i]));
+    CHECK_OK(sr_vector_copy(ctx, &r, b));
+    CHECK_OK(sr_vector_copy(ctx, &p, b));
+    double rr = 0, pq, next;
+    if (scalars)
+        CHECK_OK(sr_vector_dot_s(ctx, &r, &r, &s[0]));
+    else
+        CHECK_OK(sr_vector_dot(ctx, &r, &r, &rr));
+    for (int it = 0; it < k; it++) {
+        CHECK_OK(sr_fused_pattern(ctx, SR_FORM_XTVXY, &q, 1.0, X, NULL, &p, lam, &p));
+        if (scalars) {
+            CHECK_OK(sr_vector_dot_s(ctx, &p, &q, &s[1]));
+            CHECK_OK(sr_vector_divide(ctx, &s[2], &s[0], &s[1]));          /* α */
+            CHECK_OK(sr_vector_axpby_s(ctx, 1.0, &s[2], &p, 1.0, NULL, &w)); /* w += α·p */
+            CHECK_OK(sr_vector_axpby_s(ctx, -1.0, &s[2], &q, 1.0, NULL, &r)); /* r −= α·q */
+            CHECK_OK(sr_vector_dot_s(ctx, &r, &r, &s[3]));
+            CHECK_OK(sr_vector_divide(ctx, &s[1], &s[3], &s[0]));          /* β, over p·q: read */
+            CHECK_OK(sr_vector_axpby_s(ctx, 1.0, NULL, &r, 1.0, &s[1], &p)); /* p = r + β·p */
+            CHECK_OK(sr_vector_copy(ctx, &s[0], &s[3]));
+        } else {
+            CHECK_OK(sr_vector_dot(ctx, &p, &q, &pq));
+            const double a = rr / pq;
+            CHECK_OK(sr_vector_axpby(ctx, 1.0 * a, &p, 1.0, &w));
+            CHECK_OK(sr_vector_axpby(ctx, -1.0 * a, &q, 1.0, &r));
+            CHECK_OK(sr_vector_dot(ctx, &r, &r, &next));
+            CHECK_OK(sr_vector_axpby(ctx, 1.0, &r, 1.0 * (next / rr), &p));
+            rr = next;
+        }
+    }
+    sr_dense wh = sr_vector_view(w_out, n, SR_TYPE_FLOAT64, SR_HOST), rh = sr_vector_view(rr_out, 1, SR_TYPE_FLOAT64, SR_HOST);
+    CHECK_OK(sr_vector_copy(ctx, &wh, &w));
+    if (scalars)
+        CHECK_OK(sr_vector_copy(ctx, &rh, &s[0])); /* the one read of a scalar: it waits */
+    else
+        *rr_out = rr;
+    sr_vector_free(ctx, &w), sr_vector_free(ctx, &r), sr_vector_free(ctx, &p), sr_vector_free(ctx, &q);
+    for (int i = 0; i < 4; i++)
+        sr_vector_free(ctx, &s[i]);
+}
+
+/* Device scalars: a CG written with them gives the bits of the one with host numbers (the same
+ * sums and products, α and β formed in float64 either way); dot_s of an empty vector is 0; a
+ * scale of 0 reads neither x nor y (NaN); divide element by element; the rejections. */
+static void check_device_scalars(void)
+{
+    test_csr X = test_random_csr(700, 300, 20, SR_TYPE_FLOAT64);
+    sr_matrix M = test_make_matrix(ctx, &X);
+    double *b = random_vector(X.ncols), *w[2] = {malloc(X.ncols * sizeof(double)), malloc(X.ncols * sizeof(double))};
+    double rr[2];
+    sr_dense bh = sr_vector_view(b, X.ncols, SR_TYPE_FLOAT64, SR_HOST), bd;
+    CHECK_OK(sr_vector_alloc(ctx, X.ncols, SR_TYPE_FLOAT64, where, &bd));
+    CHECK_OK(sr_vector_copy(ctx, &bd, &bh));
+    double bb;
+    CHECK_OK(sr_vector_dot(ctx, &bd, &bd, &bb));
+    cg_steps(M, &bd, 2.0, 60, true, w[0], &rr[0]);
+    cg_steps(M, &bd, 2.0, 60, false, w[1], &rr[1]);
+    int64_t differ = 0;
+    for (int64_t j = 0; j < X.ncols; j++)
+        differ += memcmp(&w[0][j], &w[1][j], sizeof(double)) != 0;
+    CHECK(differ == 0 && memcmp(&rr[0], &rr[1], sizeof(double)) == 0,
+          "CG with device scalars: %lld of %lld coefficients and r·r (%.17g, %.17g) differ from host numbers",
+          (long long)differ, (long long)X.ncols, rr[0], rr[1]);
+    CHECK(rr[0] <= 1e-12 * bb, "CG did not converge in 60 steps (r·r %g of b·b %g)", rr[0], bb);
+
+    sr_dense s, s2, nan_x, y, z, host_s;
+    double got = -1;
+    host_s = sr_vector_view(&got, 1, SR_TYPE_FLOAT64, SR_HOST);
+    CHECK_OK(sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT64, where, &s));
+    CHECK_OK(sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT64, where, &s2));
+    CHECK_OK(sr_vector_dot_s(ctx, &bd, &bd, &s));
+    CHECK_OK(sr_vector_dot(ctx, &bd, &bd, &rr[1]));
+    CHECK_OK(sr_vector_copy(ctx, &host_s, &s));
+    CHECK(memcmp(&got, &rr[1], sizeof got) == 0, "sr_vector_dot_s %.17g, sr_vector_dot %.17g", got, rr[1]);
+    sr_dense empty;
+    CHECK_OK(sr_vector_alloc(ctx, 0, SR_TYPE_FLOAT64, where, &empty));
+    CHECK_OK(sr_vector_dot_s(ctx, &empty, &empty, &s));
+    sr_vector_free(ctx, &empty);
+    CHECK_OK(sr_vector_copy(ctx, &host_s, &s));
+    CHECK(got == 0.0, "sr_vector_dot_s of an empty vector: %g", got);
+    /* y = (2·s)·x + (3·s2)·y with s = 0, s2 = 0: x and y NaN, y becomes 0 */
+    const int64_t n = 1000;
+    double *nans = malloc(n * sizeof(double)), *yy = malloc(n * sizeof(double)), *zz = malloc(n * sizeof(double));
+    for (int64_t i = 0; i < n; i++)
+        nans[i] = NAN;
+    sr_dense nh = sr_vector_view(nans, n, SR_TYPE_FLOAT64, SR_HOST);
+    CHECK_OK(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &nan_x));
+    CHECK_OK(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &y));
+    CHECK_OK(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &z));
+    CHECK_OK(sr_vector_copy(ctx, &nan_x, &nh));
+    CHECK_OK(sr_vector_copy(ctx, &y, &nh));
+    CHECK_OK(sr_vector_axpby(ctx, 0.0, &s, 0.0, &s)); /* s = s2 = 0 */
+    CHECK_OK(sr_vector_copy(ctx, &s2, &s));
+    CHECK_OK(sr_vector_axpby_s(ctx, 2.0, &s, &nan_x, 3.0, &s2, &y));
+    sr_dense yh = sr_vector_view(yy, n, SR_TYPE_FLOAT64, SR_HOST), zh = sr_vector_view(zz, n, SR_TYPE_FLOAT64, SR_HOST);
+    CHECK_OK(sr_vector_copy(ctx, &yh, &y));
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < n; i++)
+        nonzero += yy[i] != 0.0;
+    CHECK(nonzero == 0, "sr_vector_axpby_s with zero scalars read x or y: %lld entries not 0", (long long)nonzero);
+    /* z = x / y against a loop, signed zeros and infinities included */
+    for (int64_t i = 0; i < n; i++)
+        nans[i] = test_uniform() * 4 - 2, yy[i] = i % 97 == 0 ? (i % 2 ? -0.0 : 0.0) : test_uniform() - 0.5;
+    CHECK_OK(sr_vector_copy(ctx, &nan_x, &nh));
+    CHECK_OK(sr_vector_copy(ctx, &y, &yh));
+    CHECK_OK(sr_vector_divide(ctx, &z, &nan_x, &y));
+    CHECK_OK(sr_vector_copy(ctx, &zh, &z));
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double want = nans[i] / yy[i];
+        wrong += memcmp(&want, &zz[i], sizeof want) != 0;
+    }
+    CHECK(wrong == 0, "sr_vector_divide: %lld of %lld quotients differ from x/y", (long long)wrong, (long long)n);
+    /* rejections */
+    sr_dense f32, two;
+    CHECK_OK(sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT32, where, &f32));
+    CHECK_OK(sr_vector_alloc(ctx, 2, SR_TYPE_FLOAT64, where, &two));
+    CHECK_FAILS(sr_vector_dot_s(ctx, &y, &y, &f32), SR_ERROR_INVALID_ARGUMENT, "not float64");
+    CHECK_FAILS(sr_vector_dot_s(ctx, &y, &y, &two), SR_ERROR_INVALID_ARGUMENT, "1 x 1");
+    CHECK_FAILS(sr_vector_axpby_s(ctx, 1.0, &two, &y, 1.0, NULL, &y), SR_ERROR_INVALID_ARGUMENT, "1 x 1");
+    CHECK_FAILS(sr_vector_divide(ctx, &two, &y, &y), SR_ERROR_INVALID_ARGUMENT, "z is");
+    if (where == SR_DEVICE) {
+        CHECK_FAILS(sr_vector_dot_s(ctx, &y, &y, &host_s), SR_ERROR_INVALID_ARGUMENT, "lives on the host");
+        CHECK_FAILS(sr_vector_axpby_s(ctx, 1.0, NULL, &y, 1.0, &host_s, &y), SR_ERROR_INVALID_ARGUMENT,
+                    "lives on the host");
+    }
+    sr_vector_free(ctx, &f32), sr_vector_free(ctx, &two), sr_vector_free(ctx, &s), sr_vector_free(ctx, &s2);
+    sr_vector_free(ctx, &nan_x), sr_vector_free(ctx, &y), sr_vector_free(ctx, &z), sr_vector_free(ctx, &bd);
+    free(nans), free(yy), free(zz), free(b), free(w[0]), free(w[1]);
+    sr_matrix_free(M);
+    test_csr_free(&X);
+}
+
 /* Wide sparse X on the CPU (more columns than rows: threads own ranges of w's columns): each w(j)
  * is summed by one thread in row order, so 1, 2 and 3 threads give the same bits. */
 static void check_column_ranges_any_threads(void)
@@ -478,6 +622,7 @@ static void run_all(void)
     check_vectors(SR_TYPE_FLOAT64, 100003);
     check_vectors(SR_TYPE_FLOAT32, 777);
     check_vectors(SR_TYPE_FLOAT64, 0);
+    check_device_scalars();
     check_solvers();
     check_preconditioners();
 }

@@ -137,6 +137,22 @@ int main(void)
     EXPECT_INVALID(sr_matrix_write_mm(ctx, NULL, "x.mtx", NULL));
     EXPECT_INVALID(sr_matrix_write_mm(ctx, A, NULL, NULL));
     CHECK(C == sentinel, "a failed algorithm wrote its output");
+    /* the vector calls and their scalar forms */
+    sr_dense s1 = sr_vector_view(d + 20, 1, SR_TYPE_FLOAT64, SR_HOST), v6b = sr_vector_view(d + 30, 6, SR_TYPE_FLOAT64, SR_HOST);
+    double dot = 0;
+    EXPECT_INVALID(sr_vector_alloc(NULL, 3, SR_TYPE_FLOAT64, SR_HOST, &v5));
+    EXPECT_INVALID(sr_vector_dot(NULL, &v6, &v6b, &dot));
+    EXPECT_INVALID(sr_vector_dot(ctx, &v6, &v6b, NULL));
+    EXPECT_INVALID(sr_vector_axpby(ctx, 1.0, NULL, 1.0, &v6b));
+    EXPECT_INVALID(sr_vector_dot_s(NULL, &v6, &v6b, &s1));
+    EXPECT_INVALID(sr_vector_dot_s(ctx, &v6, NULL, &s1));
+    EXPECT_INVALID(sr_vector_dot_s(ctx, &v6, &v6b, NULL));
+    EXPECT_INVALID(sr_vector_axpby_s(NULL, 1.0, &s1, &v6, 1.0, NULL, &v6b));
+    EXPECT_INVALID(sr_vector_axpby_s(ctx, 1.0, &s1, NULL, 1.0, NULL, &v6b));
+    EXPECT_INVALID(sr_vector_axpby_s(ctx, 1.0, &s1, &v6, 1.0, NULL, NULL));
+    EXPECT_INVALID(sr_vector_divide(NULL, &v6, &v6, &v6b));
+    EXPECT_INVALID(sr_vector_divide(ctx, NULL, &v6, &v6b));
+    EXPECT_INVALID(sr_vector_divide(ctx, &v6, NULL, &v6b));
 
     sr_matrix_free(A);
     sr_matrix_free(B);

@@ -9,7 +9,7 @@
  * pool (cpu_pool.h), as the SpMV beside which these calls run in PageRank and CG. */
 typedef struct {
     const void *x;
-    void *y;
+    void *y, *z;
     double alpha, beta;
     int64_t n, chunks;
     double part[256];
@@ -30,6 +30,16 @@ typedef struct {
         for (; i < i1; i++)                                                                              \
             s[0] += y ? (double)x[i] * (double)y[i] : fabs((double)x[i]);                                \
         job->part[c] = (s[0] + s[1]) + (s[2] + s[3]);                                                    \
+    }                                                                                                    \
+    static void divide_chunk_##T(void *arg, int64_t c, int slot)                                         \
+    {                                                                                                    \
+        const vector_job *job = arg;                                                                     \
+        const T *x = job->x, *y = job->y;                                                                \
+        T *z = job->z;                                                                                   \
+        const int64_t i0 = job->n * c / job->chunks, i1 = job->n * (c + 1) / job->chunks;                \
+        (void)slot;                                                                                      \
+        for (int64_t i = i0; i < i1; i++)                                                                \
+            z[i] = x[i] / y[i];                                                                          \
     }                                                                                                    \
     static void axpby_chunk_##T(void *arg, int64_t c, int slot)                                          \
     {                                                                                                    \
@@ -54,7 +64,7 @@ static int vector_chunks(int threads)
 double sr_cpu_vector_dot(const sr_dense *x, const sr_dense *y, int threads)
 {
     /* y NULL: Σ |x_i| (sr_vector_asum) */
-    vector_job job = {x->data, y ? y->data : NULL, 0.0, 0.0, x->nrows, vector_chunks(threads), {0}};
+    vector_job job = {x->data, y ? y->data : NULL, NULL, 0.0, 0.0, x->nrows, vector_chunks(threads), {0}};
     sr_cpu_run_chunks(threads, job.chunks, x->type == SR_TYPE_FLOAT32 ? dot_chunk_float : dot_chunk_double, &job);
     double total = 0.0;
     for (int64_t c = 0; c < job.chunks; c++)
@@ -64,6 +74,12 @@ double sr_cpu_vector_dot(const sr_dense *x, const sr_dense *y, int threads)
 
 void sr_cpu_vector_axpby(double alpha, const sr_dense *x, double beta, const sr_dense *y, int threads)
 {
-    vector_job job = {x->data, y->data, alpha, beta, x->nrows, vector_chunks(threads), {0}};
+    vector_job job = {x->data, y->data, NULL, alpha, beta, x->nrows, vector_chunks(threads), {0}};
     sr_cpu_run_chunks(threads, job.chunks, x->type == SR_TYPE_FLOAT32 ? axpby_chunk_float : axpby_chunk_double, &job);
+}
+
+void sr_cpu_vector_divide(const sr_dense *z, const sr_dense *x, const sr_dense *y, int threads)
+{
+    vector_job job = {x->data, y->data, z->data, 0.0, 0.0, x->nrows, vector_chunks(threads), {0}};
+    sr_cpu_run_chunks(threads, job.chunks, x->type == SR_TYPE_FLOAT32 ? divide_chunk_float : divide_chunk_double, &job);
 }

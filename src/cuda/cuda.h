@@ -21,6 +21,12 @@ sr_status sr_cuda_zero(struct sr_context_s *ctx, void *data, size_t bytes);
  * (src/cuda/cuda_vector.cu). */
 sr_status sr_cuda_vector_dot(struct sr_context_s *ctx, const sr_dense *x, const sr_dense *y, double *result);
 sr_status sr_cuda_vector_axpby(struct sr_context_s *ctx, double alpha, const sr_dense *x, double beta, const sr_dense *y);
+/* The device-scalar forms: the sum into s (a device double), α and β scaled by *a and *b (NULL:
+ * 1) read on the device; z = x / y. In stream order, no wait. */
+sr_status sr_cuda_vector_dot_s(struct sr_context_s *ctx, const sr_dense *x, const sr_dense *y, const sr_dense *s);
+sr_status sr_cuda_vector_axpby_s(struct sr_context_s *ctx, double alpha, const void *a, const sr_dense *x, double beta,
+                                 const void *b, const sr_dense *y);
+sr_status sr_cuda_vector_divide(struct sr_context_s *ctx, const sr_dense *z, const sr_dense *x, const sr_dense *y);
 /* A packed row-major copy (out: d->nrows x d->ncols, device) of a column-major device view. */
 sr_status sr_cuda_dense_row_major(struct sr_context_s *ctx, const sr_dense *d, void *out);
 /* The sampled product (src/core/sddmm.h): S->nnz values of a->out_type into `out` (device). */

@@ -39,9 +39,42 @@ __global__ void sum_parts(const double *parts, int n, double *sum) {
         *sum = total;
 }
 
-template <typename T> __global__ void axpby_kernel(double alpha, const T *x, double beta, T *y, int64_t n) {
+// α and β scaled by device scalars a and b where given (NULL: 1), read by every thread (one
+// cached line), so a solver's step sizes never visit the host.
+template <typename T>
+__global__ void axpby_kernel(double alpha, const double *a, const T *x, double beta, const double *b, T *y, int64_t n) {
+    if (a)
+        alpha *= *a;
+    if (b)
+        beta *= *b;
     for (int64_t i = blockIdx.x * (int64_t)kThreads + threadIdx.x; i < n; i += (int64_t)gridDim.x * kThreads)
         y[i] = (T)((alpha == 0.0 ? 0.0 : alpha * (double)x[i]) + (beta == 0.0 ? 0.0 : beta * (double)y[i]));
+}
+
+template <typename T> __global__ void divide_kernel(T *z, const T *x, const T *y, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)kThreads + threadIdx.x; i < n; i += (int64_t)gridDim.x * kThreads)
+        z[i] = x[i] / y[i];
+}
+
+// Σ x·y (Σ|x| with y NULL) of n > 0 elements into the device double *sum, in the stream's order:
+// block sums, then their sum in block order.
+sr_status dot_into(sr_context_s *ctx, const sr_dense *x, const sr_dense *y, double *sum) {
+    cudaStream_t stream = stream_of(ctx);
+    const unsigned grid = grid_for(x->nrows, kThreads);
+    buffer<double> parts(ctx); // freed in stream order, after sum_parts has read it
+    SR_TRY(parts.allocate((size_t)grid));
+    if (x->type == SR_TYPE_FLOAT32)
+        dot_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const float *>(x->data),
+                                                  y ? static_cast<const float *>(y->data) : nullptr, x->nrows,
+                                                  parts.get());
+    else
+        dot_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const double *>(x->data),
+                                                  y ? static_cast<const double *>(y->data) : nullptr, x->nrows,
+                                                  parts.get());
+    SR_CUDA_LAUNCHED();
+    sum_parts<<<1, kThreads, 0, stream>>>(parts.get(), (int)grid, sum);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
 }
 
 } // namespace
@@ -55,37 +88,55 @@ extern "C" sr_status sr_cuda_zero(sr_context_s *ctx, void *data, size_t bytes) {
 extern "C" sr_status sr_cuda_vector_dot(sr_context_s *ctx, const sr_dense *x, const sr_dense *y, double *result) {
     device_guard guard(ctx->device);
     cudaStream_t stream = stream_of(ctx);
-    const unsigned grid = grid_for(x->nrows, kThreads);
-    buffer<double> parts(ctx); // the block sums, then the total
-    SR_TRY(parts.allocate((size_t)grid + 1));
-    double *sum = parts.get() + grid;
-    if (x->type == SR_TYPE_FLOAT32)
-        dot_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const float *>(x->data),
-                                                  y ? static_cast<const float *>(y->data) : nullptr, x->nrows,
-                                                  parts.get());
-    else
-        dot_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const double *>(x->data),
-                                                  y ? static_cast<const double *>(y->data) : nullptr, x->nrows,
-                                                  parts.get());
-    SR_CUDA_LAUNCHED();
-    sum_parts<<<1, kThreads, 0, stream>>>(parts.get(), (int)grid, sum);
-    SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaMemcpyAsync(result, sum, sizeof(double), cudaMemcpyDeviceToHost, stream));
+    buffer<double> sum(ctx);
+    SR_TRY(sum.allocate(1));
+    SR_TRY(dot_into(ctx, x, y, sum.get()));
+    SR_CUDA_TRY(cudaMemcpyAsync(result, sum.get(), sizeof(double), cudaMemcpyDeviceToHost, stream));
     SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    return SR_SUCCESS;
+}
+
+extern "C" sr_status sr_cuda_vector_dot_s(sr_context_s *ctx, const sr_dense *x, const sr_dense *y, const sr_dense *s) {
+    device_guard guard(ctx->device);
+    if (x->nrows == 0) {
+        SR_CUDA_TRY(cudaMemsetAsync(s->data, 0, sizeof(double), stream_of(ctx))); // all-zero bits: +0.0
+        return SR_SUCCESS;
+    }
+    return dot_into(ctx, x, y, static_cast<double *>(s->data));
+}
+
+extern "C" sr_status sr_cuda_vector_axpby_s(sr_context_s *ctx, double alpha, const void *a, const sr_dense *x,
+                                            double beta, const void *b, const sr_dense *y) {
+    device_guard guard(ctx->device);
+    cudaStream_t stream = stream_of(ctx);
+    const unsigned grid = grid_for(x->nrows, kThreads);
+    const double *as = static_cast<const double *>(a), *bs = static_cast<const double *>(b);
+    if (x->type == SR_TYPE_FLOAT32)
+        axpby_kernel<<<grid, kThreads, 0, stream>>>(alpha, as, static_cast<const float *>(x->data), beta, bs,
+                                                    static_cast<float *>(y->data), x->nrows);
+    else
+        axpby_kernel<<<grid, kThreads, 0, stream>>>(alpha, as, static_cast<const double *>(x->data), beta, bs,
+                                                    static_cast<double *>(y->data), x->nrows);
+    SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }
 
 extern "C" sr_status sr_cuda_vector_axpby(sr_context_s *ctx, double alpha, const sr_dense *x, double beta,
                                           const sr_dense *y) {
+    return sr_cuda_vector_axpby_s(ctx, alpha, nullptr, x, beta, nullptr, y);
+}
+
+extern "C" sr_status sr_cuda_vector_divide(sr_context_s *ctx, const sr_dense *z, const sr_dense *x, const sr_dense *y) {
     device_guard guard(ctx->device);
     cudaStream_t stream = stream_of(ctx);
     const unsigned grid = grid_for(x->nrows, kThreads);
     if (x->type == SR_TYPE_FLOAT32)
-        axpby_kernel<<<grid, kThreads, 0, stream>>>(alpha, static_cast<const float *>(x->data), beta,
-                                                    static_cast<float *>(y->data), x->nrows);
+        divide_kernel<<<grid, kThreads, 0, stream>>>(static_cast<float *>(z->data), static_cast<const float *>(x->data),
+                                                     static_cast<const float *>(y->data), x->nrows);
     else
-        axpby_kernel<<<grid, kThreads, 0, stream>>>(alpha, static_cast<const double *>(x->data), beta,
-                                                    static_cast<double *>(y->data), x->nrows);
+        divide_kernel<<<grid, kThreads, 0, stream>>>(static_cast<double *>(z->data),
+                                                     static_cast<const double *>(x->data),
+                                                     static_cast<const double *>(y->data), x->nrows);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }

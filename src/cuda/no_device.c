@@ -256,6 +256,22 @@ sr_status sr_cuda_vector_axpby(struct sr_context_s *ctx, double alpha, const sr_
     (void)ctx; (void)alpha; (void)x; (void)beta; (void)y;
     return no_cuda();
 }
+sr_status sr_cuda_vector_dot_s(struct sr_context_s *ctx, const sr_dense *x, const sr_dense *y, const sr_dense *s)
+{
+    (void)ctx; (void)x; (void)y; (void)s;
+    return no_cuda();
+}
+sr_status sr_cuda_vector_axpby_s(struct sr_context_s *ctx, double alpha, const void *a, const sr_dense *x, double beta,
+                                 const void *b, const sr_dense *y)
+{
+    (void)ctx; (void)alpha; (void)a; (void)x; (void)beta; (void)b; (void)y;
+    return no_cuda();
+}
+sr_status sr_cuda_vector_divide(struct sr_context_s *ctx, const sr_dense *z, const sr_dense *x, const sr_dense *y)
+{
+    (void)ctx; (void)z; (void)x; (void)y;
+    return no_cuda();
+}
 bool sr_cuda_multi_nccl(void) { return false; }
 sr_status sr_cuda_multi_moves(struct sr_context_s *ctx, const sr_cuda_move *moves, int n)
 {

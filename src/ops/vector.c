@@ -115,3 +115,61 @@ sr_status sr_vector_axpby(sr_context ctx, double alpha, const sr_dense *x, doubl
     sr_cpu_vector_axpby(alpha, x, beta, y, vector_threads(ctx, x->nrows));
     return SR_SUCCESS;
 }
+
+/* s: a float64 vector of length 1 where `place` is (a scalar of sr_vector_dot_s, _axpby_s). */
+static sr_status check_scalar(const char *fn, const char *name, const sr_dense *s, sr_location place)
+{
+    SR_TRY(sr_ops_check_vector(fn, name, s, 1));
+    SR_CHECK_ARG(s->type == SR_TYPE_FLOAT64, "%s: the scalar %s is %s, not float64", fn, name, sr_type_name(s->type));
+    SR_CHECK_ARG(s->location == place, "%s: the scalar %s lives on the %s but the vectors on the %s", fn, name,
+                 sr_ops_place(s->location), sr_ops_place(place));
+    return SR_SUCCESS;
+}
+
+sr_status sr_vector_dot_s(sr_context ctx, const sr_dense *x, const sr_dense *y, const sr_dense *s)
+{
+    const char *fn = "sr_vector_dot_s";
+    SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
+    SR_TRY(check_pair(fn, x, y, true));
+    SR_TRY(check_scalar(fn, "s", s, x->location));
+    if (x->location == SR_DEVICE)
+        return sr_cuda_vector_dot_s(ctx, x, y, s);
+    *(double *)s->data = x->nrows ? sr_cpu_vector_dot(x, y, vector_threads(ctx, x->nrows)) : 0.0;
+    return SR_SUCCESS;
+}
+
+sr_status sr_vector_axpby_s(sr_context ctx, double alpha, const sr_dense *a, const sr_dense *x, double beta,
+                            const sr_dense *b, const sr_dense *y)
+{
+    const char *fn = "sr_vector_axpby_s";
+    SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
+    SR_TRY(check_pair(fn, x, y, true));
+    if (a)
+        SR_TRY(check_scalar(fn, "a", a, x->location));
+    if (b)
+        SR_TRY(check_scalar(fn, "b", b, x->location));
+    if (x->nrows == 0)
+        return SR_SUCCESS;
+    if (x->location == SR_DEVICE)
+        return sr_cuda_vector_axpby_s(ctx, alpha, a ? a->data : NULL, x, beta, b ? b->data : NULL, y);
+    const double ea = a ? alpha * *(const double *)a->data : alpha, eb = b ? beta * *(const double *)b->data : beta;
+    sr_cpu_vector_axpby(ea, x, eb, y, vector_threads(ctx, x->nrows));
+    return SR_SUCCESS;
+}
+
+sr_status sr_vector_divide(sr_context ctx, const sr_dense *z, const sr_dense *x, const sr_dense *y)
+{
+    const char *fn = "sr_vector_divide";
+    SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
+    SR_TRY(check_pair(fn, x, y, true));
+    SR_TRY(check_vector(fn, "z", z));
+    SR_CHECK_ARG(z->nrows == x->nrows && z->type == x->type && z->location == x->location,
+                 "%s: z is %lld %s on the %s, x %lld %s on the %s", fn, (long long)z->nrows, sr_type_name(z->type),
+                 sr_ops_place(z->location), (long long)x->nrows, sr_type_name(x->type), sr_ops_place(x->location));
+    if (x->nrows == 0)
+        return SR_SUCCESS;
+    if (x->location == SR_DEVICE)
+        return sr_cuda_vector_divide(ctx, z, x, y);
+    sr_cpu_vector_divide(z, x, y, vector_threads(ctx, x->nrows));
+    return SR_SUCCESS;
+}
