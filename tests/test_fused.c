@@ -553,6 +553,36 @@ static void check_device_scalars(void)
     test_csr_free(&X);
 }
 
+/* Tall sparse X on the CPU (threads sum into copies of w): the same bits on every call with the
+ * same threads (the copies once took whichever rows their thread claimed, and the last bits of a
+ * solver's run varied from run to run). */
+static void check_tall_repeats(void)
+{
+    test_csr X = test_random_csr(60000, 400, 12, SR_TYPE_FLOAT64);
+    double *y = random_vector(X.ncols), *w0 = calloc((size_t)X.ncols, sizeof(double)), *w = calloc((size_t)X.ncols, sizeof(double));
+    setenv("SPARSERING_SERIAL_WORK", "0", 1);
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CPU;
+    o.threads = 3;
+    sr_context c = NULL;
+    CHECK(sr_context_create(&c, &o) == SR_SUCCESS, "CPU context: %s", sr_last_error());
+    sr_matrix M = test_make_matrix(c, &X);
+    sr_dense yv = sr_vector_view(y, X.ncols, SR_TYPE_FLOAT64, SR_HOST);
+    int differ = 0;
+    for (int rep = 0; rep < 8; rep++) {
+        sr_dense wv = sr_vector_view(rep ? w : w0, X.ncols, SR_TYPE_FLOAT64, SR_HOST);
+        CHECK(sr_fused_pattern(c, SR_FORM_XTVXY, &wv, 1.0, M, NULL, &yv, 0.5, &yv) == SR_SUCCESS, "%s",
+              sr_last_error());
+        differ += rep > 0 && memcmp(w, w0, (size_t)X.ncols * sizeof(double)) != 0;
+    }
+    unsetenv("SPARSERING_SERIAL_WORK");
+    CHECK(differ == 0, "tall X on 3 threads: %d of 7 repeated calls gave other bits", differ);
+    sr_matrix_free(M);
+    sr_context_destroy(c);
+    free(y), free(w0), free(w);
+    test_csr_free(&X);
+}
+
 /* Wide sparse X on the CPU (more columns than rows: threads own ranges of w's columns): each w(j)
  * is summed by one thread in row order, so 1, 2 and 3 threads give the same bits. */
 static void check_column_ranges_any_threads(void)
@@ -616,8 +646,10 @@ static void run_all(void)
     check_case(60, 1500, 1500, d, d, true, SR_ROW_MAJOR); /* dense, wider than the register tiles */
     check_case(70000, 100, 60, f, f, true, SR_ROW_MAJOR); /* dense, more rows than a grid's warps take at once */
     check_row_tiles();
-    if (where == SR_HOST)
+    if (where == SR_HOST) {
         check_column_ranges_any_threads();
+        check_tall_repeats();
+    }
     check_errors();
     check_vectors(SR_TYPE_FLOAT64, 100003);
     check_vectors(SR_TYPE_FLOAT32, 777);

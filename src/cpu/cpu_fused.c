@@ -1,8 +1,9 @@
 /* The fused pattern on the host: each row of X is read once; its dot with y (X·y), scaled by v,
  * is spread back over the row's columns (Xᵀ·) while the row is still in L1. Its loops run on the
  * pool (cpu_pool.h) like the vector calls of the solvers built on it. Threads sum into
- * their own copies of w (added at the end) when those take at most PRIVATE_ELEMENTS in all and X
- * has at least as many rows as columns. Wider sparse X (10^4 x 10^7: copies of w would cost more
+ * their own copies of w (added at the end, in copy order) when those take at most PRIVATE_ELEMENTS
+ * in all and X has at least as many rows as columns; copy t takes a fixed share of the rows, so a
+ * call gives the same bits every time with the same threads, as the solvers' runs need. Wider sparse X (10^4 x 10^7: copies of w would cost more
  * than X's entries) has each thread own a range of w's columns instead (fused_by_columns); dense X
  * too wide for copies adds into w atomically (the paper's global aggregation). */
 #include <stdlib.h>
@@ -29,7 +30,28 @@ typedef struct {
     void *sums_block;    /* the allocation holding sums */
     void *p;             /* the column ranges' row scales */
     const int64_t *cuts; /* the column ranges: threads + 1 bounds */
+    const int64_t *row_cuts; /* the copies' row shares: threads + 1 bounds */
 } fused_job;
+
+/* cuts[0..threads]: consecutive row shares of about equal entries plus rows (rows alone for dense
+ * X), found by binary search on the row pointers as the SpMV's shares are. */
+static void row_cuts(const struct sr_matrix_s *X, int64_t m, int threads, int64_t *cuts)
+{
+    const int64_t total = X ? X->rowptr[m] + m : m;
+    for (int t = 0; t <= threads; t++) {
+        const int64_t want = (int64_t)((double)total * t / threads);
+        int64_t lo = 0, hi = m;
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if ((X ? X->rowptr[mid] + mid : mid) < want)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        cuts[t] = lo;
+    }
+    cuts[threads] = m;
+}
 
 /* cuts[0..threads]: column ranges holding about equal shares of X's entries, at the quantiles of
  * a sample of its column indices (up to 2^16 entries, evenly spaced), 0 and n at the ends. */
@@ -154,20 +176,34 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
                 w[col[k]] += (xv ? xv[k] : (T)1) * p[i];                                                  \
         }                                                                                                 \
     }                                                                                                     \
-    /* Rows spread into the slot's copy of w (or the shared sums, atomically). */                      \
-    static void spread_chunk_##T(void *arg, int64_t c, int slot)                                          \
+    /* Rows i0 .. i1 - 1 spread into acc (atomically when shared). */                                 \
+    static void spread_rows_##T(const sr_fused_args *a, int64_t i0, int64_t i1, T *acc, bool shared)      \
     {                                                                                                     \
-        const fused_job *job = arg;                                                                       \
-        const sr_fused_args *a = job->a;                                                                  \
         const T *v = a->v, *y = a->y;                                                                     \
-        T *acc = job->private_sums ? (T *)job->sums + (size_t)slot * (size_t)job->stride : (T *)job->shared; \
-        const int64_t i1 = (c + 1) * FUSED_ROWS < a->m ? (c + 1) * FUSED_ROWS : a->m;                      \
-        for (int64_t i = c * FUSED_ROWS; i < i1; i++) {                                                   \
+        for (int64_t i = i0; i < i1; i++) {                                                               \
             const T scale = v ? v[i] : (T)1;                                                              \
             const T p = a->form == SR_FORM_XTY ? scale * y[i] : scale * row_dot_##T(a, i);                \
             if (p != 0)                                                                                   \
-                row_spread_##T(a, i, p, acc, !job->private_sums);                                         \
+                row_spread_##T(a, i, p, acc, shared);                                                     \
         }                                                                                                 \
+    }                                                                                                     \
+    /* Copy t of w takes the rows of share t, in order, whichever thread runs it: each w(j) is then  \
+     * the same sum on every call with the same threads (a copy a thread of the pool, by whichever  \
+     * rows it happened to claim, made the last bits vary from call to call). */                      \
+    static void spread_share_##T(void *arg, int64_t t, int slot)                                          \
+    {                                                                                                     \
+        const fused_job *job = arg;                                                                       \
+        (void)slot;                                                                                       \
+        spread_rows_##T(job->a, job->row_cuts[t], job->row_cuts[t + 1],                                   \
+                        (T *)job->sums + (size_t)t * (size_t)job->stride, false);                         \
+    }                                                                                                     \
+    /* Rows of chunk c added into the shared sums atomically (w too wide for copies). */                \
+    static void spread_chunk_##T(void *arg, int64_t c, int slot)                                          \
+    {                                                                                                     \
+        const fused_job *job = arg;                                                                       \
+        const int64_t i1 = (c + 1) * FUSED_ROWS < job->a->m ? (c + 1) * FUSED_ROWS : job->a->m;            \
+        (void)slot;                                                                                       \
+        spread_rows_##T(job->a, c * FUSED_ROWS, i1, (T *)job->shared, true);                              \
     }                                                                                                     \
     /* w = α·Σ sums + β·z over column share c of `threads` (z may be w: read before written). */         \
     static void gather_chunk_##T(void *arg, int64_t c, int slot)                                          \
@@ -191,7 +227,9 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
     static sr_status fused_##T(const sr_fused_args *a, int threads)                                       \
     {                                                                                                     \
         const int64_t row_chunks = (a->m + FUSED_ROWS - 1) / FUSED_ROWS;                                  \
-        fused_job job = {a, threads, false, 0, NULL, NULL, NULL, NULL, NULL};                             \
+        if (threads > SR_CPU_MAX_THREADS) /* the shares' and ranges' bounds live on the stack */          \
+            threads = SR_CPU_MAX_THREADS;                                                                 \
+        fused_job job = {a, threads, false, 0, NULL, NULL, NULL, NULL, NULL, NULL};                       \
         if (a->form == SR_FORM_XY) {                                                                      \
             sr_cpu_run_chunks(threads, row_chunks, rows_chunk_##T, &job);                                 \
             return SR_SUCCESS;                                                                            \
@@ -199,7 +237,6 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
         job.private_sums = (int64_t)threads * a->n <= PRIVATE_ELEMENTS;                                   \
         if (a->X && (!job.private_sums || a->m < a->n)) {                                                 \
             int64_t cuts[SR_CPU_MAX_THREADS + 1];                                                         \
-            job.threads = threads < SR_CPU_MAX_THREADS ? threads : SR_CPU_MAX_THREADS;                    \
             SR_TRY(column_cuts(a->X, job.threads, cuts));                                                 \
             job.cuts = cuts;                                                                              \
             if (!(job.p = sr_malloc((size_t)(a->m > 0 ? a->m : 1) * sizeof(T))))                             \
@@ -217,7 +254,14 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
                             threads, (long long)a->n);                                                    \
         if (!job.private_sums && !(job.shared = sr_calloc((size_t)(a->n > 0 ? a->n : 1), sizeof(T))))        \
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld sums", (long long)a->n); \
-        sr_cpu_run_chunks(threads, row_chunks, spread_chunk_##T, &job);                                   \
+        int64_t shares[SR_CPU_MAX_THREADS + 1];                                                           \
+        if (job.private_sums) {                                                                           \
+            row_cuts(a->X, a->m, threads, shares);                                                        \
+            job.row_cuts = shares;                                                                        \
+            sr_cpu_run_chunks(threads, threads, spread_share_##T, &job);                                  \
+        } else {                                                                                          \
+            sr_cpu_run_chunks(threads, row_chunks, spread_chunk_##T, &job);                               \
+        }                                                                                                 \
         sr_cpu_run_chunks(threads, threads, gather_chunk_##T, &job);                                      \
         free(job.sums_block);                                                                             \
         free(job.shared);                                                                                 \
