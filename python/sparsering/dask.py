@@ -345,9 +345,8 @@ def _needed_rows(b_block, used):
 
 def _block_mxm(a_block, semiring, backend, *b_blocks):
     """Row block i of A·B: A_i times B's blocks stacked (each B_j with at least the rows A_i
-    names, the others empty), one product: each row of C summed in the order the one-process
-    call sums it, so the same bits (a product and a sum a block of B, as before, cost a sum over
-    the growing C a block and gave other roundings)."""
+    names, the others empty) in one product, so each row of C is summed in the order the
+    one-process call sums it: the same bits, and no sum over the growing C a block of B."""
     import sparsering as sr
     A, ctx = a_block.rows, _context(backend)
     out_type = np.bool_ if semiring == "or_and" else np.result_type(A.dtype, b_blocks[0].rows.dtype if b_blocks else A.dtype)

@@ -1,11 +1,12 @@
 /* The fused pattern on the host: each row of X is read once; its dot with y (X·y), scaled by v,
  * is spread back over the row's columns (Xᵀ·) while the row is still in L1. Its loops run on the
- * pool (cpu_pool.h) like the vector calls of the solvers built on it. Threads sum into
- * their own copies of w (added at the end, in copy order) when those take at most PRIVATE_ELEMENTS
- * in all and X has at least as many rows as columns; copy t takes a fixed share of the rows, so a
- * call gives the same bits every time with the same threads, as the solvers' runs need. Wider sparse X (10^4 x 10^7: copies of w would cost more
- * than X's entries) has each thread own a range of w's columns instead (fused_by_columns); dense X
- * too wide for copies adds into w atomically (the paper's global aggregation). */
+ * pool (cpu_pool.h) like the vector calls of the solvers built on it. Threads sum into their own
+ * copies of w (added at the end, in copy order) when those take at most PRIVATE_ELEMENTS in all
+ * and X has at least as many rows as columns; copy t takes a fixed share of the rows, so a call
+ * gives the same bits every time with the same threads, as the solvers' runs need. Wider sparse X
+ * (10^4 x 10^7: copies of w would cost more than X's entries) has each thread own a range of w's
+ * columns instead (fused_by_columns); dense X too wide for copies adds into w atomically (the
+ * paper's global aggregation). */
 #include <stdlib.h>
 #include <string.h>
 
