@@ -15,6 +15,7 @@
 
 #include "bench_time.h"
 #include "sparsering.h"
+#include "user_cg.h" /* tests/: the CG written both ways */
 
 #define TRY(call)                                                                                  \
     do {                                                                                           \
@@ -65,58 +66,6 @@ static void make_x(int64_t m, int64_t n, int per_row)
     }
     TRY(sr_matrix_from_csr(ctx, &X, m, n, SR_TYPE_FLOAT64, rowptr, col, val, where));
     free(rowptr), free(col), free(val);
-}
-
-/* steps of CG from w = 0 on (XᵀX + λI)·w = b; r·r at the end into *rr. */
-static void user_cg(int steps, bool scalars, double lambda, double *rr_out)
-{
-    const int64_t n = b.nrows;
-    sr_dense w, r, p, q, s[4]; /* r·r, p·q then β, α, next r·r */
-    TRY(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &w));
-    TRY(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &r));
-    TRY(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &p));
-    TRY(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &q));
-    for (int i = 0; i < 4; i++)
-        TRY(sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT64, where, &s[i]));
-    TRY(sr_vector_copy(ctx, &r, &b));
-    TRY(sr_vector_copy(ctx, &p, &b));
-    double rr = 0, pq, next, seen = 0;
-    sr_dense seen_view = sr_vector_view(&seen, 1, SR_TYPE_FLOAT64, SR_HOST);
-    if (scalars)
-        TRY(sr_vector_dot_s(ctx, &r, &r, &s[0]));
-    else
-        TRY(sr_vector_dot(ctx, &r, &r, &rr));
-    for (int it = 0; it < steps; it++) {
-        TRY(sr_fused_pattern(ctx, SR_FORM_XTVXY, &q, 1.0, X, NULL, &p, lambda, &p));
-        if (scalars) {
-            TRY(sr_vector_dot_s(ctx, &p, &q, &s[1]));
-            TRY(sr_vector_divide(ctx, &s[2], &s[0], &s[1]));
-            TRY(sr_vector_axpby_s(ctx, 1.0, &s[2], &p, 1.0, NULL, &w));
-            TRY(sr_vector_axpby_s(ctx, -1.0, &s[2], &q, 1.0, NULL, &r));
-            TRY(sr_vector_dot_s(ctx, &r, &r, &s[3]));
-            TRY(sr_vector_divide(ctx, &s[1], &s[3], &s[0]));
-            TRY(sr_vector_axpby_s(ctx, 1.0, NULL, &r, 1.0, &s[1], &p));
-            TRY(sr_vector_copy(ctx, &s[0], &s[3]));
-            if (it % 32 == 31) /* where a solver would test its tolerance: the one wait */
-                TRY(sr_vector_copy(ctx, &seen_view, &s[0]));
-        } else {
-            TRY(sr_vector_dot(ctx, &p, &q, &pq));
-            const double a = rr / pq;
-            TRY(sr_vector_axpby(ctx, a, &p, 1.0, &w));
-            TRY(sr_vector_axpby(ctx, -a, &q, 1.0, &r));
-            TRY(sr_vector_dot(ctx, &r, &r, &next));
-            TRY(sr_vector_axpby(ctx, 1.0, &r, next / rr, &p));
-            rr = next;
-        }
-    }
-    if (scalars) {
-        TRY(sr_vector_copy(ctx, &seen_view, &s[0]));
-        rr = seen;
-    }
-    *rr_out = rr;
-    sr_vector_free(ctx, &w), sr_vector_free(ctx, &r), sr_vector_free(ctx, &p), sr_vector_free(ctx, &q);
-    for (int i = 0; i < 4; i++)
-        sr_vector_free(ctx, &s[i]);
 }
 
 /* The library's ridge CG (no preconditioner, no intercept) for exactly `steps` steps. */
@@ -171,14 +120,14 @@ int main(int argc, char **argv)
         double t[2];
         for (int h = 0; h < 2; h++) {
             const int steps = K * (h + 1);
-            user_cg(4, v == 3, lambda, &rr[v]); /* warm: allocations, the product's plan */
+            TRY(user_cg(ctx, where, X, &b, lambda, 4, v == 3, 32, NULL, &rr[v])); /* warm: allocations, the plan */
             const double t0 = now();
             if (v == 0)
                 fused_only(steps, lambda);
             else if (v == 1)
                 library_cg(steps, lambda, &yh, w);
             else
-                user_cg(steps, v == 3, lambda, &rr[v]);
+                TRY(user_cg(ctx, where, X, &b, lambda, steps, v == 3, 32, NULL, &rr[v]));
             t[h] = now() - t0;
         }
         per_step[v] = (t[1] - t[0]) / K;

@@ -2,6 +2,7 @@
  * against a float64 loop on tall, wide, empty-row, single-column and dense inputs, on the CPU
  * backend and (when present) CUDA. */
 #include "test_util.h"
+#include "user_cg.h"
 
 static sr_context ctx;
 static sr_location where;
@@ -409,58 +410,6 @@ static void check_vectors(sr_type type, int64_t n)
     free(hx.data), free(hy.data), free(x), free(y);
 }
 
-/* k steps of CG on (XᵀX + λI)·w = b, from w = 0: with device scalars (sr_vector_dot_s,
- * _axpby_s, _divide: no number leaves the vectors' side) or with host numbers (sr_vector_dot,
- * _axpby), the same operations in the same order; w and the last r·r into w_out, rr_out. */
-static void cg_steps(sr_matrix X, const sr_dense *b, double lam, int k, bool scalars, double *w_out, double *rr_out)
-{
-    const int64_t n = b->nrows;
-    sr_dense w, r, p, q, s[4]; /* scalars: r·r, p·q, α = rr/pq, next r·r then β */
-    CHECK_OK(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &w));
-    CHECK_OK(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &r));
-    CHECK_OK(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &p));
-    CHECK_OK(sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &q));
-    for (int i = 0; i < 4; i++)
-        CHECK_OK(sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT64, where, &s[i]));
-    CHECK_OK(sr_vector_copy(ctx, &r, b));
-    CHECK_OK(sr_vector_copy(ctx, &p, b));
-    double rr = 0, pq, next;
-    if (scalars)
-        CHECK_OK(sr_vector_dot_s(ctx, &r, &r, &s[0]));
-    else
-        CHECK_OK(sr_vector_dot(ctx, &r, &r, &rr));
-    for (int it = 0; it < k; it++) {
-        CHECK_OK(sr_fused_pattern(ctx, SR_FORM_XTVXY, &q, 1.0, X, NULL, &p, lam, &p));
-        if (scalars) {
-            CHECK_OK(sr_vector_dot_s(ctx, &p, &q, &s[1]));
-            CHECK_OK(sr_vector_divide(ctx, &s[2], &s[0], &s[1]));          /* α */
-            CHECK_OK(sr_vector_axpby_s(ctx, 1.0, &s[2], &p, 1.0, NULL, &w)); /* w += α·p */
-            CHECK_OK(sr_vector_axpby_s(ctx, -1.0, &s[2], &q, 1.0, NULL, &r)); /* r −= α·q */
-            CHECK_OK(sr_vector_dot_s(ctx, &r, &r, &s[3]));
-            CHECK_OK(sr_vector_divide(ctx, &s[1], &s[3], &s[0]));          /* β, over p·q: read */
-            CHECK_OK(sr_vector_axpby_s(ctx, 1.0, NULL, &r, 1.0, &s[1], &p)); /* p = r + β·p */
-            CHECK_OK(sr_vector_copy(ctx, &s[0], &s[3]));
-        } else {
-            CHECK_OK(sr_vector_dot(ctx, &p, &q, &pq));
-            const double a = rr / pq;
-            CHECK_OK(sr_vector_axpby(ctx, 1.0 * a, &p, 1.0, &w));
-            CHECK_OK(sr_vector_axpby(ctx, -1.0 * a, &q, 1.0, &r));
-            CHECK_OK(sr_vector_dot(ctx, &r, &r, &next));
-            CHECK_OK(sr_vector_axpby(ctx, 1.0, &r, 1.0 * (next / rr), &p));
-            rr = next;
-        }
-    }
-    sr_dense wh = sr_vector_view(w_out, n, SR_TYPE_FLOAT64, SR_HOST), rh = sr_vector_view(rr_out, 1, SR_TYPE_FLOAT64, SR_HOST);
-    CHECK_OK(sr_vector_copy(ctx, &wh, &w));
-    if (scalars)
-        CHECK_OK(sr_vector_copy(ctx, &rh, &s[0])); /* the one read of a scalar: it waits */
-    else
-        *rr_out = rr;
-    sr_vector_free(ctx, &w), sr_vector_free(ctx, &r), sr_vector_free(ctx, &p), sr_vector_free(ctx, &q);
-    for (int i = 0; i < 4; i++)
-        sr_vector_free(ctx, &s[i]);
-}
-
 /* Device scalars: a CG written with them gives the bits of the one with host numbers (the same
  * sums and products, α and β formed in float64 either way); dot_s of an empty vector is 0; a
  * scale of 0 reads neither x nor y (NaN); divide element by element; the rejections. */
@@ -475,8 +424,8 @@ static void check_device_scalars(void)
     CHECK_OK(sr_vector_copy(ctx, &bd, &bh));
     double bb;
     CHECK_OK(sr_vector_dot(ctx, &bd, &bd, &bb));
-    cg_steps(M, &bd, 2.0, 60, true, w[0], &rr[0]);
-    cg_steps(M, &bd, 2.0, 60, false, w[1], &rr[1]);
+    CHECK_OK(user_cg(ctx, where, M, &bd, 2.0, 60, true, 0, w[0], &rr[0]));
+    CHECK_OK(user_cg(ctx, where, M, &bd, 2.0, 60, false, 0, w[1], &rr[1]));
     int64_t differ = 0;
     for (int64_t j = 0; j < X.ncols; j++)
         differ += memcmp(&w[0][j], &w[1][j], sizeof(double)) != 0;
