@@ -386,6 +386,11 @@ sr_status sr_vector_axpby_s(sr_context ctx, double alpha, const sr_dense *a, con
 /** z = x / y element by element (IEEE: x/0 is ±inf or NaN), vectors of one length, type and
  * location; z may be x or y. On scalars, the ratio of two (CG's step r·z / p·q). */
 sr_status sr_vector_divide(sr_context ctx, const sr_dense *z, const sr_dense *x, const sr_dense *y);
+/** flag = 1 where flag ≠ 0 and x > threshold, else 0 (NaN in x gives 0), element by element:
+ * an iteration's go-on flag kept where the vectors live. Once 0 it stays 0; scale a step by it
+ * (sr_vector_axpby_s's a or b) and the steps after the stop change nothing, so a loop can test
+ * it on the host only every few steps. flag and x: vectors of one length, type and location. */
+sr_status sr_vector_and_greater(sr_context ctx, const sr_dense *flag, const sr_dense *x, double threshold);
 
 /* ------------------------------------------------------------------ element-wise and structure */
 

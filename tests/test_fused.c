@@ -297,6 +297,51 @@ static void solve_both_ways(solver_fn solve, sr_matrix Xs, const sr_dense *y, do
         *worst = fmax(*worst, fabs(w[0][j] - w[1][j])), *scale = fmax(*scale, fabs(w[1][j]));
 }
 
+/* Ridge's CG queues its steps and looks at its numbers every few (SPARSERING_CG_LOOK_EVERY; 8 on
+ * the GPU, 1 on the CPU): the steps queued past the stop change nothing, so any interval gives the
+ * bits and step counts of a look every step; with and without the preconditioner and the
+ * intercept, and with a step cap that stops it early. */
+static void check_ridge_looks(void)
+{
+    const int64_t m = 500, n = 60;
+    test_csr X = test_random_csr(m, n, 7, SR_TYPE_FLOAT64);
+    sr_matrix Xs = test_make_matrix_at(ctx, &X, where);
+    double *y = random_vector(m), *w[2] = {calloc((size_t)n, sizeof(double)), calloc((size_t)n, sizeof(double))};
+    sr_dense yv = sr_vector_view(y, m, SR_TYPE_FLOAT64, SR_HOST);
+    const char *intervals[] = {"1", "5", "64"};
+    for (int variant = 0; variant < 8; variant++) {
+        sr_solver_step last[2];
+        for (int k = 0; k < 3; k++) {
+            sr_solver_options o = sr_solver_options_default();
+            o.fit_intercept = variant & 1;
+            o.preconditioner = variant & 2 ? SR_PRECONDITIONER_NONE : SR_PRECONDITIONER_JACOBI;
+            o.max_iterations = variant & 4 ? 13 : 0;
+            setenv("SPARSERING_CG_LOOK_EVERY", intervals[k], 1);
+            sr_dense wv = sr_vector_view(w[k > 0], n, SR_TYPE_FLOAT64, SR_HOST);
+            CHECK_OK(sr_ridge(ctx, Xs, &yv, 0.3, &o, &wv, &last[k > 0]));
+            if (k == 0)
+                continue;
+            int64_t differ = 0;
+            for (int64_t j = 0; j < n; j++)
+                differ += memcmp(&w[0][j], &w[1][j], sizeof(double)) != 0;
+            CHECK(differ == 0 && last[0].iteration == last[1].iteration &&
+                      memcmp(&last[0].loss, &last[1].loss, sizeof(double)) == 0 &&
+                      memcmp(&last[0].intercept, &last[1].intercept, sizeof(double)) == 0,
+                  "ridge (variant %d) looking every %s steps: %lld of %lld coefficients differ, %d against %d "
+                  "steps, loss %.17g against %.17g",
+                  variant, intervals[k], (long long)differ, (long long)n, last[1].iteration, last[0].iteration,
+                  last[1].loss, last[0].loss);
+        }
+        /* the cap stops the run mid-way (the uncapped run needs more than 13 steps) */
+        CHECK(variant & 4 ? last[0].iteration == 13 : last[0].iteration > 13, "ridge (variant %d): %d CG steps",
+              variant, last[0].iteration);
+    }
+    unsetenv("SPARSERING_CG_LOOK_EVERY");
+    free(y), free(w[0]), free(w[1]);
+    sr_matrix_free(Xs);
+    test_csr_free(&X);
+}
+
 /* Ridge and logistic regression with and without their preconditioners, with and without an
  * intercept, on columns of scales 1 to 1000 (an ill-conditioned Hessian that its diagonal mostly
  * undoes): the same coefficients and fewer CG steps, on each backend. */
@@ -482,6 +527,17 @@ static void check_device_scalars(void)
         wrong += memcmp(&want, &zz[i], sizeof want) != 0;
     }
     CHECK(wrong == 0, "sr_vector_divide: %lld of %lld quotients differ from x/y", (long long)wrong, (long long)n);
+    /* flag = flag ∧ x > t against a loop: flags 0, 1 and 7 (any nonzero is on), x around t, NaN */
+    for (int64_t i = 0; i < n; i++)
+        yy[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 1.0 : 7.0, nans[i] = i % 11 == 0 ? NAN : i % 5 == 0 ? 0.25 : test_uniform() - 0.25;
+    CHECK_OK(sr_vector_copy(ctx, &nan_x, &nh));
+    CHECK_OK(sr_vector_copy(ctx, &y, &yh));
+    CHECK_OK(sr_vector_and_greater(ctx, &y, &nan_x, 0.25));
+    CHECK_OK(sr_vector_copy(ctx, &zh, &y));
+    wrong = 0;
+    for (int64_t i = 0; i < n; i++)
+        wrong += zz[i] != (yy[i] != 0 && nans[i] > 0.25 ? 1.0 : 0.0);
+    CHECK(wrong == 0, "sr_vector_and_greater: %lld of %lld flags differ from a loop's", (long long)wrong, (long long)n);
     /* rejections */
     sr_dense f32, two;
     CHECK_OK(sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT32, where, &f32));
@@ -490,6 +546,8 @@ static void check_device_scalars(void)
     CHECK_FAILS(sr_vector_dot_s(ctx, &y, &y, &two), SR_ERROR_INVALID_ARGUMENT, "1 x 1");
     CHECK_FAILS(sr_vector_axpby_s(ctx, 1.0, &two, &y, 1.0, NULL, &y), SR_ERROR_INVALID_ARGUMENT, "1 x 1");
     CHECK_FAILS(sr_vector_divide(ctx, &two, &y, &y), SR_ERROR_INVALID_ARGUMENT, "z is");
+    CHECK_FAILS(sr_vector_and_greater(ctx, &two, &y, 0.0), SR_ERROR_INVALID_ARGUMENT, "flag is");
+    CHECK_FAILS(sr_vector_and_greater(ctx, &y, &y, NAN), SR_ERROR_INVALID_ARGUMENT, "threshold is NaN");
     if (where == SR_DEVICE) {
         CHECK_FAILS(sr_vector_dot_s(ctx, &y, &y, &host_s), SR_ERROR_INVALID_ARGUMENT, "lives on the host");
         CHECK_FAILS(sr_vector_axpby_s(ctx, 1.0, NULL, &y, 1.0, &host_s, &y), SR_ERROR_INVALID_ARGUMENT,
@@ -605,6 +663,7 @@ static void run_all(void)
     check_vectors(SR_TYPE_FLOAT64, 0);
     check_device_scalars();
     check_solvers();
+    check_ridge_looks();
     check_preconditioners();
 }
 

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/fused.h"
 #include "../core/memory.h"
+#include "../core/settings.h"
 #include "algo_util.h"
 
 sr_solver_options sr_solver_options_default(void)
@@ -104,20 +106,6 @@ static void ridge_free(sr_context ctx, ridge_vectors *rv)
     for (int k = 0; k < R_VECTORS; k++)
         sr_vector_free(ctx, &rv->v[k]);
     sr_matrix_free(rv->jacobi);
-}
-
-/* q = (XcᵀXc + λI)·p: one pass over X. With centering (mean row xbar), Xc = X − 1·xbarᵀ gives
- * XcᵀXc·p = XᵀX·p − m·(xbar·p)·xbar, so X is never densified. */
-static sr_status normal_product(const problem *pr, double lambda, ridge_vectors *rv, bool centered)
-{
-    sr_dense *p = &rv->v[R_P], *q = &rv->v[R_Q], *xbar = &rv->v[R_XBAR];
-    SR_TRY(sr_fused_pattern(pr->ctx, SR_FORM_XTVXY, q, 1.0, pr->X, NULL, p, lambda, p));
-    if (centered) {
-        double xp;
-        SR_TRY(sr_vector_dot(pr->ctx, xbar, p, &xp));
-        SR_TRY(sr_vector_axpby(pr->ctx, -(double)pr->m * xp, xbar, 1.0, q));
-    }
-    return SR_SUCCESS;
 }
 
 /* sums = α·Mᵀ·1 (α times M's column sums), one pass; M has X's rows. */
@@ -217,55 +205,148 @@ static sr_status ridge_step(sr_context ctx, ridge_vectors *rv, double yy, double
     return SR_SUCCESS;
 }
 
-/* z = M⁻¹·r with the Jacobi preconditioner (one pass over its diagonal); z is r without one. */
-static sr_status precondition(sr_context ctx, const ridge_vectors *rv, const sr_dense *r, double rr, double *rz)
+/* CG's numbers, kept where the vectors live (float64 scalars: sr_vector_dot_s and the rest), so
+ * that a step never waits for the device: the host reads them every CG_LOOK_EVERY steps. A step
+ * runs scaled by `active` (1 until the stopping rule holds, then 0 for good: sr_vector_and_greater),
+ * so the steps queued past the stop change nothing and the answer and step count are those of a
+ * loop that tests every step. Without a preconditioner z is r: RZ is RR. */
+enum { S_RR, S_RZ, S_PQ, S_ALPHA, S_BETA, S_ACTIVE, S_STEPS, S_ONE, S_NEXT_RR, S_NEXT_RZ, S_XP, S_COUNT };
+
+/* Steps queued between the host's looks on the GPU: a look waits for the device (about the time of
+ * a few launches idle) and up to this many steps less one run past the stop, against CG runs of
+ * 100-2,000 steps. On the host every step looks (it costs nothing there). SPARSERING_CG_LOOK_EVERY
+ * sets it on either (the tests run the queued steps past the stop on the CPU with it). */
+#define CG_LOOK_EVERY 8
+
+static int look_every(const sr_solver_options *o, sr_location where)
 {
-    if (!rv->jacobi) {
-        *rz = rr;
-        return SR_SUCCESS;
+    const int forced = sr_setting("SPARSERING_CG_LOOK_EVERY", 0);
+    if (o->report)
+        return 1; /* the report sees every step */
+    return forced >= 1 ? forced : where == SR_HOST ? 1 : CG_LOOK_EVERY;
+}
+
+typedef struct {
+    sr_dense all; /* the S_COUNT numbers */
+    sr_dense s[S_COUNT];
+    double seen[S_COUNT]; /* the host's copy at its last look */
+} cg_scalars;
+
+static sr_status scalars_alloc(sr_context ctx, sr_location where, bool has_z, cg_scalars *c)
+{
+    memset(c, 0, sizeof *c);
+    SR_TRY(sr_vector_alloc(ctx, S_COUNT, SR_TYPE_FLOAT64, where, &c->all));
+    for (int k = 0; k < S_COUNT; k++)
+        c->s[k] = sr_vector_view((double *)c->all.data + k, 1, SR_TYPE_FLOAT64, where);
+    if (!has_z) {
+        c->s[S_RZ] = c->s[S_RR];
+        c->s[S_NEXT_RZ] = c->s[S_NEXT_RR];
     }
-    SR_TRY(sr_fused_pattern(ctx, SR_FORM_XY, &rv->v[R_Z], 1.0, rv->jacobi, NULL, r, 0.0, NULL));
-    return sr_vector_dot(ctx, r, &rv->v[R_Z], rz);
+    c->seen[S_ACTIVE] = c->seen[S_ONE] = 1.0;
+    sr_dense host = vec(c->seen, S_COUNT);
+    return sr_vector_copy(ctx, &c->all, &host);
+}
+
+static sr_status scalars_look(sr_context ctx, cg_scalars *c)
+{
+    sr_dense host = vec(c->seen, S_COUNT);
+    return sr_vector_copy(ctx, &host, &c->all); /* on the GPU: waits for the queued steps */
+}
+
+/* q = (XcᵀXc + λI)·p: one pass over X. With centering (mean row xbar), Xc = X − 1·xbarᵀ gives
+ * XcᵀXc·p = XᵀX·p − m·(xbar·p)·xbar, so X is never densified. */
+static sr_status normal_product(const problem *pr, double lambda, ridge_vectors *rv, bool centered, cg_scalars *c)
+{
+    sr_dense *p = &rv->v[R_P], *q = &rv->v[R_Q], *xbar = &rv->v[R_XBAR];
+    SR_TRY(sr_fused_pattern_queued(pr->ctx, SR_FORM_XTVXY, q, 1.0, pr->X, NULL, p, lambda, p));
+    if (centered) {
+        SR_TRY(sr_vector_dot_s(pr->ctx, xbar, p, &c->s[S_XP]));
+        SR_TRY(sr_vector_axpby_s(pr->ctx, -(double)pr->m, &c->s[S_XP], xbar, 1.0, NULL, q));
+    }
+    return SR_SUCCESS;
+}
+
+/* z = M⁻¹·r with the Jacobi preconditioner (one pass over its diagonal) and r·z into rz; without
+ * one z is r and rz is r·r, already there. */
+static sr_status precondition(sr_context ctx, const ridge_vectors *rv, const sr_dense *r, const sr_dense *rz)
+{
+    if (!rv->jacobi)
+        return SR_SUCCESS;
+    SR_TRY(sr_fused_pattern_queued(ctx, SR_FORM_XY, &rv->v[R_Z], 1.0, rv->jacobi, NULL, r, 0.0, NULL));
+    return sr_vector_dot_s(ctx, r, &rv->v[R_Z], rz);
+}
+
+/* One CG step, queued: α = r·z / p·q and β = r'·z' / r·z scaled by `active`, which drops to 0 for
+ * good once ‖r‖ <= target (or r·r = 0) or p·q <= 0 (λ = 0 and X rank-deficient along p). */
+static sr_status cg_step(const problem *pr, double lambda, double target_rr, bool centered, ridge_vectors *rv,
+                         cg_scalars *c)
+{
+    sr_context ctx = pr->ctx;
+    sr_dense *r = &rv->v[R_R], *p = &rv->v[R_P], *q = &rv->v[R_Q], *s = c->s;
+    const sr_dense *z = rv->jacobi ? &rv->v[R_Z] : r;
+    SR_TRY(normal_product(pr, lambda, rv, centered, c));
+    SR_TRY(sr_vector_dot_s(ctx, p, q, &s[S_PQ]));
+    SR_TRY(sr_vector_and_greater(ctx, &s[S_ACTIVE], &s[S_RR], target_rr));
+    SR_TRY(sr_vector_and_greater(ctx, &s[S_ACTIVE], &s[S_PQ], 0.0));
+    SR_TRY(sr_vector_divide(ctx, &s[S_ALPHA], &s[S_RZ], &s[S_PQ]));
+    SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[S_ACTIVE], &s[S_ALPHA], 0.0, NULL, &s[S_ALPHA]));
+    SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[S_ACTIVE], &s[S_ONE], 1.0, NULL, &s[S_STEPS]));
+    SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[S_ALPHA], p, 1.0, NULL, &rv->v[R_X]));
+    SR_TRY(sr_vector_axpby_s(ctx, -1.0, &s[S_ALPHA], q, 1.0, NULL, r));
+    SR_TRY(sr_vector_axpby_s(ctx, -1.0, &s[S_ALPHA], q, 1.0, NULL, &rv->v[R_BR]));
+    SR_TRY(sr_vector_dot_s(ctx, r, r, &s[S_NEXT_RR]));
+    SR_TRY(precondition(ctx, rv, r, &s[S_NEXT_RZ]));
+    SR_TRY(sr_vector_divide(ctx, &s[S_BETA], &s[S_NEXT_RZ], &s[S_RZ]));
+    SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[S_ACTIVE], &s[S_BETA], 0.0, NULL, &s[S_BETA]));
+    SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[S_ACTIVE], z, 1.0, &s[S_BETA], p)); /* p = z + β·p */
+    SR_TRY(sr_vector_copy(ctx, &s[S_RR], &s[S_NEXT_RR]));
+    return rv->jacobi ? sr_vector_copy(ctx, &s[S_RZ], &s[S_NEXT_RZ]) : SR_SUCCESS;
 }
 
 /* CG on (XcᵀXc + λI)·x = b from x = 0, all in rv, preconditioned when rv->jacobi is set (then
- * z = M⁻¹r steers the directions; the stopping rule stays on ‖r‖). *step follows the iterations. */
+ * z = M⁻¹r steers the directions; the stopping rule stays on ‖r‖: r·r <= (tol·‖b‖)²). *step
+ * follows the iterations; with a report callback the host looks after every step. */
 static sr_status ridge_cg(const problem *pr, double lambda, const sr_solver_options *o, int max_it, double yy,
                           double ybar, double t0, ridge_vectors *rv, sr_solver_step *step, const char *fn)
 {
     sr_context ctx = pr->ctx;
-    sr_dense *b = &rv->v[R_B], *r = &rv->v[R_R], *p = &rv->v[R_P], *q = &rv->v[R_Q], *x = &rv->v[R_X];
-    const sr_dense *z = rv->jacobi ? &rv->v[R_Z] : r;
-    SR_TRY(sr_vector_copy(ctx, r, b));
-    SR_TRY(sr_vector_axpby(ctx, 2.0, b, 0.0, &rv->v[R_BR]));
-    double rr, rz;
-    SR_TRY(sr_vector_dot(ctx, r, r, &rr));
-    SR_TRY(precondition(ctx, rv, r, rr, &rz));
-    SR_TRY(sr_vector_copy(ctx, p, z));
-    const double target = o->tolerance * sqrt(rr);
-    *step = (sr_solver_step){0, 0, yy, 2 * sqrt(rr), sr_algo_now() - t0, ybar};
-    for (int it = 1; it <= max_it && sqrt(rr) > target && rr > 0; it++) {
-        SR_TRY(normal_product(pr, lambda, rv, o->fit_intercept));
-        double pq;
-        SR_TRY(sr_vector_dot(ctx, p, q, &pq));
-        if (!(pq > 0))
-            break; /* the system is singular along p: λ = 0 and X rank-deficient */
-        const double a = rz / pq;
-        SR_TRY(sr_vector_axpby(ctx, a, p, 1.0, x));
-        SR_TRY(sr_vector_axpby(ctx, -a, q, 1.0, r));
-        SR_TRY(sr_vector_axpby(ctx, -a, q, 1.0, &rv->v[R_BR]));
-        double next, next_rz;
-        SR_TRY(sr_vector_dot(ctx, r, r, &next));
-        SR_TRY(precondition(ctx, rv, r, next, &next_rz));
-        SR_TRY(sr_vector_axpby(ctx, 1.0, z, next_rz / rz, p));
-        rr = next;
-        rz = next_rz;
-        *step = (sr_solver_step){it, it, 0.0, 2 * sqrt(rr), sr_algo_now() - t0, 0.0};
+    sr_dense *b = &rv->v[R_B], *r = &rv->v[R_R];
+    const sr_location where = sr_algo_where(pr->X);
+    cg_scalars c;
+    sr_status st = scalars_alloc(ctx, where, rv->jacobi != NULL, &c);
+    if (st == SR_SUCCESS)
+        st = sr_vector_copy(ctx, r, b);
+    if (st == SR_SUCCESS)
+        st = sr_vector_axpby(ctx, 2.0, b, 0.0, &rv->v[R_BR]);
+    if (st == SR_SUCCESS)
+        st = sr_vector_dot_s(ctx, r, r, &c.s[S_RR]);
+    if (st == SR_SUCCESS)
+        st = precondition(ctx, rv, r, &c.s[S_RZ]);
+    if (st == SR_SUCCESS)
+        st = sr_vector_copy(ctx, &rv->v[R_P], rv->jacobi ? &rv->v[R_Z] : r);
+    if (st == SR_SUCCESS)
+        st = scalars_look(ctx, &c);
+    const double target = o->tolerance * sqrt(c.seen[S_RR]);
+    *step = (sr_solver_step){0, 0, yy, 2 * sqrt(c.seen[S_RR]), sr_algo_now() - t0, ybar};
+    const int every = look_every(o, where);
+    for (int queued = 0; st == SR_SUCCESS && queued < max_it && c.seen[S_ACTIVE] != 0;) {
+        for (int k = 0; k < every && queued < max_it && st == SR_SUCCESS; k++, queued++)
+            st = cg_step(pr, lambda, target * target, o->fit_intercept, rv, &c);
+        const int before = (int)c.seen[S_STEPS];
+        if (st == SR_SUCCESS)
+            st = scalars_look(ctx, &c);
+        const int it = (int)c.seen[S_STEPS];
+        if (st != SR_SUCCESS || it == before)
+            break;
+        *step = (sr_solver_step){it, it, 0.0, 2 * sqrt(c.seen[S_RR]), sr_algo_now() - t0, 0.0};
         if (o->report) {
-            SR_TRY(ridge_step(ctx, rv, yy, ybar, o->fit_intercept, step));
-            SR_TRY(report(o, step, fn));
+            st = ridge_step(ctx, rv, yy, ybar, o->fit_intercept, step);
+            if (st == SR_SUCCESS)
+                st = report(o, step, fn);
         }
     }
+    sr_vector_free(ctx, &c.all);
+    SR_TRY(st);
     return ridge_step(ctx, rv, yy, ybar, o->fit_intercept, step);
 }
 

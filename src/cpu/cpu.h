@@ -35,6 +35,8 @@ sr_status sr_cpu_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT);
 double sr_cpu_vector_dot(const sr_dense *x, const sr_dense *y, int threads); /* y NULL: Σ |x_i| */
 void sr_cpu_vector_axpby(double alpha, const sr_dense *x, double beta, const sr_dense *y, int threads);
 void sr_cpu_vector_divide(const sr_dense *z, const sr_dense *x, const sr_dense *y, int threads); /* z = x / y */
+/* flag = (flag ≠ 0 ∧ x > threshold) ? 1 : 0 (sr_vector_and_greater) */
+void sr_cpu_vector_and_greater(const sr_dense *flag, const sr_dense *x, double threshold, int threads);
 /* Writes every element of the host view d (A's shape and type). */
 void sr_cpu_csr_to_dense(const struct sr_matrix_s *A, const sr_dense *d, int threads);
 /* rowptr[i+1] = elements of row i of d that the rule keeps, then the prefix sum (rowptr has

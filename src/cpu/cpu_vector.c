@@ -1,4 +1,5 @@
-/* The vector arithmetic of iterative methods on the host (sr_vector_dot, _asum, _axpby). */
+/* The vector arithmetic of iterative methods on the host (sr_vector_dot, _asum, _axpby, _divide,
+ * _and_greater). */
 #include <math.h>
 #include "cpu.h"
 #include "cpu_pool.h"
@@ -41,6 +42,16 @@ typedef struct {
         for (int64_t i = i0; i < i1; i++)                                                                \
             z[i] = x[i] / y[i];                                                                          \
     }                                                                                                    \
+    static void and_greater_chunk_##T(void *arg, int64_t c, int slot)                                    \
+    {                                                                                                    \
+        const vector_job *job = arg;                                                                     \
+        const T *x = job->x;                                                                             \
+        T *flag = job->y;                                                                                \
+        const int64_t i0 = job->n * c / job->chunks, i1 = job->n * (c + 1) / job->chunks;                \
+        (void)slot;                                                                                      \
+        for (int64_t i = i0; i < i1; i++)                                                                \
+            flag[i] = flag[i] != 0 && (double)x[i] > job->alpha ? (T)1 : (T)0;                           \
+    }                                                                                                    \
     static void axpby_chunk_##T(void *arg, int64_t c, int slot)                                          \
     {                                                                                                    \
         const vector_job *job = arg;                                                                     \
@@ -82,4 +93,11 @@ void sr_cpu_vector_divide(const sr_dense *z, const sr_dense *x, const sr_dense *
 {
     vector_job job = {x->data, y->data, z->data, 0.0, 0.0, x->nrows, vector_chunks(threads), {0}};
     sr_cpu_run_chunks(threads, job.chunks, x->type == SR_TYPE_FLOAT32 ? divide_chunk_float : divide_chunk_double, &job);
+}
+
+void sr_cpu_vector_and_greater(const sr_dense *flag, const sr_dense *x, double threshold, int threads)
+{
+    vector_job job = {x->data, flag->data, NULL, threshold, 0.0, x->nrows, vector_chunks(threads), {0}};
+    sr_cpu_run_chunks(threads, job.chunks, x->type == SR_TYPE_FLOAT32 ? and_greater_chunk_float : and_greater_chunk_double,
+                      &job);
 }

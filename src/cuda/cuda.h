@@ -27,6 +27,9 @@ sr_status sr_cuda_vector_dot_s(struct sr_context_s *ctx, const sr_dense *x, cons
 sr_status sr_cuda_vector_axpby_s(struct sr_context_s *ctx, double alpha, const void *a, const sr_dense *x, double beta,
                                  const void *b, const sr_dense *y);
 sr_status sr_cuda_vector_divide(struct sr_context_s *ctx, const sr_dense *z, const sr_dense *x, const sr_dense *y);
+/* flag = (flag ≠ 0 ∧ x > threshold) ? 1 : 0, in stream order (sr_vector_and_greater). */
+sr_status sr_cuda_vector_and_greater(struct sr_context_s *ctx, const sr_dense *flag, const sr_dense *x,
+                                     double threshold);
 /* A packed row-major copy (out: d->nrows x d->ncols, device) of a column-major device view. */
 sr_status sr_cuda_dense_row_major(struct sr_context_s *ctx, const sr_dense *d, void *out);
 /* The sampled product (src/core/sddmm.h): S->nnz values of a->out_type into `out` (device). */

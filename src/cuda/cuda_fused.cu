@@ -487,7 +487,8 @@ template <typename T> sr_status run(sr_context_s *ctx, const sr_fused_args *a) {
             SR_TRY(launch_dense<T>(p, stream));
         }
     }
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    if (!a->queued) // queued (the solvers' steps): the next call on the stream reads w in order
+        SR_CUDA_TRY(cudaStreamSynchronize(stream));
     return SR_SUCCESS;
 }
 

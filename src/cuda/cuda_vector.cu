@@ -56,6 +56,11 @@ template <typename T> __global__ void divide_kernel(T *z, const T *x, const T *y
         z[i] = x[i] / y[i];
 }
 
+template <typename T> __global__ void and_greater_kernel(T *flag, const T *x, double threshold, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)kThreads + threadIdx.x; i < n; i += (int64_t)gridDim.x * kThreads)
+        flag[i] = flag[i] != T(0) && (double)x[i] > threshold ? T(1) : T(0);
+}
+
 // Σ x·y (Σ|x| with y NULL) of n > 0 elements into the device double *sum, in the stream's order:
 // block sums, then their sum in block order.
 sr_status dot_into(sr_context_s *ctx, const sr_dense *x, const sr_dense *y, double *sum) {
@@ -137,6 +142,21 @@ extern "C" sr_status sr_cuda_vector_divide(sr_context_s *ctx, const sr_dense *z,
         divide_kernel<<<grid, kThreads, 0, stream>>>(static_cast<double *>(z->data),
                                                      static_cast<const double *>(x->data),
                                                      static_cast<const double *>(y->data), x->nrows);
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
+extern "C" sr_status sr_cuda_vector_and_greater(sr_context_s *ctx, const sr_dense *flag, const sr_dense *x,
+                                                double threshold) {
+    device_guard guard(ctx->device);
+    cudaStream_t stream = stream_of(ctx);
+    const unsigned grid = grid_for(x->nrows, kThreads);
+    if (x->type == SR_TYPE_FLOAT32)
+        and_greater_kernel<<<grid, kThreads, 0, stream>>>(static_cast<float *>(flag->data),
+                                                          static_cast<const float *>(x->data), threshold, x->nrows);
+    else
+        and_greater_kernel<<<grid, kThreads, 0, stream>>>(static_cast<double *>(flag->data),
+                                                          static_cast<const double *>(x->data), threshold, x->nrows);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }

@@ -272,6 +272,12 @@ sr_status sr_cuda_vector_divide(struct sr_context_s *ctx, const sr_dense *z, con
     (void)ctx; (void)z; (void)x; (void)y;
     return no_cuda();
 }
+sr_status sr_cuda_vector_and_greater(struct sr_context_s *ctx, const sr_dense *flag, const sr_dense *x,
+                                     double threshold)
+{
+    (void)ctx; (void)flag; (void)x; (void)threshold;
+    return no_cuda();
+}
 bool sr_cuda_multi_nccl(void) { return false; }
 sr_status sr_cuda_multi_moves(struct sr_context_s *ctx, const sr_cuda_move *moves, int n)
 {

@@ -89,6 +89,7 @@ static sr_status run(const char *fn, struct sr_context_s *ctx, sr_fused_args *a,
         a->z = !z ? NULL : w_is_z ? sw.here.data : sz.here.data;
         /* the pass's work: X's entries (or elements), plus w's */
         const int64_t work = (a->X ? a->X->nnz : a->m * a->n) + a->m + a->n; /* X may be on the device */
+        a->queued = a->queued && !sy.owned && !sv.owned && !sw.owned && !sz.owned; /* staged: wait, then free */
         st = where == SR_DEVICE ? sr_cuda_fused(ctx, a) : sr_cpu_fused(a, sr_context_threads_for(ctx, work));
         if (st == SR_SUCCESS && sw.owned)
             st = sr_mem_copy(ctx, w->data, w->location, sw.here.data, where, (size_t)nw * es);
@@ -107,17 +108,29 @@ static sr_status check_form(const char *fn, sr_pattern_form form)
     return SR_SUCCESS;
 }
 
-sr_status sr_fused_pattern(sr_context ctx, sr_pattern_form form, const sr_dense *w, double alpha, sr_matrix X,
-                           const sr_dense *v, const sr_dense *y, double beta, const sr_dense *z)
+static sr_status sparse_pattern(const char *fn, sr_context ctx, sr_pattern_form form, const sr_dense *w, double alpha,
+                                sr_matrix X, const sr_dense *v, const sr_dense *y, double beta, const sr_dense *z,
+                                bool queued)
 {
-    const char *fn = "sr_fused_pattern";
     SR_TRY(sr_ops_check_matrix(fn, ctx, X));
     SR_TRY(check_form(fn, form));
     SR_CHECK_ARG(y != NULL, "%s: y is NULL", fn);
     SR_CHECK_ARG(X->type == SR_TYPE_BOOL || X->type == y->type, "%s: X has type %s; it must be bool or y's type %s",
                  fn, sr_type_name(X->type), sr_type_name(y->type));
-    sr_fused_args a = {form, y->type, X->nrows, X->ncols, X, NULL, 0, NULL, NULL, NULL, NULL, alpha, beta};
+    sr_fused_args a = {form, y->type, X->nrows, X->ncols, X, NULL, 0, NULL, NULL, NULL, NULL, alpha, beta, queued};
     return run(fn, ctx, &a, X->location, w, v, y, z);
+}
+
+sr_status sr_fused_pattern(sr_context ctx, sr_pattern_form form, const sr_dense *w, double alpha, sr_matrix X,
+                           const sr_dense *v, const sr_dense *y, double beta, const sr_dense *z)
+{
+    return sparse_pattern("sr_fused_pattern", ctx, form, w, alpha, X, v, y, beta, z, false);
+}
+
+sr_status sr_fused_pattern_queued(sr_context ctx, sr_pattern_form form, const sr_dense *w, double alpha, sr_matrix X,
+                                  const sr_dense *v, const sr_dense *y, double beta, const sr_dense *z)
+{
+    return sparse_pattern("sr_fused_pattern", ctx, form, w, alpha, X, v, y, beta, z, true);
 }
 
 sr_status sr_fused_pattern_dense(sr_context ctx, sr_pattern_form form, const sr_dense *w, double alpha,
@@ -136,7 +149,8 @@ sr_status sr_fused_pattern_dense(sr_context ctx, sr_pattern_form form, const sr_
     const sr_location where = backend == SR_BACKEND_CUDA ? SR_DEVICE : SR_HOST;
     sr_staged_rows rows;
     SR_TRY(sr_ops_stage_rows(ctx, X, where, &rows));
-    sr_fused_args a = {form, y->type, X->nrows, X->ncols, NULL, rows.data, X->ncols, NULL, NULL, NULL, NULL, alpha, beta};
+    sr_fused_args a = {form, y->type, X->nrows, X->ncols, NULL, rows.data, X->ncols, NULL, NULL, NULL, NULL, alpha, beta,
+                       false};
     sr_status st = run(fn, ctx, &a, where, w, v, y, z);
     sr_ops_release_rows(ctx, &rows);
     return st;

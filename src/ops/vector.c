@@ -157,19 +157,42 @@ sr_status sr_vector_axpby_s(sr_context ctx, double alpha, const sr_dense *a, con
     return SR_SUCCESS;
 }
 
+/* v: a vector of x's length, type and location (x already checked). */
+static sr_status check_like(const char *fn, const char *name, const sr_dense *v, const sr_dense *x)
+{
+    SR_TRY(check_vector(fn, name, v));
+    SR_CHECK_ARG(v->nrows == x->nrows && v->type == x->type && v->location == x->location,
+                 "%s: %s is %lld %s on the %s, x %lld %s on the %s", fn, name, (long long)v->nrows,
+                 sr_type_name(v->type), sr_ops_place(v->location), (long long)x->nrows, sr_type_name(x->type),
+                 sr_ops_place(x->location));
+    return SR_SUCCESS;
+}
+
 sr_status sr_vector_divide(sr_context ctx, const sr_dense *z, const sr_dense *x, const sr_dense *y)
 {
     const char *fn = "sr_vector_divide";
     SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
     SR_TRY(check_pair(fn, x, y, true));
-    SR_TRY(check_vector(fn, "z", z));
-    SR_CHECK_ARG(z->nrows == x->nrows && z->type == x->type && z->location == x->location,
-                 "%s: z is %lld %s on the %s, x %lld %s on the %s", fn, (long long)z->nrows, sr_type_name(z->type),
-                 sr_ops_place(z->location), (long long)x->nrows, sr_type_name(x->type), sr_ops_place(x->location));
+    SR_TRY(check_like(fn, "z", z, x));
     if (x->nrows == 0)
         return SR_SUCCESS;
     if (x->location == SR_DEVICE)
         return sr_cuda_vector_divide(ctx, z, x, y);
     sr_cpu_vector_divide(z, x, y, vector_threads(ctx, x->nrows));
+    return SR_SUCCESS;
+}
+
+sr_status sr_vector_and_greater(sr_context ctx, const sr_dense *flag, const sr_dense *x, double threshold)
+{
+    const char *fn = "sr_vector_and_greater";
+    SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
+    SR_TRY(check_vector(fn, "x", x));
+    SR_TRY(check_like(fn, "flag", flag, x));
+    SR_CHECK_ARG(threshold == threshold, "%s: the threshold is NaN", fn);
+    if (x->nrows == 0)
+        return SR_SUCCESS;
+    if (x->location == SR_DEVICE)
+        return sr_cuda_vector_and_greater(ctx, flag, x, threshold);
+    sr_cpu_vector_and_greater(flag, x, threshold, vector_threads(ctx, x->nrows));
     return SR_SUCCESS;
 }
