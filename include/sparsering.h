@@ -379,6 +379,8 @@ sr_status sr_vector_axpby(sr_context ctx, double alpha, const sr_dense *x, doubl
  * the vectors it goes with live. */
 /** *s = Σ x_i·y_i, summed in float64 in sr_vector_dot's fixed order (the same bits). */
 sr_status sr_vector_dot_s(sr_context ctx, const sr_dense *x, const sr_dense *y, const sr_dense *s);
+/** *s = Σ |x_i| (sr_vector_asum's sum, the same bits). */
+sr_status sr_vector_asum_s(sr_context ctx, const sr_dense *x, const sr_dense *s);
 /** y = (α·a)·x + (β·b)·y, a and b scalars (NULL: 1), read where x lives; x is not read when
  * α·a = 0 nor y when β·b = 0, as sr_vector_axpby. */
 sr_status sr_vector_axpby_s(sr_context ctx, double alpha, const sr_dense *a, const sr_dense *x, double beta,

@@ -232,6 +232,8 @@ static sr_status op_vector_scalars(sr_matrix *out)
     if (st == SR_SUCCESS)
         st = sr_vector_and_greater(ctx, &yv, &xv, 0.5);
     if (st == SR_SUCCESS)
+        st = sr_vector_asum_s(ctx, &yv, &s);
+    if (st == SR_SUCCESS)
         st = sr_vector_copy(ctx, &yh, &yv);
     if (st == SR_SUCCESS)
         st = sr_vector_copy(ctx, &sh, &s);

@@ -297,7 +297,7 @@ static void solve_both_ways(solver_fn solve, sr_matrix Xs, const sr_dense *y, do
         *worst = fmax(*worst, fabs(w[0][j] - w[1][j])), *scale = fmax(*scale, fabs(w[1][j]));
 }
 
-/* Ridge's CG queues its steps and looks at its numbers every few (SPARSERING_CG_LOOK_EVERY; 8 on
+/* Ridge's CG queues its steps and looks at its numbers every few (SPARSERING_LOOK_EVERY; 8 on
  * the GPU, 1 on the CPU): the steps queued past the stop change nothing, so any interval gives the
  * bits and step counts of a look every step; with and without the preconditioner and the
  * intercept, and with a step cap that stops it early. */
@@ -316,7 +316,7 @@ static void check_ridge_looks(void)
             o.fit_intercept = variant & 1;
             o.preconditioner = variant & 2 ? SR_PRECONDITIONER_NONE : SR_PRECONDITIONER_JACOBI;
             o.max_iterations = variant & 4 ? 13 : 0;
-            setenv("SPARSERING_CG_LOOK_EVERY", intervals[k], 1);
+            setenv("SPARSERING_LOOK_EVERY", intervals[k], 1);
             sr_dense wv = sr_vector_view(w[k > 0], n, SR_TYPE_FLOAT64, SR_HOST);
             CHECK_OK(sr_ridge(ctx, Xs, &yv, 0.3, &o, &wv, &last[k > 0]));
             if (k == 0)
@@ -336,7 +336,7 @@ static void check_ridge_looks(void)
         CHECK(variant & 4 ? last[0].iteration == 13 : last[0].iteration > 13, "ridge (variant %d): %d CG steps",
               variant, last[0].iteration);
     }
-    unsetenv("SPARSERING_CG_LOOK_EVERY");
+    unsetenv("SPARSERING_LOOK_EVERY");
     free(y), free(w[0]), free(w[1]);
     sr_matrix_free(Xs);
     test_csr_free(&X);
@@ -488,12 +488,21 @@ static void check_device_scalars(void)
     CHECK_OK(sr_vector_dot(ctx, &bd, &bd, &rr[1]));
     CHECK_OK(sr_vector_copy(ctx, &host_s, &s));
     CHECK(memcmp(&got, &rr[1], sizeof got) == 0, "sr_vector_dot_s %.17g, sr_vector_dot %.17g", got, rr[1]);
+    CHECK_OK(sr_vector_asum_s(ctx, &bd, &s)); /* b has entries of both signs */
+    CHECK_OK(sr_vector_asum(ctx, &bd, &rr[1]));
+    CHECK_OK(sr_vector_copy(ctx, &host_s, &s));
+    CHECK(memcmp(&got, &rr[1], sizeof got) == 0, "sr_vector_asum_s %.17g, sr_vector_asum %.17g", got, rr[1]);
     sr_dense empty;
     CHECK_OK(sr_vector_alloc(ctx, 0, SR_TYPE_FLOAT64, where, &empty));
     CHECK_OK(sr_vector_dot_s(ctx, &empty, &empty, &s));
-    sr_vector_free(ctx, &empty);
     CHECK_OK(sr_vector_copy(ctx, &host_s, &s));
     CHECK(got == 0.0, "sr_vector_dot_s of an empty vector: %g", got);
+    const sr_dense b0 = sr_vector_view(bd.data, 1, SR_TYPE_FLOAT64, where);
+    CHECK_OK(sr_vector_copy(ctx, &s, &b0)); /* s = b_0 (not 0), then the empty sum */
+    CHECK_OK(sr_vector_asum_s(ctx, &empty, &s));
+    sr_vector_free(ctx, &empty);
+    CHECK_OK(sr_vector_copy(ctx, &host_s, &s));
+    CHECK(got == 0.0, "sr_vector_asum_s of an empty vector: %g", got);
     /* y = (2·s)·x + (3·s2)·y with s = 0, s2 = 0: x and y NaN, y becomes 0 */
     const int64_t n = 1000;
     double *nans = malloc(n * sizeof(double)), *yy = malloc(n * sizeof(double)), *zz = malloc(n * sizeof(double));

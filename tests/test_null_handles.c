@@ -153,6 +153,9 @@ int main(void)
     EXPECT_INVALID(sr_vector_divide(NULL, &v6, &v6, &v6b));
     EXPECT_INVALID(sr_vector_divide(ctx, NULL, &v6, &v6b));
     EXPECT_INVALID(sr_vector_divide(ctx, &v6, NULL, &v6b));
+    EXPECT_INVALID(sr_vector_asum_s(NULL, &v6, &s1));
+    EXPECT_INVALID(sr_vector_asum_s(ctx, NULL, &s1));
+    EXPECT_INVALID(sr_vector_asum_s(ctx, &v6, NULL));
     EXPECT_INVALID(sr_vector_and_greater(NULL, &v6, &v6b, 0.0));
     EXPECT_INVALID(sr_vector_and_greater(ctx, NULL, &v6b, 0.0));
     EXPECT_INVALID(sr_vector_and_greater(ctx, &v6, NULL, 0.0));

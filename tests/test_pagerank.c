@@ -1,7 +1,8 @@
 /* sr_pagerank against a float64 power iteration written here (networkx's rule), on random graphs
  * with dangling vertices, weighted and Boolean, float32 and float64 ranks, on each backend; the
- * ranks with and without the SpMV plan are identical (the plan changes no sum); bad inputs fail
- * with clear messages. */
+ * ranks with and without the SpMV plan are identical (the plan changes no sum), and so are those of
+ * the host looking at the iteration's numbers every 5 iterations instead of every one (the queued
+ * iterations past the stop change nothing); bad inputs fail with clear messages. */
 #include "test_util.h"
 
 static sr_context ctx;
@@ -45,8 +46,10 @@ static void check_graph(const test_csr *g, sr_type type, double d)
     double *want = malloc((size_t)n * sizeof *want);
     const int iterations = reference(g, d, 1e-9, 200, want);
     sr_matrix A = test_make_matrix_at(ctx, g, where);
-    void *ranks[2] = {malloc((size_t)n * 8), malloc((size_t)n * 8)};
-    for (int plan = 0; plan < 2; plan++) {
+    void *ranks[3] = {malloc((size_t)n * 8), malloc((size_t)n * 8), malloc((size_t)n * 8)};
+    sr_pagerank_result results[3];
+    for (int run = 0; run < 3; run++) {
+        const int plan = run == 1; /* run 2: no plan, the host looking every 5 iterations */
         sr_pagerank_options o = sr_pagerank_options_default();
         o.damping = d;
         o.tolerance = 1e-9;
@@ -54,10 +57,13 @@ static void check_graph(const test_csr *g, sr_type type, double d)
         o.plan = plan == 1;
         if (plan)
             setenv("SPARSERING_SPMV_PLAN", where == SR_HOST ? "1" : "hot", 1); /* the planned kernel, always */
+        setenv("SPARSERING_LOOK_EVERY", run == 2 ? "5" : "1", 1);
         sr_pagerank_result res;
-        const sr_dense rv = sr_vector_view(ranks[plan], n, type, SR_HOST);
+        const sr_dense rv = sr_vector_view(ranks[run], n, type, SR_HOST);
         CHECK_OK(sr_pagerank(ctx, A, &o, &rv, &res));
         unsetenv("SPARSERING_SPMV_PLAN");
+        unsetenv("SPARSERING_LOOK_EVERY");
+        results[run] = res;
         double err = 0, sum = 0;
         for (int64_t i = 0; i < n; i++) {
             const double got = test_dense_at(&rv, i, 0);
@@ -73,8 +79,15 @@ static void check_graph(const test_csr *g, sr_type type, double d)
     }
     CHECK(memcmp(ranks[0], ranks[1], (size_t)n * sr_type_size(type)) == 0,
           "%s: the ranks with the SpMV plan differ from those without", test_backend_name(ctx));
+    CHECK(memcmp(ranks[0], ranks[2], (size_t)n * sr_type_size(type)) == 0 &&
+              results[0].iterations == results[2].iterations &&
+              memcmp(&results[0].change, &results[2].change, sizeof(double)) == 0,
+          "%s, %s ranks: looking every 5 iterations gave other ranks or %d iterations (change %.17g) against %d "
+          "(%.17g)", test_backend_name(ctx), sr_type_name(type), results[2].iterations, results[2].change,
+          results[0].iterations, results[0].change);
     free(ranks[0]);
     free(ranks[1]);
+    free(ranks[2]);
     free(want);
     sr_matrix_free(A);
 }

@@ -1,4 +1,5 @@
 #include "../core/memory.h"
+#include "../core/settings.h"
 #include "algo_util.h"
 
 #include <stdlib.h>
@@ -110,4 +111,27 @@ double sr_algo_dot(const double *x, const double *y, int64_t n)
     for (int64_t i = 0; i < n; i++)
         s += x[i] * y[i];
     return s;
+}
+
+int sr_algo_look_every(sr_location where, bool every_step)
+{
+    const int forced = sr_setting("SPARSERING_LOOK_EVERY", 0);
+    if (every_step)
+        return 1;
+    return forced >= 1 ? forced : where == SR_HOST ? 1 : 8;
+}
+
+sr_status sr_algo_scalars_alloc(sr_context ctx, sr_location where, int count, sr_algo_scalars *c)
+{
+    SR_TRY(sr_vector_alloc(ctx, count, SR_TYPE_FLOAT64, where, &c->all));
+    for (int k = 0; k < count; k++)
+        c->s[k] = sr_vector_view((double *)c->all.data + k, 1, SR_TYPE_FLOAT64, where);
+    sr_dense host = sr_vector_view(c->seen, count, SR_TYPE_FLOAT64, SR_HOST);
+    return sr_vector_copy(ctx, &c->all, &host);
+}
+
+sr_status sr_algo_scalars_look(sr_context ctx, sr_algo_scalars *c)
+{
+    sr_dense host = sr_vector_view(c->seen, c->all.nrows, SR_TYPE_FLOAT64, SR_HOST);
+    return sr_vector_copy(ctx, &host, &c->all);
 }

@@ -31,6 +31,24 @@ sr_status sr_algo_union_into(sr_context ctx, sr_matrix *C, sr_matrix N);
  * NULL) with the time since t0 and hands result to *out. */
 sr_status sr_algo_deliver(sr_status st, sr_matrix result, sr_matrix *out, sr_query_stats local, double t0,
                           sr_query_stats *stats);
+/* Steps an iteration queues between the host's looks at its numbers kept where the vectors live
+ * (sr_vector_dot_s and the rest; each step scaled by a go-on flag, so steps past the stop change
+ * nothing): on the GPU a look waits for the device, so every 8 steps; on the host, where it costs
+ * nothing, every step; with a callback to feed, every step. SPARSERING_LOOK_EVERY sets it on
+ * either (the tests run the steps queued past the stop on the CPU with it). */
+int sr_algo_look_every(sr_location where, bool every_step);
+/* An iteration's numbers as float64 scalars where its vectors live (one vector of `count`, s[k]
+ * a length-1 view of each), and the host's copy of them at its last look. */
+#define SR_ALGO_MAX_SCALARS 16
+typedef struct {
+    sr_dense all;
+    sr_dense s[SR_ALGO_MAX_SCALARS];
+    double seen[SR_ALGO_MAX_SCALARS];
+} sr_algo_scalars;
+/* count scalars in `where`, set to seen[] as the caller filled it (c is not cleared). */
+sr_status sr_algo_scalars_alloc(sr_context ctx, sr_location where, int count, sr_algo_scalars *c);
+/* seen = the scalars (on the GPU: waits for the work queued before). */
+sr_status sr_algo_scalars_look(sr_context ctx, sr_algo_scalars *c);
 /* Calls the progress callback, if any: SR_ERROR_CANCELLED when it asks to stop. */
 sr_status sr_algo_progress(const char *fn, const sr_query_options *options, int64_t round, int64_t entries);
 

@@ -1,10 +1,13 @@
 /* PageRank by power iteration on the public calls: M = Pᵀ (P = A with rows scaled to sum 1) is
- * built once, optionally analysed by sr_spmv_plan, then each iteration is one SpMV and three
- * vector operations, all where A lives (the GPU for a device A). */
+ * built once, optionally analysed by sr_spmv_plan, then each iteration is one SpMV and a few
+ * vector operations on vectors and scalars where A lives (the GPU for a device A), queued: the
+ * host looks at the numbers every few iterations. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/memory.h"
+#include "../core/queued.h"
 #include "algo_util.h"
 
 sr_pagerank_options sr_pagerank_options_default(void)
@@ -91,30 +94,60 @@ static sr_status transition(sr_context ctx, sr_matrix A, int64_t n, sr_type type
     return st;
 }
 
-/* The iterations: r ← d·M·r + ((1 − d) + d·(dangling mass))/n, where the dangling mass (the rank
- * on vertices without out-edges, which M drops) is Σr − Σ(M·r) = 1 − Σ(M·r): an iteration keeps
- * Σr = 1. r, y, ones: n-vectors where M is. */
-static sr_status iterate(sr_context ctx, sr_matrix M, int64_t n, const sr_pagerank_options *o, sr_dense *r,
-                         sr_dense *y, const sr_dense *ones, sr_pagerank_result *res)
+/* The iterations' numbers, kept where M is (sr_algo_scalars): the host looks every few iterations
+ * and a step queued past the stop changes nothing (the rank is kept, the count and the change
+ * are not moved: every step is gated by ACTIVE and its complement STOPPED). */
+enum { P_MASS, P_TELEPORT, P_CHANGE, P_LAST_CHANGE, P_ACTIVE, P_STOPPED, P_STEPS, P_ONE, P_COUNT };
+
+/* One iteration, queued: y = d·M·r + teleport·1 with teleport = ((1 − d) + d·(1 − mass))/n written
+ * c0 + c1·mass, the dangling mass (the rank on vertices without out-edges, which M drops) being
+ * Σr − Σ(M·r) = 1 − Σ(M·r), so an iteration keeps Σr = 1; change = Σ|y − r|; then r ↔ y, the
+ * new rank r = y while active (else the old one), and the flag tested for the next iteration. */
+static sr_status step(sr_context ctx, sr_matrix M, int64_t n, const sr_pagerank_options *o, sr_dense *r, sr_dense *y,
+                      const sr_dense *ones, const sr_dense *diff, sr_algo_scalars *c)
 {
     const double d = o->damping;
-    for (res->iterations = 0; res->iterations < o->max_iterations;) {
-        double mass = 0, change = 0;
-        SR_TRY(sr_spmv(ctx, y, NULL, SR_PLUS_TIMES, M, r, NULL));
-        SR_TRY(sr_vector_asum(ctx, y, &mass));
-        const double teleport = ((1.0 - d) + d * (1.0 - mass)) / (double)n;
-        SR_TRY(sr_vector_axpby(ctx, teleport, ones, d, y)); /* y = d·M·r + teleport */
-        SR_TRY(sr_vector_axpby(ctx, 1.0, y, -1.0, r));      /* r = y − r: the change */
-        SR_TRY(sr_vector_asum(ctx, r, &change));
-        sr_dense t = *r; /* the new rank is y: swap */
-        *r = *y;
-        *y = t;
-        res->iterations++;
-        res->change = change;
-        if (change <= (double)n * o->tolerance)
-            break;
+    const sr_dense *s = c->s;
+    SR_TRY(sr_spmv_queued(ctx, y, M, r));
+    SR_TRY(sr_vector_asum_s(ctx, y, &s[P_MASS]));
+    SR_TRY(sr_vector_copy(ctx, &s[P_TELEPORT], &s[P_ONE]));
+    SR_TRY(sr_vector_axpby_s(ctx, -d / (double)n, NULL, &s[P_MASS], 1.0 / (double)n, NULL, &s[P_TELEPORT]));
+    SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[P_TELEPORT], ones, d, NULL, y)); /* y = d·M·r + teleport */
+    SR_TRY(sr_vector_copy(ctx, diff, y));
+    SR_TRY(sr_vector_axpby(ctx, -1.0, r, 1.0, diff)); /* y − r */
+    SR_TRY(sr_vector_asum_s(ctx, diff, &s[P_CHANGE]));
+    SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[P_ACTIVE], &s[P_ONE], 1.0, NULL, &s[P_STEPS]));
+    SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[P_ACTIVE], &s[P_CHANGE], 1.0, &s[P_STOPPED], &s[P_LAST_CHANGE]));
+    SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[P_STOPPED], r, 1.0, &s[P_ACTIVE], y)); /* stopped: y = r */
+    const sr_dense t = *r;
+    *r = *y;
+    *y = t;
+    SR_TRY(sr_vector_and_greater(ctx, &s[P_ACTIVE], &s[P_CHANGE], (double)n * o->tolerance));
+    SR_TRY(sr_vector_copy(ctx, &s[P_STOPPED], &s[P_ONE]));
+    return sr_vector_axpby_s(ctx, -1.0, &s[P_ACTIVE], &s[P_ONE], 1.0, NULL, &s[P_STOPPED]); /* 1 − active */
+}
+
+/* Power iteration from r until Σ|r_new − r| <= n·tol or max_iterations. r, y, ones, diff:
+ * n-vectors where M is. */
+static sr_status iterate(sr_context ctx, sr_matrix M, int64_t n, const sr_pagerank_options *o, sr_dense *r,
+                         sr_dense *y, const sr_dense *ones, const sr_dense *diff, sr_pagerank_result *res)
+{
+    sr_algo_scalars c;
+    memset(&c, 0, sizeof c);
+    c.seen[P_ACTIVE] = c.seen[P_ONE] = 1.0;
+    const sr_location where = sr_algo_where(M);
+    sr_status st = sr_algo_scalars_alloc(ctx, where, P_COUNT, &c);
+    const int every = sr_algo_look_every(where, false);
+    for (int queued = 0; st == SR_SUCCESS && queued < o->max_iterations && c.seen[P_ACTIVE] != 0;) {
+        for (int k = 0; k < every && queued < o->max_iterations && st == SR_SUCCESS; k++, queued++)
+            st = step(ctx, M, n, o, r, y, ones, diff, &c);
+        if (st == SR_SUCCESS)
+            st = sr_algo_scalars_look(ctx, &c);
     }
-    return SR_SUCCESS;
+    res->iterations = (int)c.seen[P_STEPS];
+    res->change = c.seen[P_LAST_CHANGE];
+    sr_vector_free(ctx, &c.all);
+    return st;
 }
 
 sr_status sr_pagerank(sr_context ctx, sr_matrix A, const sr_pagerank_options *options, const sr_dense *rank,
@@ -140,7 +173,7 @@ sr_status sr_pagerank(sr_context ctx, sr_matrix A, const sr_pagerank_options *op
     const sr_type type = rank->type;
     const double t0 = sr_algo_now();
     sr_matrix M = NULL;
-    sr_dense r = {0}, y = {0}, ones = {0};
+    sr_dense r = {0}, y = {0}, ones = {0}, diff = {0};
     sr_status st = transition(ctx, A, n, type, info.location, &M);
     const double t1 = sr_algo_now();
     res.setup_seconds = t1 - t0;
@@ -154,6 +187,8 @@ sr_status sr_pagerank(sr_context ctx, sr_matrix A, const sr_pagerank_options *op
         st = sr_vector_alloc(ctx, n, type, info.location, &y);
     if (st == SR_SUCCESS)
         st = sr_vector_alloc(ctx, n, type, info.location, &ones);
+    if (st == SR_SUCCESS)
+        st = sr_vector_alloc(ctx, n, type, info.location, &diff);
     if (st == SR_SUCCESS && n > 0) { /* ones from the host (axpby has no constant term), r = 1/n */
         double *h = sr_malloc((size_t)n * sizeof *h);
         if (!h)
@@ -172,7 +207,7 @@ sr_status sr_pagerank(sr_context ctx, sr_matrix A, const sr_pagerank_options *op
     }
     const double t2 = sr_algo_now();
     if (st == SR_SUCCESS && n > 0)
-        st = iterate(ctx, M, n, &o, &r, &y, &ones, &res);
+        st = iterate(ctx, M, n, &o, &r, &y, &ones, &diff, &res);
     if (st == SR_SUCCESS)
         st = sr_context_synchronize(ctx);
     res.iterate_seconds = sr_algo_now() - t2;
@@ -181,6 +216,7 @@ sr_status sr_pagerank(sr_context ctx, sr_matrix A, const sr_pagerank_options *op
     sr_vector_free(ctx, &r);
     sr_vector_free(ctx, &y);
     sr_vector_free(ctx, &ones);
+    sr_vector_free(ctx, &diff);
     sr_matrix_free(M);
     if (st == SR_SUCCESS && result)
         *result = res;

@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/fused.h"
 #include "../core/memory.h"
-#include "../core/settings.h"
+#include "../core/queued.h"
 #include "algo_util.h"
 
 sr_solver_options sr_solver_options_default(void)
@@ -206,56 +205,15 @@ static sr_status ridge_step(sr_context ctx, ridge_vectors *rv, double yy, double
 }
 
 /* CG's numbers, kept where the vectors live (float64 scalars: sr_vector_dot_s and the rest), so
- * that a step never waits for the device: the host reads them every CG_LOOK_EVERY steps. A step
+ * that a step never waits for the device: the host reads them every few steps (sr_algo_look_every). A step
  * runs scaled by `active` (1 until the stopping rule holds, then 0 for good: sr_vector_and_greater),
  * so the steps queued past the stop change nothing and the answer and step count are those of a
  * loop that tests every step. Without a preconditioner z is r: RZ is RR. */
 enum { S_RR, S_RZ, S_PQ, S_ALPHA, S_BETA, S_ACTIVE, S_STEPS, S_ONE, S_NEXT_RR, S_NEXT_RZ, S_XP, S_COUNT };
 
-/* Steps queued between the host's looks on the GPU: a look waits for the device (about the time of
- * a few launches idle) and up to this many steps less one run past the stop, against CG runs of
- * 100-2,000 steps. On the host every step looks (it costs nothing there). SPARSERING_CG_LOOK_EVERY
- * sets it on either (the tests run the queued steps past the stop on the CPU with it). */
-#define CG_LOOK_EVERY 8
-
-static int look_every(const sr_solver_options *o, sr_location where)
-{
-    const int forced = sr_setting("SPARSERING_CG_LOOK_EVERY", 0);
-    if (o->report)
-        return 1; /* the report sees every step */
-    return forced >= 1 ? forced : where == SR_HOST ? 1 : CG_LOOK_EVERY;
-}
-
-typedef struct {
-    sr_dense all; /* the S_COUNT numbers */
-    sr_dense s[S_COUNT];
-    double seen[S_COUNT]; /* the host's copy at its last look */
-} cg_scalars;
-
-static sr_status scalars_alloc(sr_context ctx, sr_location where, bool has_z, cg_scalars *c)
-{
-    memset(c, 0, sizeof *c);
-    SR_TRY(sr_vector_alloc(ctx, S_COUNT, SR_TYPE_FLOAT64, where, &c->all));
-    for (int k = 0; k < S_COUNT; k++)
-        c->s[k] = sr_vector_view((double *)c->all.data + k, 1, SR_TYPE_FLOAT64, where);
-    if (!has_z) {
-        c->s[S_RZ] = c->s[S_RR];
-        c->s[S_NEXT_RZ] = c->s[S_NEXT_RR];
-    }
-    c->seen[S_ACTIVE] = c->seen[S_ONE] = 1.0;
-    sr_dense host = vec(c->seen, S_COUNT);
-    return sr_vector_copy(ctx, &c->all, &host);
-}
-
-static sr_status scalars_look(sr_context ctx, cg_scalars *c)
-{
-    sr_dense host = vec(c->seen, S_COUNT);
-    return sr_vector_copy(ctx, &host, &c->all); /* on the GPU: waits for the queued steps */
-}
-
 /* q = (XcᵀXc + λI)·p: one pass over X. With centering (mean row xbar), Xc = X − 1·xbarᵀ gives
  * XcᵀXc·p = XᵀX·p − m·(xbar·p)·xbar, so X is never densified. */
-static sr_status normal_product(const problem *pr, double lambda, ridge_vectors *rv, bool centered, cg_scalars *c)
+static sr_status normal_product(const problem *pr, double lambda, ridge_vectors *rv, bool centered, sr_algo_scalars *c)
 {
     sr_dense *p = &rv->v[R_P], *q = &rv->v[R_Q], *xbar = &rv->v[R_XBAR];
     SR_TRY(sr_fused_pattern_queued(pr->ctx, SR_FORM_XTVXY, q, 1.0, pr->X, NULL, p, lambda, p));
@@ -279,7 +237,7 @@ static sr_status precondition(sr_context ctx, const ridge_vectors *rv, const sr_
 /* One CG step, queued: α = r·z / p·q and β = r'·z' / r·z scaled by `active`, which drops to 0 for
  * good once ‖r‖ <= target (or r·r = 0) or p·q <= 0 (λ = 0 and X rank-deficient along p). */
 static sr_status cg_step(const problem *pr, double lambda, double target_rr, bool centered, ridge_vectors *rv,
-                         cg_scalars *c)
+                         sr_algo_scalars *c)
 {
     sr_context ctx = pr->ctx;
     sr_dense *r = &rv->v[R_R], *p = &rv->v[R_P], *q = &rv->v[R_Q], *s = c->s;
@@ -312,8 +270,14 @@ static sr_status ridge_cg(const problem *pr, double lambda, const sr_solver_opti
     sr_context ctx = pr->ctx;
     sr_dense *b = &rv->v[R_B], *r = &rv->v[R_R];
     const sr_location where = sr_algo_where(pr->X);
-    cg_scalars c;
-    sr_status st = scalars_alloc(ctx, where, rv->jacobi != NULL, &c);
+    sr_algo_scalars c;
+    memset(&c, 0, sizeof c);
+    c.seen[S_ACTIVE] = c.seen[S_ONE] = 1.0;
+    sr_status st = sr_algo_scalars_alloc(ctx, where, S_COUNT, &c);
+    if (!rv->jacobi) { /* z is r */
+        c.s[S_RZ] = c.s[S_RR];
+        c.s[S_NEXT_RZ] = c.s[S_NEXT_RR];
+    }
     if (st == SR_SUCCESS)
         st = sr_vector_copy(ctx, r, b);
     if (st == SR_SUCCESS)
@@ -325,16 +289,16 @@ static sr_status ridge_cg(const problem *pr, double lambda, const sr_solver_opti
     if (st == SR_SUCCESS)
         st = sr_vector_copy(ctx, &rv->v[R_P], rv->jacobi ? &rv->v[R_Z] : r);
     if (st == SR_SUCCESS)
-        st = scalars_look(ctx, &c);
+        st = sr_algo_scalars_look(ctx, &c);
     const double target = o->tolerance * sqrt(c.seen[S_RR]);
     *step = (sr_solver_step){0, 0, yy, 2 * sqrt(c.seen[S_RR]), sr_algo_now() - t0, ybar};
-    const int every = look_every(o, where);
+    const int every = sr_algo_look_every(where, o->report != NULL);
     for (int queued = 0; st == SR_SUCCESS && queued < max_it && c.seen[S_ACTIVE] != 0;) {
         for (int k = 0; k < every && queued < max_it && st == SR_SUCCESS; k++, queued++)
             st = cg_step(pr, lambda, target * target, o->fit_intercept, rv, &c);
         const int before = (int)c.seen[S_STEPS];
         if (st == SR_SUCCESS)
-            st = scalars_look(ctx, &c);
+            st = sr_algo_scalars_look(ctx, &c);
         const int it = (int)c.seen[S_STEPS];
         if (st != SR_SUCCESS || it == before)
             break;

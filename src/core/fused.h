@@ -22,13 +22,6 @@ typedef struct sr_fused_args {
     bool queued;                  /* CUDA: return once the work is queued on the context's stream */
 } sr_fused_args;
 
-/* sr_fused_pattern that, with X and every vector on the device, returns once its work is queued
- * on the context's stream instead of waiting for it (as the device-scalar vector calls): for the
- * library's solvers, whose steps then run with no host wait (src/algorithms/regression.c). With a
- * vector on the host it waits, as sr_fused_pattern. */
-sr_status sr_fused_pattern_queued(sr_context ctx, sr_pattern_form form, const sr_dense *w, double alpha, sr_matrix X,
-                                  const sr_dense *v, const sr_dense *y, double beta, const sr_dense *z);
-
 #ifdef __cplusplus
 }
 #endif

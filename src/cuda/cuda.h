@@ -65,8 +65,9 @@ sr_status sr_cuda_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B
 /* Semiring products, as their CPU twins in src/cpu/cpu.h. */
 /* sr_spmv_plan for a device matrix (src/cuda/cuda_spmv_plan.cu). */
 sr_status sr_cuda_spmv_plan(struct sr_matrix_s *A, sr_spmv_plan_info *info);
+/* queued: a vector product returns once queued on the context's stream (src/core/queued.h). */
 sr_status sr_cuda_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
-                       sr_semiring s, bool complement, bool accumulate);
+                       sr_semiring s, bool complement, bool accumulate, bool queued);
 sr_status sr_cuda_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                       const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,
                       struct sr_matrix_s **C);

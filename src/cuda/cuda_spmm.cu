@@ -367,7 +367,7 @@ template <class Ops> struct spmm_launcher {
     // large such operands go through row-major scratch (B transposed in; C transposed out, and in
     // when its old values matter); small ones are read and written in place, strided.
     static sr_status run(const sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const sr_matrix_s *mask,
-                         bool complement, bool accumulate, const spmv_plan *plan) {
+                         bool complement, bool accumulate, const spmv_plan *plan, bool queued = false) {
         sr_context_s *ctx = A->ctx;
         cudaStream_t stream = stream_of(ctx);
         const int64_t K = C->ncols;
@@ -378,7 +378,8 @@ template <class Ops> struct spmm_launcher {
         const size_t dense_bytes = ((size_t)B->nrows + (size_t)C->nrows) * (size_t)K * sizeof(T);
         if ((!b_cols && !c_cols) || (K <= 16 && dense_bytes <= ((size_t)24 << 20))) {
             SR_TRY(run_row_major(A, B, C, mask, complement, accumulate, plan));
-            SR_CUDA_TRY(cudaStreamSynchronize(stream));
+            if (!queued) // queued (a solver's step): the next call on the stream reads C in order
+                SR_CUDA_TRY(cudaStreamSynchronize(stream));
             return SR_SUCCESS;
         }
         buffer<unsigned char> b_rows(ctx); // B's own type: bool under the pair semirings
@@ -546,13 +547,13 @@ sr_status spmv_with_plan(const sr_matrix_s *A, const sr_dense *x, const sr_dense
 } // namespace sr_cuda
 
 extern "C" sr_status sr_cuda_spmm(const sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const sr_matrix_s *mask,
-                                  sr_semiring s, bool complement, bool accumulate) {
+                                  sr_semiring s, bool complement, bool accumulate, bool queued) {
     device_guard guard(A->ctx->device);
     // a plan serves SpMV's split kernel only
     const spmv_plan *plan = nullptr;
     if (C->ncols == 1 && spmv_runs_split(A))
         SR_TRY(spmv_plan_for_call(A, &plan));
-    return dispatch_semiring<spmm_launcher>(s, C->type, A, B, C, mask, complement, accumulate, plan);
+    return dispatch_semiring<spmm_launcher>(s, C->type, A, B, C, mask, complement, accumulate, plan, queued);
 }
 
 extern "C" sr_status sr_cuda_dense_row_major(sr_context_s *ctx, const sr_dense *d, void *out) {

@@ -67,9 +67,9 @@ sr_status sr_cuda_spmv_plan(struct sr_matrix_s *A, sr_spmv_plan_info *info)
     return no_cuda();
 }
 sr_status sr_cuda_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
-                       sr_semiring s, bool complement, bool accumulate)
+                       sr_semiring s, bool complement, bool accumulate, bool queued)
 {
-    (void)A; (void)B; (void)C; (void)mask; (void)s; (void)complement; (void)accumulate;
+    (void)A; (void)B; (void)C; (void)mask; (void)s; (void)complement; (void)accumulate; (void)queued;
     return no_cuda();
 }
 sr_status sr_cuda_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,

@@ -4,6 +4,7 @@
 
 #include "../core/fused.h"
 #include "../core/memory.h"
+#include "../core/queued.h"
 #include "../core/types.h"
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"

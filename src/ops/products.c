@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "../core/memory.h"
+#include "../core/queued.h"
 #include "../core/types.h"
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
@@ -15,10 +16,9 @@ sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location locatio
     return sr_dense_view(data, n, 1, type, SR_COL_MAJOR, location);
 }
 
-sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring s, sr_matrix A, const sr_dense *B,
-                  const sr_descriptor *desc)
+static sr_status spmm(const char *fn, sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring s, sr_matrix A,
+                      const sr_dense *B, const sr_descriptor *desc, bool queued)
 {
-    const char *fn = "sr_spmm";
     SR_TRY(sr_ops_check_matrix(fn, ctx, A));
     SR_TRY(sr_check_dense(fn, B));
     SR_TRY(sr_check_dense(fn, C));
@@ -43,7 +43,8 @@ sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring
     /* C is read too when accumulating or when a mask keeps old values */
     sr_status st = sr_ops_stage_dense(ctx, C, A->location, d.accumulate || mask != NULL, &c, &c_owned, &c_bytes);
     if (st == SR_SUCCESS) {
-        st = A->location == SR_DEVICE ? sr_cuda_spmm(A, &b, &c, mask, s, d.mask_complement, d.accumulate)
+        queued = queued && !b_owned && !c_owned; /* staged: wait, then copy back and free */
+        st = A->location == SR_DEVICE ? sr_cuda_spmm(A, &b, &c, mask, s, d.mask_complement, d.accumulate, queued)
                                       : sr_cpu_spmm(A, &b, &c, mask, s, d.mask_complement, d.accumulate);
         if (st == SR_SUCCESS && c_owned) {
             size_t es = sr_type_size(C->type);
@@ -58,13 +59,31 @@ sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring
     return st;
 }
 
-sr_status sr_spmv(sr_context ctx, const sr_dense *y, sr_matrix mask, sr_semiring s, sr_matrix A, const sr_dense *x,
+sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring s, sr_matrix A, const sr_dense *B,
                   const sr_descriptor *desc)
+{
+    return spmm("sr_spmm", ctx, C, mask, s, A, B, desc, false);
+}
+
+static sr_status check_vectors(const sr_dense *x, const sr_dense *y)
 {
     SR_CHECK_ARG(x != NULL && y != NULL, "sr_spmv: x or y is NULL");
     SR_CHECK_ARG(x->ncols == 1 && y->ncols == 1, "sr_spmv: x and y must be vectors (n x 1 views; see sr_vector_view), "
                  "not %lld and %lld columns", (long long)x->ncols, (long long)y->ncols);
-    return sr_spmm(ctx, y, mask, s, A, x, desc);
+    return SR_SUCCESS;
+}
+
+sr_status sr_spmv(sr_context ctx, const sr_dense *y, sr_matrix mask, sr_semiring s, sr_matrix A, const sr_dense *x,
+                  const sr_descriptor *desc)
+{
+    SR_TRY(check_vectors(x, y));
+    return spmm("sr_spmm", ctx, y, mask, s, A, x, desc, false);
+}
+
+sr_status sr_spmv_queued(sr_context ctx, const sr_dense *y, sr_matrix A, const sr_dense *x)
+{
+    SR_TRY(check_vectors(x, y));
+    return spmm("sr_spmv", ctx, y, NULL, SR_PLUS_TIMES, A, x, NULL, true);
 }
 
 sr_status sr_ops_check_mxm_operands(const char *fn, sr_semiring s, const struct sr_matrix_s *A,

@@ -138,6 +138,18 @@ sr_status sr_vector_dot_s(sr_context ctx, const sr_dense *x, const sr_dense *y, 
     return SR_SUCCESS;
 }
 
+sr_status sr_vector_asum_s(sr_context ctx, const sr_dense *x, const sr_dense *s)
+{
+    const char *fn = "sr_vector_asum_s";
+    SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
+    SR_TRY(check_vector(fn, "x", x));
+    SR_TRY(check_scalar(fn, "s", s, x->location));
+    if (x->location == SR_DEVICE)
+        return sr_cuda_vector_dot_s(ctx, x, NULL, s);
+    *(double *)s->data = x->nrows ? sr_cpu_vector_dot(x, NULL, vector_threads(ctx, x->nrows)) : 0.0;
+    return SR_SUCCESS;
+}
+
 sr_status sr_vector_axpby_s(sr_context ctx, double alpha, const sr_dense *a, const sr_dense *x, double beta,
                             const sr_dense *b, const sr_dense *y)
 {
