@@ -361,7 +361,8 @@ sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location locatio
 /** *v = a new zeroed vector of n in `where` (free it with sr_vector_free). */
 sr_status sr_vector_alloc(sr_context ctx, int64_t n, sr_type type, sr_location where, sr_dense *v);
 sr_status sr_vector_free(sr_context ctx, sr_dense *v); /**< clears *v; a zeroed view is allowed */
-/** dst = src: same length and type, any two locations. */
+/** dst = src: same length and type, any two locations. Device to device it is queued on the
+ * context's stream and not waited for (as the scalar calls below); to or from the host it waits. */
 sr_status sr_vector_copy(sr_context ctx, const sr_dense *dst, const sr_dense *src);
 /** *result = Σ x_i·y_i, summed in float64; x and y in one location (a device sum waits for it). */
 sr_status sr_vector_dot(sr_context ctx, const sr_dense *x, const sr_dense *y, double *result);

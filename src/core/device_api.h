@@ -28,6 +28,8 @@ sr_status sr_device_free_bytes(int device, size_t *free_bytes);
 /* Copies bytes between any two locations and waits for it to finish. */
 sr_status sr_device_memcpy(int device, void *stream, void *dst, sr_location dst_loc, const void *src,
                            sr_location src_loc, size_t bytes);
+/* A device-to-device copy queued on `stream`, not waited for (later work on the stream sees it). */
+sr_status sr_device_memcpy_queued(int device, void *stream, void *dst, const void *src, size_t bytes);
 /* A 2-D copy: `rows` rows of `width` bytes with the given pitches. */
 sr_status sr_device_memcpy2d(int device, void *stream, void *dst, size_t dst_pitch, sr_location dst_loc,
                              const void *src, size_t src_pitch, sr_location src_loc, size_t width, size_t rows);

@@ -150,6 +150,15 @@ sr_status sr_mem_copy(struct sr_context_s *ctx, void *dst, sr_location dst_loc, 
     return sr_device_memcpy(ctx->device, ctx->stream, dst, dst_loc, src, src_loc, bytes);
 }
 
+sr_status sr_mem_copy_queued(struct sr_context_s *ctx, void *dst, sr_location dst_loc, const void *src,
+                             sr_location src_loc, size_t bytes)
+{
+    if (bytes == 0 || dst_loc != SR_DEVICE || src_loc != SR_DEVICE)
+        return sr_mem_copy(ctx, dst, dst_loc, src, src_loc, bytes);
+    SR_TRY(sr_context_require_device(ctx));
+    return sr_device_memcpy_queued(ctx->device, ctx->stream, dst, src, bytes);
+}
+
 sr_status sr_mem_copy2d(struct sr_context_s *ctx, void *dst, size_t dst_pitch, sr_location dst_loc,
                         const void *src, size_t src_pitch, sr_location src_loc, size_t width, size_t rows)
 {

@@ -36,6 +36,10 @@ void sr_mem_free(struct sr_context_s *ctx, sr_location where, void *ptr, size_t 
 /* Copies and waits; host-to-host is a memcpy (sr_host_copy over the context's threads). */
 sr_status sr_mem_copy(struct sr_context_s *ctx, void *dst, sr_location dst_loc, const void *src,
                       sr_location src_loc, size_t bytes);
+/* sr_mem_copy, except that a device-to-device copy is queued on the context's stream and not
+ * waited for (sr_vector_copy between device vectors: the solvers' scalars). */
+sr_status sr_mem_copy_queued(struct sr_context_s *ctx, void *dst, sr_location dst_loc, const void *src,
+                             sr_location src_loc, size_t bytes);
 /* memcpy split over at most `threads` threads: one a MiB at most, and at most
  * sr_host_copy_threads(); under 2 MiB a plain memcpy. */
 void sr_host_copy(void *dst, const void *src, size_t bytes, int threads);

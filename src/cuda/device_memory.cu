@@ -301,6 +301,12 @@ sr_status sr_device_memcpy(int device, void *stream, void *dst, sr_location dst_
     return SR_SUCCESS;
 }
 
+sr_status sr_device_memcpy_queued(int device, void *stream, void *dst, const void *src, size_t bytes) {
+    sr_cuda::device_guard guard(device);
+    SR_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+    return SR_SUCCESS;
+}
+
 sr_status sr_device_memcpy2d(int device, void *stream, void *dst, size_t dst_pitch, sr_location dst_loc,
                              const void *src, size_t src_pitch, sr_location src_loc, size_t width, size_t rows) {
     if (width == dst_pitch && width == src_pitch) // packed rows: one run of bytes

@@ -22,6 +22,11 @@ sr_status sr_device_malloc(int device, void *stream, size_t bytes, void **ptr)
 }
 void sr_device_free(int device, void *stream, void *ptr) { (void)device; (void)stream; (void)ptr; }
 sr_status sr_device_free_bytes(int device, size_t *free_bytes) { (void)device; *free_bytes = 0; return no_cuda(); }
+sr_status sr_device_memcpy_queued(int device, void *stream, void *dst, const void *src, size_t bytes)
+{
+    (void)device; (void)stream; (void)dst; (void)src; (void)bytes;
+    return no_cuda();
+}
 sr_status sr_device_memcpy(int device, void *stream, void *dst, sr_location dst_loc, const void *src,
                            sr_location src_loc, size_t bytes)
 {

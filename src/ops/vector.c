@@ -71,8 +71,8 @@ sr_status sr_vector_copy(sr_context ctx, const sr_dense *dst, const sr_dense *sr
     SR_TRY(check_pair(fn, src, dst, false));
     if (dst->nrows == 0 || dst->data == src->data)
         return SR_SUCCESS;
-    return sr_mem_copy(ctx, dst->data, dst->location, src->data, src->location,
-                       (size_t)dst->nrows * sr_type_size(dst->type));
+    return sr_mem_copy_queued(ctx, dst->data, dst->location, src->data, src->location,
+                              (size_t)dst->nrows * sr_type_size(dst->type));
 }
 
 sr_status sr_vector_dot(sr_context ctx, const sr_dense *x, const sr_dense *y, double *result)
