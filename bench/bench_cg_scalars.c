@@ -7,7 +7,8 @@
  *
  *   bench_cg_scalars [cpu|cuda] [rows] [cols] [entries a row] [K]    (defaults cuda 200000 50000 10 500)
  *
- * Prints ms a step for each, and the three CGs' final r·r (the two user CGs' equal bit for bit). */
+ * Prints ms and host waits for the GPU (sr_device_waits) a step for each, and the CGs' final r·r (the
+ * two user CGs' equal bit for bit). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,9 +119,11 @@ int main(int argc, char **argv)
     double per_step[4], rr[4] = {0, 0, 0, 0};
     for (int v = 0; v < 4; v++) {
         double t[2];
+        int64_t waits[2];
         for (int h = 0; h < 2; h++) {
             const int steps = K * (h + 1);
             TRY(user_cg(ctx, where, X, &b, lambda, 4, v == 3, 32, NULL, &rr[v])); /* warm: allocations, the plan */
+            const int64_t w0 = sr_device_waits();
             const double t0 = now();
             if (v == 0)
                 fused_only(steps, lambda);
@@ -129,9 +132,11 @@ int main(int argc, char **argv)
             else
                 TRY(user_cg(ctx, where, X, &b, lambda, steps, v == 3, 32, NULL, &rr[v]));
             t[h] = now() - t0;
+            waits[h] = sr_device_waits() - w0;
         }
         per_step[v] = (t[1] - t[0]) / K;
-        printf("  %-26s %8.4f ms a step\n", names[v], 1e3 * per_step[v]);
+        printf("  %-26s %8.4f ms a step, %5.3f host waits a step\n", names[v], 1e3 * per_step[v],
+               (double)(waits[1] - waits[0]) / K);
     }
     printf("  device scalars / host numbers: %.2fx faster; step / fused product alone: %.2f\n",
            per_step[2] / per_step[3], per_step[3] / per_step[0]);

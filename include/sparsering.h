@@ -160,6 +160,10 @@ sr_status sr_context_synchronize(sr_context ctx);
  * context was made or the peak was last reset (over several GPUs: the sums of each GPU's). */
 sr_status sr_context_device_memory(sr_context ctx, size_t *current_bytes, size_t *peak_bytes);
 sr_status sr_context_reset_peak_memory(sr_context ctx);
+/** Times the library has waited on the host for a GPU stream in this process, all contexts
+ * together (0 without CUDA): the cost an iterative loop pays a step when it reads a number back.
+ * Take the difference over a stretch of calls: sr_vector_dot waits once, sr_vector_dot_s never. */
+int64_t sr_device_waits(void);
 
 /* ------------------------------------------------------------------ dense views */
 

@@ -342,6 +342,48 @@ static void check_ridge_looks(void)
     test_csr_free(&X);
 }
 
+/* The host waits for the GPU (sr_device_waits): none in the scalar calls and device-to-device
+ * copies; in ridge's CG, one look every 8 steps (48 more steps cost at most 6 more waits, plus one
+ * for where the look falls); on the CPU none at all. */
+static void check_waits(void)
+{
+    sr_dense x, s, t;
+    CHECK_OK(sr_vector_alloc(ctx, 1000, SR_TYPE_FLOAT64, where, &x));
+    CHECK_OK(sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT64, where, &s));
+    CHECK_OK(sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT64, where, &t));
+    const int64_t before = sr_device_waits();
+    for (int k = 0; k < 10; k++) {
+        CHECK_OK(sr_vector_dot_s(ctx, &x, &x, &s));
+        CHECK_OK(sr_vector_asum_s(ctx, &x, &t));
+        CHECK_OK(sr_vector_divide(ctx, &t, &s, &t));
+        CHECK_OK(sr_vector_and_greater(ctx, &t, &s, 0.5));
+        CHECK_OK(sr_vector_axpby_s(ctx, 1.0, &s, &x, 0.5, &t, &x));
+        CHECK_OK(sr_vector_copy(ctx, &s, &t));
+    }
+    CHECK(sr_device_waits() == before, "60 scalar calls waited %lld times for the device",
+          (long long)(sr_device_waits() - before));
+    sr_vector_free(ctx, &x), sr_vector_free(ctx, &s), sr_vector_free(ctx, &t);
+
+    test_csr X = test_random_csr(3000, 200, 6, SR_TYPE_FLOAT64);
+    sr_matrix Xs = test_make_matrix_at(ctx, &X, where);
+    double *y = random_vector(X.nrows), *w = calloc((size_t)X.ncols, sizeof(double));
+    sr_dense yv = sr_vector_view(y, X.nrows, SR_TYPE_FLOAT64, SR_HOST), wv = sr_vector_view(w, X.ncols, SR_TYPE_FLOAT64, SR_HOST);
+    int64_t waits[2];
+    for (int run = 0; run < 2; run++) {
+        sr_solver_options o = sr_solver_options_default();
+        o.tolerance = 0; /* exactly max_iterations steps */
+        o.max_iterations = run ? 64 : 16;
+        const int64_t start = sr_device_waits();
+        CHECK_OK(sr_ridge(ctx, Xs, &yv, 1.0, &o, &wv, NULL));
+        waits[run] = sr_device_waits() - start;
+    }
+    CHECK(where == SR_DEVICE ? waits[1] - waits[0] <= 7 : waits[0] == 0 && waits[1] == 0,
+          "ridge waited %lld times in 16 CG steps and %lld in 64", (long long)waits[0], (long long)waits[1]);
+    free(y), free(w);
+    sr_matrix_free(Xs);
+    test_csr_free(&X);
+}
+
 /* Ridge and logistic regression with and without their preconditioners, with and without an
  * intercept, on columns of scales 1 to 1000 (an ill-conditioned Hessian that its diagonal mostly
  * undoes): the same coefficients and fewer CG steps, on each backend. */
@@ -673,6 +715,7 @@ static void run_all(void)
     check_device_scalars();
     check_solvers();
     check_ridge_looks();
+    check_waits();
     check_preconditioners();
 }
 

@@ -366,3 +366,9 @@ sr_status sr_context_require_device(const struct sr_context_s *ctx)
                                             "has no CUDA support");
     return sr_device_check(ctx->device);
 }
+
+static int64_t device_waits; /* __atomic builtins: calls run on any thread */
+
+void sr_count_device_wait(void) { __atomic_fetch_add(&device_waits, 1, __ATOMIC_RELAXED); }
+
+int64_t sr_device_waits(void) { return __atomic_load_n(&device_waits, __ATOMIC_RELAXED); }

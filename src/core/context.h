@@ -54,6 +54,9 @@ int sr_context_threads_for(const struct sr_context_s *ctx, int64_t work);
 size_t sr_context_workspace(const struct sr_context_s *ctx, sr_location where);
 /* SR_SUCCESS when device memory can be used through ctx (CUDA built in and a GPU present). */
 sr_status sr_context_require_device(const struct sr_context_s *ctx);
+/* Counts one host wait for a GPU stream (sr_device_waits); the CUDA backend's every stream wait
+ * calls it (sr_cuda::wait_stream). */
+void sr_count_device_wait(void);
 
 #ifdef __cplusplus
 }

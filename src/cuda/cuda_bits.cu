@@ -129,7 +129,7 @@ struct counter {
     sr_status finish(cudaStream_t stream, int64_t *count) {
         unsigned long long v = 0;
         SR_CUDA_TRY(cudaMemcpyAsync(&v, cell.get(), sizeof v, cudaMemcpyDeviceToHost, stream));
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream));
         *count = (int64_t)v;
         return SR_SUCCESS;
     }
@@ -163,7 +163,7 @@ extern "C" sr_status sr_cuda_mxm_bits(sr_context_s *ctx, const sr_matrix_s *A, c
     }
     if (count)
         return c.finish(stream, count);
-    cudaError_t err = cudaStreamSynchronize(stream);
+    cudaError_t err = sr_cuda::wait_stream(stream);
     return err == cudaSuccess ? SR_SUCCESS : sr_cuda_fail(err, "sr_mxm_bits", __FILE__, __LINE__);
 }
 
@@ -181,7 +181,7 @@ extern "C" sr_status sr_cuda_bits_or(sr_context_s *ctx, const sr_bits *Y, const 
     }
     if (count)
         return c.finish(stream, count);
-    cudaError_t err = cudaStreamSynchronize(stream);
+    cudaError_t err = sr_cuda::wait_stream(stream);
     return err == cudaSuccess ? SR_SUCCESS : sr_cuda_fail(err, "sr_bits_or", __FILE__, __LINE__);
 }
 
@@ -191,7 +191,7 @@ extern "C" sr_status sr_cuda_bits_zero(sr_context_s *ctx, const sr_bits *X) {
     const size_t bytes = (size_t)X->nrows * (size_t)X->ld * sizeof(uint64_t);
     if (bytes)
         SR_CUDA_TRY(cudaMemsetAsync(X->words, 0, bytes, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }
 
@@ -205,7 +205,7 @@ extern "C" sr_status sr_cuda_bits_from_matrix(sr_context_s *ctx, const sr_matrix
         set_bits<<<grid_for(A->nrows), 256, 0, stream>>>(A->rowptr, A->colind, A->nrows, *X);
         SR_CUDA_LAUNCHED();
     }
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }
 

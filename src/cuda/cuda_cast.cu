@@ -41,7 +41,7 @@ template <typename S, typename D> sr_status run(const sr_matrix_s *A, sr_matrix_
     convert<S, D><<<sr_cuda::blocks_for(A->nnz, 256), 256, 0, sr_cuda::stream_of(A->ctx)>>>(
         static_cast<const S *>(A->values), A->nnz, static_cast<D *>(B->values));
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaStreamSynchronize(sr_cuda::stream_of(A->ctx)));
+    SR_CUDA_TRY(sr_cuda::wait_stream(sr_cuda::stream_of(A->ctx)));
     return SR_SUCCESS;
 }
 

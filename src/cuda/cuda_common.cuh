@@ -29,6 +29,13 @@ namespace sr_cuda {
 
 inline cudaStream_t stream_of(const sr_context_s *ctx) { return static_cast<cudaStream_t>(ctx->stream); }
 
+// The host waits for a stream: every such wait of the backend goes through here, counted
+// (sr_device_waits), so that a test can hold an iterative loop to the waits it means to make.
+inline cudaError_t wait_stream(cudaStream_t stream) {
+    sr_count_device_wait();
+    return cudaStreamSynchronize(stream);
+}
+
 // Makes the context's device current for the scope and restores the previous one.
 class device_guard {
   public:
@@ -93,7 +100,7 @@ class first_index {
     // Waits for the stream and reads the cell (kNoIndex when nothing was flagged).
     sr_status read(unsigned long long *index) const {
         SR_CUDA_TRY(cudaMemcpyAsync(index, cell_.get(), sizeof *index, cudaMemcpyDeviceToHost, stream_of(ctx_)));
-        SR_CUDA_TRY(cudaStreamSynchronize(stream_of(ctx_)));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream_of(ctx_)));
         return SR_SUCCESS;
     }
 

@@ -140,7 +140,7 @@ template <typename T> sr_status to_dense(const sr_matrix_s *A, const sr_dense *d
     scatter_entries<T><<<sr_cuda::blocks_for(A->nnz, 256), 256, 0, stream>>>(
         A->rowptr, A->colind, static_cast<const T *>(A->values), A->nrows, A->nnz, shape_of(d), static_cast<T *>(d->data));
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }
 
@@ -187,7 +187,7 @@ sr_status from_dense(sr_context_s *ctx, const sr_dense *d, const sr_keep_rule &r
     if (err == cudaSuccess)
         err = cudaMemcpyAsync(&nnz, A->rowptr + d->nrows, sizeof nnz, cudaMemcpyDeviceToHost, stream);
     if (err == cudaSuccess)
-        err = cudaStreamSynchronize(stream);
+        err = sr_cuda::wait_stream(stream);
     if (err != cudaSuccess)
         return fail(sr_cuda_fail(err, "scanning dense row counts", __FILE__, __LINE__));
     s = sr_matrix_alloc_entries(A, nnz);
@@ -202,7 +202,7 @@ sr_status from_dense(sr_context_s *ctx, const sr_dense *d, const sr_keep_rule &r
                                                                                   A->colind, values);
     err = cudaGetLastError();
     if (err == cudaSuccess)
-        err = cudaStreamSynchronize(stream);
+        err = sr_cuda::wait_stream(stream);
     if (err != cudaSuccess)
         return fail(sr_cuda_fail(err, "filling CSR from dense", __FILE__, __LINE__));
     *out = A;

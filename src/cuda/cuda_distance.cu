@@ -117,7 +117,7 @@ template <typename T> sr_status distance_rows(const sr_distance_inputs *in, int6
         a.out = static_cast<T *>(out->data) + (s - q0) * out->row_stride;
         SR_TRY(with_metric(in->metric, [&](auto metric) { return launch<T, decltype(metric)::value>(a, nq, stream); }));
     }
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }
 
@@ -164,7 +164,7 @@ template <typename T> sr_status magnitude_order(const sr_matrix_s *A, int32_t *c
     magnitude_columns_kernel<<<grid_for(A->nrows * 32), 256, 0, stream>>>(A->rowptr, A->colind, A->nrows,
                                                                           sorted.get(), col, rank);
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the scratch goes
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // before the scratch goes
     return SR_SUCCESS;
 }
 

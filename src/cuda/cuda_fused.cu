@@ -488,7 +488,7 @@ template <typename T> sr_status run(sr_context_s *ctx, const sr_fused_args *a) {
         }
     }
     if (!a->queued) // queued (the solvers' steps): the next call on the stream reads w in order
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }
 

@@ -90,7 +90,7 @@ sr_status rank_hot_columns(const sr_matrix_s *A, int64_t slots, int32_t *slot_of
                                                       hot_cell.get());
     SR_CUDA_LAUNCHED();
     SR_CUDA_TRY(cudaMemcpyAsync(hot, hot_cell.get(), sizeof *hot, cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the scratch goes
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // before the scratch goes
     return SR_SUCCESS;
 }
 

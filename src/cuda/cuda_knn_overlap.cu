@@ -158,7 +158,7 @@ sr_status knn_overlap(const sr_distance_inputs *in, int64_t q0, int64_t q1, int6
     int64_t qp[2];
     SR_CUDA_TRY(cudaMemcpyAsync(qp, Q->rowptr + q0, sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
     SR_CUDA_TRY(cudaMemcpyAsync(qp + 1, Q->rowptr + q1, sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     const int64_t entries = qp[1] - qp[0];
     // the pairs: each entry's count, then where its pairs go
     buffer<int64_t> off(ctx);
@@ -173,7 +173,7 @@ sr_status knn_overlap(const sr_distance_inputs *in, int64_t q0, int64_t q1, int6
                                               stream));
     int64_t pairs = 0;
     SR_CUDA_TRY(cudaMemcpyAsync(&pairs, off.get() + entries, sizeof pairs, cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     if (pairs >= (int64_t)1 << 31) { // cub's item counts
         *taken = false;
         return SR_SUCCESS;
@@ -244,7 +244,7 @@ sr_status knn_overlap(const sr_distance_inputs *in, int64_t q0, int64_t q1, int6
     a.cs = dist->col_stride;
     select_queries<T><<<grid_for(rows * 32), 256, 0, stream>>>(a);
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     *taken = true;
     return SR_SUCCESS;
 }

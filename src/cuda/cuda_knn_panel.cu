@@ -729,7 +729,7 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
         SR_CUDA_LAUNCHED();
         unsigned long long m = 0;
         SR_CUDA_TRY(cudaMemcpyAsync(&m, most.get(), sizeof m, cudaMemcpyDeviceToHost, stream));
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream));
         most_long = (int64_t)m;
     }
     SR_TRY(panel_gemm(pl, n, nq, qpanel.get(), block.get()));
@@ -764,7 +764,7 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
             o, nq, chunks * k, idx, static_cast<float *>(dist->data), dist->row_stride, dist->col_stride);
         SR_CUDA_LAUNCHED();
         // the scratch is freed in stream order; the caller's outputs are ready when it syncs
-        SR_CUDA_TRY(cudaStreamSynchronize(stream_of(ctx)));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream_of(ctx)));
         return SR_SUCCESS;
     });
 }

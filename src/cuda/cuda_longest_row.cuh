@@ -27,7 +27,7 @@ inline sr_status longest_query(sr_context_s *ctx, const int64_t *qptr, int64_t q
     SR_CUDA_LAUNCHED();
     unsigned long long m = 0;
     SR_CUDA_TRY(cudaMemcpyAsync(&m, longest.get(), sizeof m, cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     *most = (int64_t)m;
     return SR_SUCCESS;
 }

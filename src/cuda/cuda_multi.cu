@@ -29,8 +29,8 @@ sr_status sync_ranks(const sr_context_s *ctx, const bool *used) {
     for (int g = 0; g < ctx->ndevices; g++)
         if (used[g]) {
             device_guard guard(ctx->devices[g]);
-            SR_CUDA_TRY(cudaStreamSynchronize(rank_stream(ctx, g)));
-            SR_CUDA_TRY(cudaStreamSynchronize(copy_stream(ctx, g)));
+            SR_CUDA_TRY(sr_cuda::wait_stream(rank_stream(ctx, g)));
+            SR_CUDA_TRY(sr_cuda::wait_stream(copy_stream(ctx, g)));
         }
     return SR_SUCCESS;
 }
@@ -303,7 +303,7 @@ extern "C" sr_status sr_cuda_shift(sr_context_s *ctx, int64_t *data, int64_t n, 
     cudaStream_t stream = stream_of(ctx);
     shift_values<<<grid_for(n), 256, 0, stream>>>(data, n, delta);
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }
 
@@ -325,7 +325,7 @@ extern "C" sr_status sr_cuda_row_flops(const sr_matrix_s *A, const sr_matrix_s *
     }
     SR_CUDA_TRY(cudaMemcpyAsync(prefix, out.get(), ((size_t)A->nrows + 1) * sizeof(int64_t), cudaMemcpyDeviceToHost,
                                 stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }
 
@@ -347,7 +347,7 @@ extern "C" sr_status sr_cuda_merge_topk(sr_context_s *ctx, const int64_t *cidx, 
                                                                     static_cast<double *>(out_dist->data),
                                                                     out_dist->row_stride, out_dist->col_stride);
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }
 

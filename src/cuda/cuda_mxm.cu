@@ -305,7 +305,7 @@ template <class Ops> struct mxm_launcher {
         if (nrows > 0) {
             err = cudaMemcpyAsync(sizes, bin_sizes.get(), sizeof sizes, cudaMemcpyDeviceToHost, stream);
             if (err == cudaSuccess)
-                err = cudaStreamSynchronize(stream);
+                err = sr_cuda::wait_stream(stream);
             if (err != cudaSuccess)
                 return fail(sr_cuda_fail(err, "mxm bin sizes", __FILE__, __LINE__));
             for (int b = 1; b < kBins; b++)
@@ -378,7 +378,7 @@ template <class Ops> struct mxm_launcher {
             if (err == cudaSuccess)
                 err = cudaMemcpyAsync(&nnz, C->rowptr + nrows, sizeof nnz, cudaMemcpyDeviceToHost, stream);
             if (err == cudaSuccess)
-                err = cudaStreamSynchronize(stream);
+                err = sr_cuda::wait_stream(stream);
             if (err != cudaSuccess)
                 return fail(sr_cuda_fail(err, "mxm row pointers", __FILE__, __LINE__));
         }
@@ -400,7 +400,7 @@ template <class Ops> struct mxm_launcher {
             (st = run_pass<true>(p, bins.get(), bin_sizes.get(), sizes, starts, dense_blocks, bitmaps.get(), dense_vals.get(),
                                  tile, stream, timer, lanes.forked(), lanes.events)) != SR_SUCCESS)
             return fail(st);
-        if ((err = cudaStreamSynchronize(stream)) != cudaSuccess)
+        if ((err = sr_cuda::wait_stream(stream)) != cudaSuccess)
             return fail(sr_cuda_fail(err, "sr_mxm", __FILE__, __LINE__));
         *out = C;
         return SR_SUCCESS;

@@ -116,7 +116,7 @@ sr_status radius_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1
         [](int64_t) -> sr_status { return SR_SUCCESS; })));
     unsigned long long found = 0;
     SR_CUDA_TRY(cudaMemcpyAsync(&found, count.get(), sizeof found, cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     *pairs = (int64_t)found;
     if ((int64_t)found > capacity)
         return SR_SUCCESS; // *piece stays NULL: the caller takes fewer queries
@@ -139,7 +139,7 @@ sr_status radius_tiles_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1
     if (err == cudaSuccess && m > 0)
         err = cudaMemcpyAsync(A->values, v.Current(), (size_t)m * sizeof(T), cudaMemcpyDeviceToDevice, stream);
     if (err == cudaSuccess)
-        err = cudaStreamSynchronize(stream);
+        err = sr_cuda::wait_stream(stream);
     if (err != cudaSuccess) {
         sr_matrix_destroy(A);
         return sr_cuda_fail(err, "radius tiles", __FILE__, __LINE__);

@@ -101,7 +101,7 @@ sr_status build_plan(const sr_matrix_s *A, row_classes k, cached_plan *out) {
                                                nrows + 1, stream));
     class_counts total;
     SR_CUDA_TRY(cudaMemcpyAsync(&total, before.get() + nrows, sizeof total, cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
 
     const size_t words = (size_t)(total.mids + 2 * total.longs + 1 + total.chunks);
     void *memory = nullptr;

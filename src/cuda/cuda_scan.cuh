@@ -53,7 +53,7 @@ sr_status build_rows(sr_context_s *ctx, sr_matrix_s *C, Count count, Fill fill, 
             err = cudaMemcpyAsync(&nnz, C->rowptr + nrows, sizeof nnz, cudaMemcpyDeviceToHost, stream);
     }
     if (err == cudaSuccess)
-        err = cudaStreamSynchronize(stream);
+        err = sr_cuda::wait_stream(stream);
     if (err != cudaSuccess)
         return cuda_fail(err, "count");
     if (sr_status st = sr_matrix_alloc_entries(C, nnz); st != SR_SUCCESS)
@@ -61,7 +61,7 @@ sr_status build_rows(sr_context_s *ctx, sr_matrix_s *C, Count count, Fill fill, 
     if (nnz > 0) {
         fill();
         if ((err = cudaGetLastError()) == cudaSuccess)
-            err = cudaStreamSynchronize(stream);
+            err = sr_cuda::wait_stream(stream);
         if (err != cudaSuccess)
             return cuda_fail(err, "fill");
     }

@@ -560,7 +560,7 @@ template <class Ops> struct sddmm_launcher {
             if constexpr (std::is_same<T, float>::value)
                 if (strategy == SR_SDDMM_GEMM_TILES && vectors) { // else (told, unaligned) S's order
                     SR_TRY(launch_gemm_tiles<Ops>(p, S->ncols, tile_math_for(a->precision, a->K), stream));
-                    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+                    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
                     return SR_SUCCESS;
                 }
             if (strategy == SR_SDDMM_DENSE_TILES) {
@@ -568,7 +568,7 @@ template <class Ops> struct sddmm_launcher {
                     SR_TRY((launch_dense<T, VEC, Ops>(p, S->ncols, stream)));
                 else
                     SR_TRY((launch_dense<T, 1, Ops>(p, S->ncols, stream)));
-                SR_CUDA_TRY(cudaStreamSynchronize(stream));
+                SR_CUDA_TRY(sr_cuda::wait_stream(stream));
                 return SR_SUCCESS;
             }
             if (order.records) {
@@ -588,7 +588,7 @@ template <class Ops> struct sddmm_launcher {
         } else {
             SR_TRY((launch_interleaved<T, 1, 32, 0, Ops>(p, stream)));
         }
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream));
         return SR_SUCCESS;
     }
 };
@@ -624,7 +624,7 @@ sr_status build_tile_order(sr_context_s *ctx, const sr_matrix_s *S, int64_t tile
     SR_TRY(temp.allocate(temp_bytes));
     SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, keys.get(), keys_out.get(), entries.get(),
                                                 order, nnz, 0, bits, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the scratch goes
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // before the scratch goes
     return SR_SUCCESS;
 }
 
@@ -1088,7 +1088,7 @@ sr_status launch_fused(fused_params<T> p, sr_context_s *ctx, cudaStream_t stream
     SR_CUDA_LAUNCHED();
     merge_partials<T><<<grid_for(p.nchunks * 32), 256, 0, stream>>>(p);
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the scratch goes
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // before the scratch goes
     return SR_SUCCESS;
 }
 
@@ -1164,7 +1164,7 @@ sr_status run_fused(const sr_sddmm_args *a, const void *V, int64_t pcols, const 
                                                                         pcols);
             SR_CUDA_LAUNCHED();
         }
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream));
         return SR_SUCCESS;
     }
     p.nnz = S->nnz;
@@ -1173,7 +1173,7 @@ sr_status run_fused(const sr_sddmm_args *a, const void *V, int64_t pcols, const 
             zero_empty_rows<T><<<grid_for(p.nrows * p.p), 256, 0, stream>>>(p);
             SR_CUDA_LAUNCHED();
         }
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream));
         return SR_SUCCESS;
     }
     if constexpr (std::is_same<T, float>::value) {

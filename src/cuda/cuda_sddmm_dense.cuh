@@ -60,12 +60,12 @@ inline sr_status sample_tile_fill(sr_context_s *ctx, const sr_matrix_s *S, const
         int64_t first = 0, last = 0;
         SR_CUDA_TRY(cudaMemcpyAsync(&first, S->rowptr + r0, sizeof first, cudaMemcpyDeviceToHost, stream));
         SR_CUDA_TRY(cudaMemcpyAsync(&last, S->rowptr + r0 + rows, sizeof last, cudaMemcpyDeviceToHost, stream));
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream));
         const int64_t n = std::min<int64_t>(last - first, 1 << 16);
         cols.resize((size_t)n);
         SR_CUDA_TRY(cudaMemcpyAsync(cols.data(), S->colind + first, (size_t)n * sizeof(int32_t),
                                     cudaMemcpyDeviceToHost, stream));
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream));
         for (auto &c : cols)
             c = (int32_t)(c / t.tile_cols);
         std::sort(cols.begin(), cols.end());

@@ -249,7 +249,7 @@ sr_status launch_fused_gemm_pw(fused_params<float> p, int64_t ncols, sr_context_
         merge_ranges<<<grid_for(p.nrows * 32), 256, 0, stream>>>(p, g.ranges);
         SR_CUDA_LAUNCHED();
     }
-    SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the scratch goes
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // before the scratch goes
     return SR_SUCCESS;
 }
 

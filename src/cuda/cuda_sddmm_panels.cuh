@@ -76,12 +76,12 @@ sr_status sample_reuse(sr_context_s *ctx, const sr_matrix_s *S, int64_t P, doubl
         const int64_t r0 = panels * k / samples * P, rows = std::min(P, S->nrows - r0);
         SR_CUDA_TRY(cudaMemcpyAsync(rowptr.data(), S->rowptr + r0, (size_t)(rows + 1) * sizeof(int64_t),
                                     cudaMemcpyDeviceToHost, stream));
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream));
         const int64_t n = std::min<int64_t>(rowptr[(size_t)rows] - rowptr[0], 1 << 16);
         cols.resize((size_t)n);
         SR_CUDA_TRY(cudaMemcpyAsync(cols.data(), S->colind + rowptr[0], (size_t)n * sizeof(int32_t),
                                     cudaMemcpyDeviceToHost, stream));
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream));
         std::sort(cols.begin(), cols.end());
         entries += n;
         distinct += std::unique(cols.begin(), cols.end()) - cols.begin();
@@ -120,7 +120,7 @@ sr_status build_panel_order(sr_context_s *ctx, const sr_matrix_s *S, int64_t P, 
     SR_CUDA_LAUNCHED();
     unsigned long long widest = 0;
     SR_CUDA_TRY(cudaMemcpyAsync(&widest, runs.get() + 1, sizeof widest, cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     if (widest >= (1ull << kPanelPlaceBits)) {
         *reuse = 0;
         return SR_SUCCESS;
@@ -145,7 +145,7 @@ sr_status build_panel_order(sr_context_s *ctx, const sr_matrix_s *S, int64_t P, 
     SR_CUDA_LAUNCHED();
     unsigned long long distinct = 0;
     SR_CUDA_TRY(cudaMemcpyAsync(&distinct, runs.get(), sizeof distinct, cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the scratch goes
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // before the scratch goes
     *reuse = distinct ? (double)nnz / (double)distinct : 1.0;
     return SR_SUCCESS;
 }

@@ -255,7 +255,7 @@ sr_status select_rows(sr_context_s *ctx, const T *block, int64_t rows, int64_t n
     select_kernel<T><<<dim3((unsigned)rows), kSelectThreads, 0, stream>>>(cand_val.get(), width, width, width, k,
                                                                         largest, cand_idx.get(), out);
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the candidates are freed
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // before the candidates are freed
     return SR_SUCCESS;
 }
 
@@ -291,6 +291,6 @@ extern "C" sr_status sr_cuda_select_rows(sr_context_s *ctx, const void *block, s
                                        largest, out, stream));
         }
     }
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }

@@ -101,7 +101,7 @@ extern "C" sr_status sr_cuda_expand_rows(const sr_matrix_s *A, int64_t *rows) {
     cudaStream_t stream = sr_cuda::stream_of(A->ctx);
     expand_rows_kernel<<<sr_cuda::blocks_for(A->nnz, 256), 256, 0, stream>>>(A->rowptr, A->nrows, A->nnz, rows);
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }
 
@@ -171,7 +171,7 @@ extern "C" sr_status sr_cuda_coo_to_csr(sr_context_s *ctx, int64_t nrows, int64_
     int64_t unique = 0;
     if (nnz > 0) {
         SR_CUDA_TRY(cudaMemcpyAsync(&unique, position.get() + nnz - 1, sizeof unique, cudaMemcpyDeviceToHost, stream));
-        SR_CUDA_TRY(cudaStreamSynchronize(stream));
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     }
 
     sr_matrix_s *A = nullptr;
@@ -182,7 +182,7 @@ extern "C" sr_status sr_cuda_coo_to_csr(sr_context_s *ctx, int64_t nrows, int64_
                                                                                    nrows, A->rowptr);
         cudaError_t err = cudaGetLastError();
         if (err == cudaSuccess)
-            err = cudaStreamSynchronize(stream);
+            err = sr_cuda::wait_stream(stream);
         if (err != cudaSuccess)
             s = sr_cuda_fail(err, "rowptr_from_keys", __FILE__, __LINE__);
     }
@@ -346,6 +346,6 @@ extern "C" sr_status sr_cuda_transpose(const sr_matrix_s *A, sr_matrix_s *AT) {
     const int32_t *sorted = keys[0];
     rowptr_from_sorted<<<sr_cuda::blocks_for(A->ncols + 1, 256), 256, 0, stream>>>(sorted, nnz, A->ncols, AT->rowptr);
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }

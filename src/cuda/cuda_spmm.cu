@@ -379,7 +379,7 @@ template <class Ops> struct spmm_launcher {
         if ((!b_cols && !c_cols) || (K <= 16 && dense_bytes <= ((size_t)24 << 20))) {
             SR_TRY(run_row_major(A, B, C, mask, complement, accumulate, plan));
             if (!queued) // queued (a solver's step): the next call on the stream reads C in order
-                SR_CUDA_TRY(cudaStreamSynchronize(stream));
+                SR_CUDA_TRY(sr_cuda::wait_stream(stream));
             return SR_SUCCESS;
         }
         buffer<unsigned char> b_rows(ctx); // B's own type: bool under the pair semirings
@@ -399,7 +399,7 @@ template <class Ops> struct spmm_launcher {
         SR_TRY(run_row_major(A, &b, &c, mask, complement, accumulate, nullptr));
         if (c_cols)
             SR_TRY(transpose_dense<T>(c_rows.get(), C->nrows, K, K, static_cast<T *>(C->data), C->ld, stream));
-        SR_CUDA_TRY(cudaStreamSynchronize(stream)); // once, after the last kernel: C is ready on return
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // once, after the last kernel: C is ready on return
         return SR_SUCCESS;
     }
 
@@ -528,7 +528,7 @@ sr_status spmv_split_tiles(const sr_matrix_s *A, int64_t *first_row, int64_t *sp
     SR_CUDA_LAUNCHED();
     unsigned long long found = 0;
     SR_CUDA_TRY(cudaMemcpyAsync(&found, count.get(), sizeof found, cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     *n_spans = (int64_t)found;
     return SR_SUCCESS;
 }
@@ -561,6 +561,6 @@ extern "C" sr_status sr_cuda_dense_row_major(sr_context_s *ctx, const sr_dense *
     cudaStream_t stream = stream_of(ctx);
     // a column-major view is its transpose stored row-major: ncols rows of nrows, ld apart
     SR_TRY(transpose_typed(d->type, d->data, d->ncols, d->nrows, d->ld, out, d->ncols, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }

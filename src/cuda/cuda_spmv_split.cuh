@@ -295,6 +295,6 @@ template <class Ops> sr_status run_spmv_split(const product_args<Ops> &p, int64_
     spmv_split_fixup<Ops><<<(unsigned)(tile_blocks + plan.n_long_spans), kBlock, 0, stream>>>(a, plan.long_spans,
                                                                                              tile_blocks);
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }

@@ -382,7 +382,7 @@ sr_status run_tiles(const sr_distance_inputs *in, int64_t q0, int64_t q1, Before
             SR_CUDA_LAUNCHED();
         }
         SR_TRY(after(ys));
-        SR_CUDA_TRY(cudaStreamSynchronize(stream)); // before the statistics go
+        SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // before the statistics go
         return SR_SUCCESS;
     });
 }

@@ -42,7 +42,7 @@ extern "C" sr_status sr_cuda_check_csr(sr_context_s *ctx, const int64_t *rowptr,
     int64_t ends[2];
     SR_CUDA_TRY(cudaMemcpyAsync(&ends[0], rowptr, sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
     SR_CUDA_TRY(cudaMemcpyAsync(&ends[1], rowptr + nrows, sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     if (ends[0] != 0)
         return sr_check_rowptr_ends(ends[0], ends[1], nrows, nnz);
 

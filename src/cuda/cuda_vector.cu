@@ -97,7 +97,7 @@ extern "C" sr_status sr_cuda_vector_dot(sr_context_s *ctx, const sr_dense *x, co
     SR_TRY(sum.allocate(1));
     SR_TRY(dot_into(ctx, x, y, sum.get()));
     SR_CUDA_TRY(cudaMemcpyAsync(result, sum.get(), sizeof(double), cudaMemcpyDeviceToHost, stream));
-    SR_CUDA_TRY(cudaStreamSynchronize(stream));
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
 }
 

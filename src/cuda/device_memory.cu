@@ -123,7 +123,7 @@ cudaError_t stage_to_device(cudaStream_t s, char *set, char *dst, const char *sr
         if (err == cudaSuccess)
             err = cudaEventRecord(sent[i], s);
     }
-    const cudaError_t done = cudaStreamSynchronize(s); // the buffers are free again either way
+    const cudaError_t done = sr_cuda::wait_stream(s); // the buffers are free again either way
     return err != cudaSuccess ? err : done;
 }
 
@@ -150,7 +150,7 @@ cudaError_t stage_to_host(cudaStream_t s, char *set, char *dst, const char *src,
         const size_t off = i * kStageChunk;
         sr_host_copy(dst + off, set + (i % 2) * kStageChunk, std::min(kStageChunk, bytes - off), threads);
     }
-    const cudaError_t done = cudaStreamSynchronize(s);
+    const cudaError_t done = sr_cuda::wait_stream(s);
     return err != cudaSuccess ? err : done;
 }
 
@@ -222,7 +222,7 @@ void sr_device_stream_destroy(int device, void *stream) {
 
 sr_status sr_device_synchronize(int device, void *stream) {
     sr_cuda::device_guard guard(device);
-    SR_CUDA_TRY(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+    SR_CUDA_TRY(sr_cuda::wait_stream(static_cast<cudaStream_t>(stream)));
     return SR_SUCCESS;
 }
 
@@ -248,7 +248,7 @@ sr_status sr_device_malloc(int device, void *stream, size_t bytes, void **ptr) {
     if (err == cudaErrorMemoryAllocation) { // give the pool's cached memory back and try once more
         cudaGetLastError();
         cudaMemPool_t pool;
-        cudaStreamSynchronize(s);
+        sr_cuda::wait_stream(s);
         if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess)
             cudaMemPoolTrimTo(pool, 0);
         err = cudaMallocAsync(ptr, bytes, s);
@@ -297,7 +297,7 @@ sr_status sr_device_memcpy(int device, void *stream, void *dst, sr_location dst_
         return SR_SUCCESS;
     }
     SR_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, copy_kind(dst_loc, src_loc), s));
-    SR_CUDA_TRY(cudaStreamSynchronize(s));
+    SR_CUDA_TRY(sr_cuda::wait_stream(s));
     return SR_SUCCESS;
 }
 
@@ -314,7 +314,7 @@ sr_status sr_device_memcpy2d(int device, void *stream, void *dst, size_t dst_pit
     sr_cuda::device_guard guard(device);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     SR_CUDA_TRY(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows, copy_kind(dst_loc, src_loc), s));
-    SR_CUDA_TRY(cudaStreamSynchronize(s));
+    SR_CUDA_TRY(sr_cuda::wait_stream(s));
     return SR_SUCCESS;
 }
 
