@@ -205,10 +205,10 @@ static sr_status ridge_step(sr_context ctx, ridge_vectors *rv, double yy, double
 }
 
 /* CG's numbers, kept where the vectors live (float64 scalars: sr_vector_dot_s and the rest), so
- * that a step never waits for the device: the host reads them every few steps (sr_algo_look_every). A step
- * runs scaled by `active` (1 until the stopping rule holds, then 0 for good: sr_vector_and_greater),
- * so the steps queued past the stop change nothing and the answer and step count are those of a
- * loop that tests every step. Without a preconditioner z is r: RZ is RR. */
+ * that a step never waits for the device: the host reads them every few steps
+ * (sr_algo_look_every). A step runs scaled by `active` (1 until the stopping rule holds, then 0 for
+ * good: sr_vector_and_greater), so the steps queued past the stop change nothing and the answer and
+ * step count are those of a loop that tests every step. Without a preconditioner z is r: RZ is RR. */
 enum { S_RR, S_RZ, S_PQ, S_ALPHA, S_BETA, S_ACTIVE, S_STEPS, S_ONE, S_NEXT_RR, S_NEXT_RZ, S_XP, S_COUNT };
 
 /* q = (XcᵀXc + λI)·p: one pass over X. With centering (mean row xbar), Xc = X − 1·xbarᵀ gives
