@@ -126,16 +126,23 @@ static sr_status check_scalar(const char *fn, const char *name, const sr_dense *
     return SR_SUCCESS;
 }
 
+/* *s = Σ x_i·y_i (Σ |x_i| with y NULL) on x's side, x, y and s checked: the sum of sr_vector_dot
+ * and sr_vector_asum, into a scalar. */
+static sr_status sum_into(sr_context ctx, const sr_dense *x, const sr_dense *y, const sr_dense *s)
+{
+    if (x->location == SR_DEVICE)
+        return sr_cuda_vector_dot_s(ctx, x, y, s);
+    *(double *)s->data = x->nrows ? sr_cpu_vector_dot(x, y, vector_threads(ctx, x->nrows)) : 0.0;
+    return SR_SUCCESS;
+}
+
 sr_status sr_vector_dot_s(sr_context ctx, const sr_dense *x, const sr_dense *y, const sr_dense *s)
 {
     const char *fn = "sr_vector_dot_s";
     SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
     SR_TRY(check_pair(fn, x, y, true));
     SR_TRY(check_scalar(fn, "s", s, x->location));
-    if (x->location == SR_DEVICE)
-        return sr_cuda_vector_dot_s(ctx, x, y, s);
-    *(double *)s->data = x->nrows ? sr_cpu_vector_dot(x, y, vector_threads(ctx, x->nrows)) : 0.0;
-    return SR_SUCCESS;
+    return sum_into(ctx, x, y, s);
 }
 
 sr_status sr_vector_asum_s(sr_context ctx, const sr_dense *x, const sr_dense *s)
@@ -144,10 +151,7 @@ sr_status sr_vector_asum_s(sr_context ctx, const sr_dense *x, const sr_dense *s)
     SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", fn);
     SR_TRY(check_vector(fn, "x", x));
     SR_TRY(check_scalar(fn, "s", s, x->location));
-    if (x->location == SR_DEVICE)
-        return sr_cuda_vector_dot_s(ctx, x, NULL, s);
-    *(double *)s->data = x->nrows ? sr_cpu_vector_dot(x, NULL, vector_threads(ctx, x->nrows)) : 0.0;
-    return SR_SUCCESS;
+    return sum_into(ctx, x, NULL, s);
 }
 
 sr_status sr_vector_axpby_s(sr_context ctx, double alpha, const sr_dense *a, const sr_dense *x, double beta,
