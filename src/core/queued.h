@@ -1,7 +1,7 @@
 /* Internal forms of public calls that, with every operand on the device, return once their work is
  * queued on the context's stream instead of waiting for it (as the device-scalar vector calls do):
  * for the library's iterative solvers, whose steps then run with no host wait between them
- * (src/algorithms/regression.c, pagerank.c). With an operand on the host they wait, as the public
+ * (src/algorithms/ridge.c, logistic.c, pagerank.c). With an operand on the host they wait, as the public
  * calls. The next call on the context reads their results in stream order. */
 #ifndef SR_CORE_QUEUED_H
 #define SR_CORE_QUEUED_H
