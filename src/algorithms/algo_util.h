@@ -39,7 +39,7 @@ sr_status sr_algo_deliver(sr_status st, sr_matrix result, sr_matrix *out, sr_que
 int sr_algo_look_every(sr_location where, bool every_step);
 /* An iteration's numbers as float64 scalars where its vectors live (one vector of `count`, s[k]
  * a length-1 view of each), and the host's copy of them at its last look. */
-#define SR_ALGO_MAX_SCALARS 16
+#define SR_ALGO_MAX_SCALARS 32
 typedef struct {
     sr_dense all;
     sr_dense s[SR_ALGO_MAX_SCALARS];

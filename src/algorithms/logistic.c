@@ -1,95 +1,22 @@
 /* Logistic regression by a trust-region Newton method (sr_logistic in sparsering.h; Lin, Weng and
  * Keerthi 2008, as LIBLINEAR): the outer steps (a few per solve) run on the host in float64; the
- * truncated CG inside each keeps its vectors where X lives (sr_vector_*, float64), every Hessian
- * product one sr_fused_pattern call, which reads X once. */
+ * truncated CG inside each (logistic_cg.c) keeps its vectors and numbers where X lives, every
+ * Hessian product one sr_fused_pattern call, which reads X once. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/memory.h"
-#include "solver.h"
-
-typedef struct {
-    sr_solver_problem pr;
-    double C;
-    bool intercept;      /* the variables are (w, b): N = n + 1 */
-    int64_t N;
-    const double *label; /* ±1 */
-    double *z, *d, *t;   /* X·w + b, the Hessian's weights C·σ(1 − σ), scratch (m each) */
-    sr_dense dw;         /* d where X lives, for the Hessian products */
-    sr_dense qw;         /* with an intercept: Xᵀ·d (n) where X lives; with sum_d = Σ d, the */
-    double sum_d;        /* intercept's rows of the Hessian */
-    /* The truncated CG's preconditioner (Hsia, Chiang and Lin 2018, as LIBLINEAR): M = (1 − a)·I +
-     * a·diag(H), a = 0.01, renewed with the Hessian at every accepted step; the trust region is then
-     * measured in M's norm. */
-    bool pcg;
-    sr_matrix squares;           /* X∘X for diag(H) (NULL for bool X: X itself) */
-    double *m_host;              /* M's N entries (the intercept's last) */
-    sr_matrix m_diag, m_inverse; /* diag(M) and diag(M)⁻¹ of the n coefficients, where X lives */
-} logistic;
+#include "logistic.h"
 
 /* LIBLINEAR's weight of diag(H) in the preconditioner. */
 #define PCG_MIX 0.01
-
-/* A vector of the trust region's N variables: the n coefficients where X lives (sr_vector_*, so
- * the truncated CG moves no vector over the bus), the intercept's entry (0 without one) here. */
-typedef struct {
-    sr_dense v;
-    double b;
-} tr_vector;
-
-static sr_status tr_dot(sr_context ctx, const tr_vector *x, const tr_vector *y, double *out)
-{
-    SR_TRY(sr_vector_dot(ctx, &x->v, &y->v, out));
-    *out += x->b * y->b;
-    return SR_SUCCESS;
-}
-
-/* y = α·x + β·y (x unread when α = 0, y when β = 0, as sr_vector_axpby, intercept included). */
-static sr_status tr_axpby(sr_context ctx, double alpha, const tr_vector *x, double beta, tr_vector *y)
-{
-    SR_TRY(sr_vector_axpby(ctx, alpha, &x->v, beta, &y->v));
-    y->b = (alpha == 0.0 ? 0.0 : alpha * x->b) + (beta == 0.0 ? 0.0 : beta * y->b);
-    return SR_SUCCESS;
-}
-
-/* out = diag(D)·x: the coefficients by one pass of the diagonal matrix D, the intercept times db. */
-static sr_status tr_scale(sr_context ctx, sr_matrix D, double db, const tr_vector *x, tr_vector *out)
-{
-    SR_TRY(sr_fused_pattern(ctx, SR_FORM_XY, &out->v, 1.0, D, NULL, &x->v, 0.0, NULL));
-    out->b = db * x->b;
-    return SR_SUCCESS;
-}
-
-/* x·M·y with the preconditioner (scratch takes M·y), else x·y. */
-static sr_status tr_mdot(const logistic *lg, const tr_vector *x, const tr_vector *y, tr_vector *scratch, double *out)
-{
-    if (!lg->pcg)
-        return tr_dot(lg->pr.ctx, x, y, out);
-    SR_TRY(tr_scale(lg->pr.ctx, lg->m_diag, lg->intercept ? lg->m_host[lg->pr.n] : 0.0, y, scratch));
-    return tr_dot(lg->pr.ctx, x, scratch, out);
-}
-
-/* host[0 .. n) and host[n] (with an intercept) to or from v. */
-static sr_status tr_exchange(const logistic *lg, tr_vector *v, double *host, bool to_host)
-{
-    sr_dense hv = sr_solver_vec(host, lg->pr.n);
-    if (to_host) {
-        SR_TRY(sr_vector_copy(lg->pr.ctx, &hv, &v->v));
-        if (lg->intercept)
-            host[lg->pr.n] = v->b;
-    } else {
-        SR_TRY(sr_vector_copy(lg->pr.ctx, &v->v, &hv));
-        v->b = lg->intercept ? host[lg->pr.n] : 0.0;
-    }
-    return SR_SUCCESS;
-}
 
 /* log(1 + exp(−u)) without overflow. */
 static double log1pexp_neg(double u) { return u >= 0 ? log1p(exp(-u)) : -u + log1p(exp(u)); }
 
 /* f(w, b) = ½‖w‖² + C·Σ log(1 + exp(−y_i z_i)), z = X·w + b (kept in lg->z). */
-static sr_status objective(logistic *lg, double *w, double *f)
+static sr_status objective(sr_logistic_state *lg, double *w, double *f)
 {
     sr_dense wv = sr_solver_vec(w, lg->pr.n), zv = sr_solver_vec(lg->z, lg->pr.m);
     SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XY, &zv, 1.0, lg->pr.X, NULL, &wv, 0.0, NULL));
@@ -106,7 +33,7 @@ static sr_status objective(logistic *lg, double *w, double *f)
 
 /* M = (1 − a)·I + a·diag(H) at the Hessian's current weights d: diag(H) = 1 + (X∘X)ᵀ·d for the
  * coefficients, Σ d for the (unpenalized) intercept; one pass over X∘X. */
-static sr_status renew_preconditioner(logistic *lg)
+static sr_status renew_preconditioner(sr_logistic_state *lg)
 {
     const int64_t n = lg->pr.n;
     sr_dense hv = sr_solver_vec(lg->m_host, n), dv = sr_solver_vec(lg->d, lg->pr.m);
@@ -132,7 +59,7 @@ static sr_status renew_preconditioner(logistic *lg)
 }
 
 /* x's norm on the host: in M's norm with the preconditioner, else Euclidean. */
-static double tr_norm(const logistic *lg, const double *x)
+static double tr_norm(const sr_logistic_state *lg, const double *x)
 {
     if (!lg->pcg)
         return sqrt(sr_algo_dot(x, x, lg->N));
@@ -144,7 +71,7 @@ static double tr_norm(const logistic *lg, const double *x)
 
 /* g = (w + C·Xᵀt, C·Σt), t = (σ(y·z) − 1)·y, and the Hessian's weights (copied where X lives),
  * at the w objective() saw last; with an intercept also q = Xᵀd and Σd. */
-static sr_status gradient(logistic *lg, double *w, double *g)
+static sr_status gradient(sr_logistic_state *lg, double *w, double *g)
 {
     double sum_t = 0, sum_d = 0;
 #pragma omp parallel for reduction(+ : sum_t, sum_d) schedule(static)
@@ -167,89 +94,6 @@ static sr_status gradient(logistic *lg, double *w, double *g)
     return lg->pcg ? renew_preconditioner(lg) : SR_SUCCESS;
 }
 
-/* H·(s, sb) = (s + Xᵀ(d ⊙ X·s) + sb·q, q·s + sb·Σd): one pass over X. */
-static sr_status hessian_product(logistic *lg, const tr_vector *s, tr_vector *hs)
-{
-    sr_context ctx = lg->pr.ctx;
-    SR_TRY(sr_fused_pattern(ctx, SR_FORM_XTVXY, &hs->v, 1.0, lg->pr.X, &lg->dw, &s->v, 1.0, &s->v));
-    hs->b = 0.0;
-    if (lg->intercept) {
-        double qs;
-        SR_TRY(sr_vector_axpby(ctx, s->b, &lg->qw, 1.0, &hs->v));
-        SR_TRY(sr_vector_dot(ctx, &lg->qw, &s->v, &qs));
-        hs->b = qs + s->b * lg->sum_d;
-    }
-    return SR_SUCCESS;
-}
-
-/* The truncated CG's vectors: its result s, the residual r = −g − H·s, the direction, H·direction,
- * g itself, and with the preconditioner z = M⁻¹·r and a scratch for M·x. */
-enum { T_S, T_R, T_DIR, T_HD, T_G, T_Z, T_MX, T_VECTORS };
-
-/* z = M⁻¹·r and z·r with the preconditioner; without, z is r and z·r = r·r. */
-static sr_status precondition_residual(const logistic *lg, const tr_vector *r, tr_vector *z, double *zr)
-{
-    if (lg->pcg)
-        SR_TRY(tr_scale(lg->pr.ctx, lg->m_inverse, lg->intercept ? 1.0 / lg->m_host[lg->pr.n] : 0.0, r, z));
-    return tr_dot(lg->pr.ctx, z, r, zr);
-}
-
-/* Steihaug's truncated CG for H·s = −g inside ‖s‖ <= delta (M's norm with the preconditioner),
- * preconditioned by M when lg->pcg; r receives −g − H·s. */
-static sr_status trust_cg(logistic *lg, double delta, tr_vector *t, int *steps)
-{
-    sr_context ctx = lg->pr.ctx;
-    tr_vector *s = &t[T_S], *r = &t[T_R], *dir = &t[T_DIR], *hd = &t[T_HD], *g = &t[T_G];
-    tr_vector *z = lg->pcg ? &t[T_Z] : r, *mx = &t[T_MX];
-    SR_TRY(tr_axpby(ctx, 0.0, g, 0.0, s));
-    SR_TRY(tr_axpby(ctx, -1.0, g, 0.0, r));
-    double rr;
-    SR_TRY(precondition_residual(lg, r, z, &rr)); /* r·M⁻¹·r: g's norm in M⁻¹'s */
-    SR_TRY(tr_axpby(ctx, 1.0, z, 0.0, dir));
-    const double tol = 0.1 * sqrt(rr);
-    /* CG ends within N steps in exact arithmetic; rounding (a huge C) can keep the residual above
-     * tol for ever, so the steps are capped, and a direction without positive curvature (NaN or
-     * overflow: the Hessian is positive definite) ends the loop with the step so far */
-    const int64_t most = 2 * lg->N + 20;
-    for (int64_t it = 0; sqrt(rr) > tol && it < most; it++) {
-        SR_TRY(hessian_product(lg, dir, hd));
-        (*steps)++;
-        double curvature, ss;
-        SR_TRY(tr_dot(ctx, dir, hd, &curvature));
-        if (!(curvature > 0) || !isfinite(curvature))
-            break;
-        const double a = rr / curvature;
-        SR_TRY(tr_axpby(ctx, a, dir, 1.0, s));
-        SR_TRY(tr_mdot(lg, s, s, mx, &ss));
-        if (sqrt(ss) > delta) { /* back to the boundary along dir */
-            SR_TRY(tr_axpby(ctx, -a, dir, 1.0, s));
-            double std, sts, dd;
-            SR_TRY(tr_mdot(lg, s, dir, mx, &std));
-            SR_TRY(tr_mdot(lg, s, s, mx, &sts));
-            SR_TRY(tr_mdot(lg, dir, dir, mx, &dd));
-            const double room = delta * delta - sts, root = sqrt(std * std + dd * room);
-            const double tau = std >= 0 ? room / (std + root) : (root - std) / dd;
-            SR_TRY(tr_axpby(ctx, tau, dir, 1.0, s));
-            return tr_axpby(ctx, -tau, hd, 1.0, r);
-        }
-        SR_TRY(tr_axpby(ctx, -a, hd, 1.0, r));
-        double next;
-        SR_TRY(precondition_residual(lg, r, z, &next));
-        SR_TRY(tr_axpby(ctx, 1.0, z, next / rr, dir));
-        rr = next;
-    }
-    return SR_SUCCESS;
-}
-
-/* The CG on the trust region's vectors t (where X lives): g in from the host, s and r back. */
-static sr_status trust_step(logistic *lg, double delta, tr_vector *t, double *g, double *s, double *r, int *steps)
-{
-    SR_TRY(tr_exchange(lg, &t[T_G], g, false));
-    SR_TRY(trust_cg(lg, delta, t, steps));
-    SR_TRY(tr_exchange(lg, &t[T_S], s, true));
-    return tr_exchange(lg, &t[T_R], r, true);
-}
-
 sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, const sr_solver_options *options,
                       const sr_dense *w_out, sr_solver_step *last)
 {
@@ -258,7 +102,7 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
     const sr_solver_options o = options ? *options : sr_solver_options_default();
     SR_CHECK_ARG(isfinite(C) && C > 0, "%s: C (%g) must be finite and > 0", fn, C);
     SR_TRY(sr_solver_check_options(fn, &o));
-    logistic lg;
+    sr_logistic_state lg;
     memset(&lg, 0, sizeof lg);
     SR_TRY(sr_solver_start(fn, ctx, X, y, w_out, &lg.pr));
     const int64_t m = lg.pr.m, n = lg.pr.n, N = n + (o.fit_intercept ? 1 : 0);
@@ -282,10 +126,8 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     if (st == SR_SUCCESS && lg.pcg)
         st = sr_solver_entry_squares(&lg.pr, &lg.squares);
-    tr_vector t[T_VECTORS];
-    memset(t, 0, sizeof t);
-    for (int k = 0; k < T_VECTORS && st == SR_SUCCESS; k++)
-        st = sr_vector_alloc(ctx, n, SR_TYPE_FLOAT64, where, &t[k].v);
+    if (st == SR_SUCCESS)
+        st = sr_logistic_cg_alloc(&lg);
     if (st == SR_SUCCESS)
         st = sr_vector_alloc(ctx, m, SR_TYPE_FLOAT64, where, &lg.dw);
     if (st == SR_SUCCESS && o.fit_intercept)
@@ -317,7 +159,7 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
     const double eta0 = 1e-4, eta1 = 0.25, eta2 = 0.75, sigma1 = 0.25, sigma2 = 0.5, sigma3 = 4.0;
     int it = 1, inner = 0;
     while (st == SR_SUCCESS && it <= max_it && gnorm > o.tolerance * gnorm0 && gnorm > 0) {
-        st = trust_step(&lg, delta, t, g, s, r, &inner);
+        st = sr_logistic_cg(&lg, delta, g, s, r, &inner);
         if (st != SR_SUCCESS)
             break;
         for (int64_t j = 0; j < N; j++)
@@ -367,8 +209,7 @@ sr_status sr_logistic(sr_context ctx, sr_matrix X, const sr_dense *y, double C, 
     }
     free(label), free(lg.z), free(lg.d), free(lg.t);
     free(w), free(g), free(s), free(r), free(trial);
-    for (int k = 0; k < T_VECTORS; k++)
-        sr_vector_free(ctx, &t[k].v);
+    sr_logistic_cg_free(&lg);
     sr_vector_free(ctx, &lg.dw);
     sr_vector_free(ctx, &lg.qw);
     sr_matrix_free(lg.squares), sr_matrix_free(lg.m_diag), sr_matrix_free(lg.m_inverse);

@@ -138,7 +138,6 @@ static sr_status cg_step(const sr_solver_problem *pr, double lambda, double targ
     const sr_dense *z = rv->jacobi ? &rv->v[R_Z] : r;
     SR_TRY(normal_product(pr, lambda, rv, centered, c));
     SR_TRY(sr_vector_dot_s(ctx, p, q, &s[S_PQ]));
-    SR_TRY(sr_vector_and_greater(ctx, &s[S_ACTIVE], &s[S_RR], target_rr));
     SR_TRY(sr_vector_and_greater(ctx, &s[S_ACTIVE], &s[S_PQ], 0.0));
     SR_TRY(sr_vector_divide(ctx, &s[S_ALPHA], &s[S_RZ], &s[S_PQ]));
     SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[S_ACTIVE], &s[S_ALPHA], 0.0, NULL, &s[S_ALPHA]));
@@ -152,7 +151,10 @@ static sr_status cg_step(const sr_solver_problem *pr, double lambda, double targ
     SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[S_ACTIVE], &s[S_BETA], 0.0, NULL, &s[S_BETA]));
     SR_TRY(sr_vector_axpby_s(ctx, 1.0, &s[S_ACTIVE], z, 1.0, &s[S_BETA], p)); /* p = z + β·p */
     SR_TRY(sr_vector_copy(ctx, &s[S_RR], &s[S_NEXT_RR]));
-    return rv->jacobi ? sr_vector_copy(ctx, &s[S_RZ], &s[S_NEXT_RZ]) : SR_SUCCESS;
+    if (rv->jacobi)
+        SR_TRY(sr_vector_copy(ctx, &s[S_RZ], &s[S_NEXT_RZ]));
+    /* the stopping rule at the step's end, so that a look right after it sees the stop */
+    return sr_vector_and_greater(ctx, &s[S_ACTIVE], &s[S_RR], target_rr);
 }
 
 /* CG on (XcᵀXc + λI)·x = b from x = 0, all in rv, preconditioned when rv->jacobi is set (then
@@ -185,6 +187,8 @@ static sr_status ridge_cg(const sr_solver_problem *pr, double lambda, const sr_s
     if (st == SR_SUCCESS)
         st = sr_algo_scalars_look(ctx, &c);
     const double target = o->tolerance * sqrt(c.seen[S_RR]);
+    if (!(c.seen[S_RR] > target * target))
+        c.seen[S_ACTIVE] = 0; /* r = b: no step (the steps test their ends) */
     *step = (sr_solver_step){0, 0, yy, 2 * sqrt(c.seen[S_RR]), sr_algo_now() - t0, ybar};
     const int every = sr_algo_look_every(where, o->report != NULL);
     for (int queued = 0; st == SR_SUCCESS && queued < max_it && c.seen[S_ACTIVE] != 0;) {
