@@ -73,18 +73,20 @@ done:
     return st;
 }
 
-/* M = (D⁻¹·W)ᵀ for W = A in the rank's type (one cast of A to float64 serves the weights' sums
- * and, for float64 ranks, the product). */
-static sr_status transition(sr_context ctx, sr_matrix A, int64_t n, sr_type type, sr_location where, sr_matrix *M)
+/* M = (D⁻¹·W)ᵀ for W = A in the rank's type (A as float64 serves the weights' sums and, for
+ * float64 ranks, the product; A is cast only where its type is not the one needed). */
+static sr_status transition(sr_context ctx, sr_matrix A, sr_type a_type, int64_t n, sr_type type, sr_location where,
+                            sr_matrix *M)
 {
     sr_matrix W64 = NULL, W32 = NULL, D = NULL, P = NULL;
-    sr_status st = sr_matrix_cast(ctx, A, SR_TYPE_FLOAT64, &W64);
-    if (st == SR_SUCCESS && type == SR_TYPE_FLOAT32)
+    sr_status st = a_type == SR_TYPE_FLOAT64 ? SR_SUCCESS : sr_matrix_cast(ctx, A, SR_TYPE_FLOAT64, &W64);
+    if (st == SR_SUCCESS && type == SR_TYPE_FLOAT32 && a_type != SR_TYPE_FLOAT32)
         st = sr_matrix_cast(ctx, A, SR_TYPE_FLOAT32, &W32);
+    sr_matrix as64 = W64 ? W64 : A, in_type = type == SR_TYPE_FLOAT32 ? (W32 ? W32 : A) : as64;
     if (st == SR_SUCCESS)
-        st = inverse_out_weights(ctx, W64, n, type, where, &D);
+        st = inverse_out_weights(ctx, as64, n, type, where, &D);
     if (st == SR_SUCCESS)
-        st = sr_mxm(ctx, &P, NULL, SR_PLUS_TIMES, D, W32 ? W32 : W64, NULL);
+        st = sr_mxm(ctx, &P, NULL, SR_PLUS_TIMES, D, in_type, NULL);
     if (st == SR_SUCCESS)
         st = sr_matrix_transpose(ctx, P, M);
     sr_matrix_free(W64);
@@ -174,7 +176,7 @@ sr_status sr_pagerank(sr_context ctx, sr_matrix A, const sr_pagerank_options *op
     const double t0 = sr_algo_now();
     sr_matrix M = NULL;
     sr_dense r = {0}, y = {0}, ones = {0}, diff = {0};
-    sr_status st = transition(ctx, A, n, type, info.location, &M);
+    sr_status st = transition(ctx, A, info.type, n, type, info.location, &M);
     const double t1 = sr_algo_now();
     res.setup_seconds = t1 - t0;
     if (st == SR_SUCCESS && o.plan) {

@@ -1,4 +1,5 @@
 /* Transpose on the host: a stable counting sort by column, parallel over row blocks. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,6 +7,18 @@
 #include "../core/memory.h"
 #include "../core/types.h"
 #include "cpu.h"
+
+/* A's value k to AT's slot `at` (vsize bytes: 0 for bool patterns): a typed copy, as a memcpy of
+ * a size known only at run time is a call per entry. */
+static inline void copy_value(void *to, int64_t at, const void *from, int64_t k, size_t vsize)
+{
+    switch (vsize) {
+    case 8: ((uint64_t *)to)[at] = ((const uint64_t *)from)[k]; break;
+    case 4: ((uint32_t *)to)[at] = ((const uint32_t *)from)[k]; break;
+    case 0: break;
+    default: memcpy((char *)to + at * vsize, (const char *)from + k * vsize, vsize);
+    }
+}
 
 /* Wide matrices: thread t owns the columns [lo_t, hi_t) (about nnz/T entries each). Every thread
  * reads all column indices, but counts and places only its own, so no count table is needed and
@@ -36,8 +49,7 @@ static sr_status transpose_by_column_ranges(const struct sr_matrix_s *A, struct 
                     continue;
                 const int64_t at = cursor[c]++;
                 AT->colind[at] = (int32_t)i;
-                if (vsize)
-                    memcpy((char *)AT->values + at * vsize, (const char *)A->values + k * vsize, vsize);
+                copy_value(AT->values, at, A->values, k, vsize);
             }
     }
     sr_mem_free(A->ctx, SR_HOST, cursor, 0);
@@ -88,8 +100,7 @@ sr_status sr_cpu_transpose(const struct sr_matrix_s *A, struct sr_matrix_s *AT)
             for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
                 int64_t at = mine[A->colind[k]]++;
                 AT->colind[at] = (int32_t)i;
-                if (vsize)
-                    memcpy((char *)AT->values + at * vsize, (const char *)A->values + k * vsize, vsize);
+                copy_value(AT->values, at, A->values, k, vsize);
             }
     }
     sr_mem_free(A->ctx, SR_HOST, offsets, 0);
