@@ -95,7 +95,7 @@ int cmd_pagerank(const cli_globals *g, int argc, char **argv)
                "set-up %.4f s, plan %.4f s (%s), iterations %.4f s (%.3f ms each)\n",
                (long long)n, (long long)info.nnz, res.iterations, res.change, cli_backend_name(ctx), t_read,
                res.setup_seconds, res.plan_seconds,
-               !o.plan ? "off" : res.plan.in_use ? "in use" : "kept the plain SpMV", res.iterate_seconds,
+               !o.plan ? "off" : res.plan.in_use ? "in use" : res.plan_seconds > 0 ? "kept the plain SpMV" : "not tried: fewer than 500 iterations on the CPU", res.iterate_seconds,
                res.iterations ? 1e3 * res.iterate_seconds / res.iterations : 0.0);
         if (out) {
             FILE *f = fopen(out, "w");
