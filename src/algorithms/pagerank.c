@@ -182,7 +182,8 @@ sr_status sr_pagerank(sr_context ctx, sr_matrix A, const sr_pagerank_options *op
     /* On the CPU the plan (columns renumbered by popularity) costs some 20 to 50 iterations to
      * analyse and, where kept, saves 10% or more of each: analysed there only from 500 iterations
      * (or when SPARSERING_SPMV_PLAN forces a plan, as the tests do). */
-    const bool plan = o.plan && (info.location != SR_HOST || o.max_iterations >= 500 || getenv("SPARSERING_SPMV_PLAN"));
+    const bool plan =
+        o.plan && (info.location != SR_HOST || o.max_iterations >= 500 || getenv("SPARSERING_SPMV_PLAN"));
     if (st == SR_SUCCESS && plan) {
         st = sr_spmv_plan(ctx, M, &res.plan);
         res.plan_seconds = sr_algo_now() - t1;

@@ -49,7 +49,8 @@ static sr_status mean_row(const sr_solver_problem *pr, sr_dense *xbar)
 
 /* The diagonal of XcᵀXc + λI on the host: Σ_i x_ij² (X∘X's column sums; X's own for bool X),
  * less m·xbar_j² when centered. */
-static sr_status normal_diagonal(const sr_solver_problem *pr, double lambda, ridge_vectors *rv, bool centered, double *d)
+static sr_status normal_diagonal(const sr_solver_problem *pr, double lambda, ridge_vectors *rv, bool centered,
+                                 double *d)
 {
     sr_matrix squares;
     SR_TRY(sr_solver_entry_squares(pr, &squares));
@@ -107,7 +108,8 @@ enum { S_RR, S_RZ, S_PQ, S_ALPHA, S_BETA, S_ACTIVE, S_STEPS, S_ONE, S_NEXT_RR, S
 
 /* q = (XcᵀXc + λI)·p: one pass over X. With centering (mean row xbar), Xc = X − 1·xbarᵀ gives
  * XcᵀXc·p = XᵀX·p − m·(xbar·p)·xbar, so X is never densified. */
-static sr_status normal_product(const sr_solver_problem *pr, double lambda, ridge_vectors *rv, bool centered, sr_algo_scalars *c)
+static sr_status normal_product(const sr_solver_problem *pr, double lambda, ridge_vectors *rv, bool centered,
+                                sr_algo_scalars *c)
 {
     sr_dense *p = &rv->v[R_P], *q = &rv->v[R_Q], *xbar = &rv->v[R_XBAR];
     SR_TRY(sr_fused_pattern_queued(pr->ctx, SR_FORM_XTVXY, q, 1.0, pr->X, NULL, p, lambda, p));
@@ -130,8 +132,8 @@ static sr_status precondition(sr_context ctx, const ridge_vectors *rv, const sr_
 
 /* One CG step, queued: α = r·z / p·q and β = r'·z' / r·z scaled by `active`, which drops to 0 for
  * good once ‖r‖ <= target (or r·r = 0) or p·q <= 0 (λ = 0 and X rank-deficient along p). */
-static sr_status cg_step(const sr_solver_problem *pr, double lambda, double target_rr, bool centered, ridge_vectors *rv,
-                         sr_algo_scalars *c)
+static sr_status cg_step(const sr_solver_problem *pr, double lambda, double target_rr, bool centered,
+                         ridge_vectors *rv, sr_algo_scalars *c)
 {
     sr_context ctx = pr->ctx;
     sr_dense *r = &rv->v[R_R], *p = &rv->v[R_P], *q = &rv->v[R_Q], *s = c->s;
@@ -160,8 +162,8 @@ static sr_status cg_step(const sr_solver_problem *pr, double lambda, double targ
 /* CG on (XcᵀXc + λI)·x = b from x = 0, all in rv, preconditioned when rv->jacobi is set (then
  * z = M⁻¹r steers the directions; the stopping rule stays on ‖r‖: r·r <= (tol·‖b‖)²). *step
  * follows the iterations; with a report callback the host looks after every step. */
-static sr_status ridge_cg(const sr_solver_problem *pr, double lambda, const sr_solver_options *o, int max_it, double yy,
-                          double ybar, double t0, ridge_vectors *rv, sr_solver_step *step, const char *fn)
+static sr_status ridge_cg(const sr_solver_problem *pr, double lambda, const sr_solver_options *o, int max_it,
+                          double yy, double ybar, double t0, ridge_vectors *rv, sr_solver_step *step, const char *fn)
 {
     sr_context ctx = pr->ctx;
     sr_dense *b = &rv->v[R_B], *r = &rv->v[R_R];
