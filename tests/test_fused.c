@@ -312,6 +312,18 @@ static void solve_both_ways(solver_fn solve, sr_matrix Xs, const sr_dense *y, do
         *worst = fmax(*worst, fabs(w[0][j] - w[1][j])), *scale = fmax(*scale, fabs(w[1][j]));
 }
 
+/* Whether two fits are the same bits: coefficients (*differ: how many are not), step counts, loss
+ * and intercept. */
+static bool same_fit(const double *w0, const double *w1, int64_t n, const sr_solver_step *a, const sr_solver_step *b,
+                     int64_t *differ)
+{
+    *differ = 0;
+    for (int64_t j = 0; j < n; j++)
+        *differ += memcmp(&w0[j], &w1[j], sizeof(double)) != 0;
+    return *differ == 0 && a->iteration == b->iteration && a->inner == b->inner &&
+           memcmp(&a->loss, &b->loss, sizeof(double)) == 0 && memcmp(&a->intercept, &b->intercept, sizeof(double)) == 0;
+}
+
 /* Ridge's CG queues its steps and looks at its numbers every few (SPARSERING_LOOK_EVERY; 8 on
  * the GPU, 1 on the CPU): the steps queued past the stop change nothing, so any interval gives the
  * bits and step counts of a look every step; with and without the preconditioner and the
@@ -336,12 +348,8 @@ static void check_ridge_looks(void)
             CHECK_OK(sr_ridge(ctx, Xs, &yv, 0.3, &o, &wv, &last[k > 0]));
             if (k == 0)
                 continue;
-            int64_t differ = 0;
-            for (int64_t j = 0; j < n; j++)
-                differ += memcmp(&w[0][j], &w[1][j], sizeof(double)) != 0;
-            CHECK(differ == 0 && last[0].iteration == last[1].iteration &&
-                      memcmp(&last[0].loss, &last[1].loss, sizeof(double)) == 0 &&
-                      memcmp(&last[0].intercept, &last[1].intercept, sizeof(double)) == 0,
+            int64_t differ;
+            CHECK(same_fit(w[0], w[1], n, &last[0], &last[1], &differ),
                   "ridge (variant %d) looking every %s steps: %lld of %lld coefficients differ, %d against %d "
                   "steps, loss %.17g against %.17g",
                   variant, intervals[k], (long long)differ, (long long)n, last[1].iteration, last[0].iteration,
@@ -389,12 +397,8 @@ static void check_logistic_looks(void)
                 CHECK(gn <= 1e-8 * g0, "logistic (variant %d): |gradient| %.3g of %.3g at the start", variant, gn, g0);
                 continue;
             }
-            int64_t differ = 0;
-            for (int64_t j = 0; j < n; j++)
-                differ += memcmp(&w[0][j], &w[1][j], sizeof(double)) != 0;
-            CHECK(differ == 0 && last[0].iteration == last[1].iteration && last[0].inner == last[1].inner &&
-                      memcmp(&last[0].loss, &last[1].loss, sizeof(double)) == 0 &&
-                      memcmp(&last[0].intercept, &last[1].intercept, sizeof(double)) == 0,
+            int64_t differ;
+            CHECK(same_fit(w[0], w[1], n, &last[0], &last[1], &differ),
                   "logistic (variant %d) looking every %s steps: %lld of %lld coefficients differ, %d/%d against "
                   "%d/%d Newton/CG steps, loss %.17g against %.17g",
                   variant, intervals[k], (long long)differ, (long long)n, last[1].iteration, last[1].inner,
