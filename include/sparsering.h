@@ -137,6 +137,12 @@ typedef struct sr_context_options {
     int devices[SR_MAX_DEVICES]; /**< CUDA ordinals, distinct; `device` is ignored when ndevices > 1 */
     sr_partition partition;   /**< row blocks across the GPUs; default SR_PARTITION_BALANCED
                                  (SPARSERING_PARTITION=rows overrides) */
+    bool deterministic;       /**< CUDA: sum in a fixed order where the fast path adds floats
+                                 atomically, so that a call gives the same bits on every run, context
+                                 and thread (docs/c-library.md#reproducible-results says which calls
+                                 and what it costs); SPARSERING_DETERMINISTIC=1 sets it. Default
+                                 false. The CPU backend gives the same bits with the same threads
+                                 either way */
 } sr_context_options;
 
 /** The defaults above. */
@@ -153,6 +159,8 @@ sr_status sr_context_get_options(sr_context ctx, sr_context_options *options);
 sr_status sr_context_set_threads(sr_context ctx, int threads);
 sr_status sr_context_set_workspace_limit(sr_context ctx, size_t bytes);
 sr_status sr_context_set_host_memory_limit(sr_context ctx, size_t bytes);
+/** Turns sr_context_options.deterministic on or off for the calls made after it. */
+sr_status sr_context_set_deterministic(sr_context ctx, bool deterministic);
 /** Waits for the context's device work to finish (no-op on the CPU backend). */
 sr_status sr_context_synchronize(sr_context ctx);
 

@@ -182,6 +182,12 @@ expect 0 "$cli" ridge "$tmp/x.mtx" "$tmp/y3.txt" --lambda 0.5 --out "$tmp/w.txt"
 expect 0 "$cli" ridge "$tmp/x.mtx" "$tmp/y3.txt" --lambda 0.5 --plain-cg --out "$tmp/w_plain.txt"
 paste "$tmp/w.txt" "$tmp/w_plain.txt" | awk '{ d = $1 - $2; if (d < 0) d = -d; s = $2 < 0 ? -$2 : $2; if (d > 1e-8 * (s + 1e-8)) bad = 1; n++ } END { exit (bad || n != 2) }' \
     || { echo "FAIL: ridge --plain-cg differs from the preconditioned solve"; failures=$((failures + 1)); }
+# --deterministic: the same coefficients as a second deterministic run, and close to the default's
+expect 0 "$cli" --deterministic ridge "$tmp/x.mtx" "$tmp/y3.txt" --lambda 0.5 --out "$tmp/w_det.txt"
+expect 0 "$cli" --deterministic ridge "$tmp/x.mtx" "$tmp/y3.txt" --lambda 0.5 --out "$tmp/w_det2.txt"
+cmp -s "$tmp/w_det.txt" "$tmp/w_det2.txt" || { echo "FAIL: two --deterministic ridge runs differ"; failures=$((failures + 1)); }
+paste "$tmp/w.txt" "$tmp/w_det.txt" | awk '{ d = $1 - $2; if (d < 0) d = -d; s = $2 < 0 ? -$2 : $2; if (d > 1e-8 * (s + 1e-8)) bad = 1; n++ } END { exit (bad || n != 2) }' \
+    || { echo "FAIL: ridge --deterministic differs from the default"; failures=$((failures + 1)); }
 printf '1\n-1\n1\n' > "$tmp/labels.txt"
 expect 0 "$cli" logistic "$tmp/x.mtx" "$tmp/labels.txt" --C 2 --plain-cg
 expect 0 "$cli" logistic "$tmp/x.mtx" "$tmp/labels.txt" --C 2

@@ -77,6 +77,33 @@ int main(void)
     o.threads = -2;
     CHECK_FAILS(sr_context_create(&ctx, &o), SR_ERROR_INVALID_ARGUMENT, "thread count -2 is negative");
 
+    /* the deterministic option: off by default, set by the options, the setter and the environment */
+    o = sr_context_options_default();
+    CHECK_OK(sr_context_create(&ctx, &o));
+    sr_context_options got;
+    CHECK_OK(sr_context_get_options(ctx, &got));
+    CHECK(!got.deterministic, "deterministic on by default");
+    CHECK_OK(sr_context_set_deterministic(ctx, true));
+    CHECK_OK(sr_context_get_options(ctx, &got));
+    CHECK(got.deterministic, "sr_context_set_deterministic(true) did not take");
+    sr_context_destroy(ctx);
+    o.deterministic = true;
+    CHECK_OK(sr_context_create(&ctx, &o));
+    CHECK_OK(sr_context_get_options(ctx, &got));
+    CHECK(got.deterministic, "options.deterministic did not take");
+    sr_context_destroy(ctx);
+    o.deterministic = false;
+    setenv("SPARSERING_DETERMINISTIC", "1", 1);
+    CHECK_OK(sr_context_create(&ctx, &o));
+    CHECK_OK(sr_context_get_options(ctx, &got));
+    CHECK(got.deterministic, "SPARSERING_DETERMINISTIC=1 ignored");
+    sr_context_destroy(ctx);
+    setenv("SPARSERING_DETERMINISTIC", "maybe", 1);
+    ctx = NULL;
+    CHECK_FAILS(sr_context_create(&ctx, &o), SR_ERROR_INVALID_ARGUMENT, "SPARSERING_DETERMINISTIC is 'maybe'");
+    CHECK(ctx == NULL, "failed create wrote the handle");
+    unsetenv("SPARSERING_DETERMINISTIC");
+
     /* names and sizes */
     CHECK(strcmp(sr_status_name(SR_ERROR_PARSE), "SR_ERROR_PARSE") == 0, "status name");
     CHECK(sr_type_size(SR_TYPE_FLOAT64) == 8 && sr_type_size(SR_TYPE_BOOL) == 1, "type sizes");

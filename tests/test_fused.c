@@ -84,6 +84,41 @@ static sr_dense dense_of(const test_csr *X, sr_type type, sr_layout layout)
     return d;
 }
 
+/* Set while the cases run again on a deterministic CUDA context (run_all): each call is then made
+ * twice more, on that context and on this second deterministic one, and must give the same bits. */
+static sr_context twin;
+
+static sr_status call_fused(sr_context c, sr_pattern_form form, const sr_dense *w, double alpha, sr_matrix Xs,
+                            const sr_dense *Xd, const sr_dense *v, const sr_dense *y, double beta, const sr_dense *z)
+{
+    return Xd ? sr_fused_pattern_dense(c, form, w, alpha, Xd, v, y, beta, z)
+              : sr_fused_pattern(c, form, w, alpha, Xs, v, y, beta, z);
+}
+
+/* The call again on ctx and on twin (X copied there), each into a NaN-poisoned w: the bits of `first`. */
+static void check_same_bits_again(const test_csr *X, sr_matrix Xs, const sr_dense *Xd, sr_pattern_form form,
+                                  const sr_dense *first, double alpha, const sr_dense *v, const sr_dense *y, double beta,
+                                  const sr_dense *z)
+{
+    const size_t bytes = (size_t)first->nrows * sr_type_size(first->type);
+    sr_matrix Xt = Xd ? NULL : test_make_matrix_at(twin, X, where);
+    for (int again = 0; again < 2; again++) {
+        void *data = malloc(bytes + 8);
+        memset(data, 0xff, bytes); /* NaN in either type */
+        sr_dense w = sr_vector_view(data, first->nrows, first->type, SR_HOST);
+        CHECK_OK(call_fused(again ? twin : ctx, form, &w, alpha, again ? Xt : Xs, Xd, v, y, beta, z));
+        int64_t differ = 0;
+        for (int64_t j = 0; j < first->nrows; j++)
+            differ += memcmp((char *)data + (size_t)j * sr_type_size(w.type),
+                             (char *)first->data + (size_t)j * sr_type_size(w.type), sr_type_size(w.type)) != 0;
+        CHECK(differ == 0, "deterministic fused form %d, %s X %lld x %lld (%s): %lld of %lld values differ %s",
+              (int)form, Xd ? "dense" : "sparse", (long long)X->nrows, (long long)X->ncols, sr_type_name(w.type),
+              (long long)differ, (long long)w.nrows, again ? "on a second context" : "on a second call");
+        free(data);
+    }
+    sr_matrix_free(Xt);
+}
+
 static void check_matrix(const test_csr *Xp, sr_type type, bool dense, sr_layout layout)
 {
     const test_csr X = *Xp;
@@ -106,10 +141,8 @@ static void check_matrix(const test_csr *Xp, sr_type type, bool dense, sr_layout
             if (!w_is_z)
                 for (int64_t j = 0; j < nw; j++)
                     type == SR_TYPE_FLOAT32 ? (void)(((float *)wv.data)[j] = NAN) : (void)(((double *)wv.data)[j] = NAN);
-            sr_status s = dense ? sr_fused_pattern_dense(ctx, form, &wv, alpha, &Xd_here, with_v ? &vv : NULL, &yv, beta,
-                                                         with_z ? &zv : NULL)
-                                : sr_fused_pattern(ctx, form, &wv, alpha, Xs, with_v ? &vv : NULL, &yv, beta,
-                                                   with_z ? &zv : NULL);
+            sr_status s = call_fused(ctx, form, &wv, alpha, Xs, dense ? &Xd_here : NULL, with_v ? &vv : NULL, &yv, beta,
+                                     with_z ? &zv : NULL);
             CHECK(s == SR_SUCCESS, "fused form %d on %lld x %lld: %s", (int)form, (long long)m, (long long)n,
                   sr_last_error());
             const double tol = type == SR_TYPE_FLOAT32 ? 1e-5 : 1e-13;
@@ -121,6 +154,9 @@ static void check_matrix(const test_csr *Xp, sr_type type, bool dense, sr_layout
                             want[j]);
             CHECK(bad == 0, "fused form %d, %s X %lld x %lld (%s), variant %d: %lld wrong", (int)form,
                   dense ? "dense" : "sparse", (long long)m, (long long)n, sr_type_name(type), variant, (long long)bad);
+            if (twin && s == SR_SUCCESS && !w_is_z)
+                check_same_bits_again(&X, Xs, dense ? &Xd_here : NULL, form, &wv, alpha, with_v ? &vv : NULL, &yv, beta,
+                                      with_z ? &zv : NULL);
             if (!w_is_z)
                 free(wv.data);
             free(yv.data), free(vv.data), free(zv.data);
@@ -326,10 +362,12 @@ static bool same_fit(const double *w0, const double *w1, int64_t n, const sr_sol
 
 /* Ridge's CG queues its steps and looks at its numbers every few (SPARSERING_LOOK_EVERY; 8 on
  * the GPU, 1 on the CPU): the steps queued past the stop change nothing, so any interval gives the
- * bits and step counts of a look every step; with and without the preconditioner and the
+ * bits and step counts of a look every step (on the GPU on a deterministic context, whose fused
+ * pattern sums in a fixed order); with and without the preconditioner and the
  * intercept, and with a step cap that stops it early. */
 static void check_ridge_looks(void)
 {
+    CHECK_OK(sr_context_set_deterministic(ctx, true)); /* the GPU's bits are the same only so */
     const int64_t m = 500, n = 60;
     test_csr X = test_random_csr(m, n, 7, SR_TYPE_FLOAT64);
     sr_matrix Xs = test_make_matrix_at(ctx, &X, where);
@@ -359,6 +397,7 @@ static void check_ridge_looks(void)
         CHECK(variant & 4 ? last[0].iteration == 13 : last[0].iteration > 13, "ridge (variant %d): %d CG steps",
               variant, last[0].iteration);
     }
+    CHECK_OK(sr_context_set_deterministic(ctx, false));
     unsetenv("SPARSERING_LOOK_EVERY");
     free(y), free(w[0]), free(w[1]);
     sr_matrix_free(Xs);
@@ -371,6 +410,7 @@ static void check_ridge_looks(void)
  * when written): that step, crossed on the device and finished by the host, is checked too. */
 static void check_logistic_looks(void)
 {
+    CHECK_OK(sr_context_set_deterministic(ctx, true)); /* the GPU's bits are the same only so */
     const int64_t m = 400, n = 50;
     test_csr X = test_random_csr(m, n, 6, SR_TYPE_FLOAT64);
     for (int64_t e = 0; e < X.nnz; e++)
@@ -407,9 +447,46 @@ static void check_logistic_looks(void)
         CHECK(last[0].inner > last[0].iteration, "logistic (variant %d): %d CG steps in %d Newton steps", variant,
               last[0].inner, last[0].iteration);
     }
+    CHECK_OK(sr_context_set_deterministic(ctx, false));
     unsetenv("SPARSERING_LOOK_EVERY");
     free(y), free(w[0]), free(w[1]);
     sr_matrix_free(Xs);
+    test_csr_free(&X);
+}
+
+/* Deterministic contexts: ridge and logistic regression give the same bits on a second context
+ * (on one context the look checks above repeat them). */
+static void check_solver_contexts(void)
+{
+    const int64_t m = 300, n = 40;
+    test_csr X = test_random_csr(m, n, 6, SR_TYPE_FLOAT64);
+    double *y = random_vector(m), *w[2] = {calloc((size_t)n, sizeof(double)), calloc((size_t)n, sizeof(double))};
+    for (int64_t i = 0; i < m; i++)
+        y[i] = y[i] > 0 ? 1.0 : -1.0;
+    sr_dense yv = sr_vector_view(y, m, SR_TYPE_FLOAT64, SR_HOST);
+    sr_context_options o;
+    CHECK_OK(sr_context_get_options(ctx, &o));
+    o.deterministic = true;
+    for (int logistic = 0; logistic < 2; logistic++) {
+        sr_solver_step last[2];
+        for (int c = 0; c < 2; c++) {
+            sr_context here = NULL;
+            CHECK_OK(sr_context_create(&here, &o));
+            sr_matrix Xs = test_make_matrix_at(here, &X, where);
+            sr_solver_options so = sr_solver_options_default();
+            so.fit_intercept = true;
+            sr_dense wv = sr_vector_view(w[c], n, SR_TYPE_FLOAT64, SR_HOST);
+            CHECK_OK(logistic ? sr_logistic(here, Xs, &yv, 10.0, &so, &wv, &last[c])
+                              : sr_ridge(here, Xs, &yv, 0.3, &so, &wv, &last[c]));
+            sr_matrix_free(Xs);
+            sr_context_destroy(here);
+        }
+        int64_t differ;
+        CHECK(same_fit(w[0], w[1], n, &last[0], &last[1], &differ),
+              "%s on two deterministic contexts: %lld of %lld coefficients differ", logistic ? "logistic" : "ridge",
+              (long long)differ, (long long)n);
+    }
+    free(y), free(w[0]), free(w[1]);
     test_csr_free(&X);
 }
 
@@ -747,7 +824,7 @@ static void check_column_ranges_any_threads(void)
     test_csr_free(&X);
 }
 
-static void run_all(void)
+static void check_cases(void)
 {
     const sr_type f = SR_TYPE_FLOAT32, d = SR_TYPE_FLOAT64;
     check_case(0, 0, 1, d, d, false, SR_ROW_MAJOR);
@@ -775,6 +852,28 @@ static void run_all(void)
     check_case(60, 1500, 1500, d, d, true, SR_ROW_MAJOR); /* dense, wider than the register tiles */
     check_case(70000, 100, 60, f, f, true, SR_ROW_MAJOR); /* dense, more rows than a grid's warps take at once */
     check_row_tiles();
+}
+
+/* The cases on a deterministic CUDA context (the fixed-order sums of cuda_fused_ordered.cuh): the
+ * same answers, and the same bits on a second call and a second context. */
+static void check_cases_deterministic(void)
+{
+    sr_context_options o;
+    CHECK_OK(sr_context_get_options(ctx, &o));
+    o.deterministic = true;
+    CHECK_OK(sr_context_create(&twin, &o));
+    CHECK_OK(sr_context_set_deterministic(ctx, true));
+    check_cases();
+    CHECK_OK(sr_context_set_deterministic(ctx, false));
+    sr_context_destroy(twin);
+    twin = NULL;
+}
+
+static void run_all(void)
+{
+    check_cases();
+    if (where == SR_DEVICE)
+        check_cases_deterministic();
     if (where == SR_HOST) {
         check_column_ranges_any_threads();
         check_tall_repeats();
@@ -787,6 +886,7 @@ static void run_all(void)
     check_solvers();
     check_ridge_looks();
     check_logistic_looks();
+    check_solver_contexts();
     check_waits();
     check_preconditioners();
 }

@@ -37,6 +37,7 @@ int main(void)
     EXPECT_INVALID(sr_context_set_threads(NULL, 1));
     EXPECT_INVALID(sr_context_set_workspace_limit(NULL, 1));
     EXPECT_INVALID(sr_context_set_host_memory_limit(NULL, 1));
+    EXPECT_INVALID(sr_context_set_deterministic(NULL, true));
     EXPECT_INVALID(sr_context_synchronize(NULL));
     EXPECT_INVALID(sr_context_device_memory(NULL, &a, &b));
     EXPECT_INVALID(sr_context_reset_peak_memory(NULL));

@@ -223,6 +223,9 @@ static inline void test_run_where_made(sr_context *ctx, sr_location *where, sr_b
     o.backend = backend;
     if (sr_context_create(ctx, &o) != SR_SUCCESS) {
         printf("%s part skipped: %s\n", part, sr_last_error());
+        /* the GPU gate (tools/gpu_check.sh) sets it: there a skipped device part is a failure */
+        CHECK(backend != SR_BACKEND_CUDA || !getenv("SR_TEST_REQUIRE_CUDA"),
+              "the %s part was skipped, and SR_TEST_REQUIRE_CUDA asks for it", part);
         return;
     }
     *where = at;

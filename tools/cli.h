@@ -24,6 +24,7 @@ typedef struct {
     int threads;
     int device;         /* --device: the CUDA device, or the OpenCL device's index */
     size_t host_memory; /* --host-memory: sr_context_options.host_memory_limit */
+    bool deterministic; /* --deterministic: sr_context_options.deterministic */
 } cli_globals;
 
 /* The whole program on an argument vector (argv[0] is the program's name): parses the global

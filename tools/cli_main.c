@@ -9,7 +9,7 @@
 
 static const char usage_text[] =
             "usage: sparsering [--backend auto|cpu|cuda|opencl] [--device N] [--threads N] [--host-memory SIZE]\n"
-            "                  COMMAND [ARGS]\n"
+            "                  [--deterministic] COMMAND [ARGS]\n"
             "       sparsering COMMAND --help    sparsering --version\n"
             "\n"
             "commands:\n"
@@ -67,7 +67,9 @@ static const char usage_text[] =
             "operations (bool, closure, cfpq) on an OpenCL device and the rest on the CPU; --device N picks\n"
             "the CUDA device, or the OpenCL device (GPUs first, in platform order). --host-memory (e.g. 64G)\n"
             "caps one host allocation and lets a file whose row pointers dwarf its entries be read.\n"
-            "SPARSERING_DEVICES=0,1 (or all) spreads knn, knn-graph, radius and sddmm over the GPUs of this host.\n";
+            "SPARSERING_DEVICES=0,1 (or all) spreads knn, knn-graph, radius and sddmm over the GPUs of this host.\n"
+            "--deterministic (or SPARSERING_DETERMINISTIC=1) sums in a fixed order on the GPU where the fast path\n"
+            "adds floats atomically: the same bits on every run, at a cost (docs/c-library.md).\n";
 
 static void usage(FILE *out) { fputs(usage_text, out); }
 
@@ -87,7 +89,8 @@ static bool command_usage(FILE *out, const char *name)
         end = end ? end + 1 : line + strlen(line);
         if (strncmp(line, "  ", 2) == 0 && line[2] != ' ' && strncmp(line + 2, name, len) == 0 &&
             (line[2 + len] == ' ' || line[2 + len] == '\n')) {
-            fputs("usage: sparsering [--backend auto|cpu|cuda|opencl] [--device N] [--threads N] [--host-memory SIZE]\n",
+            fputs("usage: sparsering [--backend auto|cpu|cuda|opencl] [--device N] [--threads N] [--host-memory SIZE]\n"
+                  "                  [--deterministic]\n",
                   out);
             fwrite(line, 1, (size_t)(end - line), out);
             for (line = end; strncmp(line, "   ", 3) == 0;) { /* continuation lines */
@@ -144,12 +147,14 @@ int cli_context(const cli_globals *g, sr_context *ctx)
     o.threads = g->threads;
     o.host_memory_limit = g->host_memory;
     sr_status s = sr_context_create(ctx, &o);
+    if (s == SR_SUCCESS && g->deterministic) /* the flag turns it on; SPARSERING_DETERMINISTIC alone may too */
+        s = sr_context_set_deterministic(*ctx, true);
     return s == SR_SUCCESS ? CLI_OK : cli_fail(s, "cannot start");
 }
 
 int cli_main(int argc, char **argv)
 {
-    cli_globals g = {SR_BACKEND_AUTO, 0, 0, 0};
+    cli_globals g = {SR_BACKEND_AUTO, 0, 0, 0, false};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -191,6 +196,8 @@ int cli_main(int argc, char **argv)
                 return CLI_USAGE;
             }
             g.host_memory = (size_t)(v * unit);
+        } else if (strcmp(argv[i], "--deterministic") == 0) {
+            g.deterministic = true;
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             g.threads = atoi(argv[++i]);
             if (g.threads < 0) {

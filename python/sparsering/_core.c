@@ -109,14 +109,16 @@ static PyTypeObject ContextType;
 static int context_init(ContextObject *self, PyObject *args, PyObject *kw)
 {
     static char *names[] = {"backend", "device", "threads", "workspace_limit", "host_memory_limit", "devices",
-                            "partition", NULL};
+                            "partition", "deterministic", NULL};
     sr_context_options o = sr_context_options_default();
     int backend = (int)o.backend, partition = (int)o.partition;
     unsigned long long workspace = 0, host = 0;
     PyObject *devices = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|iiiKKOi", names, &backend, &o.device, &o.threads, &workspace, &host,
-                                     &devices, &partition))
+    int deterministic = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|iiiKKOip", names, &backend, &o.device, &o.threads, &workspace, &host,
+                                     &devices, &partition, &deterministic))
         return -1;
+    o.deterministic = deterministic != 0;
     if (devices != NULL && devices != Py_None) { /* a sequence of CUDA ordinals */
         PyObject *seq = PySequence_Fast(devices, "devices must be a sequence of CUDA device numbers");
         if (seq == NULL)
@@ -196,9 +198,10 @@ static PyObject *context_options(ContextObject *self, PyObject *unused)
         }
         Py_DECREF(d);
     }
-    return Py_BuildValue("{s:i,s:i,s:i,s:K,s:K,s:N,s:i}", "backend", (int)o.backend, "device", o.device, "threads",
-                         o.threads, "workspace_limit", (unsigned long long)o.workspace_limit, "host_memory_limit",
-                         (unsigned long long)o.host_memory_limit, "devices", devices, "partition", (int)o.partition);
+    return Py_BuildValue("{s:i,s:i,s:i,s:K,s:K,s:N,s:i,s:O}", "backend", (int)o.backend, "device", o.device,
+                         "threads", o.threads, "workspace_limit", (unsigned long long)o.workspace_limit,
+                         "host_memory_limit", (unsigned long long)o.host_memory_limit, "devices", devices, "partition",
+                         (int)o.partition, "deterministic", o.deterministic ? Py_True : Py_False);
 }
 
 static PyObject *context_synchronize(ContextObject *self, PyObject *unused)
@@ -252,6 +255,15 @@ static PyObject *context_set_host_memory_limit(ContextObject *self, PyObject *ar
     return set_context_bytes(self, arg, sr_context_set_host_memory_limit);
 }
 
+static PyObject *context_set_deterministic(ContextObject *self, PyObject *arg)
+{
+    const int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    TRY(sr_context_set_deterministic(self->ctx, on != 0));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef context_methods[] = {
     {"backend", (PyCFunction)context_backend, METH_NOARGS, "The resolved backend: 1 cpu, 2 cuda, 3 opencl."},
     {"options", (PyCFunction)context_options, METH_NOARGS, "The context's options as a dict."},
@@ -262,6 +274,8 @@ static PyMethodDef context_methods[] = {
     {"set_workspace_limit", (PyCFunction)context_set_workspace_limit, METH_O, "Workspace bytes (0: automatic)."},
     {"set_host_memory_limit", (PyCFunction)context_set_host_memory_limit, METH_O,
      "Bytes one host allocation may take (0: no fixed limit)."},
+    {"set_deterministic", (PyCFunction)context_set_deterministic, METH_O,
+     "Sums in a fixed order on the GPU: the same bits on every run."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ContextType = {

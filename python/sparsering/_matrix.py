@@ -63,10 +63,13 @@ class Context:
     variable, "0,1" or "all", gives them when this is None): matrices live on the first; k-NN, the
     k-NN graph, radius neighbours, SDDMM and SpGEMM spread over all of them and give the one-GPU
     results. partition: how they cut a matrix into row blocks, "balanced" (about equal nonzeros, or
-    equal multiply-adds for SpGEMM) or "rows" (equal rows)."""
+    equal multiply-adds for SpGEMM) or "rows" (equal rows). deterministic: on the GPU, sum in a fixed
+    order where the fast path adds floats atomically, so that a call gives the same bits on every
+    run (the SPARSERING_DETERMINISTIC environment variable sets it; docs/c-library.md says which calls
+    and what it costs); the CPU gives the same bits with the same threads either way."""
 
     def __init__(self, backend="auto", device=0, threads=0, workspace_limit=0, host_memory_limit=0, devices=None,
-                 partition="balanced"):
+                 partition="balanced", deterministic=False):
         if backend not in _BACKENDS:
             raise ValueError(f"backend must be one of {sorted(_BACKENDS)}, not {backend!r}")
         if partition not in _PARTITIONS:
@@ -74,11 +77,12 @@ class Context:
         if devices is not None:
             devices = [int(d) for d in devices]
         self._ctx = _core.Context(_BACKENDS[backend], device, threads, workspace_limit, host_memory_limit, devices,
-                                  _PARTITIONS[partition])
+                                  _PARTITIONS[partition], bool(deterministic))
         # what was asked for, for pickling: a context reopens from its settings where it is loaded
         # ("auto" resolves again there, so a model fitted on a GPU loads on a machine without one)
         self._settings = dict(backend=backend, device=device, threads=threads, workspace_limit=workspace_limit,
-                              host_memory_limit=host_memory_limit, devices=devices, partition=partition)
+                              host_memory_limit=host_memory_limit, devices=devices, partition=partition,
+                              deterministic=bool(deterministic))
 
     @property
     def devices(self):
@@ -112,6 +116,15 @@ class Context:
     def set_host_memory_limit(self, nbytes):
         self._ctx.set_host_memory_limit(nbytes)
         self._remember("host_memory_limit", nbytes)
+
+    @property
+    def deterministic(self):
+        """Whether GPU sums run in a fixed order (the same bits on every run)."""
+        return self._ctx.options()["deterministic"]
+
+    def set_deterministic(self, on):
+        self._ctx.set_deterministic(bool(on))
+        self._remember("deterministic", bool(on))
 
     def synchronize(self):
         self._ctx.synchronize()

@@ -24,6 +24,8 @@ def _contexts():
     try:
         out.append(("cuda", sr.Context("cuda")))
     except sr.NoDeviceError as e:
+        if os.environ.get("SR_TEST_REQUIRE_CUDA"):  # the GPU gate: a skipped GPU part is a failure
+            raise RuntimeError(f"SR_TEST_REQUIRE_CUDA is set, but no CUDA context: {e}") from e
         print(f"SKIP cuda backend: {e}")
     return out
 

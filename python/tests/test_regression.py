@@ -115,3 +115,23 @@ def test_solver_errors(ctx, rng):
         sr.ridge(X, np.ones(19), context=ctx)
     with pytest.raises(ValueError, match="form"):
         sr.fused_pattern(X, np.ones(5), form="xxt", context=ctx)
+
+
+def test_deterministic_context_repeats_bits(ctx, rng):
+    """A deterministic context (on the GPU, sums in a fixed order): the fused pattern and ridge give
+    the same bits on a second call and on a second context, and agree with the default context."""
+    opts = ctx.options()
+    backend = "cuda" if ctx.on_device else "cpu"
+    det = [sr.Context(backend, device=opts["device"], deterministic=True) for _ in range(2)]
+    assert det[0].deterministic and not ctx.deterministic
+    X = rand_X(rng, 3000, 500, 0.02)
+    y, v = rng.standard_normal(500), rng.standard_normal(3000)
+    runs = [sr.fused_pattern(X, y, v=v, context=c) for c in (det[0], det[0], det[1])]
+    assert all(np.array_equal(runs[0], r) for r in runs[1:])
+    np.testing.assert_allclose(runs[0], sr.fused_pattern(X, y, v=v, context=ctx), rtol=1e-12, atol=1e-12)
+    labels = rng.standard_normal(3000)
+    coefs = [sr.ridge(X, labels, 0.5, context=c)[0] for c in (det[0], det[1])]
+    assert np.array_equal(coefs[0], coefs[1])
+    c = sr.Context(backend, device=opts["device"])
+    c.set_deterministic(True)
+    assert c.deterministic and c.options()["deterministic"]

@@ -86,6 +86,21 @@ static sr_status partition_from_environment(sr_partition *partition)
     return SR_SUCCESS;
 }
 
+/* SPARSERING_DETERMINISTIC=1|0 (also true/false, on/off) overrides the options' deterministic. */
+static sr_status deterministic_from_environment(bool *deterministic)
+{
+    const char *env = getenv("SPARSERING_DETERMINISTIC");
+    if (env == NULL || *env == '\0')
+        return SR_SUCCESS;
+    if (strcmp(env, "1") == 0 || strcasecmp(env, "true") == 0 || strcasecmp(env, "on") == 0)
+        *deterministic = true;
+    else if (strcmp(env, "0") == 0 || strcasecmp(env, "false") == 0 || strcasecmp(env, "off") == 0)
+        *deterministic = false;
+    else
+        return sr_error(SR_ERROR_INVALID_ARGUMENT, "SPARSERING_DETERMINISTIC is '%s'; expected 1 or 0", env);
+    return SR_SUCCESS;
+}
+
 /* The device list of a context over several GPUs: checked, then a one-GPU context for each (its
  * own stream; the first GPU's works beside this context, which keeps the caller's stream and the
  * caller's matrices). */
@@ -112,6 +127,7 @@ static sr_status open_peers(struct sr_context_s *ctx, const sr_context_options *
         po.threads = o->threads;
         po.workspace_limit = o->workspace_limit;
         po.host_memory_limit = o->host_memory_limit;
+        po.deterministic = o->deterministic;
         SR_TRY(sr_context_create(&ctx->peers[g], &po));
     }
     return SR_SUCCESS;
@@ -130,6 +146,7 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
     SR_CHECK_ARG(o.partition == SR_PARTITION_BALANCED || o.partition == SR_PARTITION_ROWS,
                  "sr_context_create: unknown partition %d", (int)o.partition);
     SR_TRY(partition_from_environment(&o.partition));
+    SR_TRY(deterministic_from_environment(&o.deterministic));
 
     sr_backend wanted = o.backend;
     if (wanted == SR_BACKEND_AUTO)
@@ -185,6 +202,7 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
         ctx->owns_stream = true;
     }
     ctx->partition = o.partition;
+    ctx->deterministic = o.deterministic;
     if (resolved == SR_BACKEND_CUDA && ndevices > 1) {
         sr_status s = open_peers(ctx, &o, ndevices, devices);
         if (s != SR_SUCCESS) {
@@ -249,6 +267,7 @@ sr_status sr_context_get_options(sr_context ctx, sr_context_options *options)
     for (int g = 0; g < ctx->ndevices; g++)
         options->devices[g] = ctx->devices[g];
     options->partition = ctx->partition;
+    options->deterministic = ctx->deterministic;
     return SR_SUCCESS;
 }
 
@@ -266,6 +285,15 @@ sr_status sr_context_set_host_memory_limit(sr_context ctx, size_t bytes)
 {
     SR_CHECK_ARG(ctx != NULL, "sr_context_set_host_memory_limit: the context is NULL");
     ctx->host_limit = bytes;
+    return SR_SUCCESS;
+}
+
+sr_status sr_context_set_deterministic(sr_context ctx, bool deterministic)
+{
+    SR_CHECK_ARG(ctx != NULL, "sr_context_set_deterministic: the context is NULL");
+    ctx->deterministic = deterministic;
+    for (int g = 0; g < ctx->ndevices; g++)
+        ctx->peers[g]->deterministic = deterministic;
     return SR_SUCCESS;
 }
 

@@ -32,6 +32,7 @@ struct sr_context_s {
     int devices[SR_MAX_DEVICES];
     struct sr_context_s *peers[SR_MAX_DEVICES];
     sr_partition partition;
+    bool deterministic;        /* sr_context_options.deterministic */
     pthread_mutex_t spread_lock; /* one spread call at a time: they share the GPUs' streams and NCCL */
     void *comms;
     void (*free_comms)(struct sr_context_s *ctx);

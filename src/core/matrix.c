@@ -56,6 +56,8 @@ void sr_matrix_destroy(struct sr_matrix_s *A)
         A->free_hot_columns(A);
     if (A->free_column_ranges)
         A->free_column_ranges(A);
+    if (A->free_fused_transpose)
+        A->free_fused_transpose(A);
     if (A->free_distance_cache)
         A->free_distance_cache(A);
     if (A->free_spmv_plan)

@@ -34,6 +34,10 @@ struct sr_matrix_s {
      * w's column ranges (src/cuda/cuda_fused_columns.cuh), for one range width. */
     void *column_ranges;
     void (*free_column_ranges)(struct sr_matrix_s *A);
+    /* The same for the fused pattern summed in a fixed order (a deterministic context): Xᵀ with
+     * values of the vectors' type (src/cuda/cuda_fused_ordered.cuh). */
+    void *fused_transpose;
+    void (*free_fused_transpose)(struct sr_matrix_s *A);
     /* The same for the distance calls: what an index keeps from its first search (its transpose,
      * the value checks it passed, its norms per metric: src/ops/distance_index.c). */
     void *distance_cache;

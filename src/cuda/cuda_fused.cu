@@ -13,7 +13,9 @@
 // registers until the end. Short rows, for the sums into w, go by row tiles instead
 // (cuda_fused_tiles.cuh; tile_entries says when).
 // β·z is written first by a separate kernel (no inter-block barrier exists), then the fused
-// kernel adds α·Xᵀ(...) atomically.
+// kernel adds α·Xᵀ(...) atomically. A deterministic context sums in a fixed order instead
+// (cuda_fused_ordered.cuh).
+#include "cuda_blas.cuh"
 #include "cuda_common.cuh"
 #include "cuda_hot_columns.cuh"
 
@@ -405,21 +407,22 @@ template <typename T> int tile_entries(sr_pattern_form form, double mu, int64_t 
     return E;
 }
 
-template <int VS, typename T>
-sr_status launch_sparse(sr_context_s *ctx, const fused_params<T> &p, const sr_matrix_s *X, cudaStream_t stream) {
-    if (p.form != SR_FORM_XY)
-        return launch_sums<VS, T>(ctx, p, X, stream);
+template <int VS, typename T> sr_status launch_rows_xy(const fused_params<T> &p, cudaStream_t stream) {
     rows_xy<VS, T><<<resident_blocks(rows_xy<VS, T>, 0), 256, 0, stream>>>(p);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }
 
+template <int VS, typename T>
+sr_status launch_sparse(sr_context_s *ctx, const fused_params<T> &p, const sr_matrix_s *X, cudaStream_t stream) {
+    if (p.form != SR_FORM_XY)
+        return launch_sums<VS, T>(ctx, p, X, stream);
+    return launch_rows_xy<VS, T>(p, stream);
+}
+
 template <typename T> sr_status launch_dense(const fused_params<T> &p, cudaStream_t stream) {
-    if (p.form == SR_FORM_XY) {
-        rows_xy<32, T><<<resident_blocks(rows_xy<32, T>, 0), 256, 0, stream>>>(p);
-        SR_CUDA_LAUNCHED();
-        return SR_SUCCESS;
-    }
+    if (p.form == SR_FORM_XY)
+        return launch_rows_xy<32, T>(p, stream);
     SR_TRY(start_sums(p, stream));
     const int64_t tl = (p.n + 31) / 32;
 #define SR_DENSE_TL(TL)                                                                                  \
@@ -445,6 +448,20 @@ int vector_size_for(double mu) {
     return forced >= 1 && forced <= 32 && (forced & (forced - 1)) == 0 ? forced : vector_size(mu);
 }
 
+// X·y a row a vector (the XY form without the row tiles), for the ordered sums.
+template <typename T> sr_status launch_xy_rows(const fused_params<T> &p, double mu, cudaStream_t stream) {
+    switch (p.rowptr ? vector_size_for(mu) : 32) {
+    case 1: return launch_rows_xy<1, T>(p, stream);
+    case 2: return launch_rows_xy<2, T>(p, stream);
+    case 4: return launch_rows_xy<4, T>(p, stream);
+    case 8: return launch_rows_xy<8, T>(p, stream);
+    case 16: return launch_rows_xy<16, T>(p, stream);
+    default: return launch_rows_xy<32, T>(p, stream);
+    }
+}
+
+#include "cuda_fused_ordered.cuh"
+
 template <typename T> sr_status run(sr_context_s *ctx, const sr_fused_args *a) {
     cudaStream_t stream = stream_of(ctx);
     fused_params<T> p{};
@@ -467,9 +484,12 @@ template <typename T> sr_status run(sr_context_s *ctx, const sr_fused_args *a) {
     const int64_t out = a->form == SR_FORM_XY ? a->m : a->n;
     if (a->form != SR_FORM_XY && out > 0 && a->m == 0)
         SR_TRY(start_sums(p, stream)); // no rows: w = β·z (else each sums launcher starts w)
-    if (a->m > 0 && out > 0) {
+    const double mu = a->X ? (double)a->X->nnz / (double)std::max<int64_t>(1, a->m) : (double)a->n;
+    if (a->m > 0 && out > 0 && ctx->deterministic && a->form != SR_FORM_XY) {
+        SR_TRY(run_ordered<T>(ctx, a, p, stream,
+                              [&](const fused_params<T> &q) { return launch_xy_rows<T>(q, mu, stream); }));
+    } else if (a->m > 0 && out > 0) {
         if (a->X) {
-            const double mu = (double)a->X->nnz / (double)std::max<int64_t>(1, a->m);
             const int entries = tile_entries<T>(a->form, mu, a->n);
             if (entries == 8)
                 SR_TRY((launch_tiles<8, T>(p, a->X, mu, stream)));
