@@ -3,7 +3,8 @@
 GPU (float32, X and vectors on the device): sr_fused_pattern against the unfused cupy/cuSPARSE
 sequence (X @ y, * v, X.T @ t, + β·z), the floor (the time to read X, y, v and z once and write
 w once at the larger of the measured copy and read bandwidths) and "read X" (the measured time of
-one kernel that reads X's arrays once, 16 bytes a load). CPU (this host's cores): against scipy's same sequence (one thread). Solvers
+one kernel that reads X's arrays once, 16 bytes a load) and the same call on a deterministic
+context (fixed-order sums: docs/c-library.md#reproducible-results). CPU (this host's cores): against scipy's same sequence (one thread). Solvers
 (float64): sr.ridge and sr.logistic_regression end to end against scikit-learn's Ridge
 (sparse_cg) and LogisticRegression (liblinear), with the objectives reached.
 
@@ -124,7 +125,7 @@ def main():
         print(f"device bandwidth: copy {copy_bw / 1e9:.0f} GB/s, read (a sum) {read_bw / 1e9:.0f} GB/s")
     cpu = sr.Context("cpu")
     print(f"{'set':34} {'nnz':>7} | {'CPU ours':>9} {'scipy':>9} {'ratio':>6} | {'GPU ours':>9} {'unfused':>9} "
-          f"{'ratio':>6} {'floor':>8} {'x floor':>7} {'read X':>9} {'x read':>6}")
+          f"{'ratio':>6} {'floor':>8} {'x floor':>7} {'read X':>9} {'x read':>6} {'determ.':>9} {'x':>5}")
     for name, X, labels in sets:
         dense = isinstance(X, np.ndarray)
         X = X.astype(np.float32) if dense else X.astype(np.float32).tocsr()
@@ -157,14 +158,21 @@ def main():
             t_unf = median_time(lambda: XcT @ (vd * (Xc @ yd)) + 0.5 * zd, reps=args.reps, sync=sync)
             ref = XcT @ (vd * (Xc @ yd)) + 0.5 * zd
             err = float(cp.abs(ref - wd).max() / (cp.abs(ref).max() + 1e-30))
+            # the same call summed in a fixed order (a deterministic context; Xᵀ built by the first call)
+            ctx.set_deterministic(True)
+            call()
+            t_det = median_time(call, reps=args.reps, sync=sync)
+            det_err = float(cp.abs(ref - wd).max() / (cp.abs(ref).max() + 1e-30))
+            ctx.set_deterministic(False)
             # the floor: X read once, y, v and z read once and w written once
             floor = ((nnz * 4 if dense else X.nnz * 8 + (m + 1) * 8) + 4 * (2 * n + m + n)) / bw
             t_read = read_once_time(cp, [Xc] if dense else [Xc.data, Xc.indices, Xc.indptr.astype(cp.int64)],
                                     args.reps)  # int64 row pointers, as sparsering keeps them
             row.update(gpu_ms=t_ours * 1e3, unfused_ms=t_unf * 1e3, floor_ms=floor * 1e3, read_once_ms=t_read * 1e3,
-                       max_rel_diff=err)
+                       max_rel_diff=err, deterministic_ms=t_det * 1e3, deterministic_max_rel_diff=det_err)
             line += (f" {t_ours * 1e3:7.3f}ms {t_unf * 1e3:7.3f}ms {t_unf / t_ours:6.1f} {floor * 1e3:6.3f}ms "
-                     f"{t_ours / floor:7.2f} {t_read * 1e3:7.3f}ms {t_ours / t_read:6.2f}  (max rel diff {err:.1e})")
+                     f"{t_ours / floor:7.2f} {t_read * 1e3:7.3f}ms {t_ours / t_read:6.2f} {t_det * 1e3:7.3f}ms "
+                     f"{t_det / t_ours:5.2f}  (max rel diff {err:.1e}, deterministic {det_err:.1e})")
             del Xd, Xc, XcT, yd, vd, zd, wd
         print(line, flush=True)
         rows.append(row)

@@ -10,8 +10,9 @@
 #   --long     instead of the suites, the runs labelled `long`: compute-sanitizer's memcheck,
 #              initcheck, synccheck and racecheck over the suites with a CUDA part
 #              (tests/gpu_sanitize.sh; hours for racecheck on every suite)
-# Environment: SR_GATE_JOBS (ctest -j, default the cores / 4 test threads), CUDA_ARCH (default 90),
-# any SR_TEST_* or SPARSERING_* setting the suites read.
+# Environment: SR_GATE_JOBS (ctest -j, default the cores: ctest counts each suite's threads),
+# CUDA_ARCH (default 90), SR_TEST_DATA (the real data sets, default ../shared/data), any SR_TEST_*
+# or SPARSERING_* setting the suites read.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +38,7 @@ start=$SECONDS
 generator=()
 command -v ninja >/dev/null && [ ! -f "$build/Makefile" ] && generator=(-G Ninja)
 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
-    -DSPARSERING_WERROR=ON -DSPARSERING_LONG_TESTS=$([ "$long" = 1 ] && echo ON || echo OFF) >"$build.configure.log" 2>&1 ||
+    -DSPARSERING_WERROR=ON ${SR_TEST_DATA:+-DSR_TEST_DATA="$SR_TEST_DATA"} -DSPARSERING_LONG_TESTS=$([ "$long" = 1 ] && echo ON || echo OFF) >"$build.configure.log" 2>&1 ||
     { cat "$build.configure.log"; echo "gpu_check: configure failed"; exit 1; }
 if ! cmake --build "$build" -j"$cores" >"$build.build.log" 2>&1; then
     grep -B2 -A12 -m 5 "error" "$build.build.log"
@@ -70,8 +71,10 @@ printf '%-28s %-10s %8s\n' suite result seconds
 printf '%-28s %-10s %8s\n' ---------------------------- ---------- --------
 printf '%-28s %-10s %8s\n' "(configure + build)" built "$build_s"
 # ctest's lines: "12/31 Test #7: test_fused ......   Passed    6.10 sec" (or ***Failed, ***Skipped, ***Timeout)
-sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \([^ ]*\) \.*\**\([A-Za-z]*\).* \([0-9.]*\) sec$/\1 \2 \3/p' "$log" |
-    sort | awk '{ printf "%-28s %-10s %8.1f\n", $1, $2, $3 }'
+awk '/ Test +#[0-9]+: / && $NF == "sec" {
+        for (i = 1; i <= NF; i++) if ($i ~ /^#[0-9]+:$/) name = $(i + 1)
+        status = $(NF - 2); sub(/^\*+/, "", status)
+        printf "%-28s %-10s %8.1f\n", name, status, $(NF - 1) }' "$log" | sort
 echo
 grep -E "tests passed|tests failed" "$log" | tail -n 1
 echo "build ${build_s} s, tests ${tests_s} s (ctest -j$jobs, $threads threads a suite), total $((SECONDS - start)) s; log: $log"
