@@ -32,7 +32,7 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 cores=$(nproc)
-echo "== GPU gate on $gpu, $cores cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "== GPU gate on $gpu, $cores cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), tree $(git describe --always --dirty 2>/dev/null || echo '?')"
 
 start=$SECONDS
 generator=()
@@ -61,7 +61,7 @@ log="$build/gpu_check.log"
 test_start=$SECONDS
 # -j counts processors: each suite declares its SR_TEST_THREADS (PROCESSORS), so -j$cores runs
 # about cores / threads suites at once; the resource spec lets at most SR_TEST_GPU_SLOTS share the GPU.
-ctest --test-dir "$build" -j"$jobs" "${label[@]}" --resource-spec-file "$build/tests/gpu_resources.json" \
+ctest --test-dir "$build" -j"$jobs" "${label[@]}" --resource-spec-file "$(cd "$build" && pwd)/tests/gpu_resources.json" \
     --output-on-failure --timeout 900 >"$log" 2>&1
 rc=$?
 tests_s=$((SECONDS - test_start))
