@@ -18,8 +18,9 @@ rng = np.random.default_rng(7)
 
 
 def bag(m, n, per_row, dtype):
+    """Real-valued positive entries: whole numbers would sum exactly in any order and hide it."""
     X = sp.random(m, n, density=per_row / n, format="csr", random_state=rng, dtype=np.float64)
-    X.data = rng.integers(1, 6, X.nnz).astype(dtype)
+    X.data = (rng.random(X.nnz) + 0.1).astype(dtype)
     return X
 
 

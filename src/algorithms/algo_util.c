@@ -113,6 +113,24 @@ double sr_algo_dot(const double *x, const double *y, int64_t n)
     return s;
 }
 
+void sr_algo_sum_ranges(int64_t n, int k, void (*range)(int64_t lo, int64_t hi, void *user, double *sums), void *user,
+                        double *sums)
+{
+    double part[SR_ALGO_SUM_CHUNKS][SR_ALGO_SUM_MAX];
+    const int chunks = n < SR_ALGO_SUM_CHUNKS ? (n > 0 ? (int)n : 1) : SR_ALGO_SUM_CHUNKS;
+#pragma omp parallel for schedule(static) if (n >= 4 * SR_ALGO_SUM_CHUNKS)
+    for (int c = 0; c < chunks; c++) {
+        for (int j = 0; j < k; j++)
+            part[c][j] = 0;
+        range(n * c / chunks, n * (c + 1) / chunks, user, part[c]);
+    }
+    for (int j = 0; j < k; j++) {
+        sums[j] = 0;
+        for (int c = 0; c < chunks; c++)
+            sums[j] += part[c][j];
+    }
+}
+
 int sr_algo_look_every(sr_location where, bool every_step)
 {
     const int forced = sr_setting("SPARSERING_LOOK_EVERY", 0);

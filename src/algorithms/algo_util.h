@@ -9,6 +9,15 @@
 
 /* Σ x[i]·y[i] over n doubles (the algorithms' host vector arithmetic). */
 double sr_algo_dot(const double *x, const double *y, int64_t n);
+/* sums[0..k) = the k sums that range(lo, hi, user, sums) adds for [lo, hi), over [0, n) in an
+ * order that does not depend on the threads: SR_ALGO_SUM_CHUNKS contiguous ranges, each summed by
+ * one thread in order, then the ranges' sums in order (an OpenMP reduction adds the threads' sums
+ * in the order they finish, and the last bits of a solver's loss and gradient moved from run to
+ * run). k <= SR_ALGO_SUM_MAX. */
+#define SR_ALGO_SUM_CHUNKS 256
+#define SR_ALGO_SUM_MAX 4
+void sr_algo_sum_ranges(int64_t n, int k, void (*range)(int64_t lo, int64_t hi, void *user, double *sums), void *user,
+                        double *sums);
 /* Seconds on a monotonic clock. */
 double sr_algo_now(void);
 /* The location a matrix lives in. */

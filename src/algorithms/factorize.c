@@ -131,6 +131,21 @@ static sr_status solve_side(als *a, const side *sd, double *X, const void *y)
     return st;
 }
 
+typedef struct {
+    const double *centered;
+    const void *pred;
+    bool single;
+} squared_errors;
+
+static void add_squared_errors(int64_t lo, int64_t hi, void *user, double *sums)
+{
+    const squared_errors *e = user;
+    for (int64_t k = lo; k < hi; k++) {
+        const double p = e->single ? ((const float *)e->pred)[k] : ((const double *)e->pred)[k];
+        sums[0] += (e->centered[k] - p) * (e->centered[k] - p);
+    }
+}
+
 /* sqrt(mean((value_e − w_i·h_j)²)) over the entries of S, whose centered values are `centered`. */
 static sr_status rmse_of(als *a, sr_matrix S, const double *centered, int64_t nnz, const void *w, int64_t users,
                          const void *h, int64_t items, double *out)
@@ -147,12 +162,9 @@ static sr_status rmse_of(als *a, sr_matrix S, const double *centered, int64_t nn
     const sr_descriptor at_pattern = {.sample_pattern = true};
     sr_status st = sr_sddmm_values(a->ctx, &Pv, SR_PLUS_TIMES, 1.0, S, &Wv, &Hv, 0.0, &at_pattern);
     if (st == SR_SUCCESS) {
-        double sum = 0;
-#pragma omp parallel for reduction(+ : sum) schedule(static)
-        for (int64_t e = 0; e < nnz; e++) {
-            const double p = a->type == SR_TYPE_FLOAT32 ? ((const float *)pred)[e] : ((const double *)pred)[e];
-            sum += (centered[e] - p) * (centered[e] - p);
-        }
+        squared_errors errors = {centered, pred, a->type == SR_TYPE_FLOAT32};
+        double sum;
+        sr_algo_sum_ranges(nnz, 1, add_squared_errors, &errors, &sum);
         *out = sqrt(sum / (double)nnz);
     }
     free(pred);

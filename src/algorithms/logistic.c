@@ -15,18 +15,29 @@
 /* log(1 + exp(−u)) without overflow. */
 static double log1pexp_neg(double u) { return u >= 0 ? log1p(exp(-u)) : -u + log1p(exp(u)); }
 
+typedef struct {
+    sr_logistic_state *lg;
+    double b;
+} loss_terms;
+
+/* z(i) += b and Σ log(1 + exp(−y_i z_i)) over rows [lo, hi). */
+static void add_loss(int64_t lo, int64_t hi, void *user, double *sums)
+{
+    const loss_terms *t = user;
+    for (int64_t i = lo; i < hi; i++) {
+        t->lg->z[i] += t->b;
+        sums[0] += log1pexp_neg(t->lg->label[i] * t->lg->z[i]);
+    }
+}
+
 /* f(w, b) = ½‖w‖² + C·Σ log(1 + exp(−y_i z_i)), z = X·w + b (kept in lg->z). */
 static sr_status objective(sr_logistic_state *lg, double *w, double *f)
 {
     sr_dense wv = sr_solver_vec(w, lg->pr.n), zv = sr_solver_vec(lg->z, lg->pr.m);
     SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XY, &zv, 1.0, lg->pr.X, NULL, &wv, 0.0, NULL));
-    const double b = lg->intercept ? w[lg->pr.n] : 0.0;
-    double loss = 0;
-#pragma omp parallel for reduction(+ : loss) schedule(static)
-    for (int64_t i = 0; i < lg->pr.m; i++) {
-        lg->z[i] += b;
-        loss += log1pexp_neg(lg->label[i] * lg->z[i]);
-    }
+    loss_terms terms = {lg, lg->intercept ? w[lg->pr.n] : 0.0};
+    double loss;
+    sr_algo_sum_ranges(lg->pr.m, 1, add_loss, &terms, &loss);
     *f = 0.5 * sr_algo_dot(w, w, lg->pr.n) + lg->C * loss;
     return SR_SUCCESS;
 }
@@ -71,17 +82,24 @@ static double tr_norm(const sr_logistic_state *lg, const double *x)
 
 /* g = (w + C·Xᵀt, C·Σt), t = (σ(y·z) − 1)·y, and the Hessian's weights (copied where X lives),
  * at the w objective() saw last; with an intercept also q = Xᵀd and Σd. */
-static sr_status gradient(sr_logistic_state *lg, double *w, double *g)
+/* t(i), d(i) for rows [lo, hi), and their sums. */
+static void add_weights(int64_t lo, int64_t hi, void *user, double *sums)
 {
-    double sum_t = 0, sum_d = 0;
-#pragma omp parallel for reduction(+ : sum_t, sum_d) schedule(static)
-    for (int64_t i = 0; i < lg->pr.m; i++) {
+    sr_logistic_state *lg = user;
+    for (int64_t i = lo; i < hi; i++) {
         const double s = 1.0 / (1.0 + exp(-lg->label[i] * lg->z[i]));
         lg->t[i] = (s - 1.0) * lg->label[i];
         lg->d[i] = lg->C * s * (1.0 - s);
-        sum_t += lg->t[i];
-        sum_d += lg->d[i];
+        sums[0] += lg->t[i];
+        sums[1] += lg->d[i];
     }
+}
+
+static sr_status gradient(sr_logistic_state *lg, double *w, double *g)
+{
+    double sums[2];
+    sr_algo_sum_ranges(lg->pr.m, 2, add_weights, lg, sums);
+    const double sum_t = sums[0], sum_d = sums[1];
     sr_dense tv = sr_solver_vec(lg->t, lg->pr.m), gv = sr_solver_vec(g, lg->pr.n), wv = sr_solver_vec(w, lg->pr.n);
     SR_TRY(sr_fused_pattern(lg->pr.ctx, SR_FORM_XTY, &gv, lg->C, lg->pr.X, NULL, &tv, 1.0, &wv));
     sr_dense dv = sr_solver_vec(lg->d, lg->pr.m);
