@@ -312,6 +312,86 @@ static void check_progress_and_batches(void)
     test_csr_free(&t);
 }
 
+/* A matrix of t on context c, where the work runs. */
+static sr_matrix matrix_on(sr_context c, const test_csr *t)
+{
+    sr_matrix A = test_make_matrix(c, t);
+    if (where == SR_HOST)
+        return A;
+    sr_matrix B = NULL;
+    CHECK_OK(sr_matrix_copy_to(c, A, SR_DEVICE, &B));
+    sr_matrix_free(A);
+    return B;
+}
+
+/* On deterministic contexts (on the GPU the tiles then sum in a fixed order, without atomics):
+ * k-NN and pairwise distances give the same bits on a second call and on a second context, on
+ * real values whose sums depend on their order, with columns that many rows share (so that a
+ * tile's warps meet on the same accumulators). */
+static void check_repeat_bits(sr_metric m, sr_type type)
+{
+    const int64_t mq = 24, nx = 3000, d = 40, k = 7;
+    test_csr tq = make_data(m, mq, d, 16, type), tx = make_data(m, nx, d, 16, type);
+    const size_t es = sr_type_size(type);
+    sr_context_options o;
+    CHECK_OK(sr_context_get_options(ctx, &o));
+    o.deterministic = true;
+    sr_context twin = NULL;
+    CHECK_OK(sr_context_create(&twin, &o));
+    CHECK_OK(sr_context_set_deterministic(ctx, true));
+    int64_t *idx[3];
+    void *dist[3], *pairs[3];
+    for (int run = 0; run < 3; run++) {
+        sr_context c = run < 2 ? ctx : twin;
+        sr_matrix Q = matrix_on(c, &tq), X = matrix_on(c, &tx);
+        idx[run] = calloc((size_t)(mq * k), sizeof(int64_t));
+        dist[run] = calloc((size_t)(mq * k), es);
+        pairs[run] = calloc((size_t)(mq * nx), es);
+        sr_dense D = sr_dense_view(dist[run], mq, k, type, SR_ROW_MAJOR, SR_HOST);
+        sr_dense P = sr_dense_view(pairs[run], mq, nx, type, SR_ROW_MAJOR, SR_HOST);
+        CHECK_OK(sr_knn(c, X, Q, k, m, 1.5, idx[run], &D, NULL));
+        CHECK_OK(sr_pairwise_distance(c, Q, X, m, 1.5, &P));
+        sr_matrix_free(Q);
+        sr_matrix_free(X);
+    }
+    for (int run = 1; run < 3; run++) {
+        const char *again = run == 1 ? "a second call" : "a second context";
+        CHECK(memcmp(idx[0], idx[run], (size_t)(mq * k) * sizeof(int64_t)) == 0 &&
+                  memcmp(dist[0], dist[run], (size_t)(mq * k) * es) == 0,
+              "knn %s (%s, %s) on a deterministic context: %s gave other neighbours or distances", sr_metric_name(m),
+              sr_type_name(type), test_backend_name(ctx), again);
+        CHECK(memcmp(pairs[0], pairs[run], (size_t)(mq * nx) * es) == 0,
+              "pairwise %s (%s, %s) on a deterministic context: %s gave other bits", sr_metric_name(m),
+              sr_type_name(type), test_backend_name(ctx), again);
+    }
+    for (int run = 0; run < 3; run++)
+        free(idx[run]), free(dist[run]), free(pairs[run]);
+    CHECK_OK(sr_context_set_deterministic(ctx, false));
+    sr_context_destroy(twin);
+    test_csr_free(&tq);
+    test_csr_free(&tx);
+}
+
+/* The reference checks again on a deterministic context (the device's fixed-order tiles), and the
+ * repeats' bits. */
+static void check_deterministic(void)
+{
+    for (int mi = 0; mi < SR_METRIC_COUNT; mi++) {
+        const sr_metric m = (sr_metric)mi;
+        check_repeat_bits(m, SR_TYPE_FLOAT32);
+        check_repeat_bits(m, SR_TYPE_FLOAT64);
+        if (where != SR_DEVICE)
+            continue; /* the CPU has one path either way */
+        CHECK_OK(sr_context_set_deterministic(ctx, true));
+        const double p = m == SR_METRIC_MINKOWSKI ? 2.5 : 0;
+        check_pairwise(m, p, SR_TYPE_FLOAT64, SR_TYPE_FLOAT64, 37, 29, 23, 5, SR_ROW_MAJOR);
+        check_pairwise(m, p, SR_TYPE_FLOAT32, SR_TYPE_FLOAT64, 9, 20000, 50, 6, SR_ROW_MAJOR);
+        check_knn(m, SR_TYPE_FLOAT64, 25, 500, 25, 17, 3);
+        check_knn(m, SR_TYPE_FLOAT32, 4, 7000, 64, 5, 6);
+        CHECK_OK(sr_context_set_deterministic(ctx, false));
+    }
+}
+
 static void run_all(void)
 {
     for (int mi = 0; mi < SR_METRIC_COUNT; mi++) {
@@ -345,6 +425,7 @@ static void run_all(void)
     check_chebyshev_long_walks(SR_TYPE_FLOAT64);
     check_rejections();
     check_progress_and_batches();
+    check_deterministic();
 }
 
 int main(void)

@@ -20,6 +20,7 @@ typedef struct sr_distance_inputs {
      * values, sr_cuda_magnitude_order) and, for the queries, each entry's place in that order */
     const int32_t *q_mag_col, *x_mag_col, *q_rank;
     const void *q_mag_abs, *x_mag_abs;
+    bool ordered;                 /* a deterministic context: the device tiles sum in a fixed order */
 } sr_distance_inputs;
 
 /* Where output element (query row r of a batch, index row i) goes: out[r*row_stride + i*col_stride]. */

@@ -54,6 +54,7 @@ template <typename T> struct tile_args {
     T *out;
     int64_t rs, cs;
     int tile_rows;
+    bool ordered; // a deterministic context: accumulate_ordered instead of atomics
 };
 
 template <typename T, sr_metric M>
@@ -85,6 +86,7 @@ template <typename T> tile_args<T> tile_args_of(const sr_distance_inputs *in) {
     a.nx = X->nrows;
     a.d = (double)X->ncols;
     a.p = in->p;
+    a.ordered = in->ordered;
     return a;
 }
 
@@ -119,6 +121,38 @@ inline int tile_rows_for(sr_metric metric, sr_type type) {
     return rows;
 }
 
+// The tile's terms in a fixed order, for a deterministic context (tile_args.ordered): warp w owns
+// rows [rows·w/warps, rows·(w+1)/warps) of the tile and adds every query entry's terms for them,
+// entry after entry, without atomics, so each accumulator takes its terms in the query's entry
+// order on every run (with atomics the warps' entries meet in any order). Each warp searches every
+// entry's column for its rows: warps times the searches. Marks touched[r / touched_step] when
+// touched_step > 0. The caller zeroes before and synchronizes after.
+template <typename T, sr_metric M>
+__device__ void accumulate_ordered(const tile_args<T> &a, acc_t<T, M> *acc, unsigned char *touched, int touched_step,
+                                   int64_t i0, int rows, int64_t qbegin, int64_t qend) {
+    using Acc = acc_t<T, M>;
+    constexpr int nacc = sr_metric_accumulators(M);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kThreads / 32;
+    const int64_t r_lo = i0 + (int64_t)rows * warp / warps, r_hi = i0 + (int64_t)rows * (warp + 1) / warps;
+    for (int64_t e = qbegin; e < qend; e++) {
+        const int32_t c = a.qcol[e];
+        const double q = (double)a.qval[e];
+        const int64_t lo = warp_lower_bound(a.xtrow, a.xtptr[c], a.xtptr[c + 1], r_lo, lane);
+        const int64_t hi = warp_lower_bound(a.xtrow, lo, a.xtptr[c + 1], r_hi, lane);
+        for (int64_t t = lo + lane; t < hi; t += 32) { // a column's rows are distinct: one lane a row
+            const int r = a.xtrow[t] - (int)i0;
+            double a0 = 0.0, a1 = 0.0;
+            sr_metric_intersect(M, q, (double)a.xtval[t], a.p, &a0, &a1);
+            acc[r] += (Acc)a0;
+            if (nacc > 1)
+                acc[a.tile_rows + r] += (Acc)a1;
+            if (touched_step > 0)
+                touched[r / touched_step] = 1;
+        }
+        __syncwarp(); // the next entry's lane for a row may be another
+    }
+}
+
 // The accumulators of index rows [i0, i0 + rows) against query entries [qbegin, qend): zeroed,
 // then each warp takes one of the query's entries, finds the tile's slice of that column's list
 // (a 32-way search) and adds the metric's intersection term for every row in it. The block calls
@@ -135,6 +169,11 @@ __device__ void accumulate_tile(const tile_args<T> &a, acc_t<T, M> *acc, int64_t
             acc[a.tile_rows + r] = Acc(0);
     }
     __syncthreads();
+    if (a.ordered) {
+        accumulate_ordered<T, M>(a, acc, nullptr, 0, i0, rows, qbegin, qend);
+        __syncthreads();
+        return;
+    }
     for (int64_t e = qbegin + warp; e < qend; e += warps) {
         const int32_t c = a.qcol[e];
         const double q = (double)a.qval[e];

@@ -134,6 +134,11 @@ __device__ void accumulate_walk(const tile_args<T> &a, acc_t<T, M> *acc, walk_sp
     if (threadIdx.x == 0)
         w.runs = 0;
     __syncthreads();
+    if (a.ordered) { // no cursors or shared runs: every warp walks every entry for its rows
+        accumulate_ordered<T, M>(a, acc, w.touched, step_rows<acc_t<T, M>>(), i0, rows, qbegin, qend);
+        __syncthreads();
+        return;
+    }
     const int64_t limit = i0 + rows;
     for (int64_t e = qbegin + warp; e < qend; e += warps) {
         const double q = (double)a.qval[e];

@@ -183,6 +183,7 @@ sr_status sr_distance_prepare(const char *fn, struct sr_context_s *ctx, struct s
     p->where = index->location;
     p->in.metric = metric;
     p->in.p = metric_arg;
+    p->in.ordered = ctx->deterministic;
     sr_status s = prepare_steps(fn, p, queries, index, ctype);
     if (s != SR_SUCCESS)
         sr_distance_release(p);
@@ -429,7 +430,9 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     /* the overlap path on the device is asked for (SPARSERING_KNN_OVERLAP=1); it declines where it
      * does not apply, and the tiles or the dense path take the batch */
     const sr_precision precision = options ? options->precision : SR_PRECISION_EXACT;
-    if (p.where == SR_DEVICE && distances->type == SR_TYPE_FLOAT32 && precision != SR_PRECISION_FLOAT32)
+    /* (not on a deterministic context: the panel's cold columns add into its block atomically) */
+    if (p.where == SR_DEVICE && distances->type == SR_TYPE_FLOAT32 && precision != SR_PRECISION_FLOAT32 &&
+        !p.in.ordered)
         s = sr_cuda_knn_panel_plan(&p.in, k, precision, &p.panel);
     if (s != SR_SUCCESS) {
         sr_distance_release(&p);
