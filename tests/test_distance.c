@@ -102,12 +102,13 @@ static double *dense_of(const test_csr *t)
     return d;
 }
 
-static sr_matrix on_device_if_needed(sr_matrix A)
+/* A (made on context c) moved where the work runs. */
+static sr_matrix on_device_if_needed(sr_context c, sr_matrix A)
 {
     if (where == SR_HOST)
         return A;
     sr_matrix B = NULL;
-    CHECK_OK(sr_matrix_copy_to(ctx, A, SR_DEVICE, &B));
+    CHECK_OK(sr_matrix_copy_to(c, A, SR_DEVICE, &B));
     sr_matrix_free(A);
     return B;
 }
@@ -130,7 +131,7 @@ static void compare_pairwise(sr_metric m, double p, const test_csr *ptq, const t
     const sr_type in = tq.type;
     const int64_t mq = tq.nrows, nx = tx.nrows, d = tq.ncols;
     double *q = dense_of(&tq), *x = dense_of(&tx);
-    sr_matrix Q = on_device_if_needed(test_make_matrix(ctx, &tq)), X = on_device_if_needed(test_make_matrix(ctx, &tx));
+    sr_matrix Q = on_device_if_needed(ctx, test_make_matrix(ctx, &tq)), X = on_device_if_needed(ctx, test_make_matrix(ctx, &tx));
     size_t es = sr_type_size(out);
     void *host = malloc((size_t)(mq * nx + 1) * es);
     memset(host, 0xff, (size_t)(mq * nx + 1) * es); /* poison: NaN */
@@ -200,7 +201,7 @@ static void check_knn(sr_metric m, sr_type type, int64_t mq, int64_t nx, int64_t
 {
     test_csr tq = make_data(m, mq, d, degree, type), tx = make_data(m, nx, d, degree, type);
     double *q = dense_of(&tq), *x = dense_of(&tx);
-    sr_matrix Q = on_device_if_needed(test_make_matrix(ctx, &tq)), X = on_device_if_needed(test_make_matrix(ctx, &tx));
+    sr_matrix Q = on_device_if_needed(ctx, test_make_matrix(ctx, &tq)), X = on_device_if_needed(ctx, test_make_matrix(ctx, &tx));
     int64_t *idx = malloc((size_t)(mq * k + 1) * sizeof(int64_t));
     double *dist = malloc((size_t)(mq * k + 1) * sizeof(double));
     memset(idx, 0xff, (size_t)(mq * k + 1) * sizeof(int64_t));
@@ -262,8 +263,8 @@ static void check_rejections(void)
     sr_matrix A = NULL, N = NULL;
     CHECK_OK(sr_matrix_from_csr(ctx, &A, 2, 2, SR_TYPE_FLOAT64, rowptr, colind, bad_nan, SR_HOST));
     CHECK_OK(sr_matrix_from_csr(ctx, &N, 2, 2, SR_TYPE_FLOAT64, rowptr, colind, bad_neg, SR_HOST));
-    A = on_device_if_needed(A);
-    N = on_device_if_needed(N);
+    A = on_device_if_needed(ctx, A);
+    N = on_device_if_needed(ctx, N);
     double out[4];
     sr_dense D = sr_dense_view(out, 2, 2, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
     CHECK_FAILS(sr_pairwise_distance(ctx, A, A, SR_METRIC_COSINE, 0, &D), SR_ERROR_INVALID_ARGUMENT,
@@ -288,7 +289,7 @@ static void check_progress_and_batches(void)
 {
     /* a tiny workspace forces many batches; the callback sees them and can cancel */
     test_csr t = make_data(SR_METRIC_COSINE, 50, 30, 4, SR_TYPE_FLOAT32);
-    sr_matrix A = on_device_if_needed(test_make_matrix(ctx, &t));
+    sr_matrix A = on_device_if_needed(ctx, test_make_matrix(ctx, &t));
     sr_context_options o;
     CHECK_OK(sr_context_get_options(ctx, &o));
     CHECK_OK(sr_context_set_workspace_limit(ctx, 50 * sizeof(float) * 7));
@@ -312,18 +313,6 @@ static void check_progress_and_batches(void)
     test_csr_free(&t);
 }
 
-/* A matrix of t on context c, where the work runs. */
-static sr_matrix matrix_on(sr_context c, const test_csr *t)
-{
-    sr_matrix A = test_make_matrix(c, t);
-    if (where == SR_HOST)
-        return A;
-    sr_matrix B = NULL;
-    CHECK_OK(sr_matrix_copy_to(c, A, SR_DEVICE, &B));
-    sr_matrix_free(A);
-    return B;
-}
-
 /* On deterministic contexts (on the GPU the tiles then sum in a fixed order, without atomics):
  * k-NN and pairwise distances give the same bits on a second call and on a second context, on
  * real values whose sums depend on their order, with columns that many rows share (so that a
@@ -343,7 +332,7 @@ static void check_repeat_bits(sr_metric m, sr_type type)
     void *dist[3], *pairs[3];
     for (int run = 0; run < 3; run++) {
         sr_context c = run < 2 ? ctx : twin;
-        sr_matrix Q = matrix_on(c, &tq), X = matrix_on(c, &tx);
+        sr_matrix Q = on_device_if_needed(c, test_make_matrix(c, &tq)), X = on_device_if_needed(c, test_make_matrix(c, &tx));
         idx[run] = calloc((size_t)(mq * k), sizeof(int64_t));
         dist[run] = calloc((size_t)(mq * k), es);
         pairs[run] = calloc((size_t)(mq * nx), es);
