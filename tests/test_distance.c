@@ -332,7 +332,8 @@ static void check_repeat_bits(sr_metric m, sr_type type)
     void *dist[3], *pairs[3];
     for (int run = 0; run < 3; run++) {
         sr_context c = run < 2 ? ctx : twin;
-        sr_matrix Q = on_device_if_needed(c, test_make_matrix(c, &tq)), X = on_device_if_needed(c, test_make_matrix(c, &tx));
+        sr_matrix Q = on_device_if_needed(c, test_make_matrix(c, &tq));
+        sr_matrix X = on_device_if_needed(c, test_make_matrix(c, &tx));
         idx[run] = calloc((size_t)(mq * k), sizeof(int64_t));
         dist[run] = calloc((size_t)(mq * k), es);
         pairs[run] = calloc((size_t)(mq * nx), es);
