@@ -188,6 +188,9 @@ expect 0 "$cli" --deterministic ridge "$tmp/x.mtx" "$tmp/y3.txt" --lambda 0.5 --
 cmp -s "$tmp/w_det.txt" "$tmp/w_det2.txt" || { echo "FAIL: two --deterministic ridge runs differ"; failures=$((failures + 1)); }
 paste "$tmp/w.txt" "$tmp/w_det.txt" | awk '{ d = $1 - $2; if (d < 0) d = -d; s = $2 < 0 ? -$2 : $2; if (d > 1e-8 * (s + 1e-8)) bad = 1; n++ } END { exit (bad || n != 2) }' \
     || { echo "FAIL: ridge --deterministic differs from the default"; failures=$((failures + 1)); }
+printf '1\nnan\n3\n' > "$tmp/y_nan.txt" # refused with its place, not solved to zeros
+expect 2 "$cli" ridge "$tmp/x.mtx" "$tmp/y_nan.txt"
+grep -q "y holds NaN at 1" "$tmp/err" || { echo "FAIL: ridge with NaN in y: $(cat "$tmp/err")"; failures=$((failures + 1)); }
 printf '1\n-1\n1\n' > "$tmp/labels.txt"
 expect 0 "$cli" logistic "$tmp/x.mtx" "$tmp/labels.txt" --C 2 --plain-cg
 expect 0 "$cli" logistic "$tmp/x.mtx" "$tmp/labels.txt" --C 2

@@ -256,6 +256,60 @@ static void check_errors(void)
     test_csr_free(&X);
 }
 
+/* The solvers refuse NaN and infinity in y and in X (float64 and float32, on the device where X
+ * lives there), naming where: they had returned all-zero coefficients. */
+static void check_nonfinite_refused(void)
+{
+    const int64_t m = 40, n = 12;
+    for (int t = 0; t < 2; t++) {
+        const sr_type type = t ? SR_TYPE_FLOAT32 : SR_TYPE_FLOAT64;
+        test_csr X = test_random_csr(m, n, 5, type);
+        double *y = random_vector(m), w[12] = {0};
+        sr_dense yv = sr_vector_view(y, m, SR_TYPE_FLOAT64, SR_HOST), wv = sr_vector_view(w, n, SR_TYPE_FLOAT64, SR_HOST);
+        y[7] = NAN;
+        sr_matrix Xs = test_make_matrix_at(ctx, &X, where);
+        CHECK_FAILS(sr_ridge(ctx, Xs, &yv, 0.5, NULL, &wv, NULL), SR_ERROR_INVALID_ARGUMENT, "y holds NaN at 7");
+        y[7] = INFINITY;
+        CHECK_FAILS(sr_ridge(ctx, Xs, &yv, 0.5, NULL, &wv, NULL), SR_ERROR_INVALID_ARGUMENT, "y holds infinity at 7");
+        sr_matrix_free(Xs);
+        for (int64_t i = 0; i < m; i++)
+            y[i] = y[i] > 0 ? 1.0 : -1.0;
+        /* the last entry of the middle row that has two or more, then a second bad entry later */
+        int64_t row = m / 2;
+        while (X.rowptr[row + 1] - X.rowptr[row] < 2)
+            row++;
+        const int64_t e = X.rowptr[row + 1] - 1;
+        const double bad[3] = {NAN, INFINITY, -INFINITY};
+        const char *names[3] = {"NaN", "infinity", "-infinity"};
+        for (int b = 0; b < 3; b++) {
+            if (type == SR_TYPE_FLOAT32)
+                ((float *)X.values)[e] = (float)bad[b], ((float *)X.values)[X.nnz - 1] = (float)bad[b];
+            else
+                ((double *)X.values)[e] = bad[b], ((double *)X.values)[X.nnz - 1] = bad[b];
+            Xs = test_make_matrix_at(ctx, &X, where);
+            char want[96];
+            snprintf(want, sizeof want, "X holds %s at row %lld, column %d", names[b], (long long)row, X.colind[e]);
+            CHECK_FAILS(sr_ridge(ctx, Xs, &yv, 0.5, NULL, &wv, NULL), SR_ERROR_INVALID_ARGUMENT, want);
+            CHECK_FAILS(sr_logistic(ctx, Xs, &yv, 1.0, NULL, &wv, NULL), SR_ERROR_INVALID_ARGUMENT, want);
+            sr_matrix_free(Xs);
+        }
+        /* huge finite values whose row sum overflows are not refused */
+        for (int64_t k = 0; k < X.nnz; k++)
+            if (type == SR_TYPE_FLOAT32)
+                ((float *)X.values)[k] = 1.0f;
+            else
+                ((double *)X.values)[k] = X.rowptr[row] <= k && k < X.rowptr[row + 1] ? 1.5e308 : 1.0;
+        Xs = test_make_matrix_at(ctx, &X, where);
+        sr_solver_options o = sr_solver_options_default();
+        o.max_iterations = 2;
+        CHECK(sr_ridge(ctx, Xs, &yv, 0.5, &o, &wv, NULL) != SR_ERROR_INVALID_ARGUMENT || !strstr(sr_last_error(), "holds"),
+              "a row of finite values whose sum overflows was refused: %s", sr_last_error());
+        sr_matrix_free(Xs);
+        free(y);
+        test_csr_free(&X);
+    }
+}
+
 /* ‖∇f(w, b)‖ of logistic regression's objective ½‖w‖² + C·Σ log(1 + exp(−y_i·(x_i·w + b))) (b's
  * entry with an intercept) by float64 loops over X, and in *at_zero its norm at w = 0, b = 0. */
 static double logistic_gradient(const test_csr *X, const double *label, double C, const double *w, double b,
@@ -879,6 +933,7 @@ static void run_all(void)
         check_tall_repeats();
     }
     check_errors();
+    check_nonfinite_refused();
     check_vectors(SR_TYPE_FLOAT64, 100003);
     check_vectors(SR_TYPE_FLOAT32, 777);
     check_vectors(SR_TYPE_FLOAT64, 0);

@@ -388,6 +388,18 @@ static void check_factorize(void)
           "factorize: train RMSE %.12g after sweep %d, exact ALS gives %.12g", last.train_rmse, last.iteration, ref_rmse);
     o.lambda = -1;
     CHECK_FAILS(sr_factorize(ctx, R, NULL, &o, &Wv, &Hv, NULL, NULL), SR_ERROR_INVALID_ARGUMENT, "lambda");
+    /* a NaN rating is refused, by its place (it had given finite factors and a NaN RMSE) */
+    o.lambda = 0.1;
+    int64_t row = 0;
+    while (sc.rowptr[row + 1] == sc.rowptr[row])
+        row++;
+    ((double *)sc.values)[sc.rowptr[row]] = NAN;
+    sr_matrix Rnan = test_make_matrix_at(ctx, &sc, where);
+    char want[64];
+    snprintf(want, sizeof want, "R holds NaN at row %lld, column %d", (long long)row, sc.colind[sc.rowptr[row]]);
+    CHECK_FAILS(sr_factorize(ctx, Rnan, NULL, &o, &Wv, &Hv, NULL, NULL), SR_ERROR_INVALID_ARGUMENT, want);
+    CHECK_FAILS(sr_factorize(ctx, R, Rnan, &o, &Wv, &Hv, NULL, NULL), SR_ERROR_INVALID_ARGUMENT, "R_test holds NaN");
+    sr_matrix_free(Rnan);
     sr_matrix_free(R);
     free(W), free(H), free(Wr), free(Hr), free(tp), free(tc), free(tv), free(fill);
     test_csr_free(&sc);

@@ -135,3 +135,27 @@ def test_deterministic_context_repeats_bits(ctx, rng):
     c = sr.Context(backend, device=opts["device"])
     c.set_deterministic(True)
     assert c.deterministic and c.options()["deterministic"]
+
+
+def test_solvers_refuse_nonfinite_input(ctx, rng):
+    """NaN or infinity in X, y or the ratings is refused with its place, as scikit-learn refuses it
+    (the solvers had returned all-zero coefficients, ALS finite factors with a NaN RMSE)."""
+    X = rand_X(rng, 200, 30, 0.2).tocsr()
+    y = rng.standard_normal(200)
+    bad_y = y.copy()
+    bad_y[11] = np.nan
+    with pytest.raises(ValueError, match="y holds NaN at 11"):
+        sr.ridge(X, bad_y, 1.0, context=ctx)
+    Xbad = X.copy()
+    row = int(np.flatnonzero(np.diff(Xbad.indptr))[3])
+    Xbad.data[Xbad.indptr[row]] = np.inf
+    where = f"X holds infinity at row {row}, column {Xbad.indices[Xbad.indptr[row]]}"
+    with pytest.raises(ValueError, match=where):
+        sr.ridge(Xbad, y, 1.0, context=ctx)
+    with pytest.raises(ValueError, match=where):
+        sr.logistic_regression(Xbad, np.sign(y), 1.0, context=ctx)
+    R = sp.random(50, 40, density=0.2, format="csr", random_state=rng)
+    R.data = np.ceil(R.data * 5)
+    R.data[0] = np.nan
+    with pytest.raises(ValueError, match="R holds NaN"):
+        sr.factorize(R, rank=4, iterations=1, context=ctx)

@@ -2,6 +2,7 @@
 #include "../core/settings.h"
 #include "algo_util.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -129,6 +130,83 @@ void sr_algo_sum_ranges(int64_t n, int k, void (*range)(int64_t lo, int64_t hi, 
         for (int c = 0; c < chunks; c++)
             sums[j] += part[c][j];
     }
+}
+
+static const char *nonfinite_name(double v) { return v != v ? "NaN" : v > 0 ? "infinity" : "-infinity"; }
+
+static double value_at(const void *values, sr_type type, int64_t k)
+{
+    return type == SR_TYPE_FLOAT32 ? (double)((const float *)values)[k] : ((const double *)values)[k];
+}
+
+/* The first non-finite entry of row r of X: *col = its column, or -1. */
+static sr_status nonfinite_in_row(sr_context ctx, sr_matrix X, int64_t r, int64_t ncols, int64_t *col, double *value)
+{
+    *col = -1;
+    sr_matrix R = NULL;
+    SR_TRY(sr_extract(ctx, &R, X, r, 0, 1, ncols));
+    sr_matrix_info info;
+    sr_status st = sr_matrix_get_info(R, &info);
+    int64_t *rows = NULL;
+    int32_t *cols = NULL;
+    void *values = NULL;
+    if (st == SR_SUCCESS) {
+        rows = sr_malloc((size_t)(info.nnz + 1) * sizeof *rows);
+        cols = sr_malloc((size_t)(info.nnz + 1) * sizeof *cols);
+        values = sr_malloc((size_t)(info.nnz + 1) * sr_type_size(info.type));
+        st = rows && cols && values ? sr_matrix_export_coo(ctx, R, rows, cols, values, SR_HOST)
+                                    : sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for row %lld", (long long)r);
+    }
+    for (int64_t k = 0; st == SR_SUCCESS && k < info.nnz && *col < 0; k++)
+        if (!isfinite(value_at(values, info.type, k)))
+            *col = cols[k], *value = value_at(values, info.type, k);
+    free(rows), free(cols), free(values);
+    sr_matrix_free(R);
+    return st;
+}
+
+sr_status sr_algo_refuse_nonfinite(const char *fn, const char *name, sr_context ctx, sr_matrix X)
+{
+    sr_matrix_info info;
+    SR_TRY(sr_matrix_get_info(X, &info));
+    if (info.type != SR_TYPE_FLOAT32 && info.type != SR_TYPE_FLOAT64)
+        return SR_SUCCESS;
+    sr_matrix sums = NULL;
+    SR_TRY(sr_reduce_rows(ctx, &sums, SR_PLUS_TIMES, X));
+    sr_matrix_info si;
+    sr_status st = sr_matrix_get_info(sums, &si);
+    int64_t *rows = NULL;
+    int32_t *cols = NULL;
+    void *values = NULL;
+    if (st == SR_SUCCESS) {
+        rows = sr_malloc((size_t)(si.nnz + 1) * sizeof *rows);
+        cols = sr_malloc((size_t)(si.nnz + 1) * sizeof *cols);
+        values = sr_malloc((size_t)(si.nnz + 1) * sr_type_size(si.type));
+        st = rows && cols && values ? sr_matrix_export_coo(ctx, sums, rows, cols, values, SR_HOST)
+                                    : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for %s's row sums", fn, name);
+    }
+    for (int64_t k = 0; st == SR_SUCCESS && k < si.nnz; k++) {
+        if (isfinite(value_at(values, si.type, k)))
+            continue;
+        int64_t col;
+        double bad = 0;
+        st = nonfinite_in_row(ctx, X, rows[k], info.ncols, &col, &bad);
+        if (st == SR_SUCCESS && col >= 0)
+            st = sr_error(SR_ERROR_INVALID_ARGUMENT, "%s: %s holds %s at row %lld, column %lld; remove or impute it first",
+                          fn, name, nonfinite_name(bad), (long long)rows[k], (long long)col);
+    }
+    free(rows), free(cols), free(values);
+    sr_matrix_free(sums);
+    return st;
+}
+
+sr_status sr_algo_refuse_nonfinite_vector(const char *fn, const char *name, const double *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return sr_error(SR_ERROR_INVALID_ARGUMENT, "%s: %s holds %s at %lld; remove or impute it first", fn, name,
+                            nonfinite_name(x[i]), (long long)i);
+    return SR_SUCCESS;
 }
 
 int sr_algo_look_every(sr_location where, bool every_step)

@@ -256,6 +256,9 @@ sr_status sr_factorize(sr_context ctx, sr_matrix R, sr_matrix R_test, const sr_f
                          tinfo.location == info.location,
                      "%s: the test ratings must have R's shape, type and location", fn);
     }
+    SR_TRY(sr_algo_refuse_nonfinite(fn, "R", ctx, R));
+    if (R_test)
+        SR_TRY(sr_algo_refuse_nonfinite(fn, "R_test", ctx, R_test));
     const int64_t K = o.rank, users = info.nrows, items = info.ncols;
     SR_TRY(check_factor("W", W, users, K, info.type));
     SR_TRY(check_factor("H", H, items, K, info.type));

@@ -29,6 +29,8 @@ sr_status sr_solver_start(const char *fn, sr_context ctx, sr_matrix X, const sr_
     SR_CHECK_ARG(w && w->location == SR_HOST && w->type == SR_TYPE_FLOAT64 && w->nrows == info.ncols &&
                      w->ncols == 1 && (w->layout == SR_COL_MAJOR || w->ld == 1) && (w->data || info.ncols == 0),
                  "%s: w must be a host float64 vector of %lld (sr_vector_view)", fn, (long long)info.ncols);
+    SR_TRY(sr_algo_refuse_nonfinite_vector(fn, "y", y->data, info.nrows));
+    SR_TRY(sr_algo_refuse_nonfinite(fn, "X", ctx, X));
     p->ctx = ctx;
     p->X = X;
     p->m = info.nrows;
