@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 double sr_algo_now(void)
@@ -139,30 +140,51 @@ static double value_at(const void *values, sr_type type, int64_t k)
     return type == SR_TYPE_FLOAT32 ? (double)((const float *)values)[k] : ((const double *)values)[k];
 }
 
+/* A matrix's entries copied to the host, in row-major order, values in its type. */
+typedef struct {
+    int64_t n, *rows;
+    int32_t *cols;
+    void *values;
+    sr_type type;
+} host_entries;
+
+static void host_entries_free(host_entries *h) { free(h->rows), free(h->cols), free(h->values); }
+
+static sr_status host_entries_of(sr_context ctx, sr_matrix A, host_entries *h)
+{
+    memset(h, 0, sizeof *h);
+    sr_matrix_info info;
+    SR_TRY(sr_matrix_get_info(A, &info));
+    h->n = info.nnz;
+    h->type = info.type;
+    h->rows = sr_malloc((size_t)(info.nnz + 1) * sizeof *h->rows);
+    h->cols = sr_malloc((size_t)(info.nnz + 1) * sizeof *h->cols);
+    h->values = sr_malloc((size_t)(info.nnz + 1) * sr_type_size(info.type));
+    if (!h->rows || !h->cols || !h->values) {
+        host_entries_free(h);
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %lld entries", (long long)info.nnz);
+    }
+    sr_status st = sr_matrix_export_coo(ctx, A, h->rows, h->cols, h->values, SR_HOST);
+    if (st != SR_SUCCESS)
+        host_entries_free(h);
+    return st;
+}
+
 /* The first non-finite entry of row r of X: *col = its column, or -1. */
 static sr_status nonfinite_in_row(sr_context ctx, sr_matrix X, int64_t r, int64_t ncols, int64_t *col, double *value)
 {
     *col = -1;
     sr_matrix R = NULL;
     SR_TRY(sr_extract(ctx, &R, X, r, 0, 1, ncols));
-    sr_matrix_info info;
-    sr_status st = sr_matrix_get_info(R, &info);
-    int64_t *rows = NULL;
-    int32_t *cols = NULL;
-    void *values = NULL;
-    if (st == SR_SUCCESS) {
-        rows = sr_malloc((size_t)(info.nnz + 1) * sizeof *rows);
-        cols = sr_malloc((size_t)(info.nnz + 1) * sizeof *cols);
-        values = sr_malloc((size_t)(info.nnz + 1) * sr_type_size(info.type));
-        st = rows && cols && values ? sr_matrix_export_coo(ctx, R, rows, cols, values, SR_HOST)
-                                    : sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for row %lld", (long long)r);
-    }
-    for (int64_t k = 0; st == SR_SUCCESS && k < info.nnz && *col < 0; k++)
-        if (!isfinite(value_at(values, info.type, k)))
-            *col = cols[k], *value = value_at(values, info.type, k);
-    free(rows), free(cols), free(values);
+    host_entries row;
+    sr_status st = host_entries_of(ctx, R, &row);
     sr_matrix_free(R);
-    return st;
+    SR_TRY(st);
+    for (int64_t k = 0; k < row.n && *col < 0; k++)
+        if (!isfinite(value_at(row.values, row.type, k)))
+            *col = row.cols[k], *value = value_at(row.values, row.type, k);
+    host_entries_free(&row);
+    return SR_SUCCESS;
 }
 
 sr_status sr_algo_refuse_nonfinite(const char *fn, const char *name, sr_context ctx, sr_matrix X)
@@ -171,32 +193,23 @@ sr_status sr_algo_refuse_nonfinite(const char *fn, const char *name, sr_context 
     SR_TRY(sr_matrix_get_info(X, &info));
     if (info.type != SR_TYPE_FLOAT32 && info.type != SR_TYPE_FLOAT64)
         return SR_SUCCESS;
-    sr_matrix sums = NULL;
-    SR_TRY(sr_reduce_rows(ctx, &sums, SR_PLUS_TIMES, X));
-    sr_matrix_info si;
-    sr_status st = sr_matrix_get_info(sums, &si);
-    int64_t *rows = NULL;
-    int32_t *cols = NULL;
-    void *values = NULL;
-    if (st == SR_SUCCESS) {
-        rows = sr_malloc((size_t)(si.nnz + 1) * sizeof *rows);
-        cols = sr_malloc((size_t)(si.nnz + 1) * sizeof *cols);
-        values = sr_malloc((size_t)(si.nnz + 1) * sr_type_size(si.type));
-        st = rows && cols && values ? sr_matrix_export_coo(ctx, sums, rows, cols, values, SR_HOST)
-                                    : sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for %s's row sums", fn, name);
-    }
-    for (int64_t k = 0; st == SR_SUCCESS && k < si.nnz; k++) {
-        if (isfinite(value_at(values, si.type, k)))
+    sr_matrix sums_matrix = NULL;
+    SR_TRY(sr_reduce_rows(ctx, &sums_matrix, SR_PLUS_TIMES, X));
+    host_entries sums;
+    sr_status st = host_entries_of(ctx, sums_matrix, &sums);
+    sr_matrix_free(sums_matrix);
+    SR_TRY(st);
+    for (int64_t k = 0; st == SR_SUCCESS && k < sums.n; k++) {
+        if (isfinite(value_at(sums.values, sums.type, k)))
             continue;
         int64_t col;
         double bad = 0;
-        st = nonfinite_in_row(ctx, X, rows[k], info.ncols, &col, &bad);
+        st = nonfinite_in_row(ctx, X, sums.rows[k], info.ncols, &col, &bad);
         if (st == SR_SUCCESS && col >= 0)
             st = sr_error(SR_ERROR_INVALID_ARGUMENT, "%s: %s holds %s at row %lld, column %lld; remove or impute it first",
-                          fn, name, nonfinite_name(bad), (long long)rows[k], (long long)col);
+                          fn, name, nonfinite_name(bad), (long long)sums.rows[k], (long long)col);
     }
-    free(rows), free(cols), free(values);
-    sr_matrix_free(sums);
+    host_entries_free(&sums);
     return st;
 }
 
