@@ -73,7 +73,7 @@ printf '%-28s %-10s %8s\n' "(configure + build)" built "$build_s"
 # ctest's lines: "12/31 Test #7: test_fused ......   Passed    6.10 sec" (or ***Failed, ***Skipped, ***Timeout)
 awk '/ Test +#[0-9]+: / && $NF == "sec" {
         for (i = 1; i <= NF; i++) if ($i ~ /^#[0-9]+:$/) name = $(i + 1)
-        status = $(NF - 2); sub(/^\*+/, "", status)
+        status = $(NF - 2); sub(/^[.*]+/, "", status)
         printf "%-28s %-10s %8.1f\n", name, status, $(NF - 1) }' "$log" | sort
 echo
 grep -E "tests passed|tests failed" "$log" | tail -n 1
