@@ -19,9 +19,9 @@ double sr_algo_dot(const double *x, const double *y, int64_t n);
 void sr_algo_sum_ranges(int64_t n, int k, void (*range)(int64_t lo, int64_t hi, void *user, double *sums), void *user,
                         double *sums);
 /* Refuses a non-finite entry of X (float32 or float64; bool passes) with a message that names X,
- * the row and the column: "fn: X holds NaN at row 3, column 17; ...". Checked where X lives: its row sums (NaN
- * and infinity carry into them) by one sr_reduce_rows, whose m numbers come back, then the row of
- * each sum that is not finite (a finite row whose sum overflows is let through). */
+ * the row and the column: "fn: X holds NaN at row 3, column 17; ...". Checked where X lives: its
+ * row sums (NaN and infinity carry into them) by one sr_reduce_rows, whose m numbers come back,
+ * then the row of each sum that is not finite (a finite row whose sum overflows is let through). */
 sr_status sr_algo_refuse_nonfinite(const char *fn, const char *name, sr_context ctx, sr_matrix X);
 /* The same for a host float64 vector: "fn: y holds NaN at 12". */
 sr_status sr_algo_refuse_nonfinite_vector(const char *fn, const char *name, const double *x, int64_t n);

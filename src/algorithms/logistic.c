@@ -80,8 +80,6 @@ static double tr_norm(const sr_logistic_state *lg, const double *x)
     return sqrt(sum);
 }
 
-/* g = (w + C·Xᵀt, C·Σt), t = (σ(y·z) − 1)·y, and the Hessian's weights (copied where X lives),
- * at the w objective() saw last; with an intercept also q = Xᵀd and Σd. */
 /* t(i), d(i) for rows [lo, hi), and their sums. */
 static void add_weights(int64_t lo, int64_t hi, void *user, double *sums)
 {
@@ -95,6 +93,8 @@ static void add_weights(int64_t lo, int64_t hi, void *user, double *sums)
     }
 }
 
+/* g = (w + C·Xᵀt, C·Σt), t = (σ(y·z) − 1)·y, and the Hessian's weights (copied where X lives),
+ * at the w objective() saw last; with an intercept also q = Xᵀd and Σd. */
 static sr_status gradient(sr_logistic_state *lg, double *w, double *g)
 {
     double sums[2];
