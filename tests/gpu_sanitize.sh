@@ -1,46 +1,97 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Runs the GPU test suites under NVIDIA compute-sanitizer: memcheck (with leak checking),
 # racecheck, initcheck and synccheck, each suite's CUDA pass alone (SR_TEST_BACKENDS=cuda).
 # Build with line numbers first: cmake -DCMAKE_CUDA_FLAGS=-lineinfo ...
 #
 # usage: tests/gpu_sanitize.sh BUILD_DIR [TOOLS] [TESTS] [KERNEL_REGEX]
-#   TOOLS         comma-separated, default memcheck,racecheck,initcheck,synccheck
-#   TESTS         comma-separated test programs, default every suite with a CUDA pass
+#   TOOLS         comma-separated, default memcheck,initcheck,synccheck,racecheck
+#   TESTS         comma-separated test programs, default every test_* program the build made
 #   KERNEL_REGEX  compute-sanitizer's --kernel-name (e.g. kns=gemm_tiles) to check only those
 #                 kernels: the whole suites under racecheck take hours
-#   SANITIZE_TIMEOUT (seconds a run, default 1800)
-#   SANITIZE_LAUNCHES (check only the first N launches of the kernels chosen; the rest run unchecked:
-#                      racecheck on the selection kernels of the k-NN suites, launched thousands of times)
-# Prints one line a run (tool, test, errors, seconds) and exits 1 when any run found an error.
+# Environment:
+#   SANITIZE_JOBS     runs at once (default a quarter of the cores): the tools are slow on the
+#                     host side, so several suites share the GPU well
+#   SANITIZE_TIMEOUT  seconds a run (default 1800); a run cut off reports "timeout", not clean
+#   SANITIZE_LAUNCHES check only the first N launches of the kernels chosen; the rest run unchecked
+#                     (racecheck on the selection kernels of the k-NN suites, launched thousands of times)
+#   SANITIZE_LOGS     folder for the logs (default BUILD_DIR/sanitize)
+# Prints one line a run (tool, test, exit, seconds, the tool's summary) and a count at the end;
+# exits 1 when any run found an error or failed a check, 3 when runs were cut off but none failed.
 set -u
 BUILD="${1:?usage: tests/gpu_sanitize.sh BUILD_DIR [TOOLS] [TESTS] [KERNEL_REGEX]}"
-TOOLS="${2:-memcheck,racecheck,initcheck,synccheck}"
-TESTS="${3:-test_cuda,test_device_memory,test_products,test_distance,test_knn_panel,test_knn_overlap,test_graph,test_radius,test_sddmm,test_fused,test_boolean,test_graph_queries,test_small_calls,test_cancel,test_context,test_threads,test_matrix}"
+TOOLS="${2:-memcheck,initcheck,synccheck,racecheck}"
+TESTS="${3:-}"
 REGEX="${4:-}"
 LIMIT="${SANITIZE_TIMEOUT:-1800}"
 LAUNCHES="${SANITIZE_LAUNCHES:-}"
+LOGS="${SANITIZE_LOGS:-$BUILD/sanitize}"
+JOBS="${SANITIZE_JOBS:-$(( $(nproc) / 4 > 0 ? $(nproc) / 4 : 1 ))}"
 SAN="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
 [ -x "$SAN" ] || { echo "compute-sanitizer not found"; exit 2; }
-failed=0
-for tool in $(echo "$TOOLS" | tr ',' ' '); do
-    extra=""
+if [ -z "$TESTS" ]; then
+    # test_multi_gpu needs two GPUs; test_opencl has no CUDA part
+    for exe in "$BUILD"/tests/test_*; do
+        name=${exe##*/}
+        case "$name" in *.*|test_multi_gpu|test_opencl) continue ;; esac
+        [ -x "$exe" ] && TESTS="$TESTS$name,"
+    done
+fi
+mkdir -p "$LOGS"
+
+# One run: prints its line; the exit status says clean (0), found something or failed (1), cut off (3).
+run_one() {
+    local tool=$1 t=$2 extra="" exe="$BUILD/tests/$2"
     case "$tool" in
         memcheck) extra="--leak-check full" ;;
         racecheck) extra="--racecheck-report all" ;;
     esac
+    [ -x "$exe" ] || { echo "$tool $t: not built"; return 1; }
+    local log="$LOGS/$tool-$t${REGEX:+-$(echo "$REGEX" | tr -c 'A-Za-z0-9_\n' _)}.log"
+    local start=$SECONDS
+    # shellcheck disable=SC2086
+    SR_TEST_BACKENDS=cuda SR_TEST_REQUIRE_CUDA=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} timeout "$LIMIT" "$SAN" --tool "$tool" $extra \
+        --error-exitcode 9 ${REGEX:+--kernel-name "$REGEX"} ${LAUNCHES:+--launch-count "$LAUNCHES"} "$exe" >"$log" 2>&1
+    local rc=$?
+    local summary
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$log" | tr '\n' ' ')
+    local verdict=clean
+    [ "$rc" -eq 124 ] && verdict=timeout
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 77 ] && verdict=FAILED
+    [ "$rc" -eq 77 ] && verdict=skipped
+    echo "$tool $t${REGEX:+ ($REGEX)}: $verdict (exit $rc), $((SECONDS - start)) s; ${summary:-no summary (see $log)}"
+    # the suite's own failed checks (a run can fail them with the tool finding nothing)
+    [ "$verdict" = FAILED ] && grep -m 3 "^FAIL\|=========     \(Invalid\|Uninitialized\|Race\|Barrier\)" "$log" | sed 's/^/    /'
+    case "$verdict" in FAILED) return 1 ;; timeout) return 3 ;; esac
+    return 0
+}
+
+# Prints the runs' lines and the count; the exit status as the header says.
+report() {
+    local failed=0 cut=0 done=0 line
+    for line in "$LOGS"/.line-*; do
+        [ -s "$line" ] || continue
+        cat "$line"
+        done=$((done + 1))
+        case "$(head -n 1 "$line")" in *": FAILED"*|*"not built"*) failed=$((failed + 1)) ;; *": timeout"*) cut=$((cut + 1)) ;; esac
+    done
+    rm -f "$LOGS"/.line-*
+    echo "gpu_sanitize: $done of $runs runs finished, $failed failed or found errors, $cut cut off after ${LIMIT} s; logs in $LOGS"
+    [ "$failed" -gt 0 ] && return 1
+    [ "$cut" -gt 0 ] || [ "$done" -lt "$runs" ] && return 3
+    return 0
+}
+# stopped from outside (a time box): stop the runs under way and report the ones that finished
+# (each run's `timeout` passes the signal on to the tool)
+stop_runs() { local j; for j in $(jobs -p); do pkill -TERM -P "$j"; kill "$j"; done 2>/dev/null; }
+trap 'stop_runs; report; exit $?' TERM INT
+
+runs=$(( $(echo "$TOOLS" | tr ',' '\n' | grep -c .) * $(echo "$TESTS" | tr ',' '\n' | grep -c .) ))
+rm -f "$LOGS"/.line-*
+for tool in $(echo "$TOOLS" | tr ',' ' '); do
     for t in $(echo "$TESTS" | tr ',' ' '); do
-        exe="$BUILD/tests/$t"
-        [ -x "$exe" ] || { echo "$tool $t: not built"; continue; }
-        log="$BUILD/sanitize-$tool-$t${REGEX:+-$(echo "$REGEX" | tr -c 'A-Za-z0-9_\n' _)}.log"
-        start=$(date +%s)
-        # shellcheck disable=SC2086
-        SR_TEST_BACKENDS=cuda timeout "$LIMIT" "$SAN" --tool "$tool" $extra --error-exitcode 9 \
-            ${REGEX:+--kernel-name "$REGEX"} ${LAUNCHES:+--launch-count "$LAUNCHES"} "$exe" > "$log" 2>&1
-        rc=$?
-        summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$log" | tr '\n' ' ')
-        echo "$tool $t${REGEX:+ ($REGEX)}: exit $rc, $(( $(date +%s) - start )) s; ${summary:-no summary (see $log)}"
-        # the suite's own failed checks (a run can fail them with the tool finding nothing)
-        [ "$rc" -eq 0 ] || { grep -m 3 "^FAIL" "$log" | sed 's/^/    /'; failed=1; }
+        while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+        run_one "$tool" "$t" > "$LOGS/.line-$tool-$t" &
     done
 done
-exit $failed
+wait
+report
