@@ -420,6 +420,10 @@ static void test_heavy_mxm(void)
                                       SR_TYPE_FLOAT64);
         count_rows_per_bound(&pairs[c][0], &pairs[c][1], per_bin);
         check_mxm_against_host(&pairs[c][0], &pairs[c][1], &mk);
+        /* a deterministic context's values, added in A-entry order by a pass of their own */
+        CHECK_OK(sr_context_set_deterministic(gpu, true));
+        check_mxm_against_host(&pairs[c][0], &pairs[c][1], &mk);
+        CHECK_OK(sr_context_set_deterministic(gpu, false));
         /* and with the smallest rows in the hash bins, whose 128-slot table they then fill */
         setenv("SPARSERING_MXM_ESC", "0", 1);
         check_mxm_against_host(&pairs[c][0], &pairs[c][1], NULL);

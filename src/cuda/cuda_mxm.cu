@@ -14,7 +14,8 @@
 // The fill pass compacts a table's occupied slots and merge-sorts them in registers (cub's warp
 // and block merge sorts, their scratch in the table's own memory).
 // ⊕ uses native atomics where the hardware has them, else a compare-and-swap loop, so every
-// semiring and type works the same way.
+// semiring and type works the same way. On a deterministic context the float sums of the hash and
+// dense rows are added in A-entry order by a pass of their own instead (cuda_mxm_ordered.cuh).
 #include "cuda_atomic.cuh"
 #include "cuda_semiring.cuh"
 
@@ -56,10 +57,16 @@ template <int B = 0> __device__ inline int bin_of(int64_t ub) {
         return 2 * ub <= kHashBins[B].table ? B : bin_of<B + 1>(ub);
 }
 
+// The first hash bin whose team is `team` threads (the bins' teams only grow).
+constexpr int first_bin_of_team(int team, int b = 0) {
+    return b == kHashBinCount || kHashBins[b].team == team ? b : first_bin_of_team(team, b + 1);
+}
+
 #include "cuda_mxm_rows.cuh"
 #include "cuda_mxm_dense.cuh"
 #include "cuda_mxm_esc.cuh"
 #include "cuda_mxm_binning.cuh"
+#include "cuda_mxm_ordered.cuh"
 
 // SPARSERING_MXM_ESC=0 sends the smallest rows to the hash bins instead, for comparison and tests
 // (read at every product).
@@ -190,6 +197,25 @@ template <class Ops> struct mxm_launcher {
         return SR_SUCCESS;
     }
 
+    // A deterministic context's values of the hash and dense rows (cuda_mxm_ordered.cuh), after
+    // the fill pass wrote their pattern: the warp-table bins a warp a row, the rest a block a row.
+    static sr_status fill_ordered_values(const mxm_args<Ops> &p, const int64_t *bins, const bin_starts &starts,
+                                         cudaStream_t stream) {
+        constexpr int first_block_bin = first_bin_of_team(kBlock);
+        const int64_t warp_rows = starts.at[first_block_bin] - starts.at[0];
+        const int64_t block_rows = starts.at[kBinEscSmall] - starts.at[first_block_bin];
+        if (warp_rows > 0) {
+            ordered_values<Ops, 32><<<grid_for(warp_rows * 32), kBlock, 0, stream>>>(p, bins + starts.at[0], warp_rows);
+            SR_CUDA_LAUNCHED();
+        }
+        if (block_rows > 0) {
+            ordered_values<Ops, kBlock><<<grid_for(block_rows * kBlock), kBlock, 0, stream>>>(
+                p, bins + starts.at[first_block_bin], block_rows);
+            SR_CUDA_LAUNCHED();
+        }
+        return SR_SUCCESS;
+    }
+
     // The bins are independent: each runs on its own stream, forked from and joined back
     // into the context's stream, so a pass costs about its slowest bin rather than their sum.
     template <bool FILL>
@@ -267,6 +293,7 @@ template <class Ops> struct mxm_launcher {
         p.nrows = nrows;
         p.ncols = ncols;
         p.mask = mask ? mask_view{mask->rowptr, mask->colind, complement} : mask_view{};
+        p.values_later = ctx->deterministic && order_changes_bits<Ops>();
 
         sr_matrix_s *C = nullptr;
         SR_TRY(sr_matrix_alloc(ctx, nrows, ncols, 0, out_type, SR_DEVICE, &C));
@@ -316,7 +343,7 @@ template <class Ops> struct mxm_launcher {
                 return fail(sr_cuda_fail(err, "group_by_bin", __FILE__, __LINE__));
         }
         timer.mark("bounds and bins");
-        const bool with_values = out_type != SR_TYPE_BOOL;
+        const bool with_values = out_type != SR_TYPE_BOOL && !p.values_later; // dense value rows needed
         const size_t words = (size_t)bitmap_words(ncols ? ncols : 1);
         const size_t row_bytes = words * sizeof(uint32_t) + (with_values ? (size_t)(ncols ? ncols : 1) * sizeof(T) : 0);
         const size_t budget = sr_context_workspace(ctx, SR_DEVICE) / 4;
@@ -400,6 +427,9 @@ template <class Ops> struct mxm_launcher {
             (st = run_pass<true>(p, bins.get(), bin_sizes.get(), sizes, starts, dense_blocks, bitmaps.get(), dense_vals.get(),
                                  tile, stream, timer, lanes.forked(), lanes.events)) != SR_SUCCESS)
             return fail(st);
+        if (nrows > 0 && nnz > 0 && p.values_later && (st = fill_ordered_values(p, bins.get(), starts, stream)) != SR_SUCCESS)
+            return fail(st);
+        timer.mark("fill: ordered values");
         if ((err = sr_cuda::wait_stream(stream)) != cudaSuccess)
             return fail(sr_cuda_fail(err, "sr_mxm", __FILE__, __LINE__));
         *out = C;

@@ -163,7 +163,7 @@ __global__ void dense_global_scatter(mxm_args<Ops> p, const int64_t *rows, uint3
     const int64_t words = bitmap_words(p.ncols);
     uint32_t *bits = bitmaps + (size_t)blockIdx.x * (size_t)words;
     T *vals = vals_all ? vals_all + (size_t)blockIdx.x * (size_t)p.ncols : nullptr;
-    const bool with_values = FILL && p.c_values != nullptr;
+    const bool with_values = FILL && p.fills_values();
     // A capped bound (2^31 - 1) splits the lanes as the true one would.
     const int64_t entry = rows[blockIdx.x], row = packed_row(entry), ub = packed_bound(entry);
     const int64_t a_start = p.a_rowptr[row], a_len = p.a_rowptr[row + 1] - a_start;
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(kDenseThreads) dense_global_drain(mxm_args<Ops
     if (threadIdx.x == 0)
         running = FILL ? p.c_rowptr[row] : 0;
     clear_complement(p, row, bits, vals, 0, p.ncols);
-    drain_bitmap<Ops, kDenseThreads, FILL>(p, bits, vals, words, 0, FILL && p.c_values != nullptr, running,
+    drain_bitmap<Ops, kDenseThreads, FILL>(p, bits, vals, words, 0, FILL && p.fills_values(), running,
                                            scan_storage);
     if (!FILL && threadIdx.x == 0)
         p.counts[row] = running;
@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(kDenseThreads)
     __shared__ typename cub::BlockScan<int, kDenseThreads>::TempStorage scan_storage;
     __shared__ balanced_scratch walk;
     __shared__ int64_t running;
-    const bool with_values = FILL && p.c_values != nullptr;
+    const bool with_values = FILL && p.fills_values();
     for (int64_t t = threadIdx.x; has_values && t < tile; t += kDenseThreads)
         vals[t] = Ops::identity();
     for (int64_t w = threadIdx.x; w < words; w += kDenseThreads)

@@ -19,6 +19,10 @@ template <class Ops> struct mxm_args {
     const int64_t *c_rowptr; // fill pass
     int32_t *c_colind;
     T *c_values;           // nullptr for bool output
+    bool values_later;     // a deterministic context: the hash and dense rows' fill pass writes their
+                           // pattern alone, and ordered_values (cuda_mxm_ordered.cuh) their values
+    // Whether the hash and dense rows' fill pass writes values (the ESC rows always do).
+    __device__ bool fills_values() const { return c_values != nullptr && !values_later; }
     __device__ T a(int64_t k) const { return Ops::reads_values && a_values ? a_values[k] : T(1); }
     __device__ T b(int64_t k) const { return Ops::reads_values && b_values ? b_values[k] : T(1); }
 };
@@ -211,7 +215,7 @@ __global__ void hash_rows(mxm_args<Ops> p, const int64_t *rows, const unsigned l
     int32_t *keys = reinterpret_cast<int32_t *>(region);
     T *vals = reinterpret_cast<T *>(region + 4 * TABLE);
     int *counter = reinterpret_cast<int *>(smem + team_region_bytes<T, TABLE>() * kTeams) + team;
-    const bool with_values = FILL && p.c_values != nullptr;
+    const bool with_values = FILL && p.fills_values();
     const int64_t n = (int64_t)*row_count;
     for (int64_t idx = (int64_t)blockIdx.x * kTeams + team; idx < n; idx += (int64_t)gridDim.x * kTeams) {
         const int64_t entry = rows[idx], row = packed_row(entry), ub = packed_bound(entry);
