@@ -291,10 +291,25 @@ def _block_candidates(index_block, query_block, k, metric, p, dtype, backend):
     return _block_knn(index_block, query_block.rows, k, metric, p, dtype, backend)
 
 
-def _query_copy(block, after=None):
-    """A query block as a key of its own (the same object where the block lives), made once
-    `after` (an earlier query block's answer) is done: RowMatrix._each_query_block."""
-    return block
+def _piece(block, lo, hi):
+    """Rows [lo, hi) of a block, numbered as in the whole matrix (the block itself when that is
+    all of it: no copy)."""
+    if lo == 0 and hi == block.rows.shape[0]:
+        return block
+    return _Block(block.rows[lo:hi], block.start + lo)
+
+
+def _query_copy(block, lo, hi, after=None):
+    """Rows [lo, hi) of a query block as a key of its own (the same object where the block
+    lives when they are all of it), made once `after` (an earlier piece's answer) is done:
+    RowMatrix._each_query_block."""
+    return _piece(block, lo, hi)
+
+
+def _block_nbytes(block):
+    """The bytes dask counts for a block's rows (dask.sizeof, as the workers' memory accounting)."""
+    from dask.sizeof import sizeof
+    return int(sizeof(block.rows))
 
 
 def _merge_candidates(k, largest, *results):
@@ -322,10 +337,10 @@ def _join_columns(query_start, drop_self, *parts):
     return _Block(R, query_start)
 
 
-def _used_columns(a_block, after=None):
-    """The columns a row block of A uses (sorted), once `after` (an earlier block's product) is
-    done: RowMatrix.mxm."""
-    return np.unique(a_block.rows.indices)
+def _used_columns(a_block, lo, hi, after=None):
+    """The columns rows [lo, hi) of a row block of A use (sorted), once `after` (an earlier
+    block's product) is done: RowMatrix.mxm."""
+    return np.unique(_piece(a_block, lo, hi).rows.indices)
 
 
 def _needed_rows(b_block, used):
@@ -674,12 +689,19 @@ class RowMatrix:
         R.sort_indices()
         return R
 
-    def kneighbors(self, queries=None, k=5, metric="euclidean", *, p=None, dtype=None, backend=None):
+    def kneighbors(self, queries=None, k=5, metric="euclidean", *, p=None, dtype=None, backend=None,
+                   memory_limit=None):
         """The k nearest rows of this matrix to each row of `queries` (a RowMatrix; this matrix
         when None, each row then finds itself first): every query block against every index
-        block on the index block's worker, the candidates merged on a worker (closest first, ties
-        to the smaller index: the one-process answer, distances bit for bit). Returns (distances,
-        indices) as dask arrays of the queries' rows × k."""
+        block on the index block's worker, the candidates merged on the query block's worker
+        (closest first, ties to the smaller index: the one-process answer, distances bit for bit).
+        Returns (distances, indices) as dask arrays of the queries' rows × k.
+
+        memory_limit (bytes, or a string such as "2GB"): the most each worker holds for the call
+        at once (its blocks, the copies of query rows it searches, the candidates and answers, as
+        dask.sizeof counts them); the query blocks then go in pieces short enough for it
+        (_knn_plan). The library's own working memory inside a call is bounded apart, by the
+        worker's context (sparsering.Context's workspace and memory limits)."""
         import dask.array as da
         queries = self if queries is None else queries
         k = int(k)
@@ -689,7 +711,8 @@ class RowMatrix:
             raise InvalidArgumentError(f"kneighbors: the queries have {queries.shape[1]} columns, the index {self.shape[1]}")
         kind = np.dtype(dtype) if dtype is not None else np.dtype(np.float32 if self.dtype == np.float32 else np.float64)
         dists, inds = [], []
-        for merged, rows in zip(self._merged_answers(queries, k, metric, p, dtype, backend), queries._rows()):
+        merged_answers, spans = self._merged_answers(queries, k, metric, p, dtype, backend, memory_limit)
+        for merged, (_, rows) in zip(merged_answers, spans):
             dists.append(da.from_delayed(self.client.submit(operator.getitem, merged, 0), shape=(int(rows), k),
                                          dtype=kind))
             inds.append(da.from_delayed(self.client.submit(operator.getitem, merged, 1), shape=(int(rows), k),
@@ -698,25 +721,77 @@ class RowMatrix:
             return da.zeros((0, k)), da.zeros((0, k), dtype=np.int64)
         return da.concatenate(dists), da.concatenate(inds)
 
-    def _each_query_block(self, queries, pair_task, pair_args, join, carry=None):
-        """For each query block, pair_task(index block, carried, *pair_args) on every index block's
-        worker and join(query block's number, those futures, the query block's workers): a list
-        of join's futures. `carried` is carry(query block) (the block itself by default,
-        _query_copy), a key of its own made on the query block's worker only once the join of block
-        j - w is done (w: the workers) and released with its pair tasks, so a worker holds its own
-        blocks and a few carried query blocks at a time. (Taken straight, a block that is every
-        query block's index waits on the whole graph, so the scheduler keeps every copy: two
-        workers each grew by 2.6x the matrix over an all-vs-all graph.)"""
+    def _each_query_block(self, queries, pair_task, pair_args, join, carry=None, plan=None):
+        """For each piece of each query block (plan: the pieces, (lo, hi) local row ranges of each
+        query block, and the window; by default each block whole and a window of the workers'
+        count), pair_task(index block, carried, *pair_args) on every index block's worker and
+        join(query block's number, those futures, the query block's workers). Returns join's
+        futures and each piece's (first row, rows). `carried` is carry(query block, lo, hi) (the
+        piece itself by default, _query_copy), a key of its own made on the query block's worker
+        only once the join of piece j - window is done and released with its pair tasks, so a
+        worker holds its own blocks and a few carried pieces at a time. (Taken straight, a block
+        that is every query block's index waits on the whole graph, so the scheduler keeps every
+        copy: two workers each grew by 2.6x the matrix over an all-vs-all graph.)"""
         carry = carry or _query_copy
-        homes, window, out = self._homes(), len(_workers(self.client)), []
-        for j, (qb, q_home) in enumerate(zip(queries.blocks, queries._homes())):
-            q = self.client.submit(carry, qb, out[j - window] if j >= window else None, workers=q_home,
-                                   allow_other_workers=True, pure=False)
-            parts = [self.client.submit(pair_task, ib, q, *pair_args, workers=home, allow_other_workers=True,
-                                        pure=False)
-                     for ib, home in zip(self.blocks, homes)]
-            out.append(join(j, parts, q_home))
-        return out
+        pieces, window = plan or ([[(0, r)] for r in queries._rows()], len(_workers(self.client)))
+        homes, out, spans = self._homes(), [], []
+        for j, (qb, q_home, cuts) in enumerate(zip(queries.blocks, queries._homes(), pieces)):
+            for lo, hi in cuts:
+                n = len(out)
+                q = self.client.submit(carry, qb, lo, hi, out[n - window] if n >= window else None, workers=q_home,
+                                       allow_other_workers=True, pure=False)
+                parts = [self.client.submit(pair_task, ib, q, *pair_args, workers=home, allow_other_workers=True,
+                                            pure=False)
+                         for ib, home in zip(self.blocks, homes)]
+                out.append(join(j, parts, q_home))
+                spans.append((int(queries.starts[j]) + lo, hi - lo))
+        return out, spans
+
+    def _knn_plan(self, queries, k, memory_limit):
+        """The pieces and window of _each_query_block for a k-NN search in which each worker holds
+        at most memory_limit bytes (dask.sizeof's count) at once: its index blocks (twice: the
+        rows and the sparsering Matrix made from them), its query blocks, the answers of the query
+        rows it is home to (the merged k and what is made of them, kept till the end), and, for
+        each of the `window` pieces in flight, the piece's copy and its k candidates from each
+        of the worker's index blocks. The pieces are as long as that allows (whole blocks when
+        they fit); a limit below what a worker must hold whatever the pieces is an error."""
+        from dask.utils import parse_bytes
+        limit = parse_bytes(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
+        workers = _workers(self.client)
+        homes, q_homes = self._homes(), queries._homes()
+        sizes = self.client.gather([self.client.submit(_block_nbytes, b, pure=False) for b in self.blocks])
+        q_sizes = sizes if queries is self else self.client.gather(
+            [self.client.submit(_block_nbytes, b, pure=False) for b in queries.blocks])
+        answer_row = 2 * k * 16  # a row's merged distances and indices (8 bytes each), and its graph row
+        held, index_blocks = collections.Counter(), collections.Counter()
+        for size, home in zip(sizes, homes):
+            w = (home or workers)[0]
+            held[w] += 2 * size
+            index_blocks[w] += 1
+        for size, rows, home in zip(q_sizes, queries._rows(), q_homes):
+            w = (home or workers)[0]
+            held[w] += (size if queries is not self else 0) + answer_row * rows
+        need = max(held.values(), default=0)
+        if need >= limit:
+            raise InvalidArgumentError(
+                f"kneighbors: memory_limit {limit} bytes is below what a worker must hold whatever the pieces "
+                f"({need} bytes: its blocks, twice for the matrix made from them, and its queries' answers); "
+                f"use more workers or a larger limit")
+        query_row = max((size / rows for size, rows in zip(q_sizes, queries._rows()) if rows), default=0)
+        in_flight_row = query_row + k * 16 * max(index_blocks.values(), default=1) + answer_row
+        window = len(workers)
+        rows = min((limit - held[w]) / (window * in_flight_row) for w in workers)
+        if rows < 1:
+            window, rows = 1, min((limit - held[w]) / in_flight_row for w in workers)
+        if rows < 1:
+            raise InvalidArgumentError(f"kneighbors: memory_limit {limit} bytes leaves no room for one query row "
+                                       f"in flight ({need} bytes held, {in_flight_row:.0f} a row in flight)")
+        pieces = []
+        for r in queries._rows():
+            count = max(1, -(-r // int(rows)))
+            cuts = np.linspace(0, r, count + 1).astype(int)
+            pieces.append([(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a] or [(0, 0)])
+        return pieces, window
 
     def _homes(self):
         """Each block's workers (for tasks that should run where a block is, loosely: a lost
@@ -726,19 +801,24 @@ class RowMatrix:
         who = self.client.who_has(self.blocks)
         return [list(who.get(b.key, ())) or None for b in self.blocks]
 
-    def _merged_answers(self, queries, k, metric, p, dtype, backend):
-        """A future a query block: its (distances, indices) against every index block, merged on a worker."""
+    def _merged_answers(self, queries, k, metric, p, dtype, backend, memory_limit=None):
+        """A future a piece of a query block (whole blocks without memory_limit): its (distances,
+        indices) against every index block, merged on the query block's worker; and the pieces'
+        (first row, rows)."""
         largest = metric == "inner_product"
+        plan = self._knn_plan(queries, k, memory_limit) if memory_limit is not None else None
         return self._each_query_block(
             queries, _block_candidates, (k, metric, p, dtype, backend),
-            lambda j, cands, _home: self.client.submit(_merge_candidates, k, largest, *cands, pure=False))
+            lambda j, cands, home: self.client.submit(_merge_candidates, k, largest, *cands, workers=home,
+                                                      allow_other_workers=True, pure=False), plan=plan)
 
     def kneighbors_graph(self, n_neighbors, mode="connectivity", metric="euclidean", *, p=None, include_self=False,
-                         dtype=None, backend=None):
+                         dtype=None, backend=None, memory_limit=None):
         """The k-nearest-neighbour graph of this matrix's rows (sparsering.kneighbors_graph's):
         each row's k nearest rows (k + 1 less the row itself unless include_self), 1.0 or the
-        distance a neighbour, as a RowMatrix of this matrix's row blocks, each built on a worker
-        from its merged answer (no process holds the whole graph unless asked: .to_scipy())."""
+        distance a neighbour, as a RowMatrix of this matrix's row blocks (of their pieces, with
+        memory_limit: see kneighbors), each built on a worker from its merged answer (no process
+        holds the whole graph unless asked: .to_scipy())."""
         if mode not in ("connectivity", "distance"):
             raise ValueError(f'mode must be "connectivity" or "distance", not {mode!r}')
         n, k = self.shape[0], int(n_neighbors)
@@ -746,9 +826,11 @@ class RowMatrix:
         if not 1 <= k + extra <= n:
             raise InvalidArgumentError(f"kneighbors_graph: n_neighbors = {k}, but the matrix has {n} rows (at most "
                                        f"rows{'' if include_self else ' - 1 when each row is left out of its own list'})")
-        blocks = [self.client.submit(_graph_block, merged, int(start), n, k, mode, bool(extra), pure=False)
-                  for merged, start in zip(self._merged_answers(self, k + extra, metric, p, dtype, backend), self.starts)]
-        return RowMatrix(self.client, blocks, self.starts, (n, n), _graph_dtype(mode, dtype, self.dtype))
+        merged_answers, spans = self._merged_answers(self, k + extra, metric, p, dtype, backend, memory_limit)
+        blocks = [self.client.submit(_graph_block, merged, start, n, k, mode, bool(extra), pure=False)
+                  for merged, (start, _) in zip(merged_answers, spans)]
+        return RowMatrix(self.client, blocks, [start for start, _ in spans], (n, n),
+                         _graph_dtype(mode, dtype, self.dtype))
 
     def radius_neighbors_graph(self, radius, queries=None, mode="connectivity", metric="euclidean", *, p=None,
                                include_self=False, dtype=None, backend=None):
@@ -764,7 +846,7 @@ class RowMatrix:
             raise InvalidArgumentError(f"radius_neighbors_graph: the queries have {queries.shape[1]} columns, "
                                        f"the index {self.shape[1]}")
         drop_self = own and not include_self
-        blocks = self._each_query_block(
+        blocks, _ = self._each_query_block(
             queries, _block_radius, (radius, mode, metric, p, dtype, backend),
             lambda j, parts, _home: self.client.submit(_join_columns, int(queries.starts[j]), drop_self, *parts,
                                                        pure=False))
@@ -780,7 +862,7 @@ class RowMatrix:
         # each block of A gets only the rows of B its columns name, cut on B's workers, a few
         # blocks of A at a time (B's blocks as the index, A's as the queries, their used columns
         # carried), so a worker holds its blocks and the rows a few products need, not all of B
-        blocks = B._each_query_block(
+        blocks, _ = B._each_query_block(
             self, _needed_rows, (),
             lambda i, needed, home: self.client.submit(_block_mxm, self.blocks[i], semiring, backend,
                                                        *needed, workers=home, allow_other_workers=True, pure=False),

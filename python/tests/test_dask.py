@@ -1,6 +1,7 @@
 """sparsering.dask against the one-process answer, on a LocalCluster of two CPU worker processes."""
 import contextlib
 import os
+import time
 
 import numpy as np
 import pytest
@@ -604,3 +605,55 @@ def test_mxm_fetches_only_the_rows_it_needs(tmp_path):
         got = product[0].to_scipy()
         got.sort_indices()
         np.testing.assert_array_equal(got.toarray(), want.toarray())
+
+
+def _held_bytes(dask_worker):
+    """The bytes a worker holds, as dask.sizeof counts them (an object under two keys once)."""
+    from dask.sizeof import sizeof
+
+    seen, total = set(), 0
+    for value in list(dask_worker.data.values()):
+        if id(value) not in seen:
+            seen.add(id(value))
+            total += sizeof(value)
+    return (total,)
+
+
+def test_memory_limit_bounds_what_each_worker_holds(tmp_path):
+    """An all-vs-all k-NN graph of 8 shards on two workers, polled while it runs: under a memory
+    limit of 7 MB and of 8 MB each worker's held bytes stay under it (the query blocks go in
+    pieces) and the graph is the one-process graph; without a limit the same call held more than
+    7 MB on some worker, so the poll sees the peaks the limit takes away. Each worker must hold
+    about 6.5 MB whatever the pieces (its 4 blocks, twice for the matrices made from them, and
+    its rows' answers): a limit of 5 MB is refused with that count."""
+    rng = np.random.default_rng(8)
+    parts = [sp.random(1500, 3000, density=0.01, format="csr", random_state=rng, dtype=np.float64) for _ in range(8)]
+    paths = _shards(tmp_path, "part", parts)
+    want = sr.kneighbors_graph(sp.vstack(parts, format="csr"), 10, mode="distance", metric="cosine",
+                               context=sr.Context("cpu"))
+    with _two_workers(stealing=False) as c:
+        R = srd.RowMatrix.from_shards(c, paths)
+        distributed.wait(R.blocks)
+        peaks = {}
+        for limit in (7e6, 8e6, None):
+            graph = []
+            most = _most_held(c, _held_bytes, lambda: graph.append(R.kneighbors_graph(
+                10, mode="distance", metric="cosine", backend="cpu", memory_limit=limit)) or distributed.wait(
+                graph[0].blocks))
+            peaks[limit] = max(m for (m,) in most.values())
+            got = graph[0].to_scipy()
+            np.testing.assert_array_equal(got.indptr, want.indptr)
+            np.testing.assert_array_equal(got.indices, want.indices)
+            np.testing.assert_array_equal(got.data, want.data)
+            if limit is not None:
+                assert graph[0].nblocks > R.nblocks, f"under {limit:g} bytes the query blocks went whole"
+                assert peaks[limit] <= limit, f"a worker held {peaks[limit]} bytes under a limit of {limit:g}"
+            del graph, got  # the graph's blocks go before the next call is measured
+            time.sleep(0.3)
+        assert peaks[None] > 7e6, f"without a limit the most a worker held was {peaks[None]} bytes: the test shows nothing"
+        dist, ind = R.kneighbors(k=4, metric="cosine", backend="cpu", memory_limit="7MB")
+        want_d, want_i = sr.kneighbors(sp.vstack(parts, format="csr"), k=4, metric="cosine", context=sr.Context("cpu"))
+        np.testing.assert_array_equal(ind.compute(), want_i)
+        np.testing.assert_array_equal(dist.compute(), want_d)
+        with pytest.raises(sr.InvalidArgumentError, match="below what a worker must hold"):
+            R.kneighbors_graph(10, memory_limit=5e6)
