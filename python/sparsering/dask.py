@@ -591,20 +591,31 @@ class RowMatrix:
         return cls(client, blocks, [a for a, _ in cuts], X.shape, X.dtype)
 
     @classmethod
-    def from_shards(cls, client, paths, dtype=None):
+    def from_shards(cls, client, paths, dtype=None, workers=None):
         """One row block a shard, in the order given (Matrix Market .mtx[.gz] or scipy .npz), each
         read by the worker it is given to: the client never loads them (it reads their headers
-        for the shapes). A block is one task from its file, so a worker lost later has its blocks
-        read again by the others. All shards must have the same columns."""
-        workers = _workers(client)
-        shapes = client.gather([client.submit(_shard_shape, path, pure=False) for path in paths])
+        for the shapes, on the same workers). A block is one task from its file, so a worker lost
+        later has its blocks read again by the others. All shards must have the same columns.
+
+        workers: by default the shards go round the workers and any worker may read any of them
+        (shared storage). For shards on a host's own disk, workers[j] names the worker (its
+        address, or a list of them, e.g. the workers of that host) that can read shard j: only
+        those read it, and a shard whose workers are all lost cannot be read again."""
+        listed = _workers(client)
+        if workers is not None and len(workers) != len(paths):
+            raise InvalidArgumentError(f"RowMatrix.from_shards: {len(workers)} workers for {len(paths)} shards "
+                                       "(one entry a shard)")
+        readers = ([[w] if isinstance(w, str) else list(w) for w in workers] if workers is not None
+                   else [[listed[j % len(listed)]] for j in range(len(paths))])
+        anywhere = workers is None
+        shapes = client.gather([client.submit(_shard_shape, path, workers=r, allow_other_workers=anywhere, pure=False)
+                                for path, r in zip(paths, readers)])
         cols = {c for _, c in shapes}
         if len(cols) > 1:
             raise InvalidArgumentError(f"RowMatrix.from_shards: the shards have different columns: {sorted(cols)}")
         starts = np.concatenate([[0], np.cumsum([r for r, _ in shapes])]).astype(int)
-        blocks = [client.submit(_read_block, path, dtype, int(a), workers=[workers[j % len(workers)]],
-                                allow_other_workers=True, pure=False)
-                  for j, (path, a) in enumerate(zip(paths, starts[:-1]))]
+        blocks = [client.submit(_read_block, path, dtype, int(a), workers=r, allow_other_workers=anywhere, pure=False)
+                  for path, a, r in zip(paths, starts[:-1], readers)]
         first = client.submit(_block_dtype, blocks[0]).result() if blocks else np.float64
         return cls(client, blocks, starts[:-1], (int(starts[-1]), cols.pop() if cols else 0), np.dtype(first))
 

@@ -151,6 +151,24 @@ def test_row_matrix_constructors_agree(client, rng, tmp_path):
         srd.RowMatrix.from_dask_array(client, da.from_array(X, chunks=(160, 45), asarray=False))
 
 
+def test_row_matrix_from_shards_read_by_the_workers_named(client, rng, tmp_path):
+    """Shards on a host's own disk: workers[j] names who reads shard j (here against the
+    round-robin order, and one shard by either worker), and each block lives there."""
+    X = _data(rng, rows=600, cols=70)
+    paths = []
+    for j, (a, b) in enumerate([(0, 200), (200, 450), (450, 600)]):
+        paths.append(tmp_path / f"local{j}.npz")
+        sp.save_npz(paths[-1], X[a:b])
+    first, second = srd._workers(client)[:2]
+    R = srd.RowMatrix.from_shards(client, paths, workers=[second, first, [first, second]])
+    distributed.wait(R.blocks)
+    where = client.who_has(R.blocks)
+    assert list(where[R.blocks[0].key]) == [second] and list(where[R.blocks[1].key]) == [first]
+    assert (R.to_scipy() != X).nnz == 0
+    with pytest.raises(sr.InvalidArgumentError, match="one entry a shard"):
+        srd.RowMatrix.from_shards(client, paths, workers=[first])
+
+
 @pytest.mark.parametrize("semiring", ["plus_times", "min_plus"])
 def test_row_matrix_spmv_matches_one_process(client, rng, semiring):
     X = _data(rng, rows=900, cols=120)
