@@ -763,9 +763,10 @@ class RowMatrix:
         at most memory_limit bytes (dask.sizeof's count) at once: its index blocks (twice: the
         rows and the sparsering Matrix made from them), its query blocks, the answers of the query
         rows it is home to (the merged k and what is made of them, kept till the end), and, for
-        each of the `window` pieces in flight, the piece's copy and its k candidates from each
-        of the worker's index blocks. The pieces are as long as that allows (whole blocks when
-        they fit); a limit below what a worker must hold whatever the pieces is an error."""
+        each of the `window` pieces in flight, the piece's copy and its k candidates from every
+        index block (they all come to the piece's merge, on its query block's worker). The pieces
+        are as long as that allows (whole blocks when they fit); a limit below what a worker must
+        hold whatever the pieces is an error."""
         from dask.utils import parse_bytes
         limit = parse_bytes(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
         workers = _workers(self.client)
@@ -774,11 +775,9 @@ class RowMatrix:
         q_sizes = sizes if queries is self else self.client.gather(
             [self.client.submit(_block_nbytes, b, pure=False) for b in queries.blocks])
         answer_row = 2 * k * 16  # a row's merged distances and indices (8 bytes each), and its graph row
-        held, index_blocks = collections.Counter(), collections.Counter()
+        held = collections.Counter()
         for size, home in zip(sizes, homes):
-            w = (home or workers)[0]
-            held[w] += 2 * size
-            index_blocks[w] += 1
+            held[(home or workers)[0]] += 2 * size
         for size, rows, home in zip(q_sizes, queries._rows(), q_homes):
             w = (home or workers)[0]
             held[w] += (size if queries is not self else 0) + answer_row * rows
@@ -789,7 +788,7 @@ class RowMatrix:
                 f"({need} bytes: its blocks, twice for the matrix made from them, and its queries' answers); "
                 f"use more workers or a larger limit")
         query_row = max((size / rows for size, rows in zip(q_sizes, queries._rows()) if rows), default=0)
-        in_flight_row = query_row + k * 16 * max(index_blocks.values(), default=1) + answer_row
+        in_flight_row = query_row + k * 16 * len(self.blocks) + answer_row
         window = len(workers)
         rows = min((limit - held[w]) / (window * in_flight_row) for w in workers)
         if rows < 1:
