@@ -56,6 +56,8 @@ static void shuffle_triplets(int64_t *rows, int32_t *cols, char *vals, size_t es
 
 static void test_matrix_on_device(const test_csr *m)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     size_t es = sr_type_size(m->type), vbytes = m->type == SR_TYPE_BOOL ? 0 : (size_t)m->nnz * es;
     int64_t nnz = m->nnz;
     sr_matrix H = test_make_matrix(cpu, m), D = NULL;
@@ -199,6 +201,8 @@ static void test_matrix_on_device(const test_csr *m)
 /* Device validation names the same row and entry as the host check. */
 static void test_device_validation(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     int64_t rp[] = {0, 2, 3, 5};
     int32_t unsorted[] = {0, 2, 1, 3, 0};
     int64_t decreasing[] = {0, 3, 2, 5};
@@ -228,6 +232,8 @@ static void test_device_validation(void)
 /* A large power-law matrix: multi-block kernels, long rows, and memory accounting. */
 static void test_large(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     test_csr m = test_random_csr(200000, 50000, 24, SR_TYPE_FLOAT32);
     size_t before = 0, peak = 0, after = 0;
     sr_context_device_memory(gpu, &before, NULL);
@@ -259,6 +265,8 @@ static void test_large(void)
  * 8; the 16 bytes of row pointers go directly). */
 static void test_staged_copies(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     const int64_t sizes[] = {1 << 20, (1 << 20) + 1, 2 << 20, (2 << 20) + 3, 5 * (1 << 20) + 7};
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
         const int64_t nnz = sizes[z];
@@ -353,6 +361,8 @@ static void count_rows_per_bound(const test_csr *a, const test_csr *b, int64_t c
  * product). */
 static void check_mxm_against_host(const test_csr *a, const test_csr *b, const test_csr *mk)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     const sr_semiring semirings[] = {SR_PLUS_TIMES, SR_MIN_PLUS, SR_MAX_MIN, SR_PLUS_PAIR};
     const sr_semiring boolean[] = {SR_OR_AND, SR_ANY_PAIR};
     for (int t = 0; t < 3; t++) {
@@ -452,6 +462,8 @@ static void test_heavy_mxm(void)
  * three times over (an intermittent race would show as a difference in one of them). */
 static void test_large_mxm_repeated(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     test_csr a = test_random_csr(200000, 200000, 20, SR_TYPE_FLOAT32); /* longest rows ~1250: ub > 8192 */
     sr_matrix H = test_make_matrix(cpu, &a), D = NULL, HC = NULL;
     CHECK_OK(sr_matrix_copy_to(gpu, H, SR_DEVICE, &D));
@@ -482,6 +494,8 @@ static void test_large_mxm_repeated(void)
  * spanning several index tiles with heavy columns, against the CPU backend. */
 static void test_distances_device_outputs(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     const sr_metric metrics[] = {SR_METRIC_COSINE, SR_METRIC_L1, SR_METRIC_CHEBYSHEV, SR_METRIC_BRAY_CURTIS,
                                  SR_METRIC_INNER_PRODUCT};
     test_csr tx = test_random_csr(30000, 5000, 12, SR_TYPE_FLOAT64), tq = test_random_csr(300, 5000, 12, SR_TYPE_FLOAT64);

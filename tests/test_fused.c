@@ -121,6 +121,8 @@ static void check_same_bits_again(const test_csr *X, sr_matrix Xs, const sr_dens
 
 static void check_matrix(const test_csr *Xp, sr_type type, bool dense, sr_layout layout)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     const test_csr X = *Xp;
     const int64_t m = X.nrows, n = X.ncols;
     sr_matrix Xs = dense ? NULL : test_make_matrix_at(ctx, &X, where);
@@ -239,6 +241,8 @@ static void check_row_tiles(void)
 
 static void check_errors(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     test_csr X = test_random_csr(6, 4, 2, SR_TYPE_FLOAT64);
     sr_matrix Xs = test_make_matrix_at(ctx, &X, where);
     double y[6] = {1, 2, 3, 4, 5, 6}, w[6] = {0}, v[6] = {1, 1, 1, 1, 1, 1};
@@ -260,6 +264,8 @@ static void check_errors(void)
  * lives there), naming where: they had returned all-zero coefficients. */
 static void check_nonfinite_refused(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     const int64_t m = 40, n = 12;
     for (int t = 0; t < 2; t++) {
         const sr_type type = t ? SR_TYPE_FLOAT32 : SR_TYPE_FLOAT64;
@@ -343,6 +349,8 @@ static double logistic_gradient(const test_csr *X, const double *label, double C
 /* sr_ridge against the normal equations solved exactly; sr_logistic to a zero gradient. */
 static void check_solvers(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     const int64_t m = 300, n = 12;
     test_csr X = test_random_csr(m, n, 5, SR_TYPE_FLOAT64);
     sr_matrix Xs = test_make_matrix_at(ctx, &X, where);
@@ -421,6 +429,8 @@ static bool same_fit(const double *w0, const double *w1, int64_t n, const sr_sol
  * intercept, and with a step cap that stops it early. */
 static void check_ridge_looks(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     CHECK_OK(sr_context_set_deterministic(ctx, true)); /* the GPU's bits are the same only so */
     const int64_t m = 500, n = 60;
     test_csr X = test_random_csr(m, n, 7, SR_TYPE_FLOAT64);
@@ -464,6 +474,8 @@ static void check_ridge_looks(void)
  * when written): that step, crossed on the device and finished by the host, is checked too. */
 static void check_logistic_looks(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     CHECK_OK(sr_context_set_deterministic(ctx, true)); /* the GPU's bits are the same only so */
     const int64_t m = 400, n = 50;
     test_csr X = test_random_csr(m, n, 6, SR_TYPE_FLOAT64);
@@ -512,6 +524,8 @@ static void check_logistic_looks(void)
  * (on one context the look checks above repeat them). */
 static void check_solver_contexts(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     const int64_t m = 300, n = 40;
     test_csr X = test_random_csr(m, n, 6, SR_TYPE_FLOAT64);
     double *y = random_vector(m), *w[2] = {calloc((size_t)n, sizeof(double)), calloc((size_t)n, sizeof(double))};
@@ -549,6 +563,8 @@ static void check_solver_contexts(void)
  * for where the look falls); on the CPU none at all. */
 static void check_waits(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     sr_dense x, s, t;
     CHECK_OK(sr_vector_alloc(ctx, 1000, SR_TYPE_FLOAT64, where, &x));
     CHECK_OK(sr_vector_alloc(ctx, 1, SR_TYPE_FLOAT64, where, &s));
@@ -591,6 +607,8 @@ static void check_waits(void)
  * undoes): the same coefficients and fewer CG steps, on each backend. */
 static void check_preconditioners(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     const int64_t m = 400, n = 40;
     test_csr X = test_random_csr(m, n, 8, SR_TYPE_FLOAT64);
     for (int64_t k = 0; k < X.nnz; k++)
@@ -640,6 +658,8 @@ static void check_preconditioners(void)
  * loops, β = 0 ignoring what y held (NaN), x aliasing y, an empty vector, and the rejections. */
 static void check_vectors(sr_type type, int64_t n)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     double *x = random_vector(n), *y = random_vector(n);
     sr_dense hx = typed(x, n, type), hy = typed(y, n, type), dx, dy;
     CHECK_OK(sr_vector_alloc(ctx, n, type, where, &dx));
@@ -704,6 +724,8 @@ static void check_vectors(sr_type type, int64_t n)
  * scale of 0 reads neither x nor y (NaN); divide element by element; the rejections. */
 static void check_device_scalars(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     test_csr X = test_random_csr(700, 300, 20, SR_TYPE_FLOAT64);
     sr_matrix M = test_make_matrix(ctx, &X);
     double *b = random_vector(X.ncols), *w[2] = {malloc(X.ncols * sizeof(double)), malloc(X.ncols * sizeof(double))};
@@ -818,6 +840,8 @@ static void check_device_scalars(void)
  * solver's run varied from run to run). */
 static void check_tall_repeats(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     test_csr X = test_random_csr(60000, 400, 12, SR_TYPE_FLOAT64);
     double *y = random_vector(X.ncols), *w0 = calloc((size_t)X.ncols, sizeof(double)), *w = calloc((size_t)X.ncols, sizeof(double));
     setenv("SPARSERING_SERIAL_WORK", "0", 1);
@@ -847,6 +871,8 @@ static void check_tall_repeats(void)
  * is summed by one thread in row order, so 1, 2 and 3 threads give the same bits. */
 static void check_column_ranges_any_threads(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     test_csr X = test_random_csr(2000, 5000, 300, SR_TYPE_FLOAT64); /* ~100 rows a column */
     double *y = random_vector(X.ncols), *v = random_vector(X.nrows), *w[3];
     setenv("SPARSERING_SERIAL_WORK", "0", 1); /* every thread asked for, however small the work */

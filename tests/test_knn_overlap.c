@@ -148,6 +148,8 @@ static bool exact_terms(sr_metric m)
 /* Every metric on one index / query pair: the overlap path and the default choice equal the dense path. */
 static void compare_paths(const char *what, const test_csr *xi, const test_csr *xq, int64_t k, bool nonnegative)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     sr_matrix X = test_make_matrix_at(ctx, xi, where), Q = xi == xq ? X : test_make_matrix_at(ctx, xq, where);
     const int64_t nq = xq->nrows;
     const size_t es = sr_type_size(xi->type);

@@ -84,6 +84,8 @@ static double float32_tolerance(int64_t K)
 static void check_sddmm(int64_t m, int64_t n, int64_t K, double degree, sr_type type, sr_type stype, sr_semiring s,
                         double alpha, double beta, bool pattern, sr_layout la, sr_layout lb)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     test_csr sc = test_random_csr(m, n, degree, stype);
     if (stype != SR_TYPE_BOOL && sc.nnz > 2) /* an explicit zero at entry 1: it stays an entry */
         memset((char *)sc.values + sr_type_size(stype), 0, sr_type_size(stype));
@@ -150,6 +152,8 @@ static bool fused_pattern;
 static void check_fused(int64_t m, int64_t n, int64_t K, int64_t p, double degree, sr_type type, bool softmax,
                         bool accumulate, sr_layout lo)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     test_csr sc = test_random_csr(m, n, degree, type);
     sr_matrix S = test_make_matrix_at(ctx, &sc, where);
     operand A = make_operand(m, K, type, SR_ROW_MAJOR, 0), B = make_operand(n, K, type, SR_COL_MAJOR, 0);
@@ -203,6 +207,8 @@ static void check_fused(int64_t m, int64_t n, int64_t K, int64_t p, double degre
 /* A matrix with one long row (600 entries) among short ones: the fused block-per-row path. */
 static void check_fused_long_row(sr_type type, bool softmax)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     test_csr sc = test_random_csr(40, 900, 3, type);
     int64_t extra = 600 - (sc.rowptr[2] - sc.rowptr[1]);
     test_csr big = {40, 900, sc.nnz + extra, type, calloc(41, sizeof(int64_t)),
@@ -262,6 +268,8 @@ static void check_fused_long_row(sr_type type, bool softmax)
 
 static void check_errors(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     test_csr sc = test_random_csr(5, 4, 2, SR_TYPE_FLOAT32);
     sr_matrix S = test_make_matrix_at(ctx, &sc, where), C = NULL;
     operand A = make_operand(5, 3, SR_TYPE_FLOAT32, SR_ROW_MAJOR, 0), B = make_operand(4, 3, SR_TYPE_FLOAT32, SR_ROW_MAJOR, 0);
@@ -326,6 +334,8 @@ static void exact_half(const int64_t *rp, const int32_t *ci, const double *v, in
  * an exact ALS-WR (Cholesky per row) from the same start, sweep after sweep; and the RMSE falls. */
 static void check_factorize(void)
 {
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
     const int64_t users = 60, items = 45, K = 4;
     test_csr sc = test_random_csr(users, items, 9, SR_TYPE_FLOAT64);
     for (int64_t e = 0; e < sc.nnz; e++) /* ratings 1..5 */

@@ -67,8 +67,33 @@ static inline void test_seed(const char *name)
            (unsigned long long)seed);
 }
 
+/* SR_TEST_PART=i/n (0 <= i < n) runs the i-th of n parts of a suite: the suites that take long
+ * under compute-sanitizer ask before each of their independent checks, and every n-th check runs
+ * (tests/gpu_sanitize.sh runs a suite's parts at once, each within its time limit). Only checks
+ * that call no other such check ask, so the n parts together run each check once; test_finish
+ * prints how many a part ran. */
+static long test_part = -1, test_parts = 1, test_part_asked = 0, test_part_ran = 0;
+
+static inline int test_part_selected(void)
+{
+    if (test_part < 0) {
+        const char *env = getenv("SR_TEST_PART");
+        test_part = 0;
+        if (env && (sscanf(env, "%ld/%ld", &test_part, &test_parts) != 2 || test_parts < 1 || test_part < 0 ||
+                    test_part >= test_parts)) {
+            fprintf(stderr, "SR_TEST_PART=%s: expected i/n with 0 <= i < n\n", env);
+            exit(2);
+        }
+    }
+    const int selected = test_part_asked++ % test_parts == test_part;
+    test_part_ran += selected;
+    return selected;
+}
+
 static inline int test_finish(const char *name)
 {
+    if (test_parts > 1)
+        printf("%s: part %ld/%ld ran %ld of %ld checks\n", name, test_part, test_parts, test_part_ran, test_part_asked);
     if (test_failures) {
         printf("%s: %d check%s FAILED\n", name, test_failures, test_failures == 1 ? "" : "s");
         return 1;
@@ -235,7 +260,8 @@ static inline void test_run_where_made(sr_context *ctx, sr_location *where, sr_b
 
 /* Runs run() with *ctx and *where set to a CPU context on the host, then to a CUDA context on the
  * device when one can be made (else prints why that part is skipped). SR_TEST_BACKENDS=cuda
- * runs the device part alone (compute-sanitizer runs, where only device code is checked). */
+ * runs the device part alone (compute-sanitizer runs, where only device code is checked), =cpu
+ * the host part alone. */
 static inline void test_on_each_backend(sr_context *ctx, sr_location *where, void (*run)(void))
 {
     const char *only = getenv("SR_TEST_BACKENDS");
@@ -249,7 +275,8 @@ static inline void test_on_each_backend(sr_context *ctx, sr_location *where, voi
         run();
         sr_context_destroy(*ctx);
     }
-    test_run_where_made(ctx, where, SR_BACKEND_CUDA, SR_DEVICE, run, "device");
+    if (!(only && strcmp(only, "cpu") == 0))
+        test_run_where_made(ctx, where, SR_BACKEND_CUDA, SR_DEVICE, run, "device");
 }
 
 /* test_on_each_backend, then an OpenCL context when one can be made (the suites of the Boolean
