@@ -70,15 +70,44 @@ def _workers(client, wait=60.0):
 
 
 _CONTEXTS = {}  # a worker's contexts by backend, made once: a CUDA context costs milliseconds
+GPU_RESOURCE = "GPU"  # the worker resource that backend="per_worker" reads
+
+
+def _worker_backend():
+    """backend="per_worker" on this worker: "cuda" where the worker declares a GPU resource
+    (`dask worker --resources GPU=1`, or resources={"GPU": 1} in a cluster's worker spec), "cpu"
+    elsewhere; None (the default context) outside a worker."""
+    try:
+        from distributed import get_worker
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return None
+    state = getattr(worker, "state", worker)
+    resources = getattr(state, "total_resources", None) or getattr(worker, "total_resources", None) or {}
+    return "cuda" if resources.get(GPU_RESOURCE, 0) > 0 else "cpu"
+
+
+def _resolved(backend):
+    return _worker_backend() if backend == "per_worker" else backend
 
 
 def _context(backend):
-    """This process's context for `backend` ("cpu", "cuda", or None: the default context)."""
+    """This process's context for `backend` ("cpu", "cuda", "per_worker": by the worker's
+    resources, or None: the default context)."""
     import sparsering as sr
+    asked, backend = backend, _resolved(backend)
     if not backend:
         return sr.default_context()
     if backend not in _CONTEXTS:
-        _CONTEXTS[backend] = sr.Context(backend)
+        try:
+            _CONTEXTS[backend] = sr.Context(backend)
+        except sr.NoDeviceError as e:
+            if asked != "per_worker":
+                raise
+            from distributed import get_worker
+            raise sr.NoDeviceError(f"worker {get_worker().address} declares a {GPU_RESOURCE} resource, so "
+                                   f'backend="per_worker" runs its blocks on CUDA, but no CUDA context can be made '
+                                   f"there: {e}") from e
     return _CONTEXTS[backend]
 
 
@@ -97,9 +126,15 @@ class _Block:
 
     def matrix(self, backend):
         import sparsering as sr
-        if self._matrix is None or self._matrix[0] != backend:
-            self._matrix = (backend, sr.Matrix(self.rows, context=_context(backend)))
+        ctx = _context(backend)
+        if self._matrix is None or self._matrix[0] is not ctx:
+            self._matrix = (ctx, sr.Matrix(self.rows, context=ctx))
         return self._matrix[1]
+
+
+def _block_backend(block):
+    """The backend of the sparsering Matrix a block was last used as ("cpu", "cuda"), or None."""
+    return None if block._matrix is None else block._matrix[0].backend
 
 
 try:  # dask's memory accounting (spilling, the active memory manager) sees a block's real size
@@ -562,7 +597,11 @@ class RowMatrix:
     at first use and stays there. The client holds only the blocks' futures, shapes and first
     rows: build one from shards each worker reads itself (`from_shards`), from a dask.array of
     scipy.sparse chunks (`from_dask_array`) or, for small data, from a scipy matrix
-    (`from_scipy`). Results come back as dask arrays (`.compute()` brings them to the client)."""
+    (`from_scipy`). Results come back as dask arrays (`.compute()` brings them to the client).
+
+    Every operation takes backend=: None (each worker's default context: its GPU when it has
+    one), "cpu", "cuda", or "per_worker" (CUDA on the workers that declare a GPU resource, the
+    CPU on the others: a GPU worker beside CPU workers, docs/multi-host.md)."""
 
     def __init__(self, client, blocks, starts, shape, dtype):
         self.client, self.blocks, self.starts = client, list(blocks), list(starts)
@@ -578,16 +617,26 @@ class RowMatrix:
 
     # constructors
     @classmethod
-    def from_scipy(cls, client, X, parts=None):
+    def from_scipy(cls, client, X, parts=None, workers=None):
         """Row blocks of about equal nonzeros (one a worker unless `parts` says) sent from the
         client, for data that fits on it. Each block is a task that holds its rows (not scattered
-        data), so the scheduler can build a block again when the worker that held it is lost."""
+        data), so the scheduler can build a block again when the worker that held it is lost.
+
+        workers: the worker (an address, or a list of them) that holds each block, one entry a
+        block (`parts` of them), instead of the blocks going round the workers: e.g. most blocks
+        on a GPU worker and a few on CPU workers beside it, with backend="per_worker" in the calls
+        (docs/multi-host.md). The operations run each block's work where the block is."""
         X = sp.csr_matrix(X)
-        workers = _workers(client)
-        cuts = balanced_row_blocks(X, parts or len(workers)) if X.shape[0] else []
-        blocks = [client.submit(_as_block, X[a:b], int(a), workers=[workers[j % len(workers)]],
-                                allow_other_workers=True, pure=False)
-                  for j, (a, b) in enumerate(cuts)]
+        listed = _workers(client)
+        parts = parts or (len(workers) if workers is not None else len(listed))
+        cuts = balanced_row_blocks(X, parts) if X.shape[0] else []
+        if workers is not None and len(workers) != len(cuts):
+            raise InvalidArgumentError(f"RowMatrix.from_scipy: {len(workers)} workers for {len(cuts)} blocks (one "
+                                       f"entry a block; {X.shape[0]} rows make at most {len(cuts)} blocks)")
+        homes = ([[w] if isinstance(w, str) else list(w) for w in workers] if workers is not None
+                 else [[listed[j % len(listed)]] for j in range(len(cuts))])
+        blocks = [client.submit(_as_block, X[a:b], int(a), workers=home, allow_other_workers=True, pure=False)
+                  for (a, b), home in zip(cuts, homes)]
         return cls(client, blocks, [a for a, _ in cuts], X.shape, X.dtype)
 
     @classmethod

@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import sparsering as sr
+from conftest import CONTEXTS
 
 distributed = pytest.importorskip("dask.distributed")
 import sparsering.dask as srd  # noqa: E402
@@ -675,3 +676,49 @@ def test_memory_limit_bounds_what_each_worker_holds(tmp_path):
         np.testing.assert_array_equal(dist.compute(), want_d)
         with pytest.raises(sr.InvalidArgumentError, match="below what a worker must hold"):
             R.kneighbors_graph(10, memory_limit=5e6)
+
+
+@contextlib.contextmanager
+def _cpu_and_gpu_workers():
+    """A client of a cluster of two single-threaded worker processes, the second declaring a GPU
+    resource (as `dask worker --resources GPU=1` does), and the two workers' addresses."""
+    spec = {"cpu": {"cls": distributed.Nanny, "options": {"nthreads": 1}},
+            "gpu": {"cls": distributed.Nanny, "options": {"nthreads": 1, "resources": {srd.GPU_RESOURCE: 1}}}}
+    cluster = distributed.SpecCluster(workers=spec, scheduler={"cls": distributed.Scheduler,
+                                                               "options": {"dashboard": False}})
+    with distributed.Client(cluster) as c:
+        c.wait_for_workers(2, timeout=120)
+        info = c.scheduler_info()["workers"]
+        gpu = [a for a, w in info.items() if w.get("resources", {}).get(srd.GPU_RESOURCE)]
+        cpu = [a for a in info if a not in gpu]
+        yield c, cpu[0], gpu[0]
+    cluster.close()
+
+
+def test_gpu_worker_beside_a_cpu_worker(rng):
+    """backend="per_worker": the blocks placed on the worker with a GPU resource run on CUDA, the
+    others on the CPU, and the k-NN answer is the one-process answer (counts under manhattan:
+    every sum exact, so the two backends' distances agree bit for bit). Where no GPU is usable,
+    the GPU worker's blocks are refused with a message that names the worker and the resource."""
+    X = sp.random(900, 200, density=0.05, format="csr", random_state=rng, dtype=np.float64)
+    X.data = np.ceil(X.data * 5)
+    X = X.tolil()
+    X[7] = X[300]  # ties across blocks
+    X = X.tocsr()
+    want_d, want_i = sr.kneighbors(X, k=6, metric="manhattan", context=sr.Context("cpu"))
+    cuda = any(name == "cuda" for name, _ in CONTEXTS)
+    with _cpu_and_gpu_workers() as (c, cpu, gpu):
+        R = srd.RowMatrix.from_scipy(c, X, parts=4, workers=[gpu, gpu, gpu, cpu])
+        distributed.wait(R.blocks)
+        assert c.who_has(R.blocks) == {b.key: (gpu,) if j < 3 else (cpu,) for j, b in enumerate(R.blocks)}
+        with pytest.raises(sr.InvalidArgumentError, match="3 workers for 4 blocks"):
+            srd.RowMatrix.from_scipy(c, X, parts=4, workers=[gpu, gpu, cpu])
+        if not cuda:
+            with pytest.raises(sr.NoDeviceError, match=f"worker {gpu} declares a GPU resource"):
+                R.kneighbors(k=6, metric="manhattan", backend="per_worker")[0].compute()
+            return
+        dist, ind = R.kneighbors(k=6, metric="manhattan", backend="per_worker")
+        np.testing.assert_array_equal(ind.compute(), want_i)
+        np.testing.assert_array_equal(dist.compute(), want_d)
+        ran_on = c.gather([c.submit(srd._block_backend, b, pure=False) for b in R.blocks])
+        assert ran_on == ["cuda", "cuda", "cuda", "cpu"], ran_on
