@@ -267,6 +267,30 @@ const char *sr_semiring_name(sr_semiring s);
  * e.g. min_plus on bool, or_and on float32). int infinities are INT32_MAX / INT32_MIN. */
 sr_status sr_semiring_output_type(sr_semiring s, sr_type input, sr_type *output);
 
+/** A semiring the caller defines (docs/user-semirings.md): ⊕ a built-in monoid or an expression,
+ * ⊗ an expression, both C expressions over values of `type`. The expressions are code: they are
+ * compiled (on the CPU by the system C compiler, SPARSERING_CC, default cc) and run with the
+ * caller's rights. */
+typedef struct sr_semiring_def {
+    const char *name;     /**< [a-z][a-z0-9_]* (at most 63), not a built-in semiring's name */
+    sr_type type;         /**< the values' type in and out: SR_TYPE_INT32, FLOAT32 or FLOAT64 */
+    const char *add;      /**< "plus", "min", "max", "times", "or", "and" (a built-in monoid; min and
+                             max omit NaN as the built-ins do), or an expression over a and b */
+    const char *identity; /**< ⊕'s identity as an expression (NULL: the built-in monoid's own;
+                             required when add is an expression) */
+    const char *multiply; /**< ⊗: an expression over x (A's value) and y (B's), e.g. "x + y" */
+} sr_semiring_def;
+
+/** Registers a user semiring for this process and returns its value, which sr_spmv, sr_spmm and
+ * sr_mxm (masks and accumulate included) take as they take a built-in one, on the CPU backend;
+ * the other calls, and a CUDA context, refuse it for now with a message that says so. Defining
+ * the same definition again returns the same value; a name defined with other expressions, an
+ * expression that does not compile (the compiler's message is in sr_last_error()), a missing
+ * identity or an unknown type is refused, and nothing stays registered. */
+sr_status sr_semiring_define(const sr_semiring_def *def, sr_semiring *s);
+/** The definition of a user semiring (its strings are the library's, valid for the process). */
+sr_status sr_semiring_definition(sr_semiring s, sr_semiring_def *def);
+
 /** How k-NN of the dot-product metrics (cosine, euclidean and sqeuclidean, inner_product,
  * correlation, jaccard, dice, russellrao, hellinger) and the SDDMM calls may use the GPU's tensor
  * cores (docs/tensor-cores.md): k-NN for the columns that hold most of the pair work, the SDDMM

@@ -13,7 +13,7 @@ expect() { # expect CODE command...
 }
 expect 0 "$cli" --help
 # every command's --help (and -h, and help COMMAND) prints its own usage and exits 0
-for c in info convert knn knn-graph radius bool pagerank closure reach cfpq sddmm factorize fused ridge logistic demo; do
+for c in info convert knn knn-graph radius bool pagerank closure reach cfpq sddmm mxm factorize fused ridge logistic demo; do
     expect 0 "$cli" "$c" --help
     grep -q "^  $c " "$tmp/out" || { echo "FAIL: $c --help: $(cat "$tmp/out")"; failures=$((failures + 1)); }
     expect 0 "$cli" "$c" -h
@@ -148,6 +148,22 @@ expect 0 "$cli" sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --out "$tmp/c.mtx"
 grep -q "^1 3 6" "$tmp/c.mtx" && grep -q "^2 2 4" "$tmp/c.mtx" || { echo "FAIL: sddmm values: $(cat "$tmp/c.mtx")"; failures=$((failures + 1)); }
 expect 0 "$cli" sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --spmm "$tmp/v.mtx" --out "$tmp/o.mtx"
 [ "$(grep -v '^%' "$tmp/o.mtx" | tr -s ' \n' ' ')" = "2 1 19 8 " ] || { echo "FAIL: fused sddmm: $(cat "$tmp/o.mtx")"; failures=$((failures + 1)); }
+# mxm under a user semiring from a definition file: the built-in max_min's product, and refusals
+printf '%%%%MatrixMarket matrix coordinate real general\n4 4 6\n1 2 5\n2 3 2\n1 3 1\n3 4 7\n2 4 3\n4 1 4\n' > "$tmp/g.mtx"
+printf '# widest paths\nname = widest\nadd = max\nmultiply = x < y ? x : y\ntype = float64\n' > "$tmp/widest.def"
+export SPARSERING_JIT_CACHE="$tmp/jit"
+expect 0 "$cli" --backend cpu mxm "$tmp/g.mtx" "$tmp/g.mtx" --semiring max_min --out "$tmp/builtin.mtx"
+expect 0 "$cli" --backend cpu mxm "$tmp/g.mtx" "$tmp/g.mtx" --semiring-file "$tmp/widest.def" --out "$tmp/user.mtx"
+grep -q "user-defined" "$tmp/out" || { echo "FAIL: mxm user semiring: $(cat "$tmp/out")"; failures=$((failures + 1)); }
+cmp -s "$tmp/builtin.mtx" "$tmp/user.mtx" || { echo "FAIL: mxm widest differs from max_min"; diff "$tmp/builtin.mtx" "$tmp/user.mtx"; failures=$((failures + 1)); }
+grep -q "^1 3 2" "$tmp/user.mtx" || { echo "FAIL: mxm widest values: $(cat "$tmp/user.mtx")"; failures=$((failures + 1)); }
+printf 'name = broken\nadd = plus\nmultiply = x ** y\n' > "$tmp/broken.def"
+expect 2 "$cli" --backend cpu mxm "$tmp/g.mtx" "$tmp/g.mtx" --semiring-file "$tmp/broken.def"
+grep -q "does not compile" "$tmp/err" && grep -q "x \*\* y" "$tmp/err" || { echo "FAIL: mxm broken: $(cat "$tmp/err")"; failures=$((failures + 1)); }
+printf 'name = typo\nadd = plus\nmultiplx = x\n' > "$tmp/typo.def"
+expect 3 "$cli" --backend cpu mxm "$tmp/g.mtx" "$tmp/g.mtx" --semiring-file "$tmp/typo.def"
+expect 2 "$cli" mxm "$tmp/g.mtx" "$tmp/g.mtx" --semiring no_such
+unset SPARSERING_JIT_CACHE
 expect 2 "$cli" sddmm "$tmp/s.mtx" "$tmp/b.mtx" "$tmp/a.mtx"
 expect 2 "$cli" sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --softmax
 expect 2 "$cli" sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --semiring nosuch

@@ -50,6 +50,7 @@ int cmd_closure(const cli_globals *g, int argc, char **argv);
 int cmd_reach(const cli_globals *g, int argc, char **argv);
 int cmd_cfpq(const cli_globals *g, int argc, char **argv);
 int cmd_sddmm(const cli_globals *g, int argc, char **argv);
+int cmd_mxm(const cli_globals *g, int argc, char **argv);
 int cmd_factorize(const cli_globals *g, int argc, char **argv);
 int cmd_fused(const cli_globals *g, int argc, char **argv);
 int cmd_ridge(const cli_globals *g, int argc, char **argv);

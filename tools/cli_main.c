@@ -41,6 +41,10 @@ static const char usage_text[] =
             "       [--out PAIRS.mtx] [--allow-missing-labels]\n"
             "                                  context-free path query: the pairs joined by a path whose labels\n"
             "                                  spell a word of the grammar (README: grammar and edge formats)\n"
+            "  mxm A.mtx B.mtx [--semiring NAME | --semiring-file DEF] [--mask M.mtx [--complement]]\n"
+            "      [--float32] [--out C.mtx]\n"
+            "                                  C = A (+).(x) B under a built-in semiring or one defined in DEF\n"
+            "                                  (name, add, multiply, identity, type: docs/user-semirings.md)\n"
             "  sddmm S.mtx A.mtx B.mtx [--alpha X] [--beta Y] [--semiring NAME] [--pattern]\n"
             "        [--spmm V.mtx [--softmax]] [--float64 | --precision exact|tf32|float32] [--out OUT.mtx]\n"
             "                                  sampled product alpha*(S.*(A*B^T)) + beta*S at S's entries; with\n"
@@ -225,7 +229,7 @@ int cli_main(int argc, char **argv)
         {"radius", cmd_radius},     {"demo", cmd_demo},           {"bool", cmd_bool},   {"sddmm", cmd_sddmm},
         {"factorize", cmd_factorize}, {"fused", cmd_fused},       {"ridge", cmd_ridge}, {"logistic", cmd_logistic},
         {"closure", cmd_closure},   {"reach", cmd_reach},         {"cfpq", cmd_cfpq},
-        {"pagerank", cmd_pagerank},
+        {"pagerank", cmd_pagerank}, {"mxm", cmd_mxm},
     };
     if (strcmp(cmd, "version") == 0)
         return print_version();

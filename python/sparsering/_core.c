@@ -1490,6 +1490,24 @@ static PyObject *semiring_output_type(PyObject *mod, PyObject *args)
     return PyLong_FromLong((long)out);
 }
 
+/* semiring_define(name, type, add, identity_or_None, multiply) -> the semiring's id (compiled now) */
+static PyObject *semiring_define(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    const char *name, *add, *identity, *multiply;
+    int type;
+    if (!PyArg_ParseTuple(args, "siszs", &name, &type, &add, &identity, &multiply))
+        return NULL;
+    sr_semiring_def d = {name, (sr_type)type, add, identity, multiply};
+    sr_semiring out = SR_PLUS_TIMES;
+    sr_status st;
+    Py_BEGIN_ALLOW_THREADS st = sr_semiring_define(&d, &out);
+    Py_END_ALLOW_THREADS
+    if (st != SR_SUCCESS)
+        return raise_status(st);
+    return PyLong_FromLong((long)out);
+}
+
 /* The names the library gives ids 0..count-1 (semirings or metrics), as a tuple. */
 static PyObject *names(const char *(*name_of)(int), int count)
 {
@@ -1734,6 +1752,7 @@ static PyMethodDef module_methods[] = {
     {"matrix_from_bits", matrix_from_bits, METH_VARARGS, "matrix_from_bits(ctx, words, nrows, ncols)"},
     {"bits_or", bits_or, METH_VARARGS, "bits_or(ctx, Y, X_or_None, nrows, ncols) -> set bits of Y"},
     {"semiring_output_type", semiring_output_type, METH_VARARGS, "semiring_output_type(semiring, type)"},
+    {"semiring_define", semiring_define, METH_VARARGS, "semiring_define(name, type, add, identity, multiply) -> id"},
     {"metric_from_name", metric_from_name, METH_O, "metric_from_name(name)"},
     {"pairwise", pairwise, METH_VARARGS, "pairwise(ctx, A, B, metric, arg, D)"},
     {"knn", knn, METH_VARARGS, "knn(ctx, index, queries, k, metric, arg, indices, distances, progress)"},

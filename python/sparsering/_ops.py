@@ -13,11 +13,56 @@ SEMIRINGS = _core.SEMIRINGS  # the names the library gives, in its order
 METRICS = _core.METRICS
 
 
+class Semiring:
+    """A semiring you define (docs/user-semirings.md), taken wherever a semiring name is (spmv,
+    spmm, mxm) on the CPU backend:
+
+        bottleneck = sr.Semiring("bottleneck", add="max", multiply="x < y ? x : y")
+        C = sr.mxm(G, G, bottleneck)
+
+    add: "plus", "times", "min", "max", "or", "and" (a built-in monoid), or a C expression over a
+    and b with its `identity`; multiply: a C expression over x (A's value) and y (B's); dtype:
+    int32, float32 or float64, the values' type in and out. The expressions are compiled by the
+    system C compiler (SPARSERING_CC) when the semiring is made, cached on disk
+    (SPARSERING_JIT_CACHE), and run with your rights: they are code. One that does not compile
+    raises InvalidArgumentError with the compiler's message. A Semiring pickles by its
+    definition (made again where it is loaded, e.g. on a dask worker)."""
+
+    def __init__(self, name, add, multiply, dtype=np.float64, identity=None):
+        self.name, self.add, self.multiply, self.identity = str(name), str(add), str(multiply), identity
+        self.dtype = np.dtype(dtype)
+        if identity is not None:
+            self.identity = str(identity)
+        self.id = _core.semiring_define(self.name, sr_type_of(self.dtype), self.add, self.identity, self.multiply)
+
+    def __reduce__(self):
+        return (Semiring, (self.name, self.add, self.multiply, self.dtype.str, self.identity))
+
+    def __eq__(self, other):
+        return isinstance(other, Semiring) and self.id == other.id
+
+    def __hash__(self):
+        return hash(self.id)
+
+    def __repr__(self):
+        extra = f", identity={self.identity!r}" if self.identity is not None else ""
+        return (f"sparsering.Semiring({self.name!r}, add={self.add!r}, multiply={self.multiply!r}, "
+                f"dtype={self.dtype.name!r}{extra})")
+
+
 def semiring_id(semiring):
+    if isinstance(semiring, Semiring):
+        return semiring.id
     try:
         return SEMIRINGS.index(semiring)
     except ValueError:
-        raise ValueError(f"unknown semiring {semiring!r}; known: {', '.join(SEMIRINGS)}") from None
+        raise ValueError(f"unknown semiring {semiring!r}; known: {', '.join(SEMIRINGS)}, or a sparsering.Semiring") from None
+
+
+def _value_dtype(semiring):
+    """The values' type a semiring takes: a user Semiring's own (inputs are converted to it),
+    None for a built-in (the input's type)."""
+    return semiring.dtype if isinstance(semiring, Semiring) else None
 
 
 def _ctx_for(first, context):
@@ -145,7 +190,7 @@ def spmv(A, x, semiring="plus_times", *, out=None, mask=None, complement=False, 
     their values). x is taken in A's value type."""
     ctx = _ctx_for(A, context)
     kind = _device_kind(x, A, out)
-    A = as_matrix(A, ctx, None, "device" if kind else None)
+    A = as_matrix(A, ctx, _value_dtype(semiring), "device" if kind else None)
     s = semiring_id(semiring)
     if kind:
         t = _core.semiring_output_type(s, A._type)
@@ -196,7 +241,7 @@ def spmm(A, B, semiring="plus_times", *, out=None, mask=None, complement=False, 
     when it already has A's type). Returns C (numpy; `out` when given)."""
     ctx = _ctx_for(A, context)
     kind = _device_kind(B, A, out)
-    A = as_matrix(A, ctx, None, "device" if kind else None)
+    A = as_matrix(A, ctx, _value_dtype(semiring), "device" if kind else None)
     s = semiring_id(semiring)
     if kind:
         t = _core.semiring_output_type(s, A._type)
@@ -228,10 +273,10 @@ def mxm(A, B, semiring="plus_times", *, mask=None, complement=False, transpose_b
     ctx = _ctx_for(A, context)
     keep = isinstance(A, Matrix)
     kind = _device_kind(A, B)
-    A = as_matrix(A, ctx, None, "device" if kind else None)
+    A = as_matrix(A, ctx, _value_dtype(semiring), "device" if kind else None)
     B = as_matrix(B, ctx, A.dtype, A.location)  # B is taken in A's value type
     s = semiring_id(semiring)
-    acc = None if accumulate is None else as_matrix(accumulate, ctx, None, A.location)._h
+    acc = None if accumulate is None else as_matrix(accumulate, ctx, _value_dtype(semiring), A.location)._h
     h = _core.binary(ctx._ctx, 0, A._h, B._h, s, _mask(mask, ctx, A), acc, complement, transpose_b)
     C = Matrix._wrap(h, ctx)
     return C if keep else C.to_device_csr(kind) if kind else C.to_scipy()

@@ -52,6 +52,11 @@ sr_status sr_cpu_cast_values(const struct sr_matrix_s *A, struct sr_matrix_s *B,
  * in sr_spmm. T is the semiring's output type; A and B have their input type. */
 sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
                       sr_semiring s, bool complement, bool accumulate);
+/* The first row of share t of `shares` when rows are split into equal parts of entries plus rows. */
+int64_t sr_cpu_first_row_of_share(const int64_t *rowptr, int64_t nrows, int64_t t, int64_t shares);
+/* sr_cpu_spmm for a user semiring (src/semiring/user.h): its compiled row kernel, row by row. */
+sr_status sr_cpu_user_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C,
+                           const struct sr_matrix_s *mask, sr_semiring s, bool complement, bool accumulate);
 
 /* sr_spmv_plan for a host matrix (src/cpu/cpu_spmv_plan.c): the columns renumbered by entry count
  * and kept with A when one SpMV measured faster that way. */

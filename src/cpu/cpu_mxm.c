@@ -12,6 +12,7 @@
 #include "cpu.h"
 #include "../core/settings.h"
 #include "cpu_pool.h"
+#include "../semiring/user.h"
 
 /* Rows a chunk of the pool: up to 64, fewer when that leaves under 16 chunks a thread (a 4,000-row
  * graph had 63 chunks for 16 threads, and its heavy rows unevenly spread). */
@@ -70,6 +71,7 @@ typedef struct {
     chunk_place *place;
     size_t value_size;
     int64_t slot_room; /* the first arrays' entries: all rows' room over the threads */
+    const sr_user_semiring *user; /* a user semiring's row kernel (mxm_fill_user), or NULL */
 } mxm_pass;
 
 /* Room in `o` for `more` entries past its end: false (and o->failed) when memory runs out. The
@@ -212,6 +214,46 @@ static void count_chunk(void *arg, int64_t chunk, int slot)
     }
 SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_MXM_FILL)
 
+/* The fill of a user semiring: SR_DEFINE_MXM_FILL's, with the row's products by its compiled
+ * row kernel (cpu_user.c), values of 4 or 8 bytes. */
+static void mxm_fill_user(void *arg, int64_t chunk, int slot)
+{
+    const mxm_pass *p = arg;
+    const struct sr_matrix_s *A = p->A, *B = p->B, *mask = p->mask;
+    struct sr_matrix_s *C = p->C;
+    const size_t n = (size_t)B->ncols, vs = p->value_size;
+    int64_t *mark, *mask_mark, i0, i1;
+    slot_stamps(p, slot, &mark, &mask_mark);
+    chunk_rows(p, chunk, &i0, &i1);
+    char *acc = (char *)p->w->acc + (size_t)slot * p->w->stride * vs;
+    int32_t *sort_tmp = p->w->sort_tmp ? p->w->sort_tmp + (size_t)slot * (size_t)p->w->longest : NULL;
+    slot_rows *o = p->out ? &p->out[slot] : NULL;
+    if (o)
+        p->place[chunk] = (chunk_place){slot, o->used};
+    for (int64_t i = i0; i < i1; i++) {
+        if (mask)
+            stamp_mask_row(mask, i, mask_mark);
+        const int64_t bound = o ? sr_cpu_row_products(A, B, i) : 0;
+        if (o && !reserve(A->ctx, o, bound < (int64_t)n ? bound : (int64_t)n, p->slot_room, vs))
+            return;
+        int32_t *cols = o ? o->cols + o->used : C->colind + C->rowptr[i];
+        char *vals = o ? (char *)o->vals + (size_t)o->used * vs : (char *)C->values + (size_t)C->rowptr[i] * vs;
+        const int64_t count = p->user->mxm_row(i, A->rowptr, A->colind, A->values, B->rowptr, B->colind, B->values,
+                                               mark, mask ? mask_mark : NULL, p->complement, acc, cols);
+        sr_cpu_sort_columns(cols, sort_tmp, count, p->w->key_bits);
+        if (vs == 8)
+            for (int64_t q = 0; q < count; q++)
+                ((uint64_t *)vals)[q] = ((const uint64_t *)acc)[cols[q]];
+        else
+            for (int64_t q = 0; q < count; q++)
+                ((uint32_t *)vals)[q] = ((const uint32_t *)acc)[cols[q]];
+        if (o) {
+            C->rowptr[i + 1] = count;
+            o->used += count;
+        }
+    }
+}
+
 /* A's rows' products (each entry's row of B) in all, the same with each row capped at n (a row of
  * C holds at most n entries: the one-pass room), and the most in one row. */
 typedef struct {
@@ -303,7 +345,7 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
     int64_t rows_per_chunk = A->nrows / ((int64_t)threads * MXM_CHUNKS_PER_THREAD);
     rows_per_chunk = rows_per_chunk < 1 ? 1 : rows_per_chunk > MXM_ROWS_PER_CHUNK ? MXM_ROWS_PER_CHUNK : rows_per_chunk;
     const int64_t chunks = (A->nrows + rows_per_chunk - 1) / rows_per_chunk;
-    mxm_pass pass = {A, B, mask, complement, &w, C, rows_per_chunk, ready, NULL, NULL, sr_value_size(out_type), 0};
+    mxm_pass pass = {A, B, mask, complement, &w, C, rows_per_chunk, ready, NULL, NULL, sr_value_size(out_type), 0, NULL};
     while (w.key_bits < 31 && ((int64_t)1 << w.key_bits) < B->ncols)
         w.key_bits++;
     /* one pass when its rows' room (each row's products, at most n) fits, within the context's
@@ -341,6 +383,10 @@ sr_status sr_cpu_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, cons
     }
         SR_FOR_EACH_SEMIRING_KERNEL(SR_DISPATCH_MXM)
 #undef SR_DISPATCH_MXM
+        if (!done && (pass.user = sr_user_semiring_of((int)s)) != NULL) {
+            sr_cpu_run_chunks(threads, chunks, mxm_fill_user, &pass);
+            done = true;
+        }
         if (!done)
             st = sr_error(SR_ERROR_INTERNAL, "no CPU kernel for %s with %s output", sr_semiring_name(s),
                           sr_type_name(out_type));

@@ -116,7 +116,7 @@ SR_FOR_EACH_SEMIRING_KERNEL(SR_DEFINE_SPMM)
 
 /* The first row of thread t's share when rows are split into equal parts of entries plus rows
  * (an empty row still costs its write): a search in rowptr. */
-static int64_t first_row_of_share(const int64_t *rowptr, int64_t nrows, int64_t t, int64_t shares)
+int64_t sr_cpu_first_row_of_share(const int64_t *rowptr, int64_t nrows, int64_t t, int64_t shares)
 {
     const int64_t total = rowptr[nrows] + nrows, want = (int64_t)((double)total * t / shares);
     int64_t lo = 0, hi = nrows; /* the first r with rowptr[r] + r >= want */
@@ -162,8 +162,8 @@ typedef struct {
         (void)x;                                                                                         \
         (void)colind;                                                                                    \
         (void)xs;                                                                                        \
-        const int64_t r0 = first_row_of_share(rowptr, nrows, chunk, job->chunks);                        \
-        const int64_t r1 = chunk + 1 == job->chunks ? nrows : first_row_of_share(rowptr, nrows, chunk + 1, job->chunks); \
+        const int64_t r0 = sr_cpu_first_row_of_share(rowptr, nrows, chunk, job->chunks);                        \
+        const int64_t r1 = chunk + 1 == job->chunks ? nrows : sr_cpu_first_row_of_share(rowptr, nrows, chunk + 1, job->chunks); \
         const int64_t k_end = rowptr[r1] - SPMV_AHEAD; /* the last entry whose look-ahead is ours */     \
         for (int64_t i = r0; i < r1; i++) {                                                              \
             T sum = SR_ID_##ADD##_##T;                                                                   \

@@ -8,8 +8,18 @@
 #include "../cuda/cuda.h"
 #include "../opencl/opencl.h"
 #include "../semiring/semiring.h"
+#include "../semiring/user.h"
 #include "multi_gpu.h"
 #include "ops_common.h"
+
+sr_status sr_ops_check_user_semiring_here(const char *fn, sr_semiring s, const struct sr_matrix_s *A)
+{
+    const sr_user_semiring *u = sr_user_semiring_of((int)s);
+    if (u && A->location == SR_DEVICE)
+        return sr_error(SR_ERROR_UNSUPPORTED, "%s: the user semiring '%s' runs on the CPU backend for now, and A lives "
+                        "on the GPU (copy it to the host, or use a CPU context; docs/user-semirings.md)", fn, u->def.name);
+    return SR_SUCCESS;
+}
 
 sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location location)
 {
@@ -22,6 +32,7 @@ static sr_status spmm(const char *fn, sr_context ctx, const sr_dense *C, sr_matr
     SR_TRY(sr_ops_check_matrix(fn, ctx, A));
     SR_TRY(sr_check_dense(fn, B));
     SR_TRY(sr_check_dense(fn, C));
+    SR_TRY(sr_ops_check_user_semiring_here(fn, s, A));
     sr_type out;
     SR_TRY(sr_semiring_output_type(s, A->type, &out));
     SR_CHECK_ARG(B->type == A->type, "%s: B has type %s but A has type %s", fn, sr_type_name(B->type),
@@ -45,7 +56,8 @@ static sr_status spmm(const char *fn, sr_context ctx, const sr_dense *C, sr_matr
     if (st == SR_SUCCESS) {
         queued = queued && !b_owned && !c_owned; /* staged: wait, then copy back and free */
         st = A->location == SR_DEVICE ? sr_cuda_spmm(A, &b, &c, mask, s, d.mask_complement, d.accumulate, queued)
-                                      : sr_cpu_spmm(A, &b, &c, mask, s, d.mask_complement, d.accumulate);
+             : sr_semiring_is_user((int)s) ? sr_cpu_user_spmm(A, &b, &c, mask, s, d.mask_complement, d.accumulate)
+                                           : sr_cpu_spmm(A, &b, &c, mask, s, d.mask_complement, d.accumulate);
         if (st == SR_SUCCESS && c_owned) {
             size_t es = sr_type_size(C->type);
             int64_t outer = C->layout == SR_ROW_MAJOR ? C->nrows : C->ncols;
@@ -107,6 +119,7 @@ sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr
     SR_TRY(sr_ops_check_matrix(fn, ctx, A));
     SR_TRY(sr_ops_check_matrix(fn, ctx, B));
     SR_CHECK_ARG(C != NULL, "%s: the output pointer is NULL", fn);
+    SR_TRY(sr_ops_check_user_semiring_here(fn, s, A));
     sr_descriptor d;
     SR_TRY(sr_ops_plain_descriptor(fn, desc, &d));
     sr_type out;

@@ -1,6 +1,8 @@
 #include "semiring.h"
 
 #include "../core/error.h"
+#include "../core/types.h"
+#include "user.h"
 
 bool sr_semiring_valid(int s) { return s >= SR_PLUS_TIMES && s <= SR_ANY_PAIR; }
 
@@ -8,7 +10,8 @@ const char *sr_semiring_name(sr_semiring s)
 {
     static const char *names[] = {"plus_times", "min_plus", "max_plus", "max_times", "min_times",
                                   "max_min",    "or_and",   "plus_pair", "any_pair"};
-    return sr_semiring_valid(s) ? names[s] : "unknown";
+    const sr_user_semiring *u = sr_user_semiring_of((int)s);
+    return sr_semiring_valid(s) ? names[s] : u ? u->def.name : "unknown";
 }
 
 sr_add_op sr_semiring_add_op(sr_semiring s)
@@ -40,9 +43,16 @@ sr_mul_op sr_semiring_mul_op(sr_semiring s)
 
 sr_status sr_semiring_output_type(sr_semiring s, sr_type input, sr_type *output)
 {
-    SR_CHECK_ARG(sr_semiring_valid(s), "unknown semiring %d", (int)s);
+    const sr_user_semiring *u = sr_user_semiring_of((int)s);
+    SR_CHECK_ARG(sr_semiring_valid(s) || u, "unknown semiring %d", (int)s);
     SR_CHECK_ARG(input >= SR_TYPE_BOOL && input <= SR_TYPE_FLOAT64, "unknown type %d", (int)input);
     SR_CHECK_ARG(output != NULL, "sr_semiring_output_type: the output pointer is NULL");
+    if (u) { /* one type in and out */
+        SR_CHECK_ARG(input == u->def.type, "the semiring '%s' is defined on %s values, not %s (sr_matrix_cast "
+                     "converts)", u->def.name, sr_type_name(u->def.type), sr_type_name(input));
+        *output = input;
+        return SR_SUCCESS;
+    }
     switch (s) {
     case SR_OR_AND:
         if (input != SR_TYPE_BOOL)

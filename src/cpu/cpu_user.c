@@ -1,0 +1,263 @@
+/* User semirings on the host: their kernels' C source (the user's ⊕ and ⊗ in place of the
+ * built-ins' macros, each loop summing in the order of the built-in kernel it stands for, so a
+ * built-in written again as a user semiring gives its bits), compiled by cpu_jit.c; and the
+ * dense-output product (SpMV, SpMM) that runs them on the pool. sr_mxm's fill pass calls the
+ * row kernel from cpu_mxm.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/error.h"
+#include "../core/memory.h"
+#include "../core/types.h"
+#include "../semiring/user.h"
+#include "cpu.h"
+#include "cpu_jit.h"
+#include "cpu_pool.h"
+
+/* ⊕ and its identity for the built-in monoid names, by value type. */
+static const char *monoid_add(const char *name)
+{
+    if (strcmp(name, "plus") == 0)
+        return "a + b";
+    if (strcmp(name, "times") == 0)
+        return "a * b";
+    if (strcmp(name, "min") == 0) /* as SR_ADD_MIN: NaN omitted */
+        return "((b) < (a) || (a) != (a)) ? (b) : (a)";
+    if (strcmp(name, "max") == 0)
+        return "((b) > (a) || (a) != (a)) ? (b) : (a)";
+    if (strcmp(name, "or") == 0)
+        return "a || b";
+    if (strcmp(name, "and") == 0)
+        return "a && b";
+    return NULL;
+}
+
+static const char *monoid_identity(const char *name, sr_type type)
+{
+    const bool integer = type == SR_TYPE_INT32;
+    if (strcmp(name, "min") == 0)
+        return integer ? "INT32_MAX" : "INFINITY";
+    if (strcmp(name, "max") == 0)
+        return integer ? "INT32_MIN" : "-INFINITY";
+    if (strcmp(name, "times") == 0 || strcmp(name, "and") == 0)
+        return "1";
+    return "0";
+}
+
+static const char kTemplate[] =
+    "/* sparsering: kernels of the user semiring %s (generated; src/cpu/cpu_user.c) */\n"
+    "#include <math.h>\n"
+    "#include <stddef.h>\n"
+    "#include <stdint.h>\n"
+    "typedef %s T;\n"
+    "static inline T sr_add(T a, T b) { return (T)(%s); }\n"
+    "static inline T sr_mul(T x, T y) { return (T)(%s); }\n"
+    "static inline T sr_identity(void) { return (T)(%s); }\n"
+    "\n"
+    "void sr_user_add(const void *a, const void *b, void *out)\n"
+    "{\n"
+    "    *(T *)out = sr_add(*(const T *)a, *(const T *)b);\n"
+    "}\n"
+    "\n"
+    "/* as cpu_spmm.c's kernels: each element from the identity, A's entries in order */\n"
+    "void sr_user_dense_row(int64_t i, const int64_t *rowptr, const int32_t *colind, const void *av_, const void *b_,\n"
+    "                       int64_t b_rs, int64_t b_cs, int64_t n, void *c_, int64_t c_rs, int64_t c_cs, void *acc_,\n"
+    "                       const unsigned char *allow, int accumulate)\n"
+    "{\n"
+    "    const T *av = (const T *)av_, *b = (const T *)b_;\n"
+    "    T *c = (T *)c_, *restrict acc = (T *)acc_;\n"
+    "    for (int64_t j = 0; j < n; j++)\n"
+    "        acc[j] = sr_identity();\n"
+    "    for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++) {\n"
+    "        const T a = av[k];\n"
+    "        const T *restrict brow = b + (ptrdiff_t)colind[k] * b_rs;\n"
+    "        if (b_cs == 1)\n"
+    "            for (int64_t j = 0; j < n; j++)\n"
+    "                acc[j] = sr_add(acc[j], sr_mul(a, brow[j]));\n"
+    "        else\n"
+    "            for (int64_t j = 0; j < n; j++)\n"
+    "                acc[j] = sr_add(acc[j], sr_mul(a, brow[j * b_cs]));\n"
+    "    }\n"
+    "    for (int64_t j = 0; j < n; j++) {\n"
+    "        if (allow && !allow[j])\n"
+    "            continue;\n"
+    "        T *out = c + i * c_rs + j * c_cs;\n"
+    "        *out = accumulate ? sr_add(*out, acc[j]) : acc[j];\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "/* as cpu_spmm.c's SpMV: a row's sum from the identity in a register, x's next elements fetched ahead */\n"
+    "void sr_user_spmv_rows(int64_t r0, int64_t r1, const int64_t *rowptr, const int32_t *colind, const void *av_,\n"
+    "                       const void *x_, int64_t xs, void *y_, int64_t ys, const int64_t *mask_rowptr,\n"
+    "                       int complement, int accumulate)\n"
+    "{\n"
+    "    const T *restrict av = (const T *)av_, *restrict x = (const T *)x_;\n"
+    "    T *restrict y = (T *)y_;\n"
+    "    const int64_t k_end = rowptr[r1] - 32;\n"
+    "    for (int64_t i = r0; i < r1; i++) {\n"
+    "        T sum = sr_identity();\n"
+    "        if (xs == 1) {\n"
+    "            for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++) {\n"
+    "                if (k < k_end)\n"
+    "                    __builtin_prefetch(&x[colind[k + 32]]);\n"
+    "                sum = sr_add(sum, sr_mul(av[k], x[colind[k]]));\n"
+    "            }\n"
+    "        } else {\n"
+    "            for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++)\n"
+    "                sum = sr_add(sum, sr_mul(av[k], x[(ptrdiff_t)colind[k] * xs]));\n"
+    "        }\n"
+    "        if (mask_rowptr && (mask_rowptr[i + 1] > mask_rowptr[i]) == (complement != 0))\n"
+    "            continue;\n"
+    "        T *out = y + i * ys;\n"
+    "        *out = accumulate ? sr_add(*out, sum) : sum;\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "/* as cpu_mxm.c's fill: a column's first product, then each next one added to it */\n"
+    "int64_t sr_user_mxm_row(int64_t i, const int64_t *a_rowptr, const int32_t *a_colind, const void *av_,\n"
+    "                        const int64_t *b_rowptr, const int32_t *b_colind, const void *bv_, int64_t *mark,\n"
+    "                        const int64_t *mask_mark, int complement, void *acc_, int32_t *cols)\n"
+    "{\n"
+    "    const T *av = (const T *)av_, *bv = (const T *)bv_;\n"
+    "    T *acc = (T *)acc_;\n"
+    "    int64_t count = 0;\n"
+    "    for (int64_t ka = a_rowptr[i]; ka < a_rowptr[i + 1]; ka++) {\n"
+    "        const int64_t k = a_colind[ka];\n"
+    "        const T a = av[ka];\n"
+    "        for (int64_t kb = b_rowptr[k]; kb < b_rowptr[k + 1]; kb++) {\n"
+    "            const int32_t j = b_colind[kb];\n"
+    "            if (mask_mark && (mask_mark[j] == i) == (complement != 0))\n"
+    "                continue;\n"
+    "            const T p = sr_mul(a, bv[kb]);\n"
+    "            if (mark[j] != i) {\n"
+    "                mark[j] = i;\n"
+    "                cols[count++] = j;\n"
+    "                acc[j] = p;\n"
+    "            } else {\n"
+    "                acc[j] = sr_add(acc[j], p);\n"
+    "            }\n"
+    "        }\n"
+    "    }\n"
+    "    return count;\n"
+    "}\n";
+
+static const char *c_type(sr_type t)
+{
+    return t == SR_TYPE_INT32 ? "int32_t" : t == SR_TYPE_FLOAT32 ? "float" : "double";
+}
+
+sr_status sr_cpu_user_compile(sr_user_semiring *u)
+{
+    const sr_semiring_def *d = &u->def;
+    const char *add = monoid_add(d->add) ? monoid_add(d->add) : d->add;
+    const char *identity = d->identity ? d->identity : monoid_identity(d->add, d->type);
+    const size_t size = sizeof kTemplate + strlen(d->name) + strlen(add) + strlen(d->multiply) + strlen(identity) + 64;
+    char *source = malloc(size);
+    if (!source)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a semiring's kernels");
+    snprintf(source, size, kTemplate, d->name, c_type(d->type), add, d->multiply, identity);
+    char what[160];
+    snprintf(what, sizeof what, "semiring '%s' (add '%s', identity '%s', multiply '%s')", d->name, d->add, identity,
+             d->multiply);
+    sr_jit_library *lib = NULL;
+    sr_status st = sr_jit_load(source, what, &lib);
+    free(source);
+    SR_TRY(st);
+    u->library = lib;
+    u->spmv_rows = (sr_user_spmv_rows_fn)sr_jit_symbol(lib, "sr_user_spmv_rows");
+    u->dense_row = (sr_user_dense_row_fn)sr_jit_symbol(lib, "sr_user_dense_row");
+    u->mxm_row = (sr_user_mxm_row_fn)sr_jit_symbol(lib, "sr_user_mxm_row");
+    u->add = (sr_user_add_fn)sr_jit_symbol(lib, "sr_user_add");
+    if (!u->spmv_rows || !u->dense_row || !u->mxm_row || !u->add)
+        return sr_error(SR_ERROR_INTERNAL, "%s: the compiled kernels lack a symbol", what);
+    return SR_SUCCESS;
+}
+
+/* A dense-output product for the pool: a chunk is `rows` rows; each slot its accumulator row and
+ * mask flags. */
+typedef struct {
+    const struct sr_matrix_s *A, *mask;
+    const sr_dense *B, *C;
+    bool complement, accumulate;
+    sr_user_dense_row_fn row;
+    char *acc;            /* slots x n values */
+    unsigned char *allow; /* slots x n flags, or NULL without a mask */
+    int64_t rows, n;
+    size_t value_size;
+} dense_job;
+
+static void dense_chunk(void *arg, int64_t chunk, int slot)
+{
+    const dense_job *job = arg;
+    const struct sr_matrix_s *A = job->A, *mask = job->mask;
+    const sr_dense *B = job->B, *C = job->C;
+    const int64_t n = job->n, i0 = chunk * job->rows, i1 = i0 + job->rows < A->nrows ? i0 + job->rows : A->nrows;
+    /* element strides: a row-major view's rows are ld apart, a column-major one's columns */
+    const int64_t b_rs = B->layout == SR_ROW_MAJOR ? B->ld : 1, b_cs = B->layout == SR_ROW_MAJOR ? 1 : B->ld;
+    const int64_t c_rs = C->layout == SR_ROW_MAJOR ? C->ld : 1, c_cs = C->layout == SR_ROW_MAJOR ? 1 : C->ld;
+    void *acc = job->acc + (size_t)slot * (size_t)n * job->value_size;
+    unsigned char *allow = job->allow ? job->allow + (size_t)slot * (size_t)n : NULL;
+    for (int64_t i = i0; i < i1; i++) {
+        if (allow) { /* the row's flags: the mask's columns allowed (or, complemented, the others) */
+            memset(allow, job->complement, (size_t)n);
+            for (int64_t k = mask->rowptr[i]; k < mask->rowptr[i + 1]; k++)
+                allow[mask->colind[k]] = !job->complement;
+        }
+        job->row(i, A->rowptr, A->colind, A->values, B->data, b_rs, b_cs, n, C->data, c_rs, c_cs, acc, allow,
+                 job->accumulate);
+    }
+}
+
+/* SpMV for the pool: chunks of equal work (entries plus rows), as cpu_spmm.c's. */
+typedef struct {
+    const struct sr_matrix_s *A, *mask;
+    const sr_dense *x, *y;
+    bool complement, accumulate;
+    sr_user_spmv_rows_fn rows;
+    int64_t chunks;
+} spmv_job;
+
+static void spmv_chunk(void *arg, int64_t chunk, int slot)
+{
+    const spmv_job *job = arg;
+    const struct sr_matrix_s *A = job->A;
+    (void)slot;
+    const int64_t r0 = sr_cpu_first_row_of_share(A->rowptr, A->nrows, chunk, job->chunks);
+    const int64_t r1 = chunk + 1 == job->chunks ? A->nrows : sr_cpu_first_row_of_share(A->rowptr, A->nrows, chunk + 1, job->chunks);
+    job->rows(r0, r1, A->rowptr, A->colind, A->values, job->x->data, job->x->layout == SR_ROW_MAJOR ? job->x->ld : 1,
+              job->y->data, job->y->layout == SR_ROW_MAJOR ? job->y->ld : 1, job->mask ? job->mask->rowptr : NULL,
+              job->complement, job->accumulate);
+}
+
+sr_status sr_cpu_user_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C,
+                           const struct sr_matrix_s *mask, sr_semiring s, bool complement, bool accumulate)
+{
+    const sr_user_semiring *u = sr_user_semiring_of((int)s);
+    if (!u)
+        return sr_error(SR_ERROR_INTERNAL, "sr_cpu_user_spmm: %d is not a user semiring", (int)s);
+    const int64_t n = C->ncols;
+    if (n == 1) { /* four chunks a thread, as the built-in SpMV */
+        const int threads = sr_context_threads_for(A->ctx, A->rowptr[A->nrows] + A->nrows);
+        spmv_job job = {A, mask, B, C, complement, accumulate, u->spmv_rows, (int64_t)threads * 4};
+        if (job.chunks > A->nrows)
+            job.chunks = A->nrows > 0 ? A->nrows : 1;
+        sr_cpu_run_chunks(threads, job.chunks, spmv_chunk, &job);
+        return SR_SUCCESS;
+    }
+    const int64_t work = (A->rowptr[A->nrows] + (mask ? mask->rowptr[mask->nrows] : 0)) * (n + 1) + A->nrows;
+    const int threads = sr_context_threads_for(A->ctx, work);
+    dense_job job = {A, mask, B, C, complement, accumulate, u->dense_row, NULL, NULL, 64, n, sr_type_size(C->type)};
+    job.acc = malloc((size_t)threads * (size_t)(n > 0 ? n : 1) * job.value_size);
+    job.allow = mask ? malloc((size_t)threads * (size_t)(n > 0 ? n : 1)) : NULL;
+    if (!job.acc || (mask && !job.allow)) {
+        free(job.acc);
+        free(job.allow);
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d rows of %lld accumulators", threads,
+                        (long long)n);
+    }
+    sr_cpu_run_chunks(threads, (A->nrows + job.rows - 1) / job.rows, dense_chunk, &job);
+    free(job.acc);
+    free(job.allow);
+    return SR_SUCCESS;
+}

@@ -1,0 +1,157 @@
+/* The registry of user semirings (user.h): checks a definition, compiles its kernels, and keeps
+ * it for the process. */
+#include "user.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/error.h"
+#include "../core/types.h"
+#include "semiring.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static sr_user_semiring *registry[SR_USER_SEMIRING_MAX];
+static int registered; /* entries in registry, read without the lock once published */
+
+static const char *const kMonoids[] = {"plus", "times", "min", "max", "or", "and"};
+
+bool sr_semiring_is_user(int s)
+{
+    const int n = __atomic_load_n(&registered, __ATOMIC_ACQUIRE);
+    return s >= SR_USER_SEMIRING_FIRST && s < SR_USER_SEMIRING_FIRST + n;
+}
+
+const sr_user_semiring *sr_user_semiring_of(int s)
+{
+    return sr_semiring_is_user(s) ? registry[s - SR_USER_SEMIRING_FIRST] : NULL;
+}
+
+sr_status sr_semiring_require_builtin(const char *fn, sr_semiring s)
+{
+    const sr_user_semiring *u = sr_user_semiring_of((int)s);
+    if (u)
+        return sr_error(SR_ERROR_UNSUPPORTED,
+                        "%s does not take user semirings yet ('%s'): sr_spmv, sr_spmm and sr_mxm on the CPU backend do "
+                        "(docs/user-semirings.md)",
+                        fn, u->def.name);
+    return SR_SUCCESS;
+}
+
+static bool is_monoid(const char *add)
+{
+    for (size_t m = 0; m < sizeof kMonoids / sizeof *kMonoids; m++)
+        if (strcmp(add, kMonoids[m]) == 0)
+            return true;
+    return false;
+}
+
+static bool same_text(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
+
+static bool same_definition(const sr_semiring_def *a, const sr_semiring_def *b)
+{
+    return a->type == b->type && same_text(a->add, b->add) && same_text(a->identity, b->identity) &&
+           same_text(a->multiply, b->multiply);
+}
+
+static sr_status check_definition(const sr_semiring_def *d)
+{
+    SR_CHECK_ARG(d->name && *d->name, "sr_semiring_define: the semiring has no name");
+    const size_t len = strlen(d->name);
+    bool well_formed = len < 64 && islower((unsigned char)d->name[0]);
+    for (size_t c = 0; c < len; c++)
+        well_formed &= islower((unsigned char)d->name[c]) || isdigit((unsigned char)d->name[c]) || d->name[c] == '_';
+    SR_CHECK_ARG(well_formed, "sr_semiring_define: the name '%s' must be a lower-case letter, then letters, digits or "
+                 "_ (at most 63)", d->name);
+    for (int s = 0; s < SR_SEMIRING_COUNT; s++)
+        SR_CHECK_ARG(strcmp(d->name, sr_semiring_name((sr_semiring)s)) != 0,
+                     "sr_semiring_define: '%s' is a built-in semiring's name; give yours another", d->name);
+    SR_CHECK_ARG(d->type == SR_TYPE_INT32 || d->type == SR_TYPE_FLOAT32 || d->type == SR_TYPE_FLOAT64,
+                 "sr_semiring_define: '%s' has type %d; a user semiring's values are int32, float32 or float64", d->name,
+                 (int)d->type);
+    SR_CHECK_ARG(d->add && *d->add, "sr_semiring_define: '%s' has no add (a monoid: plus, times, min, max, or, and; or "
+                 "an expression over a and b)", d->name);
+    SR_CHECK_ARG(d->multiply && *d->multiply, "sr_semiring_define: '%s' has no multiply (an expression over x and y)",
+                 d->name);
+    SR_CHECK_ARG(is_monoid(d->add) || (d->identity && *d->identity),
+                 "sr_semiring_define: '%s' adds by the expression '%s', which needs its identity (identity: the value e "
+                 "with e + a = a)", d->name, d->add);
+    return SR_SUCCESS;
+}
+
+static char *copy_text(const char *s)
+{
+    if (!s)
+        return NULL;
+    char *c = malloc(strlen(s) + 1);
+    if (c)
+        strcpy(c, s);
+    return c;
+}
+
+static void free_entry(sr_user_semiring *u)
+{
+    if (!u)
+        return;
+    free((char *)u->def.name);
+    free((char *)u->def.add);
+    free((char *)u->def.identity);
+    free((char *)u->def.multiply);
+    free(u);
+}
+
+sr_status sr_semiring_define(const sr_semiring_def *def, sr_semiring *s)
+{
+    SR_CHECK_ARG(def != NULL && s != NULL, "sr_semiring_define: the definition or the output pointer is NULL");
+    SR_TRY(check_definition(def));
+    pthread_mutex_lock(&registry_lock);
+    sr_status st = SR_SUCCESS;
+    for (int r = 0; r < registered; r++) {
+        if (strcmp(registry[r]->def.name, def->name) != 0)
+            continue;
+        if (same_definition(&registry[r]->def, def))
+            *s = (sr_semiring)(SR_USER_SEMIRING_FIRST + r);
+        else
+            st = sr_error(SR_ERROR_INVALID_ARGUMENT, "sr_semiring_define: '%s' is defined already, as add '%s', "
+                          "multiply '%s' on %s; give the new one another name", def->name, registry[r]->def.add,
+                          registry[r]->def.multiply, sr_type_name(registry[r]->def.type));
+        pthread_mutex_unlock(&registry_lock);
+        return st;
+    }
+    if (registered == SR_USER_SEMIRING_MAX) {
+        pthread_mutex_unlock(&registry_lock);
+        return sr_error(SR_ERROR_UNSUPPORTED, "sr_semiring_define: a process holds at most %d user semirings",
+                        SR_USER_SEMIRING_MAX);
+    }
+    sr_user_semiring *u = calloc(1, sizeof *u);
+    if (u) {
+        u->def = (sr_semiring_def){copy_text(def->name), def->type, copy_text(def->add), copy_text(def->identity),
+                                   copy_text(def->multiply)};
+        if (!u->def.name || !u->def.add || !u->def.multiply || (def->identity && !u->def.identity))
+            st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a semiring's definition");
+    } else {
+        st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a semiring's definition");
+    }
+    if (st == SR_SUCCESS)
+        st = sr_cpu_user_compile(u); /* an expression that does not compile is refused here */
+    if (st != SR_SUCCESS) {
+        free_entry(u);
+        pthread_mutex_unlock(&registry_lock);
+        return st;
+    }
+    registry[registered] = u;
+    *s = (sr_semiring)(SR_USER_SEMIRING_FIRST + registered);
+    __atomic_store_n(&registered, registered + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&registry_lock);
+    return SR_SUCCESS;
+}
+
+sr_status sr_semiring_definition(sr_semiring s, sr_semiring_def *def)
+{
+    SR_CHECK_ARG(def != NULL, "sr_semiring_definition: the output pointer is NULL");
+    const sr_user_semiring *u = sr_user_semiring_of((int)s);
+    SR_CHECK_ARG(u != NULL, "sr_semiring_definition: %d is not a user semiring", (int)s);
+    *def = u->def;
+    return SR_SUCCESS;
+}

@@ -1,0 +1,54 @@
+/* Semirings the caller defines (sr_semiring_define): a registry of their definitions for the
+ * process, each with its host kernels compiled at definition (src/cpu/cpu_user.c). Their
+ * sr_semiring values start at SR_USER_SEMIRING_FIRST. */
+#ifndef SR_USER_SEMIRING_H
+#define SR_USER_SEMIRING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sparsering.h"
+
+#define SR_USER_SEMIRING_FIRST 64
+#define SR_USER_SEMIRING_MAX 1024
+
+/* Row i of A ⊕.⊗ B into acc[0, n) (⊕ from the identity, A's entries in order), then into row i of
+ * C at the columns allow permits (all when allow is NULL), ⊕ C's value first when accumulating.
+ * B's element (k, j) is at b[k * b_rs + j * b_cs], C's (i, j) at c[i * c_rs + j * c_cs]. */
+typedef void (*sr_user_dense_row_fn)(int64_t i, const int64_t *rowptr, const int32_t *colind, const void *av,
+                                     const void *b, int64_t b_rs, int64_t b_cs, int64_t n, void *c, int64_t c_rs,
+                                     int64_t c_cs, void *acc, const unsigned char *allow, int accumulate);
+/* Rows [r0, r1) of y = A ⊕.⊗ x, each sum from the identity in a register, A's entries in order (x's
+ * elements xs apart, y's ys apart); a row whose mask row is empty (or, complemented, not empty)
+ * keeps y's value; ⊕ y's value first when accumulating. No mask when mask_rowptr is NULL. */
+typedef void (*sr_user_spmv_rows_fn)(int64_t r0, int64_t r1, const int64_t *rowptr, const int32_t *colind,
+                                     const void *av, const void *x, int64_t xs, void *y, int64_t ys,
+                                     const int64_t *mask_rowptr, int complement, int accumulate);
+/* Row i of A ⊕.⊗ B (sparse B) into acc[j] at the columns it writes to cols (unsorted, first product
+ * then ⊕, A's entries in order; mark[j] == i marks one seen, mask_mark[j] == i one the mask holds,
+ * which complement inverts; no mask when mask_mark is NULL): returns how many. */
+typedef int64_t (*sr_user_mxm_row_fn)(int64_t i, const int64_t *a_rowptr, const int32_t *a_colind, const void *av,
+                                      const int64_t *b_rowptr, const int32_t *b_colind, const void *bv, int64_t *mark,
+                                      const int64_t *mask_mark, int complement, void *acc, int32_t *cols);
+/* *out = *a ⊕ *b. */
+typedef void (*sr_user_add_fn)(const void *a, const void *b, void *out);
+
+typedef struct sr_user_semiring {
+    sr_semiring_def def;           /* the definition (the strings are the registry's) */
+    struct sr_jit_library *library; /* its compiled kernels, loaded for the process */
+    sr_user_spmv_rows_fn spmv_rows;
+    sr_user_dense_row_fn dense_row;
+    sr_user_mxm_row_fn mxm_row;
+    sr_user_add_fn add;
+} sr_user_semiring;
+
+bool sr_semiring_is_user(int s);
+/* The definition and kernels of a user semiring, or NULL for any other value. */
+const sr_user_semiring *sr_user_semiring_of(int s);
+/* Fails with a message naming `fn` for a user semiring: the calls that do not take them yet. */
+sr_status sr_semiring_require_builtin(const char *fn, sr_semiring s);
+
+/* Compiles a definition's host kernels (cpu_user.c); u->def is filled in. */
+sr_status sr_cpu_user_compile(sr_user_semiring *u);
+
+#endif
