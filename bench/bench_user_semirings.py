@@ -4,7 +4,9 @@ warm-ups, the library's own matrices (no conversions timed); the answers are che
 Also the definition's first compile (an empty cache folder) and its load from the cache in a new
 process.
 
-    python3 bench/bench_user_semirings.py BUILD [--scale 16] [--threads 0]
+    python3 bench/bench_user_semirings.py BUILD [--scale 16] [--threads 0] [--knn-rows 5000]
+
+and k-NN under cosine, built in and as a user metric (metrics()).
 """
 import argparse
 import os
@@ -27,6 +29,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--scale", type=int, default=16)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--knn-rows", type=int, default=5000)
     args = ap.parse_args()
     cache = tempfile.mkdtemp(prefix="sr-jit-bench-")
     os.environ["SPARSERING_JIT_CACHE"] = cache
@@ -60,6 +63,31 @@ def main():
         t_u = median_time(lambda: call(user))
         print(f"{name}: built-in min_plus {1e3 * t_b:.2f} ms, user semiring {1e3 * t_u:.2f} ms, "
               f"{t_u / t_b:.2f}x; same bits: {same}")
+    metrics(sr, ctx, args.knn_rows)
+
+
+def metrics(sr, ctx, rows):
+    """k-NN (k = 10, all against all) of a NY Times-shaped set's first rows under cosine, built in
+    and written again as a user metric: the built-in's dense path (SPARSERING_KNN_OVERLAP=0, the
+    path a user metric takes) and its default (which may take the overlap path)."""
+    from knn_data import synthetic
+    X = synthetic(rows, 102_000, int(round(69_679_427 * rows / 300_000)), 0, 2_000, degrees="lognormal")
+    print(f"NY Times-shaped: {X.shape[0]} x {X.shape[1]}, {X.nnz} entries")
+    cosine = sr.Metric("bench_cosine", pair="q * x", norm="v * v",
+                       distance="sr_norm_product(nq, nx) > 0.0 ? sr_snap(sr_clamp(1.0 - acc / sr_norm_product(nq, nx), "
+                                "0.0, 2.0), 1.0) : 1.0")
+    A = sr.Matrix(X, context=ctx)
+    os.environ["SPARSERING_KNN_OVERLAP"] = "0"
+    want = sr.kneighbors(A, A, 10, "cosine")
+    t_dense = median_time(lambda: sr.kneighbors(A, A, 10, "cosine"), reps=3, warm=1)
+    del os.environ["SPARSERING_KNN_OVERLAP"]
+    t_default = median_time(lambda: sr.kneighbors(A, A, 10, "cosine"), reps=3, warm=1)
+    got = sr.kneighbors(A, A, 10, cosine)
+    t_user = median_time(lambda: sr.kneighbors(A, A, 10, cosine), reps=3, warm=1)
+    same = np.array_equal(got[1], want[1]) and np.array_equal(got[0].view(np.uint8), want[0].view(np.uint8))
+    print(f"k-NN cosine, k = 10: built-in dense path {t_dense:.3f} s, built-in default {t_default:.3f} s, "
+          f"user metric {t_user:.3f} s ({t_user / t_dense:.2f}x the dense path, {t_user / t_default:.2f}x the "
+          f"default); same bits as the dense path: {same}")
 
 
 if __name__ == "__main__":

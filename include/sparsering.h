@@ -586,6 +586,31 @@ typedef enum sr_metric {
 
 /** The first name above, e.g. "euclidean". */
 const char *sr_metric_name(sr_metric metric);
+
+/** A distance the caller defines (docs/user-semirings.md, "Metrics you define"), from sums over
+ * the columns two rows share, as the built-ins are: acc sums `pair` (an expression over q and x,
+ * the two rows' values as double; p is metric_arg) over the shared columns; nq and nx sum `norm`
+ * (an expression over v) over each row's entries; `distance` (an expression over acc, nq, nx, d
+ * the column count and p) gives the distance. over_union: `pair` is a term over every column
+ * either row holds, with pair(0, 0) = 0 and pair(v, 0) = pair(0, v); it is then summed as
+ * nq + nx + acc with acc the shared columns' pair(q, x) - pair(q, 0) - pair(0, x) and `norm`
+ * pair(v, 0) unless given (the built-ins' split, metric.h). Helpers the expressions may use:
+ * sr_pow(v, p), sr_snap(v, scale), sr_clamp(v, lo, hi), sr_norm_product(nq, nx) (metric.h's). */
+typedef struct sr_metric_def {
+    const char *name;     /**< as a semiring's: lower-case, not a built-in metric's name */
+    const char *pair;     /**< the shared columns' term, over q and x */
+    const char *norm;     /**< a row's entries' term, over v (NULL: 0, or pair(v, 0) over the union) */
+    const char *distance; /**< over acc, nq, nx, d and p (NULL: "acc") */
+    bool over_union;      /**< pair is a term over the union of the rows' columns (see above) */
+    bool similarity;      /**< larger is nearer (k-NN keeps the largest; radius keeps those at least r) */
+} sr_metric_def;
+
+/** Registers a user metric for this process and returns its value, which sr_pairwise_distance,
+ * sr_knn, sr_knn_graph and sr_radius_neighbors take on the CPU backend (a CUDA context refuses it
+ * for now). The rules and refusals are sr_semiring_define's. */
+sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric);
+/** The definition of a user metric (its strings are the library's, valid for the process). */
+sr_status sr_metric_definition(sr_metric metric, sr_metric_def *def);
 /** Any of the names above (scikit-learn spellings), case-sensitive. */
 sr_status sr_metric_from_name(const char *name, sr_metric *metric);
 

@@ -163,6 +163,22 @@ grep -q "does not compile" "$tmp/err" && grep -q "x \*\* y" "$tmp/err" || { echo
 printf 'name = typo\nadd = plus\nmultiplx = x\n' > "$tmp/typo.def"
 expect 3 "$cli" --backend cpu mxm "$tmp/g.mtx" "$tmp/g.mtx" --semiring-file "$tmp/typo.def"
 expect 2 "$cli" mxm "$tmp/g.mtx" "$tmp/g.mtx" --semiring no_such
+# a user metric from a file: cosine written again gives the built-in's dense path's lines
+awk 'BEGIN { srand(3); print "%%MatrixMarket matrix coordinate real general"; print 200, 40, 1000;
+             for (i = 1; i <= 200; i++) for (k = 0; k < 5; k++) print i, k * 8 + int(rand() * 8) + 1, rand() + 0.1 }' > "$tmp/d.mtx"
+printf 'name = cosine_again\npair = q * x\nnorm = v * v\ndistance = sr_norm_product(nq, nx) > 0.0 ? sr_snap(sr_clamp(1.0 - acc / sr_norm_product(nq, nx), 0.0, 2.0), 1.0) : 1.0\n' > "$tmp/cos.def"
+export SPARSERING_KNN_OVERLAP=0 # the built-in's dense path: the one a user metric takes
+expect 0 "$cli" --backend cpu knn "$tmp/d.mtx" --metric cosine -k 4 --out "$tmp/k1.txt"
+unset SPARSERING_KNN_OVERLAP
+expect 0 "$cli" --backend cpu knn "$tmp/d.mtx" --metric-file "$tmp/cos.def" -k 4 --out "$tmp/k2.txt"
+cmp -s "$tmp/k1.txt" "$tmp/k2.txt" || { echo "FAIL: knn --metric-file differs from cosine"; failures=$((failures + 1)); }
+expect 0 "$cli" --backend cpu knn-graph "$tmp/d.mtx" --metric "@$tmp/cos.def" -k 3 --out "$tmp/g1.mtx"
+expect 0 "$cli" --backend cpu radius "$tmp/d.mtx" --radius 0.5 --metric-file "$tmp/cos.def" --out "$tmp/r1.mtx"
+printf 'name = bad_over\npair = q * x\nover = everywhere\n' > "$tmp/over.def"
+expect 3 "$cli" --backend cpu knn "$tmp/d.mtx" --metric-file "$tmp/over.def"
+printf 'name = bad_pair\npair = q ** x\n' > "$tmp/badpair.def"
+expect 2 "$cli" --backend cpu knn "$tmp/d.mtx" --metric-file "$tmp/badpair.def"
+grep -q "does not compile" "$tmp/err" || { echo "FAIL: knn bad pair: $(cat "$tmp/err")"; failures=$((failures + 1)); }
 unset SPARSERING_JIT_CACHE
 expect 2 "$cli" sddmm "$tmp/s.mtx" "$tmp/b.mtx" "$tmp/a.mtx"
 expect 2 "$cli" sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --softmax

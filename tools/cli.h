@@ -51,6 +51,15 @@ int cmd_reach(const cli_globals *g, int argc, char **argv);
 int cmd_cfpq(const cli_globals *g, int argc, char **argv);
 int cmd_sddmm(const cli_globals *g, int argc, char **argv);
 int cmd_mxm(const cli_globals *g, int argc, char **argv);
+/* User definitions from 'key = value' files (cli_defs.c): each value at most CLI_DEF_VALUE - 1
+ * bytes; the define calls return a CLI exit code (messages printed). */
+#define CLI_DEF_VALUE 512
+bool cli_read_keys(const char *path, const char *who, const char *const *keys, int n, char values[][CLI_DEF_VALUE],
+                   bool *have);
+int cli_define_metric(const char *path, const char *who, sr_metric *metric);
+int cli_define_semiring(const char *path, const char *who, sr_semiring *semiring, sr_type *type);
+/* "@PATH": --metric-file PATH as a --metric value (cli_knn_start defines the metric it holds). */
+const char *cli_at_path(const char *path);
 int cmd_factorize(const cli_globals *g, int argc, char **argv);
 int cmd_fused(const cli_globals *g, int argc, char **argv);
 int cmd_ridge(const cli_globals *g, int argc, char **argv);

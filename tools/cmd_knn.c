@@ -85,6 +85,8 @@ bool cli_knn_option(int argc, char **argv, int *i, const char **metric_name, int
         return false;
     if (strcmp(argv[*i], "--metric") == 0)
         *metric_name = argv[++*i];
+    else if (strcmp(argv[*i], "--metric-file") == 0) /* as --metric @FILE */
+        *metric_name = cli_at_path(argv[++*i]);
     else if (strcmp(argv[*i], "-k") == 0)
         *k = atoll(argv[++*i]);
     else if (strcmp(argv[*i], "--p") == 0)
@@ -94,8 +96,19 @@ bool cli_knn_option(int argc, char **argv, int *i, const char **metric_name, int
     return true;
 }
 
+const char *cli_at_path(const char *path)
+{
+    static char at[4096];
+    snprintf(at, sizeof at, "@%s", path);
+    return at;
+}
+
 int cli_knn_start(const cli_globals *g, const char *what, const char *metric_name, sr_metric *metric, sr_context *ctx)
 {
+    if (metric_name[0] == '@') { /* a user metric's definition file (docs/user-semirings.md) */
+        const int rc = cli_define_metric(metric_name + 1, what, metric);
+        return rc != CLI_OK ? rc : cli_context(g, ctx);
+    }
     sr_status s = sr_metric_from_name(metric_name, metric);
     if (s != SR_SUCCESS)
         return cli_fail(s, what);
@@ -136,7 +149,7 @@ int cmd_knn(const cli_globals *g, int argc, char **argv)
     sr_precision precision = SR_PRECISION_EXACT;
     bool float64 = true;
     if (!data || k < 1 || !cli_precision(precision_name, true, &precision, &float64)) {
-        fprintf(stderr, "usage: sparsering knn DATA.mtx [--metric NAME] [-k K] [--p P] [--queries Q.mtx] [--out FILE]\n"
+        fprintf(stderr, "usage: sparsering knn DATA.mtx [--metric NAME | --metric-file DEF] [-k K] [--p P] [--queries Q.mtx] [--out FILE]\n"
                         "                      [--precision float64|exact|tf32|float32]\n");
         return CLI_USAGE;
     }

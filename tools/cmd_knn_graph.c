@@ -6,7 +6,7 @@
 
 #include "cli.h"
 
-static const char *kUsage = "usage: sparsering knn-graph DATA.mtx [--metric NAME] [-k K] [--p P] "
+static const char *kUsage = "usage: sparsering knn-graph DATA.mtx [--metric NAME | --metric-file DEF] [-k K] [--p P] "
                             "[--mode connectivity|distance] [--include-self] [--symmetrize] [--out GRAPH.mtx]\n"
                             "                            [--precision exact|tf32|float32|float64]\n";
 

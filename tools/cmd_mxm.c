@@ -13,81 +13,6 @@ static const char *const usage_text =
     "  max_min, plus_pair; --semiring-file a user semiring, lines 'key = value' with keys name, add, multiply,\n"
     "  identity (when add is an expression) and type (int32, float32 or float64; default float64)\n";
 
-/* The text after "key =" on a line of the definition file, trimmed, or NULL. */
-static char *value_of(char *line, const char *key)
-{
-    const size_t n = strlen(key);
-    while (*line == ' ' || *line == '\t')
-        line++;
-    if (strncmp(line, key, n) != 0)
-        return NULL;
-    line += n;
-    while (*line == ' ' || *line == '\t')
-        line++;
-    if (*line != '=')
-        return NULL;
-    line++;
-    while (*line == ' ' || *line == '\t')
-        line++;
-    char *end = line + strlen(line);
-    while (end > line && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
-        *--end = '\0';
-    return line;
-}
-
-/* Reads a definition file into *d (strings in fields[]); false with a message when it is not one. */
-static bool read_definition(const char *path, sr_semiring_def *d, char fields[5][512])
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "sparsering mxm: cannot open %s\n", path);
-        return false;
-    }
-    const char *keys[5] = {"name", "add", "multiply", "identity", "type"};
-    bool have[5] = {false, false, false, false, false};
-    char line[1024];
-    int lineno = 0;
-    bool ok = true;
-    while (ok && fgets(line, sizeof line, f)) {
-        lineno++;
-        char *p = line;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p == '#' || *p == '\n' || *p == '\0')
-            continue;
-        bool known = false;
-        for (int k = 0; k < 5 && !known; k++) {
-            char *v = value_of(line, keys[k]);
-            if (v) {
-                snprintf(fields[k], 512, "%s", v);
-                have[k] = known = true;
-            }
-        }
-        if (!known) {
-            fprintf(stderr, "sparsering mxm: %s:%d: expected 'key = value' with a key of name, add, multiply, "
-                    "identity, type\n", path, lineno);
-            ok = false;
-        }
-    }
-    fclose(f);
-    if (!ok)
-        return false;
-    sr_type type = SR_TYPE_FLOAT64;
-    if (have[4]) {
-        if (strcmp(fields[4], "int32") == 0)
-            type = SR_TYPE_INT32;
-        else if (strcmp(fields[4], "float32") == 0)
-            type = SR_TYPE_FLOAT32;
-        else if (strcmp(fields[4], "float64") != 0) {
-            fprintf(stderr, "sparsering mxm: %s: type '%s': expected int32, float32 or float64\n", path, fields[4]);
-            return false;
-        }
-    }
-    *d = (sr_semiring_def){have[0] ? fields[0] : NULL, type, have[1] ? fields[1] : NULL, have[3] ? fields[3] : NULL,
-                           have[2] ? fields[2] : NULL};
-    return true;
-}
-
 int cmd_mxm(const cli_globals *g, int argc, char **argv)
 {
     const char *paths[2] = {NULL, NULL}, *out = NULL, *mask_path = NULL, *name = "plus_times", *def_path = NULL;
@@ -124,16 +49,11 @@ int cmd_mxm(const cli_globals *g, int argc, char **argv)
     sr_type type = f32 ? SR_TYPE_FLOAT32 : SR_TYPE_FLOAT64;
     double t_define = 0;
     if (def_path) {
-        sr_semiring_def d;
-        char fields[5][512];
-        if (!read_definition(def_path, &d, fields))
-            return CLI_BAD_INPUT;
         const double t0 = cli_seconds();
-        sr_status s = sr_semiring_define(&d, &semiring);
+        const int rc = cli_define_semiring(def_path, "mxm", &semiring, &type);
         t_define = cli_seconds() - t0;
-        if (s != SR_SUCCESS)
-            return cli_fail(s, def_path);
-        type = d.type;
+        if (rc != CLI_OK)
+            return rc;
     }
     sr_context ctx;
     int rc = cli_context(g, &ctx);

@@ -7,7 +7,7 @@
 
 #include "cli.h"
 
-static const char *kUsage = "usage: sparsering radius DATA.mtx --radius R [--metric NAME] [--p P] [--queries Q.mtx] "
+static const char *kUsage = "usage: sparsering radius DATA.mtx --radius R [--metric NAME | --metric-file DEF] [--p P] [--queries Q.mtx] "
                             "[--mode connectivity|distance] [--include-self] [--out PAIRS.mtx]\n";
 
 int cmd_radius(const cli_globals *g, int argc, char **argv)
@@ -19,6 +19,8 @@ int cmd_radius(const cli_globals *g, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--metric") == 0)
             metric_name = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--metric-file") == 0)
+            metric_name = cli_at_path(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--p") == 0)
             p = atof(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--radius") == 0)

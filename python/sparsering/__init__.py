@@ -28,7 +28,7 @@ from ._boolean import (QueryStats, bits_count, bits_from_matrix, bits_or, cfpq, 
                        kronecker, labeled_graphs_from_networkx, matrix_from_bits, mxm_bits, pack_bits, reachability, read_labeled_graph, reduce_rows,
                        transitive_closure, unpack_bits)
 from ._matrix import BooleanMatrix, Context, Matrix, as_matrix, default_context, set_default_context
-from ._ops import (METRICS, SEMIRINGS, RowBlocks, Semiring, kneighbors, kneighbors_graph, mxm, mxm_row_blocks,
+from ._ops import (METRICS, SEMIRINGS, Metric, RowBlocks, Semiring, kneighbors, kneighbors_graph, mxm, mxm_row_blocks,
                    pairwise_distances, radius_neighbors, radius_neighbors_graph, spmm, spmv, SpmvPlan, spmv_plan,
                    spmv_plan_free)
 from ._pagerank import PageRankInfo, pagerank
@@ -78,7 +78,7 @@ def read_mm(path, dtype=None, context=None):
 __all__ = ["PageRankInfo", "pagerank", "SpmvPlan", "spmv_plan", "spmv_plan_free", "SolverResult", "fused_pattern", "logistic_regression", "ridge", "Factorization", "factorize", "sddmm", "sddmm_spmm", "sddmm_values", "QueryStats", "bits_count", "bits_from_matrix", "bits_or", "matrix_from_bits", "cfpq", "ewise_add", "ewise_mult", "extract", "kronecker", "labeled_graphs_from_networkx", "mxm_bits", "pack_bits",
            "reachability", "read_labeled_graph", "reduce_rows", "transitive_closure", "unpack_bits", "BooleanMatrix", "CancelledError", "Context", "DeviceError", "DeviceOutOfMemoryError", "FileError",
            "InternalError", "InvalidArgumentError", "InvalidMatrixError", "METRICS", "Matrix", "NearestNeighbors",
-           "NoDeviceError", "OutOfMemoryError", "ParseError", "SEMIRINGS", "Semiring", "SizeOverflowError", "SparseringError",
+           "NoDeviceError", "OutOfMemoryError", "ParseError", "SEMIRINGS", "Semiring", "Metric", "SizeOverflowError", "SparseringError",
            "UnsupportedError", "as_matrix", "default_context", "kneighbors", "kneighbors_graph", "last_method", "library_version", "show_config", "mxm",
            "mxm_row_blocks", "RowBlocks", "pairwise_distances", "radius_neighbors", "radius_neighbors_graph", "read_mm", "set_default_context", "spmm",
            "spmv"]

@@ -1508,6 +1508,24 @@ static PyObject *semiring_define(PyObject *mod, PyObject *args)
     return PyLong_FromLong((long)out);
 }
 
+/* metric_define(name, pair, norm_or_None, distance_or_None, over_union, similarity) -> the metric's id */
+static PyObject *metric_define(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    const char *name, *pair, *norm, *distance;
+    int over_union, similarity;
+    if (!PyArg_ParseTuple(args, "sszzpp", &name, &pair, &norm, &distance, &over_union, &similarity))
+        return NULL;
+    sr_metric_def d = {name, pair, norm, distance, over_union != 0, similarity != 0};
+    sr_metric out = SR_METRIC_L2;
+    sr_status st;
+    Py_BEGIN_ALLOW_THREADS st = sr_metric_define(&d, &out);
+    Py_END_ALLOW_THREADS
+    if (st != SR_SUCCESS)
+        return raise_status(st);
+    return PyLong_FromLong((long)out);
+}
+
 /* The names the library gives ids 0..count-1 (semirings or metrics), as a tuple. */
 static PyObject *names(const char *(*name_of)(int), int count)
 {
@@ -1753,6 +1771,8 @@ static PyMethodDef module_methods[] = {
     {"bits_or", bits_or, METH_VARARGS, "bits_or(ctx, Y, X_or_None, nrows, ncols) -> set bits of Y"},
     {"semiring_output_type", semiring_output_type, METH_VARARGS, "semiring_output_type(semiring, type)"},
     {"semiring_define", semiring_define, METH_VARARGS, "semiring_define(name, type, add, identity, multiply) -> id"},
+    {"metric_define", metric_define, METH_VARARGS,
+     "metric_define(name, pair, norm, distance, over_union, similarity) -> id"},
     {"metric_from_name", metric_from_name, METH_O, "metric_from_name(name)"},
     {"pairwise", pairwise, METH_VARARGS, "pairwise(ctx, A, B, metric, arg, D)"},
     {"knn", knn, METH_VARARGS, "knn(ctx, index, queries, k, metric, arg, indices, distances, progress)"},

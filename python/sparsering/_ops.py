@@ -50,6 +50,43 @@ class Semiring:
                 f"dtype={self.dtype.name!r}{extra})")
 
 
+class Metric:
+    """A distance you define (docs/user-semirings.md, "Metrics you define"), taken wherever a metric
+    name is (pairwise_distances, kneighbors, kneighbors_graph, radius_neighbors,
+    NearestNeighbors(metric=...)) on the CPU backend:
+
+        weighted_jaccard = sr.Metric("weighted_jaccard", pair="fmin(q, x)", norm="v",
+                                     distance="nq + nx - acc > 0 ? 1 - acc / (nq + nx - acc) : 0")
+
+    pair: the term of a column both rows hold, a C expression over q and x (doubles); acc is its
+    sum. norm: a term over each entry v of a row, summed into nq and nx (default 0). distance: a
+    C expression over acc, nq, nx, d (the column count) and p (default "acc"). over_union=True:
+    pair is a term over every column either row holds, with pair(0, 0) = 0 and pair(v, 0) =
+    pair(0, v); acc then sums pair(q, x) - pair(q, 0) - pair(0, x) over the shared columns and
+    norm defaults to pair(v, 0), so the union's sum is nq + nx + acc. similarity=True: larger is
+    nearer (k-NN keeps the largest). Compiled when made, cached on disk; the expressions are code.
+    Pickles by its definition."""
+
+    def __init__(self, name, pair, norm=None, distance=None, over_union=False, similarity=False):
+        self.name, self.pair, self.norm, self.distance = str(name), str(pair), norm, distance
+        self.over_union, self.similarity = bool(over_union), bool(similarity)
+        self.id = _core.metric_define(self.name, self.pair, None if norm is None else str(norm),
+                                      None if distance is None else str(distance), self.over_union, self.similarity)
+
+    def __reduce__(self):
+        return (Metric, (self.name, self.pair, self.norm, self.distance, self.over_union, self.similarity))
+
+    def __eq__(self, other):
+        return isinstance(other, Metric) and self.id == other.id
+
+    def __hash__(self):
+        return hash(("metric", self.id))
+
+    def __repr__(self):
+        return (f"sparsering.Metric({self.name!r}, pair={self.pair!r}, norm={self.norm!r}, distance={self.distance!r}, "
+                f"over_union={self.over_union}, similarity={self.similarity})")
+
+
 def semiring_id(semiring):
     if isinstance(semiring, Semiring):
         return semiring.id
@@ -349,8 +386,11 @@ def _metric(metric, p):
         if p == np.inf:
             return _core.metric_from_name("chebyshev"), 0.0
         return _core.metric_from_name("minkowski"), p
+    if isinstance(metric, Metric):
+        return metric.id, 0.0 if p is None else float(p)
     if not isinstance(metric, str):
-        raise TypeError(f"metric must be a name ({', '.join(METRICS)}), not {type(metric).__name__}")
+        raise TypeError(f"metric must be a name ({', '.join(METRICS)}) or a sparsering.Metric, not "
+                        f"{type(metric).__name__}")
     return _core.metric_from_name(metric), 0.0 if p is None else float(p)
 
 
@@ -368,7 +408,8 @@ def pairwise_distances(X, Y=None, metric="euclidean", *, p=None, dtype=None, con
     """Distances between the rows of X and the rows of Y (X itself when Y is None: the diagonal
     is then 0, as scikit-learn makes it), as sklearn.metrics.pairwise_distances, for sparse
     (scipy, Matrix) or dense inputs. Every
-    metric of sparsering.METRICS; "minkowski" takes p. Returns a dense numpy array,
+    metric of sparsering.METRICS, or a sparsering.Metric (its diagonal as it computes it);
+    "minkowski" takes p. Returns a dense numpy array,
     X.shape[0] x Y.shape[0], float32 when the inputs are float32, else float64 (dtype= overrides)."""
     ctx = _ctx_for(X, context)
     m, arg = _metric(metric, p)
@@ -385,8 +426,8 @@ def pairwise_distances(X, Y=None, metric="euclidean", *, p=None, dtype=None, con
     else:
         D = np.empty(shape, dtype=numpy_dtype(t))
         _core.pairwise(ctx._ctx, A._h, B._h, m, arg, _dense(D, "D", True))
-    if Y is None and m != _core.metric_from_name("inner_product"):
-        _fill_diagonal(D, kind)
+    if Y is None and m != _core.metric_from_name("inner_product") and not isinstance(metric, Metric):
+        _fill_diagonal(D, kind)  # (a user metric's own values stay: it may be a similarity)
     return D
 
 

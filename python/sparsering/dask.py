@@ -157,6 +157,11 @@ def _block_knn(block, queries, k, metric, p, dtype, backend):
     return dist, ind + block.start
 
 
+def _keeps_largest(metric):
+    """Whether k-NN keeps the largest values: the inner product, and a user Metric made as a similarity."""
+    return metric == "inner_product" or bool(getattr(metric, "similarity", False))
+
+
 def _merge(results, k, largest):
     """The k best of the blocks' candidates for each query: closest (largest for inner_product)
     first, ties to the smaller index."""
@@ -189,7 +194,7 @@ def kneighbors(client, index, queries=None, k=5, metric="euclidean", *, p=None, 
         batch = client.scatter(queries[q0:q0 + batch_rows], broadcast=True, hash=False)
         futures = [client.submit(_block_knn, blk, batch, k, metric, p, dtype, backend, workers=[w],
                                  allow_other_workers=False, pure=False) for blk, w in zip(placed, where)]
-        d, i = _merge(client.gather(futures), k, metric == "inner_product")
+        d, i = _merge(client.gather(futures), k, _keeps_largest(metric))
         if dist is None:
             dist = np.empty((queries.shape[0], k), d.dtype)
             ind = np.empty((queries.shape[0], k), np.int64)
@@ -864,7 +869,7 @@ class RowMatrix:
         """A future a piece of a query block (whole blocks without memory_limit): its (distances,
         indices) against every index block, merged on the query block's worker; and the pieces'
         (first row, rows)."""
-        largest = metric == "inner_product"
+        largest = _keeps_largest(metric)
         plan = self._knn_plan(queries, k, memory_limit) if memory_limit is not None else None
         return self._each_query_block(
             queries, _block_candidates, (k, metric, p, dtype, backend),

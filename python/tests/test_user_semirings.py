@@ -120,3 +120,64 @@ def test_refusals(rng):
         if name == "cuda":
             with pytest.raises(sr.SparseringError, match="runs on the CPU backend"):
                 sr.mxm(sr.Matrix(A, context=ctx), A, s)
+
+
+# the built-in metrics that sum over columns, written again (metric.h's formulas)
+METRICS_AGAIN = [
+    ("inner_product", dict(pair="q * x", distance="acc", similarity=True)),
+    ("sqeuclidean", dict(pair="q * x", norm="v * v", distance="sr_snap(nq + nx - 2.0 * acc, nq + nx)")),
+    ("cosine", dict(pair="q * x", norm="v * v", distance="sr_norm_product(nq, nx) > 0.0 ? "
+                    "sr_snap(sr_clamp(1.0 - acc / sr_norm_product(nq, nx), 0.0, 2.0), 1.0) : 1.0")),
+    ("jaccard", dict(pair="(q != 0.0 && x != 0.0) ? 1.0 : 0.0", norm="v != 0.0 ? 1.0 : 0.0",
+                     distance="nq + nx - acc > 0.0 ? 1.0 - acc / (nq + nx - acc) : 0.0")),
+    ("manhattan", dict(pair="fabs(q - x)", distance="fmax(0.0, nq + nx + acc)", over_union=True)),
+]
+
+
+@pytest.mark.parametrize("builtin,definition", METRICS_AGAIN)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_builtin_metrics_written_again_give_their_bits(rng, monkeypatch, builtin, definition, dtype):
+    metric = sr.Metric(f"py_again_{builtin}", **definition)
+    X = _random(rng, 200, 60, 0.08, dtype)
+    Q = _random(rng, 30, 60, 0.08, dtype)
+    want = sr.pairwise_distances(Q, X, builtin, context=CPU)
+    got = sr.pairwise_distances(Q, X, metric, context=CPU)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    monkeypatch.setenv("SPARSERING_KNN_OVERLAP", "0")  # the built-in's dense path, the one a user metric takes
+    wd, wi = sr.kneighbors(X, Q, 6, builtin, context=CPU)
+    monkeypatch.delenv("SPARSERING_KNN_OVERLAP")
+    gd, gi = sr.kneighbors(X, Q, 6, metric, context=CPU)
+    np.testing.assert_array_equal(gi, wi)
+    np.testing.assert_array_equal(gd.view(np.uint8), wd.view(np.uint8))
+
+
+def test_weighted_jaccard_knn_on_tfidf():
+    """The docs' example: weighted Jaccard (1 - Σmin/Σmax) k-NN on TF-IDF rows, against numpy."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    docs = ["sparse matrices on the gpu", "semirings for sparse distances", "k nearest neighbours on sparse data",
+            "the gpu computes distances", "graphs as sparse matrices", "neighbours of neighbours in graphs"]
+    X = TfidfVectorizer().fit_transform(docs)
+    X.sort_indices()
+    wj = sr.Metric("weighted_jaccard", pair="fmin(q, x)", norm="v",
+                   distance="nq + nx - acc > 0 ? 1 - acc / (nq + nx - acc) : 0")
+    nn = sr.NearestNeighbors(n_neighbors=3, metric=wj, context=CPU).fit(X)
+    dist, ind = nn.kneighbors(X)
+    D = X.toarray()
+    want = np.array([[1 - np.minimum(a, b).sum() / np.maximum(a, b).sum() for b in D] for a in D])
+    np.testing.assert_allclose(np.take_along_axis(want, ind, 1), dist, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.sort(want, 1)[:, :3], dist, rtol=0, atol=1e-12)
+    assert pickle.loads(pickle.dumps(wj)) == wj
+
+
+def test_metric_refusals(rng):
+    with pytest.raises(sr.InvalidArgumentError, match="does not compile"):
+        sr.Metric("broken_metric_py", pair="q ** x")
+    with pytest.raises(sr.InvalidArgumentError, match="built-in metric"):
+        sr.Metric("cosine", pair="q * x")
+    with pytest.raises(TypeError, match="sparsering.Metric"):
+        sr.pairwise_distances(sp.eye(3, format="csr"), metric=42, context=CPU)
+    m = sr.Metric("refused_metric_py", pair="q * x")
+    for name, ctx in CONTEXTS:
+        if name == "cuda":
+            with pytest.raises(sr.SparseringError, match="runs on the CPU backend"):
+                sr.kneighbors(sr.Matrix(_random(rng, 20, 10, 0.3, np.float32), context=ctx), None, 2, m)

@@ -8,11 +8,21 @@
 #include "../core/error.h"
 #include "../core/types.h"
 #include "../semiring/metric.h"
+#include "../semiring/user.h"
 #include "cpu.h"
 #include "cpu_chebyshev.h"
 
 void sr_cpu_distance_norms(const struct sr_matrix_s *A, sr_metric metric, double p, double *norms, int threads)
 {
+    const sr_user_metric *u = sr_user_metric_of((int)metric);
+    if (u) { /* its compiled norms, in chunks of rows */
+        const int64_t chunk = 4096, chunks = (A->nrows + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t c = 0; c < chunks; c++)
+            u->norms(c * chunk, c * chunk + chunk < A->nrows ? c * chunk + chunk : A->nrows, A->rowptr, A->values,
+                     A->type == SR_TYPE_FLOAT32, p, norms);
+        return;
+    }
     const float *vf = A->type == SR_TYPE_FLOAT32 ? (const float *)A->values : NULL;
     const double *vd = A->type == SR_TYPE_FLOAT64 ? (const double *)A->values : NULL;
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -134,6 +144,7 @@ sr_status sr_cpu_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t
 {
     bool failed = false;
     const bool chebyshev = sr_metric_kind_of(in->metric) == SR_MK_MAX;
+    const sr_user_metric *user = sr_user_metric_of((int)in->metric);
 #pragma omp parallel num_threads(threads) reduction(|| : failed)
     {
         scratch s;
@@ -142,7 +153,13 @@ sr_status sr_cpu_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t
         for (int64_t j = q0; j < q1; j++) {
             if (!ok)
                 continue;
-            if (chebyshev)
+            if (user) {
+                const bool single = in->Q->type == SR_TYPE_FLOAT32, out_single = single;
+                char *row = (char *)out->data + (size_t)((j - q0) * out->row_stride) * (out_single ? 4 : 8);
+                user->query(j, in->Q->rowptr, in->Q->colind, in->Q->values, in->XT->rowptr, in->XT->colind,
+                            in->XT->values, single, in->X->nrows, s.acc, in->qnorm, in->xnorm, (double)in->X->ncols,
+                            in->p, row, out->col_stride, out_single);
+            } else if (chebyshev)
                 query_chebyshev(in, j, &s, out, j - q0);
             else
                 query_by_intersection(in, j, &s, out, j - q0);

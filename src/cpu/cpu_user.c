@@ -174,6 +174,114 @@ sr_status sr_cpu_user_compile(sr_user_semiring *u)
     return SR_SUCCESS;
 }
 
+/* A user metric's kernels: metric.h's helpers, the user's terms, and the loops of cpu_distance.c
+ * (sr_cpu_distance_norms, query_by_intersection) in the same order, so a built-in written again
+ * gives its bits. */
+static const char kMetricTemplate[] =
+    "/* sparsering: kernels of the user metric %s (generated; src/cpu/cpu_user.c) */\n"
+    "#include <math.h>\n"
+    "#include <stddef.h>\n"
+    "#include <stdint.h>\n"
+    "static inline double sr_pow(double v, double p)\n"
+    "{\n"
+    "    if (v == 0.0)\n"
+    "        return 0.0;\n"
+    "    if (p >= 1.0 && p <= 64.0 && p == (double)(int)p) {\n"
+    "        double r = 1.0, b = v;\n"
+    "        for (int n = (int)p; n > 0; n >>= 1) {\n"
+    "            if (n & 1)\n"
+    "                r *= b;\n"
+    "            b *= b;\n"
+    "        }\n"
+    "        return r;\n"
+    "    }\n"
+    "    return exp2(p * log2(v));\n"
+    "}\n"
+    "static inline double sr_snap(double v, double scale) { return v <= 64.0 * 2.220446049250313e-16 * scale ? 0.0 : v; }\n"
+    "static inline double sr_clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }\n"
+    "static inline double sr_norm_product(double q0, double x0)\n"
+    "{\n"
+    "    const double both = q0 * x0;\n"
+    "    return both > 2.2250738585072014e-308 && both <= 1.7976931348623157e308 ? sqrt(both) : sqrt(q0) * sqrt(x0);\n"
+    "}\n"
+    "static inline double sr_pair(double q, double x, double p) { (void)q, (void)x, (void)p; return (double)(%s); }\n"
+    "static inline double sr_norm(double v, double p) { (void)v, (void)p; return (double)(%s); }\n"
+    "static inline double sr_distance(double acc, double nq, double nx, double d, double p)\n"
+    "{\n"
+    "    (void)acc, (void)nq, (void)nx, (void)d, (void)p;\n"
+    "    return (double)(%s);\n"
+    "}\n"
+    "static inline double sr_term(double q, double x, double p)\n"
+    "{\n"
+    "    return %s;\n"
+    "}\n"
+    "static inline double value_at(const void *v, int single, int64_t e)\n"
+    "{\n"
+    "    return single ? (double)((const float *)v)[e] : ((const double *)v)[e];\n"
+    "}\n"
+    "\n"
+    "void sr_user_norms(int64_t r0, int64_t r1, const int64_t *rowptr, const void *values, int single, double p,\n"
+    "                   double *norms)\n"
+    "{\n"
+    "    for (int64_t r = r0; r < r1; r++) {\n"
+    "        double n0 = 0.0;\n"
+    "        for (int64_t e = rowptr[r]; e < rowptr[r + 1]; e++)\n"
+    "            n0 += sr_norm(value_at(values, single, e), p);\n"
+    "        norms[2 * r] = n0;\n"
+    "        norms[2 * r + 1] = 0.0;\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "void sr_user_query(int64_t j, const int64_t *q_rowptr, const int32_t *q_colind, const void *qv,\n"
+    "                   const int64_t *xt_rowptr, const int32_t *xt_colind, const void *xtv, int single, int64_t n,\n"
+    "                   double *acc, const double *qnorm, const double *xnorm, double d, double p, void *out,\n"
+    "                   int64_t col_stride, int out_single)\n"
+    "{\n"
+    "    for (int64_t i = 0; i < n; i++)\n"
+    "        acc[i] = 0.0;\n"
+    "    for (int64_t e = q_rowptr[j]; e < q_rowptr[j + 1]; e++) {\n"
+    "        const int32_t c = q_colind[e];\n"
+    "        const double q = value_at(qv, single, e);\n"
+    "        for (int64_t t = xt_rowptr[c]; t < xt_rowptr[c + 1]; t++)\n"
+    "            acc[xt_colind[t]] += sr_term(q, value_at(xtv, single, t), p);\n"
+    "    }\n"
+    "    const double nq = qnorm[2 * j];\n"
+    "    for (int64_t i = 0; i < n; i++) {\n"
+    "        const double v = sr_distance(acc[i], nq, xnorm[2 * i], d, p);\n"
+    "        if (out_single)\n"
+    "            ((float *)out)[i * col_stride] = (float)v;\n"
+    "        else\n"
+    "            ((double *)out)[i * col_stride] = v;\n"
+    "    }\n"
+    "}\n";
+
+sr_status sr_cpu_user_metric_compile(sr_user_metric *u)
+{
+    const sr_metric_def *d = &u->def;
+    const char *norm = d->norm ? d->norm : d->over_union ? "sr_pair(v, 0.0, p)" : "0.0";
+    const char *distance = d->distance ? d->distance : "acc";
+    const char *term = d->over_union ? "sr_pair(q, x, p) - sr_pair(q, 0.0, p) - sr_pair(0.0, x, p)" : "sr_pair(q, x, p)";
+    const size_t size = sizeof kMetricTemplate + strlen(d->name) + strlen(d->pair) + strlen(norm) + strlen(distance) +
+                        strlen(term) + 64;
+    char *source = malloc(size);
+    if (!source)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's kernels");
+    snprintf(source, size, kMetricTemplate, d->name, d->pair, norm, distance, term);
+    char what[200];
+    snprintf(what, sizeof what, "metric '%s' (pair '%s', norm '%s', distance '%s'%s)", d->name, d->pair, norm, distance,
+             d->over_union ? ", over the union" : "");
+    sr_jit_library *lib = NULL;
+    sr_status st = sr_jit_load(source, what, &lib);
+    free(source);
+    SR_TRY(st);
+    u->library = lib;
+    u->norms = (sr_user_norms_fn)sr_jit_symbol(lib, "sr_user_norms");
+    u->query = (sr_user_query_fn)sr_jit_symbol(lib, "sr_user_query");
+    if (!u->norms || !u->query)
+        return sr_error(SR_ERROR_INTERNAL, "%s: the compiled kernels lack a symbol", what);
+    return SR_SUCCESS;
+}
+
 /* A dense-output product for the pool: a chunk is `rows` rows; each slot its accumulator row and
  * mask flags. */
 typedef struct {

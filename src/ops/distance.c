@@ -10,6 +10,7 @@
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
 #include "../semiring/metric.h"
+#include "../semiring/user.h"
 #include "distance_prep.h"
 #include "multi_gpu.h"
 #include "ops_common.h"
@@ -173,6 +174,7 @@ sr_status sr_distance_prepare(const char *fn, struct sr_context_s *ctx, struct s
     SR_TRY(sr_ops_check_matrix(fn, ctx, queries));
     SR_TRY(sr_ops_check_matrix(fn, ctx, index));
     SR_TRY(sr_metric_check(fn, metric, metric_arg));
+    SR_TRY(sr_metric_require_host(fn, (int)metric, index->location));
     SR_CHECK_ARG(queries->location == index->location, "%s: the two matrices live apart (%s and %s); sr_matrix_copy_to moves one",
                  fn, sr_ops_place(queries->location), sr_ops_place(index->location));
     SR_CHECK_ARG(queries->ncols == index->ncols, "%s: rows of %lld and %lld columns cannot be compared", fn,
@@ -320,7 +322,7 @@ static sr_status knn_batch(const sr_distance_prep *p, int64_t r0, int64_t rows, 
         return sr_cuda_knn_tiles_rows(&p->in, r0, r0 + rows, k, idx, dist);
     sr_strided_out full = {block, n, 1};
     SR_TRY(sr_distance_rows(p, r0, r0 + rows, &full));
-    bool largest = sr_metric_is_similarity(p->in.metric);
+    bool largest = sr_metric_keeps_largest((int)p->in.metric);
     if (p->where == SR_DEVICE)
         return sr_cuda_select_rows(p->ctx, block, p->in.Q->type, rows, n, n, k, largest, idx, k, dist);
     return sr_cpu_select_rows(block, p->in.Q->type, rows, n, n, k, largest, idx, k, dist, sr_context_threads(p->ctx));
@@ -384,7 +386,8 @@ sr_status sr_distance_overlap_setup(sr_distance_prep *p, struct sr_matrix_s *ind
 {
     const int64_t n = p->in.X->nrows;
     p->overlap_mode = overlap_mode();
-    p->overlap = p->where == SR_HOST && p->overlap_mode != 0;
+    /* (a user metric takes the dense path: the overlap path's bounds are the built-ins') */
+    p->overlap = p->where == SR_HOST && p->overlap_mode != 0 && !sr_metric_is_user((int)p->in.metric);
     if (!p->overlap)
         return SR_SUCCESS;
     SR_TRY(inverted_form(p, index)); /* host Chebyshev's dense path has none; its overlap path walks it */
@@ -415,6 +418,7 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     SR_CHECK_ARG(distances->nrows == queries->nrows && distances->ncols == k,
                  "%s: distances is %lld x %lld but there are %lld queries and k = %lld", fn,
                  (long long)distances->nrows, (long long)distances->ncols, (long long)queries->nrows, (long long)k);
+    SR_TRY(sr_metric_require_host(fn, (int)metric, index->location));
     if (sr_multi_applies(ctx, index) && queries->location == SR_DEVICE)
         return sr_multi_knn(ctx, index, queries, k, metric, metric_arg, indices, distances, options);
     sr_distance_prep p;

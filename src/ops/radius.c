@@ -11,6 +11,7 @@
 #include "../semiring/metric.h"
 #include "distance_prep.h"
 #include "multi_gpu.h"
+#include "../semiring/user.h"
 #include "ops_common.h"
 
 sr_radius_options sr_radius_options_default(void)
@@ -155,7 +156,7 @@ static sr_status find_pieces(const char *fn, const sr_distance_prep *p, double r
     struct sr_context_s *ctx = p->ctx;
     const int64_t nq = p->in.Q->nrows, n = p->in.X->nrows;
     const size_t es = sr_type_size(o->type), budget = sr_context_workspace(ctx, p->where);
-    sr_keep_rule rule = {sr_metric_is_similarity(p->in.metric) ? SR_KEEP_AT_LEAST : SR_KEEP_AT_MOST, radius,
+    sr_keep_rule rule = {sr_metric_keeps_largest((int)p->in.metric) ? SR_KEEP_AT_LEAST : SR_KEEP_AT_MOST, radius,
                          SR_KEEP_NO_SELF};
     void *block = NULL;
     /* the overlap path and the tiles keep as they go (the tiles may change *batch between batches) */
@@ -211,7 +212,9 @@ sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries
     SR_CHECK_ARG(!isnan(radius), "%s: the radius is NaN", fn);
     /* distances are never negative (but for the inner product, a similarity, and KL divergence of
      * rows that are not distributions): such a radius would quietly match nothing */
-    SR_CHECK_ARG(radius >= 0.0 || metric == SR_METRIC_INNER_PRODUCT || metric == SR_METRIC_KL_DIVERGENCE,
+    SR_TRY(sr_metric_require_host(fn, (int)metric, index->location));
+    SR_CHECK_ARG(radius >= 0.0 || metric == SR_METRIC_INNER_PRODUCT || metric == SR_METRIC_KL_DIVERGENCE ||
+                     sr_metric_is_user((int)metric),
                  "%s: the radius is %g, and %s distances are never negative", fn, radius, sr_metric_name(metric));
     SR_CHECK_ARG(queries == NULL || !o.include_self,
                  "%s: include_self applies when the index is compared with itself (queries NULL)", fn);

@@ -4,6 +4,7 @@
 
 #include "../core/error.h"
 #include "metric.h"
+#include "user.h"
 
 static const struct {
     const char *name;
@@ -41,7 +42,8 @@ const char *sr_metric_name(sr_metric metric)
     for (size_t i = 0; i < METRIC_NAME_COUNT; i++)
         if (metric_names[i].metric == metric)
             return metric_names[i].name;
-    return "unknown";
+    const sr_user_metric *u = sr_user_metric_of((int)metric);
+    return u ? u->def.name : "unknown";
 }
 
 sr_status sr_metric_from_name(const char *name, sr_metric *metric)
@@ -62,7 +64,8 @@ sr_status sr_metric_from_name(const char *name, sr_metric *metric)
 
 sr_status sr_metric_check(const char *fn, sr_metric metric, double metric_arg)
 {
-    SR_CHECK_ARG((int)metric >= 0 && (int)metric < SR_METRIC_COUNT, "%s: unknown metric %d", fn, (int)metric);
+    SR_CHECK_ARG(((int)metric >= 0 && (int)metric < SR_METRIC_COUNT) || sr_metric_is_user((int)metric),
+                 "%s: unknown metric %d", fn, (int)metric);
     if (metric == SR_METRIC_MINKOWSKI)
         SR_CHECK_ARG(metric_arg > 0.0 && isfinite(metric_arg),
                      "%s: minkowski needs a finite p > 0 in metric_arg (got %g; use chebyshev for p = inf)", fn,

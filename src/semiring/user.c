@@ -55,15 +55,21 @@ static bool same_definition(const sr_semiring_def *a, const sr_semiring_def *b)
            same_text(a->multiply, b->multiply);
 }
 
+sr_status sr_user_check_name(const char *fn, const char *name)
+{
+    SR_CHECK_ARG(name && *name, "%s: the definition has no name", fn);
+    const size_t len = strlen(name);
+    bool well_formed = len < 64 && islower((unsigned char)name[0]);
+    for (size_t c = 0; c < len; c++)
+        well_formed &= islower((unsigned char)name[c]) || isdigit((unsigned char)name[c]) || name[c] == '_';
+    SR_CHECK_ARG(well_formed, "%s: the name '%s' must be a lower-case letter, then letters, digits or _ (at most 63)",
+                 fn, name);
+    return SR_SUCCESS;
+}
+
 static sr_status check_definition(const sr_semiring_def *d)
 {
-    SR_CHECK_ARG(d->name && *d->name, "sr_semiring_define: the semiring has no name");
-    const size_t len = strlen(d->name);
-    bool well_formed = len < 64 && islower((unsigned char)d->name[0]);
-    for (size_t c = 0; c < len; c++)
-        well_formed &= islower((unsigned char)d->name[c]) || isdigit((unsigned char)d->name[c]) || d->name[c] == '_';
-    SR_CHECK_ARG(well_formed, "sr_semiring_define: the name '%s' must be a lower-case letter, then letters, digits or "
-                 "_ (at most 63)", d->name);
+    SR_TRY(sr_user_check_name("sr_semiring_define", d->name));
     for (int s = 0; s < SR_SEMIRING_COUNT; s++)
         SR_CHECK_ARG(strcmp(d->name, sr_semiring_name((sr_semiring)s)) != 0,
                      "sr_semiring_define: '%s' is a built-in semiring's name; give yours another", d->name);

@@ -42,6 +42,37 @@ typedef struct sr_user_semiring {
     sr_user_add_fn add;
 } sr_user_semiring;
 
+/* A user metric's kernels (cpu_user.c): the two norms of rows [r0, r1) (the user's norm sum and
+ * 0) into norms[2 r], values float32 when single; and query row j's distances to every index
+ * row through the inverted index XT, as cpu_distance.c's query_by_intersection, into
+ * out[i * col_stride] (float32 when out_single). */
+typedef void (*sr_user_norms_fn)(int64_t r0, int64_t r1, const int64_t *rowptr, const void *values, int single,
+                                 double p, double *norms);
+typedef void (*sr_user_query_fn)(int64_t j, const int64_t *q_rowptr, const int32_t *q_colind, const void *qv,
+                                 const int64_t *xt_rowptr, const int32_t *xt_colind, const void *xtv, int single,
+                                 int64_t n, double *acc, const double *qnorm, const double *xnorm, double d, double p,
+                                 void *out, int64_t col_stride, int out_single);
+
+typedef struct sr_user_metric {
+    sr_metric_def def;
+    struct sr_jit_library *library;
+    sr_user_norms_fn norms;
+    sr_user_query_fn query;
+} sr_user_metric;
+
+#define SR_USER_METRIC_FIRST 64
+
+bool sr_metric_is_user(int m);
+const sr_user_metric *sr_user_metric_of(int m);
+/* k-NN keeps the largest values: the inner product, and user metrics defined as similarities. */
+bool sr_metric_keeps_largest(int m);
+/* Fails with a message naming `fn` for a user metric on the device (they run on the CPU for now). */
+sr_status sr_metric_require_host(const char *fn, int m, sr_location where);
+sr_status sr_cpu_user_metric_compile(sr_user_metric *u);
+
+/* A user definition's name: [a-z][a-z0-9_]*, at most 63 (the error names fn). */
+sr_status sr_user_check_name(const char *fn, const char *name);
+
 bool sr_semiring_is_user(int s);
 /* The definition and kernels of a user semiring, or NULL for any other value. */
 const sr_user_semiring *sr_user_semiring_of(int s);

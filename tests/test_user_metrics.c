@@ -1,0 +1,177 @@
+/* User metrics (sr_metric_define) on the CPU backend: the built-in metrics that sum over columns,
+ * written again as user definitions, give the built-ins' bits in sr_pairwise_distance, sr_knn
+ * (dense path) and sr_radius_neighbors, in float32 and float64; weighted Jaccard against a dense
+ * reference; and the refusals. */
+#include "test_util.h"
+
+static sr_context ctx;
+
+/* The built-ins as user definitions (metric.h's formulas): the pair term, the norm term, the
+ * distance, over the union or not; hellinger and kl_divergence on nonnegative values. */
+static const struct {
+    sr_metric builtin;
+    const char *pair, *norm, *distance;
+    bool over_union, similarity, nonnegative;
+    double p;
+} kBuiltins[] = {
+    {SR_METRIC_INNER_PRODUCT, "q * x", NULL, "acc", false, true, false, 0},
+    {SR_METRIC_SQEUCLIDEAN, "q * x", "v * v", "sr_snap(nq + nx - 2.0 * acc, nq + nx)", false, false, false, 0},
+    {SR_METRIC_L2, "q * x", "v * v", "sqrt(sr_snap(nq + nx - 2.0 * acc, nq + nx))", false, false, false, 0},
+    {SR_METRIC_COSINE, "q * x", "v * v",
+     "sr_norm_product(nq, nx) > 0.0 ? sr_snap(sr_clamp(1.0 - acc / sr_norm_product(nq, nx), 0.0, 2.0), 1.0) : 1.0",
+     false, false, false, 0},
+    {SR_METRIC_JACCARD, "(q != 0.0 && x != 0.0) ? 1.0 : 0.0", "v != 0.0 ? 1.0 : 0.0",
+     "nq + nx - acc > 0.0 ? 1.0 - acc / (nq + nx - acc) : 0.0", false, false, false, 0},
+    {SR_METRIC_DICE, "(q != 0.0 && x != 0.0) ? 1.0 : 0.0", "v != 0.0 ? 1.0 : 0.0",
+     "nq + nx > 0.0 ? 1.0 - 2.0 * acc / (nq + nx) : 0.0", false, false, false, 0},
+    {SR_METRIC_RUSSELL_RAO, "(q != 0.0 && x != 0.0) ? 1.0 : 0.0", NULL, "(d - acc) / d", false, false, false, 0},
+    {SR_METRIC_HELLINGER, "sqrt(q * x)", "v", "sqrt(fmax(0.0, 0.5 * (nq + nx) - acc))", false, false, true, 0},
+    {SR_METRIC_KL_DIVERGENCE, "(q > 0.0 && x > 0.0) ? q * log(q / x) : 0.0", NULL, "acc", false, false, true, 0},
+    {SR_METRIC_L1, "fabs(q - x)", NULL, "fmax(0.0, nq + nx + acc)", true, false, false, 0},
+    {SR_METRIC_CANBERRA, "fabs(q) + fabs(x) > 0.0 ? fabs(q - x) / (fabs(q) + fabs(x)) : 0.0", NULL,
+     "fmax(0.0, nq + nx + acc)", true, false, false, 0},
+    {SR_METRIC_MINKOWSKI, "sr_pow(fabs(q - x), p)", NULL, "pow(fmax(0.0, nq + nx + acc), 1.0 / p)", true, false, false,
+     3.0},
+    {SR_METRIC_HAMMING, "q != x ? 1.0 : 0.0", NULL, "fmax(0.0, nq + nx + acc) / d", true, false, false, 0},
+};
+
+static sr_matrix make(test_csr *m, bool nonnegative, sr_type type)
+{
+    if (nonnegative)
+        for (int64_t e = 0; e < m->nnz; e++) {
+            if (type == SR_TYPE_FLOAT32)
+                ((float *)m->values)[e] = fabsf(((float *)m->values)[e]);
+            else
+                ((double *)m->values)[e] = fabs(((double *)m->values)[e]);
+        }
+    return test_make_matrix(ctx, m);
+}
+
+static void compare(sr_metric builtin, sr_metric user, sr_type type, bool nonnegative, double p, const char *what)
+{
+    test_csr x = test_random_csr(150, 60, 6, type), q = test_random_csr(40, 60, 5, type);
+    /* counts-like duplicates: ties across rows */
+    sr_matrix X = make(&x, nonnegative, type), Q = make(&q, nonnegative, type);
+    const size_t es = sr_type_size(type);
+    void *d1 = malloc(40 * 150 * es), *d2 = malloc(40 * 150 * es);
+    sr_dense D1 = sr_dense_view(d1, 40, 150, type, SR_ROW_MAJOR, SR_HOST), D2 = sr_dense_view(d2, 40, 150, type, SR_ROW_MAJOR, SR_HOST);
+    CHECK_OK(sr_pairwise_distance(ctx, Q, X, builtin, p, &D1));
+    CHECK_OK(sr_pairwise_distance(ctx, Q, X, user, p, &D2));
+    CHECK(memcmp(d1, d2, 40 * 150 * es) == 0, "%s (%s): pairwise distances differ from %s", what, sr_type_name(type),
+          sr_metric_name(builtin));
+    enum { k = 7 };
+    int64_t i1[40 * k], i2[40 * k];
+    void *k1 = malloc(40 * k * es), *k2 = malloc(40 * k * es);
+    sr_dense K1 = sr_dense_view(k1, 40, k, type, SR_ROW_MAJOR, SR_HOST), K2 = sr_dense_view(k2, 40, k, type, SR_ROW_MAJOR, SR_HOST);
+    setenv("SPARSERING_KNN_OVERLAP", "0", 1); /* the built-in's dense path: the one a user metric takes */
+    CHECK_OK(sr_knn(ctx, X, Q, k, builtin, p, i1, &K1, NULL));
+    unsetenv("SPARSERING_KNN_OVERLAP");
+    CHECK_OK(sr_knn(ctx, X, Q, k, user, p, i2, &K2, NULL));
+    CHECK(memcmp(i1, i2, sizeof i1) == 0 && memcmp(k1, k2, 40 * k * es) == 0, "%s (%s): k-NN differs from %s", what,
+          sr_type_name(type), sr_metric_name(builtin));
+    sr_matrix R1 = NULL, R2 = NULL;
+    sr_radius_options ro = sr_radius_options_default();
+    ro.mode = SR_GRAPH_DISTANCE;
+    ro.type = type;
+    const double r = builtin == SR_METRIC_INNER_PRODUCT ? 0.5 : 1.0;
+    CHECK_OK(sr_radius_neighbors(ctx, X, Q, r, builtin, p, &ro, &R1));
+    CHECK_OK(sr_radius_neighbors(ctx, X, Q, r, user, p, &ro, &R2));
+    bool same = false;
+    if (R1 && R2)
+        CHECK_OK(sr_matrix_equal(ctx, R1, R2, &same));
+    CHECK(same, "%s (%s): radius neighbours differ from %s", what, sr_type_name(type), sr_metric_name(builtin));
+    sr_matrix_free(R1), sr_matrix_free(R2), sr_matrix_free(X), sr_matrix_free(Q);
+    free(d1), free(d2), free(k1), free(k2);
+    test_csr_free(&x), test_csr_free(&q);
+}
+
+static void check_builtins_again(void)
+{
+    for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++) {
+        char name[64];
+        snprintf(name, sizeof name, "again_%s", sr_metric_name(kBuiltins[b].builtin));
+        sr_metric_def d = {name, kBuiltins[b].pair, kBuiltins[b].norm, kBuiltins[b].distance, kBuiltins[b].over_union,
+                           kBuiltins[b].similarity};
+        sr_metric user = SR_METRIC_L2;
+        CHECK_OK(sr_metric_define(&d, &user));
+        compare(kBuiltins[b].builtin, user, SR_TYPE_FLOAT64, kBuiltins[b].nonnegative, kBuiltins[b].p, name);
+        compare(kBuiltins[b].builtin, user, SR_TYPE_FLOAT32, kBuiltins[b].nonnegative, kBuiltins[b].p, name);
+    }
+}
+
+/* Weighted Jaccard, 1 - Σ min(q, x) / Σ max(q, x) on nonnegative rows: over the shared columns
+ * Σ max = Σ q + Σ x - Σ min, against a dense reference. */
+static void check_weighted_jaccard(void)
+{
+    sr_metric_def d = {"weighted_jaccard", "fmin(q, x)", "v", "nq + nx - acc > 0.0 ? 1.0 - acc / (nq + nx - acc) : 0.0",
+                       false, false};
+    sr_metric wj = SR_METRIC_L2;
+    CHECK_OK(sr_metric_define(&d, &wj));
+    test_csr x = test_random_csr(80, 30, 5, SR_TYPE_FLOAT64);
+    sr_matrix X = make(&x, true, SR_TYPE_FLOAT64);
+    static double D[80 * 80];
+    sr_dense Dv = sr_dense_view(D, 80, 80, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    CHECK_OK(sr_pairwise_distance(ctx, X, X, wj, 0.0, &Dv));
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < 80; i++)
+        for (int64_t j = 0; j < 80; j++) {
+            double lo = 0, hi = 0;
+            for (int64_t c = 0; c < 30; c++) {
+                const double a = test_csr_at(&x, i, c), b = test_csr_at(&x, j, c);
+                lo += fmin(a, b);
+                hi += fmax(a, b);
+            }
+            const double want = hi > 0 ? 1.0 - lo / hi : 0.0;
+            wrong += !(fabs(D[i * 80 + j] - want) <= 1e-12);
+        }
+    CHECK(wrong == 0, "weighted_jaccard: %lld of 6400 distances differ from the dense reference", (long long)wrong);
+    sr_matrix_free(X);
+    test_csr_free(&x);
+}
+
+static void check_refusals(void)
+{
+    sr_metric m = SR_METRIC_L2;
+    sr_metric_def bad = {"broken_metric", "q ** x", NULL, NULL, false, false};
+    CHECK_FAILS(sr_metric_define(&bad, &m), SR_ERROR_INVALID_ARGUMENT, "does not compile");
+    sr_metric_def clash = {"cosine", "q * x", NULL, NULL, false, false};
+    CHECK_FAILS(sr_metric_define(&clash, &m), SR_ERROR_INVALID_ARGUMENT, "built-in metric");
+    sr_metric_def nopair = {"nopair", NULL, NULL, NULL, false, false};
+    CHECK_FAILS(sr_metric_define(&nopair, &m), SR_ERROR_INVALID_ARGUMENT, "no pair term");
+    sr_metric_def ok = {"dot_again", "q * x", NULL, NULL, false, true};
+    CHECK_OK(sr_metric_define(&ok, &m));
+    sr_metric again = SR_METRIC_L2;
+    CHECK_OK(sr_metric_define(&ok, &again));
+    CHECK(again == m, "the same metric twice gave %d and %d", (int)m, (int)again);
+    CHECK(strcmp(sr_metric_name(m), "dot_again") == 0, "sr_metric_name: %s", sr_metric_name(m));
+    ok.pair = "q + x";
+    CHECK_FAILS(sr_metric_define(&ok, &again), SR_ERROR_INVALID_ARGUMENT, "defined already");
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CUDA;
+    sr_context gpu;
+    if (sr_context_create(&gpu, &o) == SR_SUCCESS) {
+        test_csr x = test_random_csr(20, 10, 3, SR_TYPE_FLOAT32);
+        sr_matrix H = test_make_matrix(ctx, &x), G = NULL;
+        CHECK_OK(sr_matrix_copy_to(gpu, H, SR_DEVICE, &G));
+        int64_t idx[20];
+        float dist[20];
+        sr_dense Dv = sr_dense_view(dist, 20, 1, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_HOST);
+        CHECK_FAILS(sr_knn(gpu, G, G, 1, m, 0.0, idx, &Dv, NULL), SR_ERROR_UNSUPPORTED, "runs on the CPU backend");
+        sr_matrix_free(G), sr_matrix_free(H);
+        test_csr_free(&x);
+        sr_context_destroy(gpu);
+    }
+}
+
+int main(void)
+{
+    test_seed("test_user_metrics");
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CPU;
+    CHECK_OK(sr_context_create(&ctx, &o));
+    check_refusals();
+    check_builtins_again();
+    check_weighted_jaccard();
+    sr_context_destroy(ctx);
+    return test_finish("test_user_metrics");
+}
