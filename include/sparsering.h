@@ -281,9 +281,10 @@ typedef struct sr_semiring_def {
     const char *multiply; /**< ⊗: an expression over x (A's value) and y (B's), e.g. "x + y" */
 } sr_semiring_def;
 
-/** Registers a user semiring for this process and returns its value, which sr_spmv, sr_spmm and
- * sr_mxm (masks and accumulate included) take as they take a built-in one, on the CPU backend;
- * the other calls, and a CUDA context, refuse it for now with a message that says so. Defining
+/** Registers a user semiring for this process and returns its value, which sr_spmv, sr_spmm,
+ * sr_mxm (masks and accumulate included), sr_ewise_add, sr_ewise_mult, sr_kronecker,
+ * sr_reduce_rows and sr_mxm_row_blocks take as they take a built-in one, on the CPU backend;
+ * SDDMM and a CUDA context refuse it for now with a message that says so. Defining
  * the same definition again returns the same value; a name defined with other expressions, an
  * expression that does not compile (the compiler's message is in sr_last_error()), a missing
  * identity or an unknown type is refused, and nothing stays registered. */

@@ -107,6 +107,39 @@ static void compare_mxm(sr_semiring builtin, sr_semiring user, sr_matrix A, sr_m
     }
 }
 
+/* ewise add and mult, Kronecker, row reduction and row blocks by the built-in and by the user
+ * semiring: the same matrices. */
+static void compare_structural(sr_semiring builtin, sr_semiring user, sr_matrix A, sr_matrix B, const char *what)
+{
+    sr_matrix C1[4] = {NULL}, C2[4] = {NULL};
+    CHECK_OK(sr_ewise_add(ctx, &C1[0], NULL, builtin, A, B, NULL));
+    CHECK_OK(sr_ewise_add(ctx, &C2[0], NULL, user, A, B, NULL));
+    CHECK_OK(sr_ewise_mult(ctx, &C1[1], NULL, builtin, A, B, NULL));
+    CHECK_OK(sr_ewise_mult(ctx, &C2[1], NULL, user, A, B, NULL));
+    CHECK_OK(sr_kronecker(ctx, &C1[2], NULL, builtin, A, B, NULL));
+    CHECK_OK(sr_kronecker(ctx, &C2[2], NULL, user, A, B, NULL));
+    CHECK_OK(sr_reduce_rows(ctx, &C1[3], builtin, A));
+    CHECK_OK(sr_reduce_rows(ctx, &C2[3], user, A));
+    const char *ops[4] = {"sr_ewise_add", "sr_ewise_mult", "sr_kronecker", "sr_reduce_rows"};
+    for (int o = 0; o < 4; o++) {
+        bool equal = false;
+        if (C1[o] && C2[o])
+            CHECK_OK(sr_matrix_equal(ctx, C1[o], C2[o], &equal));
+        CHECK(equal, "%s: %s differs from %s", what, ops[o], sr_semiring_name(builtin));
+        sr_matrix_free(C1[o]);
+        sr_matrix_free(C2[o]);
+    }
+    sr_row_blocks R = NULL;
+    CHECK_OK(sr_mxm_row_blocks(ctx, &R, user, A, A));
+    sr_matrix G = NULL, W = NULL;
+    bool equal = false;
+    if (R && sr_row_blocks_gather(R, &G) == SR_SUCCESS && sr_mxm(ctx, &W, NULL, builtin, A, A, NULL) == SR_SUCCESS)
+        CHECK_OK(sr_matrix_equal(ctx, G, W, &equal));
+    CHECK(equal, "%s: sr_mxm_row_blocks differs from %s", what, sr_semiring_name(builtin));
+    sr_row_blocks_free(R);
+    sr_matrix_free(G), sr_matrix_free(W);
+}
+
 static void check_builtins_again(void)
 {
     for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++)
@@ -125,6 +158,11 @@ static void check_builtins_again(void)
             compare_dense(kBuiltins[b].builtin, user, A, Mv, 300, 200, 1, type, name);
             compare_dense(kBuiltins[b].builtin, user, A, NULL, 300, 200, 37, type, name);
             compare_mxm(kBuiltins[b].builtin, user, A, B, M, name);
+            test_csr sq = test_random_csr(30, 30, 4, type), sq2 = test_random_csr(30, 30, 4, type);
+            sr_matrix S = test_make_matrix(ctx, &sq), S2 = test_make_matrix(ctx, &sq2);
+            compare_structural(kBuiltins[b].builtin, user, S, S2, name);
+            sr_matrix_free(S), sr_matrix_free(S2);
+            test_csr_free(&sq), test_csr_free(&sq2);
             sr_matrix_free(A), sr_matrix_free(B), sr_matrix_free(M), sr_matrix_free(Mv);
             test_csr_free(&a), test_csr_free(&bb), test_csr_free(&mk), test_csr_free(&mv);
         }
@@ -229,10 +267,10 @@ static void check_refusals(void)
     test_csr a = test_random_csr(30, 30, 3, SR_TYPE_FLOAT32), d = test_random_csr(30, 30, 3, SR_TYPE_FLOAT64);
     sr_matrix A = test_make_matrix(ctx, &a), D = test_make_matrix(ctx, &d), C = NULL;
     CHECK_FAILS(sr_mxm(ctx, &C, NULL, s, A, A, NULL), SR_ERROR_INVALID_ARGUMENT, "defined on float64 values");
-    CHECK_FAILS(sr_ewise_add(ctx, &C, NULL, s, D, D, NULL), SR_ERROR_UNSUPPORTED, "does not take user semirings");
-    CHECK_FAILS(sr_reduce_rows(ctx, &C, s, D), SR_ERROR_UNSUPPORTED, "does not take user semirings");
-    sr_row_blocks R = NULL;
-    CHECK_FAILS(sr_mxm_row_blocks(ctx, &R, s, D, D), SR_ERROR_UNSUPPORTED, "does not take user semirings");
+    static double a_rows[30 * 4], b_rows[30 * 4];
+    sr_dense Ad = sr_dense_view(a_rows, 30, 4, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    sr_dense Bd = sr_dense_view(b_rows, 30, 4, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    CHECK_FAILS(sr_sddmm(ctx, &C, s, 1.0, D, &Ad, &Bd, 0.0, NULL), SR_ERROR_UNSUPPORTED, "does not take user semirings");
     sr_context_options o = sr_context_options_default();
     o.backend = SR_BACKEND_CUDA;
     sr_context gpu;

@@ -115,7 +115,11 @@ def test_refusals(rng):
     s = sr.Semiring("refused_py", add="plus", multiply="x * y")
     A = _random(rng, 30, 30, 0.1, np.float64)
     with pytest.raises(sr.SparseringError, match="does not take user semirings"):
-        sr.ewise_add(A, A, s, context=CPU)
+        sr.sddmm(A, np.ones((30, 4)), np.ones((30, 4)), semiring=s, context=CPU)
+    B = _random(rng, 30, 30, 0.1, np.float64)
+    for op in (sr.ewise_add, sr.ewise_mult):  # the built-in's entries, bit for bit
+        want, got = op(A, B, "plus_times", context=CPU), op(A, B, s, context=CPU)
+        np.testing.assert_array_equal(got.toarray().view(np.uint8), want.toarray().view(np.uint8))
     for name, ctx in CONTEXTS:
         if name == "cuda":
             with pytest.raises(sr.SparseringError, match="runs on the CPU backend"):

@@ -13,10 +13,11 @@
 void sr_cpu_combine(void *out, int64_t o, const void *a, int64_t x, const void *b, int64_t y, sr_type type,
                     sr_merge merge, int op)
 {
-    if (merge == SR_MERGE_UNION && op >= SR_USER_SEMIRING_FIRST) { /* a user semiring's ⊕ (op is its value) */
+    if (op >= SR_USER_SEMIRING_FIRST) { /* a user semiring's ⊕ or ⊗ (op is its value) */
         const size_t vs = sr_value_size(type);
-        sr_user_semiring_of(op)->add((const char *)a + (size_t)x * vs, (const char *)b + (size_t)y * vs,
-                                     (char *)out + (size_t)o * vs);
+        const sr_user_semiring *u = sr_user_semiring_of(op);
+        (merge == SR_MERGE_UNION ? u->add : u->mul)((const char *)a + (size_t)x * vs, (const char *)b + (size_t)y * vs,
+                                                   (char *)out + (size_t)o * vs);
         return;
     }
 #define COMBINE(T)                                                                                       \
@@ -193,9 +194,9 @@ sr_status sr_cpu_ewise(struct sr_context_s *ctx, const struct sr_matrix_s *A, co
 {
     const int64_t entries = A->rowptr[A->nrows] + (B ? B->rowptr[B->nrows] : 0) + (mask ? mask->rowptr[mask->nrows] : 0);
     const int threads = sr_context_threads_for(ctx, A->nrows + entries);
-    combiner c = {merge, merge == SR_MERGE_INTERSECT ? (int)sr_semiring_mul_op(s)
-                         : sr_semiring_is_user((int)s) ? (int)s /* sr_cpu_combine calls its ⊕ */
-                                                        : (int)sr_semiring_add_op(s)};
+    combiner c = {merge, sr_semiring_is_user((int)s) ? (int)s /* sr_cpu_combine calls its ⊕ or ⊗ */
+                         : merge == SR_MERGE_INTERSECT ? (int)sr_semiring_mul_op(s)
+                                                       : (int)sr_semiring_add_op(s)};
     const struct sr_matrix_s *right = merge == SR_MERGE_LEFT ? NULL : B;
     struct sr_matrix_s *C;
     SR_TRY(sr_matrix_alloc(ctx, A->nrows, A->ncols, 0, A->type, SR_HOST, &C));

@@ -3,6 +3,7 @@
 
 #include "../core/error.h"
 #include "../core/types.h"
+#include "../semiring/user.h"
 #include "cpu.h"
 
 sr_status sr_cpu_kronecker(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
@@ -23,7 +24,7 @@ sr_status sr_cpu_kronecker(struct sr_context_s *ctx, const struct sr_matrix_s *A
         sr_matrix_destroy(C);
         return st;
     }
-    const sr_mul_op op = sr_semiring_mul_op(s);
+    const int op = sr_semiring_is_user((int)s) ? (int)s : (int)sr_semiring_mul_op(s); /* (sr_cpu_combine) */
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 64)
     for (int64_t r = 0; r < nrows; r++) {
         const int64_t i = r / p, k = r % p;
@@ -91,7 +92,7 @@ sr_status sr_cpu_reduce_rows(struct sr_context_s *ctx, const struct sr_matrix_s 
         sr_matrix_destroy(v);
         return st;
     }
-    const sr_add_op op = sr_semiring_add_op(s);
+    const int op = sr_semiring_is_user((int)s) ? (int)s : (int)sr_semiring_add_op(s); /* (sr_cpu_combine) */
     const size_t vsize = sr_value_size(A->type);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1024)
     for (int64_t i = 0; i < A->nrows; i++)

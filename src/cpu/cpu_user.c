@@ -60,6 +60,11 @@ static const char kTemplate[] =
     "    *(T *)out = sr_add(*(const T *)a, *(const T *)b);\n"
     "}\n"
     "\n"
+    "void sr_user_mul(const void *a, const void *b, void *out)\n"
+    "{\n"
+    "    *(T *)out = sr_mul(*(const T *)a, *(const T *)b);\n"
+    "}\n"
+    "\n"
     "/* as cpu_spmm.c's kernels: each element from the identity, A's entries in order */\n"
     "void sr_user_dense_row(int64_t i, const int64_t *rowptr, const int32_t *colind, const void *av_, const void *b_,\n"
     "                       int64_t b_rs, int64_t b_cs, int64_t n, void *c_, int64_t c_rs, int64_t c_cs, void *acc_,\n"
@@ -169,7 +174,8 @@ sr_status sr_cpu_user_compile(sr_user_semiring *u)
     u->dense_row = (sr_user_dense_row_fn)sr_jit_symbol(lib, "sr_user_dense_row");
     u->mxm_row = (sr_user_mxm_row_fn)sr_jit_symbol(lib, "sr_user_mxm_row");
     u->add = (sr_user_add_fn)sr_jit_symbol(lib, "sr_user_add");
-    if (!u->spmv_rows || !u->dense_row || !u->mxm_row || !u->add)
+    u->mul = (sr_user_add_fn)sr_jit_symbol(lib, "sr_user_mul");
+    if (!u->spmv_rows || !u->dense_row || !u->mxm_row || !u->add || !u->mul)
         return sr_error(SR_ERROR_INTERNAL, "%s: the compiled kernels lack a symbol", what);
     return SR_SUCCESS;
 }

@@ -14,7 +14,7 @@ static sr_status check_pair(const char *fn, const struct sr_context_s *ctx, cons
 {
     SR_TRY(sr_ops_check_matrix(fn, ctx, A));
     SR_TRY(sr_ops_check_matrix(fn, ctx, B));
-    SR_TRY(sr_semiring_require_builtin(fn, s));
+    SR_TRY(sr_ops_check_user_semiring_here(fn, s, A));
     SR_CHECK_ARG(B->type == A->type, "%s: B has type %s but A has type %s", fn, sr_type_name(B->type),
                  sr_type_name(A->type));
     SR_CHECK_ARG(B->location == A->location, "%s: A lives on the %s but B on the %s (sr_matrix_copy_to moves one)", fn,
@@ -111,7 +111,7 @@ sr_status sr_reduce_rows(sr_context ctx, sr_matrix *v, sr_semiring s, sr_matrix 
     const char *fn = "sr_reduce_rows";
     SR_CHECK_ARG(v != NULL, "%s: the output pointer is NULL", fn);
     SR_TRY(sr_ops_check_matrix(fn, ctx, A));
-    SR_TRY(sr_semiring_require_builtin(fn, s));
+    SR_TRY(sr_ops_check_user_semiring_here(fn, s, A));
     sr_type out;
     SR_TRY(sr_semiring_output_type(s, A->type, &out));
     SR_CHECK_ARG(out == A->type, "%s: %s turns %s into %s; the reduction keeps the type (for bool use or_and)", fn,

@@ -36,7 +36,7 @@ sr_status sr_mxm_row_blocks(sr_context ctx, sr_row_blocks *C, sr_semiring s, sr_
     *C = NULL;
     SR_TRY(sr_ops_check_matrix(fn, ctx, A));
     SR_TRY(sr_ops_check_matrix(fn, ctx, B));
-    SR_TRY(sr_semiring_require_builtin(fn, s));
+    SR_TRY(sr_ops_check_user_semiring_here(fn, s, A));
     sr_type out;
     SR_TRY(sr_ops_check_mxm_operands(fn, s, A, B, false, &out));
     struct sr_row_blocks_s *R = NULL;

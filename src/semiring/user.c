@@ -33,8 +33,8 @@ sr_status sr_semiring_require_builtin(const char *fn, sr_semiring s)
     const sr_user_semiring *u = sr_user_semiring_of((int)s);
     if (u)
         return sr_error(SR_ERROR_UNSUPPORTED,
-                        "%s does not take user semirings yet ('%s'): sr_spmv, sr_spmm and sr_mxm on the CPU backend do "
-                        "(docs/user-semirings.md)",
+                        "%s does not take user semirings yet ('%s'): the products, element-wise operations, Kronecker "
+                        "products, row reductions and row blocks on the CPU backend do (docs/user-semirings.md)",
                         fn, u->def.name);
     return SR_SUCCESS;
 }

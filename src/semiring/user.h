@@ -30,7 +30,7 @@ typedef void (*sr_user_spmv_rows_fn)(int64_t r0, int64_t r1, const int64_t *rowp
 typedef int64_t (*sr_user_mxm_row_fn)(int64_t i, const int64_t *a_rowptr, const int32_t *a_colind, const void *av,
                                       const int64_t *b_rowptr, const int32_t *b_colind, const void *bv, int64_t *mark,
                                       const int64_t *mask_mark, int complement, void *acc, int32_t *cols);
-/* *out = *a ⊕ *b. */
+/* *out = *a ⊕ *b (and ⊗ for the mul kernel). */
 typedef void (*sr_user_add_fn)(const void *a, const void *b, void *out);
 
 typedef struct sr_user_semiring {
@@ -39,7 +39,7 @@ typedef struct sr_user_semiring {
     sr_user_spmv_rows_fn spmv_rows;
     sr_user_dense_row_fn dense_row;
     sr_user_mxm_row_fn mxm_row;
-    sr_user_add_fn add;
+    sr_user_add_fn add, mul; /* element by element: ewise, Kronecker, reduce, accumulate */
 } sr_user_semiring;
 
 /* A user metric's kernels (cpu_user.c): the two norms of rows [r0, r1) (the user's norm sum and
