@@ -592,7 +592,7 @@ const char *sr_metric_name(sr_metric metric);
  * the columns two rows share, as the built-ins are: acc sums `pair` (an expression over q and x,
  * the two rows' values as double; p is metric_arg) over the shared columns; nq and nx sum `norm`
  * (an expression over v) over each row's entries; `distance` (an expression over acc, nq, nx, d
- * the column count and p) gives the distance. over_union: `pair` is a term over every column
+ * the column count and p; and acc2, nq2, nx2 from pair2 and norm2) gives the distance. over_union: `pair` is a term over every column
  * either row holds, with pair(0, 0) = 0 and pair(v, 0) = pair(0, v); it is then summed as
  * nq + nx + acc with acc the shared columns' pair(q, x) - pair(q, 0) - pair(0, x) and `norm`
  * pair(v, 0) unless given (the built-ins' split, metric.h). Helpers the expressions may use:
@@ -604,6 +604,8 @@ typedef struct sr_metric_def {
     const char *distance; /**< over acc, nq, nx, d and p (NULL: "acc") */
     bool over_union;      /**< pair is a term over the union of the rows' columns (see above) */
     bool similarity;      /**< larger is nearer (k-NN keeps the largest; radius keeps those at least r) */
+    const char *pair2;    /**< a second sum's term (acc2), split as pair over the union (NULL: none) */
+    const char *norm2;    /**< a second norm's term (nq2, nx2; NULL: 0, or pair2(v, 0) over the union) */
 } sr_metric_def;
 
 /** Registers a user metric for this process and returns its value, which sr_pairwise_distance,

@@ -13,26 +13,34 @@ static const struct {
     const char *pair, *norm, *distance;
     bool over_union, similarity, nonnegative;
     double p;
+    const char *pair2, *norm2;
 } kBuiltins[] = {
-    {SR_METRIC_INNER_PRODUCT, "q * x", NULL, "acc", false, true, false, 0},
-    {SR_METRIC_SQEUCLIDEAN, "q * x", "v * v", "sr_snap(nq + nx - 2.0 * acc, nq + nx)", false, false, false, 0},
-    {SR_METRIC_L2, "q * x", "v * v", "sqrt(sr_snap(nq + nx - 2.0 * acc, nq + nx))", false, false, false, 0},
+    {SR_METRIC_INNER_PRODUCT, "q * x", NULL, "acc", false, true, false, 0, NULL, NULL},
+    {SR_METRIC_SQEUCLIDEAN, "q * x", "v * v", "sr_snap(nq + nx - 2.0 * acc, nq + nx)", false, false, false, 0, NULL, NULL},
+    {SR_METRIC_L2, "q * x", "v * v", "sqrt(sr_snap(nq + nx - 2.0 * acc, nq + nx))", false, false, false, 0, NULL, NULL},
     {SR_METRIC_COSINE, "q * x", "v * v",
      "sr_norm_product(nq, nx) > 0.0 ? sr_snap(sr_clamp(1.0 - acc / sr_norm_product(nq, nx), 0.0, 2.0), 1.0) : 1.0",
-     false, false, false, 0},
+     false, false, false, 0, NULL, NULL},
     {SR_METRIC_JACCARD, "(q != 0.0 && x != 0.0) ? 1.0 : 0.0", "v != 0.0 ? 1.0 : 0.0",
-     "nq + nx - acc > 0.0 ? 1.0 - acc / (nq + nx - acc) : 0.0", false, false, false, 0},
+     "nq + nx - acc > 0.0 ? 1.0 - acc / (nq + nx - acc) : 0.0", false, false, false, 0, NULL, NULL},
     {SR_METRIC_DICE, "(q != 0.0 && x != 0.0) ? 1.0 : 0.0", "v != 0.0 ? 1.0 : 0.0",
-     "nq + nx > 0.0 ? 1.0 - 2.0 * acc / (nq + nx) : 0.0", false, false, false, 0},
-    {SR_METRIC_RUSSELL_RAO, "(q != 0.0 && x != 0.0) ? 1.0 : 0.0", NULL, "(d - acc) / d", false, false, false, 0},
-    {SR_METRIC_HELLINGER, "sqrt(q * x)", "v", "sqrt(fmax(0.0, 0.5 * (nq + nx) - acc))", false, false, true, 0},
-    {SR_METRIC_KL_DIVERGENCE, "(q > 0.0 && x > 0.0) ? q * log(q / x) : 0.0", NULL, "acc", false, false, true, 0},
-    {SR_METRIC_L1, "fabs(q - x)", NULL, "fmax(0.0, nq + nx + acc)", true, false, false, 0},
+     "nq + nx > 0.0 ? 1.0 - 2.0 * acc / (nq + nx) : 0.0", false, false, false, 0, NULL, NULL},
+    {SR_METRIC_RUSSELL_RAO, "(q != 0.0 && x != 0.0) ? 1.0 : 0.0", NULL, "(d - acc) / d", false, false, false, 0, NULL, NULL},
+    {SR_METRIC_HELLINGER, "sqrt(q * x)", "v", "sqrt(fmax(0.0, 0.5 * (nq + nx) - acc))", false, false, true, 0, NULL, NULL},
+    {SR_METRIC_KL_DIVERGENCE, "(q > 0.0 && x > 0.0) ? q * log(q / x) : 0.0", NULL, "acc", false, false, true, 0, NULL, NULL},
+    {SR_METRIC_L1, "fabs(q - x)", NULL, "fmax(0.0, nq + nx + acc)", true, false, false, 0, NULL, NULL},
     {SR_METRIC_CANBERRA, "fabs(q) + fabs(x) > 0.0 ? fabs(q - x) / (fabs(q) + fabs(x)) : 0.0", NULL,
-     "fmax(0.0, nq + nx + acc)", true, false, false, 0},
+     "fmax(0.0, nq + nx + acc)", true, false, false, 0, NULL, NULL},
     {SR_METRIC_MINKOWSKI, "sr_pow(fabs(q - x), p)", NULL, "pow(fmax(0.0, nq + nx + acc), 1.0 / p)", true, false, false,
-     3.0},
-    {SR_METRIC_HAMMING, "q != x ? 1.0 : 0.0", NULL, "fmax(0.0, nq + nx + acc) / d", true, false, false, 0},
+     3.0, NULL, NULL},
+    {SR_METRIC_HAMMING, "q != x ? 1.0 : 0.0", NULL, "fmax(0.0, nq + nx + acc) / d", true, false, false, 0, NULL, NULL},
+    /* two sums: Bray-Curtis's denominator over the union, correlation's row sums */
+    {SR_METRIC_BRAY_CURTIS, "fabs(q - x)", NULL, "nq2 + nx2 + acc2 > 0.0 ? fmax(0.0, nq + nx + acc) / (nq2 + nx2 + acc2) : 0.0",
+     true, false, false, 0, "fabs(q + x)", NULL},
+    {SR_METRIC_CORRELATION, "q * x", "v * v",
+     "((nq - nq2 * nq2 / d) > 0.0 && (nx - nx2 * nx2 / d) > 0.0) ? sr_snap(sr_clamp(1.0 - (acc - nq2 * nx2 / d) / "
+     "sqrt((nq - nq2 * nq2 / d) * (nx - nx2 * nx2 / d)), 0.0, 2.0), 1.0) : 1.0",
+     false, false, false, 0, NULL, "v"},
 };
 
 static sr_matrix make(test_csr *m, bool nonnegative, sr_type type)
@@ -91,7 +99,7 @@ static void check_builtins_again(void)
         char name[64];
         snprintf(name, sizeof name, "again_%s", sr_metric_name(kBuiltins[b].builtin));
         sr_metric_def d = {name, kBuiltins[b].pair, kBuiltins[b].norm, kBuiltins[b].distance, kBuiltins[b].over_union,
-                           kBuiltins[b].similarity};
+                           kBuiltins[b].similarity, kBuiltins[b].pair2, kBuiltins[b].norm2};
         sr_metric user = SR_METRIC_L2;
         CHECK_OK(sr_metric_define(&d, &user));
         compare(kBuiltins[b].builtin, user, SR_TYPE_FLOAT64, kBuiltins[b].nonnegative, kBuiltins[b].p, name);
@@ -104,7 +112,7 @@ static void check_builtins_again(void)
 static void check_weighted_jaccard(void)
 {
     sr_metric_def d = {"weighted_jaccard", "fmin(q, x)", "v", "nq + nx - acc > 0.0 ? 1.0 - acc / (nq + nx - acc) : 0.0",
-                       false, false};
+                       false, false, NULL, NULL};
     sr_metric wj = SR_METRIC_L2;
     CHECK_OK(sr_metric_define(&d, &wj));
     test_csr x = test_random_csr(80, 30, 5, SR_TYPE_FLOAT64);
@@ -132,13 +140,13 @@ static void check_weighted_jaccard(void)
 static void check_refusals(void)
 {
     sr_metric m = SR_METRIC_L2;
-    sr_metric_def bad = {"broken_metric", "q ** x", NULL, NULL, false, false};
+    sr_metric_def bad = {"broken_metric", "q ** x", NULL, NULL, false, false, NULL, NULL};
     CHECK_FAILS(sr_metric_define(&bad, &m), SR_ERROR_INVALID_ARGUMENT, "does not compile");
-    sr_metric_def clash = {"cosine", "q * x", NULL, NULL, false, false};
+    sr_metric_def clash = {"cosine", "q * x", NULL, NULL, false, false, NULL, NULL};
     CHECK_FAILS(sr_metric_define(&clash, &m), SR_ERROR_INVALID_ARGUMENT, "built-in metric");
-    sr_metric_def nopair = {"nopair", NULL, NULL, NULL, false, false};
+    sr_metric_def nopair = {"nopair", NULL, NULL, NULL, false, false, NULL, NULL};
     CHECK_FAILS(sr_metric_define(&nopair, &m), SR_ERROR_INVALID_ARGUMENT, "no pair term");
-    sr_metric_def ok = {"dot_again", "q * x", NULL, NULL, false, true};
+    sr_metric_def ok = {"dot_again", "q * x", NULL, NULL, false, true, NULL, NULL};
     CHECK_OK(sr_metric_define(&ok, &m));
     sr_metric again = SR_METRIC_L2;
     CHECK_OK(sr_metric_define(&ok, &again));

@@ -20,7 +20,7 @@ static const char usage_text[] =
             "      [--precision float64|exact|tf32|float32]\n"
             "                                  the k nearest rows of DATA to each query row (default: DATA's own\n"
             "                                  rows); metrics: euclidean, cosine, manhattan, jaccard, ... (see README),\n"
-            "                                  or one defined in DEF (name, pair, norm, distance, over, similarity)\n"
+            "                                  or one defined in DEF (name, pair, norm, distance, over, similarity, ...)\n"
             "                                  exact and tf32: float32 distances, tensor cores on the GPU\n"
             "  knn-graph DATA.mtx [--metric NAME | --metric-file DEF] [-k K] [--p P] [--mode connectivity|distance]\n"
             "            [--include-self] [--symmetrize] [--out GRAPH.mtx] [--precision exact|tf32|float32|float64]\n"

@@ -64,17 +64,21 @@ class Metric:
     pair is a term over every column either row holds, with pair(0, 0) = 0 and pair(v, 0) =
     pair(0, v); acc then sums pair(q, x) - pair(q, 0) - pair(0, x) over the shared columns and
     norm defaults to pair(v, 0), so the union's sum is nq + nx + acc. similarity=True: larger is
-    nearer (k-NN keeps the largest). Compiled when made, cached on disk; the expressions are code.
-    Pickles by its definition."""
+    nearer (k-NN keeps the largest). pair2 and norm2: a second sum and second norms (acc2, nq2,
+    nx2 in distance; Bray-Curtis's denominator, correlation's row sums), split as pair over the
+    union. Compiled when made, cached on disk; the expressions are code. Pickles by its definition."""
 
-    def __init__(self, name, pair, norm=None, distance=None, over_union=False, similarity=False):
+    def __init__(self, name, pair, norm=None, distance=None, over_union=False, similarity=False, pair2=None,
+                 norm2=None):
         self.name, self.pair, self.norm, self.distance = str(name), str(pair), norm, distance
-        self.over_union, self.similarity = bool(over_union), bool(similarity)
-        self.id = _core.metric_define(self.name, self.pair, None if norm is None else str(norm),
-                                      None if distance is None else str(distance), self.over_union, self.similarity)
+        self.over_union, self.similarity, self.pair2, self.norm2 = bool(over_union), bool(similarity), pair2, norm2
+        text = lambda v: None if v is None else str(v)  # noqa: E731
+        self.id = _core.metric_define(self.name, self.pair, text(norm), text(distance), self.over_union,
+                                      self.similarity, text(pair2), text(norm2))
 
     def __reduce__(self):
-        return (Metric, (self.name, self.pair, self.norm, self.distance, self.over_union, self.similarity))
+        return (Metric, (self.name, self.pair, self.norm, self.distance, self.over_union, self.similarity, self.pair2,
+                         self.norm2))
 
     def __eq__(self, other):
         return isinstance(other, Metric) and self.id == other.id

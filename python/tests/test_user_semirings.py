@@ -135,6 +135,8 @@ METRICS_AGAIN = [
     ("jaccard", dict(pair="(q != 0.0 && x != 0.0) ? 1.0 : 0.0", norm="v != 0.0 ? 1.0 : 0.0",
                      distance="nq + nx - acc > 0.0 ? 1.0 - acc / (nq + nx - acc) : 0.0")),
     ("manhattan", dict(pair="fabs(q - x)", distance="fmax(0.0, nq + nx + acc)", over_union=True)),
+    ("braycurtis", dict(pair="fabs(q - x)", pair2="fabs(q + x)", over_union=True,
+                        distance="nq2 + nx2 + acc2 > 0.0 ? fmax(0.0, nq + nx + acc) / (nq2 + nx2 + acc2) : 0.0")),
 ]
 
 

@@ -95,7 +95,9 @@ static bool scratch_init(scratch *s, const sr_distance_inputs *in)
     int64_t n = in->X->nrows;
     *s = (scratch){0};
     if (sr_metric_kind_of(in->metric) != SR_MK_MAX) {
-        s->acc = sr_malloc((size_t)(n > 0 ? n : 1) * (size_t)sr_metric_accumulators(in->metric) * sizeof *s->acc);
+        const sr_user_metric *u = sr_user_metric_of((int)in->metric);
+        const int sums = u ? (u->def.pair2 ? 2 : 1) : sr_metric_accumulators(in->metric);
+        s->acc = sr_malloc((size_t)(n > 0 ? n : 1) * (size_t)sums * sizeof *s->acc);
         return s->acc != NULL;
     }
     return sr_cheb_init(&s->cheb, in->X->ncols, sr_cheb_widest(in->Q));

@@ -212,15 +212,23 @@ static const char kMetricTemplate[] =
     "}\n"
     "static inline double sr_pair(double q, double x, double p) { (void)q, (void)x, (void)p; return (double)(%s); }\n"
     "static inline double sr_norm(double v, double p) { (void)v, (void)p; return (double)(%s); }\n"
-    "static inline double sr_distance(double acc, double nq, double nx, double d, double p)\n"
+    "static inline double sr_pair2(double q, double x, double p) { (void)q, (void)x, (void)p; return (double)(%s); }\n"
+    "static inline double sr_norm2(double v, double p) { (void)v, (void)p; return (double)(%s); }\n"
+    "static inline double sr_distance(double acc, double nq, double nx, double acc2, double nq2, double nx2, double d,\n"
+    "                                 double p)\n"
     "{\n"
-    "    (void)acc, (void)nq, (void)nx, (void)d, (void)p;\n"
+    "    (void)acc, (void)nq, (void)nx, (void)acc2, (void)nq2, (void)nx2, (void)d, (void)p;\n"
     "    return (double)(%s);\n"
     "}\n"
     "static inline double sr_term(double q, double x, double p)\n"
     "{\n"
     "    return %s;\n"
     "}\n"
+    "static inline double sr_term2(double q, double x, double p)\n"
+    "{\n"
+    "    return %s;\n"
+    "}\n"
+    "enum { SR_TWO_SUMS = %d };\n"
     "static inline double value_at(const void *v, int single, int64_t e)\n"
     "{\n"
     "    return single ? (double)((const float *)v)[e] : ((const double *)v)[e];\n"
@@ -230,11 +238,14 @@ static const char kMetricTemplate[] =
     "                   double *norms)\n"
     "{\n"
     "    for (int64_t r = r0; r < r1; r++) {\n"
-    "        double n0 = 0.0;\n"
-    "        for (int64_t e = rowptr[r]; e < rowptr[r + 1]; e++)\n"
-    "            n0 += sr_norm(value_at(values, single, e), p);\n"
+    "        double n0 = 0.0, n1 = 0.0;\n"
+    "        for (int64_t e = rowptr[r]; e < rowptr[r + 1]; e++) {\n"
+    "            const double v = value_at(values, single, e);\n"
+    "            n0 += sr_norm(v, p);\n"
+    "            n1 += sr_norm2(v, p);\n"
+    "        }\n"
     "        norms[2 * r] = n0;\n"
-    "        norms[2 * r + 1] = 0.0;\n"
+    "        norms[2 * r + 1] = n1;\n"
     "    }\n"
     "}\n"
     "\n"
@@ -243,17 +254,23 @@ static const char kMetricTemplate[] =
     "                   double *acc, const double *qnorm, const double *xnorm, double d, double p, void *out,\n"
     "                   int64_t col_stride, int out_single)\n"
     "{\n"
-    "    for (int64_t i = 0; i < n; i++)\n"
+    "    double *acc2 = acc + n; /* (two sums: the caller's scratch holds 2 n) */\n"
+    "    for (int64_t i = 0; i < n * (SR_TWO_SUMS ? 2 : 1); i++)\n"
     "        acc[i] = 0.0;\n"
     "    for (int64_t e = q_rowptr[j]; e < q_rowptr[j + 1]; e++) {\n"
     "        const int32_t c = q_colind[e];\n"
     "        const double q = value_at(qv, single, e);\n"
-    "        for (int64_t t = xt_rowptr[c]; t < xt_rowptr[c + 1]; t++)\n"
-    "            acc[xt_colind[t]] += sr_term(q, value_at(xtv, single, t), p);\n"
+    "        for (int64_t t = xt_rowptr[c]; t < xt_rowptr[c + 1]; t++) {\n"
+    "            const double x = value_at(xtv, single, t);\n"
+    "            acc[xt_colind[t]] += sr_term(q, x, p);\n"
+    "            if (SR_TWO_SUMS)\n"
+    "                acc2[xt_colind[t]] += sr_term2(q, x, p);\n"
+    "        }\n"
     "    }\n"
-    "    const double nq = qnorm[2 * j];\n"
+    "    const double nq = qnorm[2 * j], nq2 = qnorm[2 * j + 1];\n"
     "    for (int64_t i = 0; i < n; i++) {\n"
-    "        const double v = sr_distance(acc[i], nq, xnorm[2 * i], d, p);\n"
+    "        const double v = sr_distance(acc[i], nq, xnorm[2 * i], SR_TWO_SUMS ? acc2[i] : 0.0, nq2, xnorm[2 * i + 1],\n"
+    "                                     d, p);\n"
     "        if (out_single)\n"
     "            ((float *)out)[i * col_stride] = (float)v;\n"
     "        else\n"
@@ -267,12 +284,17 @@ sr_status sr_cpu_user_metric_compile(sr_user_metric *u)
     const char *norm = d->norm ? d->norm : d->over_union ? "sr_pair(v, 0.0, p)" : "0.0";
     const char *distance = d->distance ? d->distance : "acc";
     const char *term = d->over_union ? "sr_pair(q, x, p) - sr_pair(q, 0.0, p) - sr_pair(0.0, x, p)" : "sr_pair(q, x, p)";
+    const char *pair2 = d->pair2 ? d->pair2 : "0.0";
+    const char *norm2 = d->norm2 ? d->norm2 : d->over_union && d->pair2 ? "sr_pair2(v, 0.0, p)" : "0.0";
+    const char *term2 = d->over_union ? "sr_pair2(q, x, p) - sr_pair2(q, 0.0, p) - sr_pair2(0.0, x, p)"
+                                      : "sr_pair2(q, x, p)";
     const size_t size = sizeof kMetricTemplate + strlen(d->name) + strlen(d->pair) + strlen(norm) + strlen(distance) +
-                        strlen(term) + 64;
+                        strlen(term) + strlen(pair2) + strlen(norm2) + strlen(term2) + 64;
     char *source = malloc(size);
     if (!source)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's kernels");
-    snprintf(source, size, kMetricTemplate, d->name, d->pair, norm, distance, term);
+    snprintf(source, size, kMetricTemplate, d->name, d->pair, norm, pair2, norm2, distance, term, term2,
+             d->pair2 != NULL);
     char what[200];
     snprintf(what, sizeof what, "metric '%s' (pair '%s', norm '%s', distance '%s'%s)", d->name, d->pair, norm, distance,
              d->over_union ? ", over the union" : "");

@@ -55,6 +55,8 @@ static void free_entry(sr_user_metric *u)
     free((char *)u->def.pair);
     free((char *)u->def.norm);
     free((char *)u->def.distance);
+    free((char *)u->def.pair2);
+    free((char *)u->def.norm2);
     free(u);
 }
 
@@ -74,7 +76,8 @@ sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric)
         if (strcmp(o->name, def->name) != 0)
             continue;
         if (same_text(o->pair, def->pair) && same_text(o->norm, def->norm) && same_text(o->distance, def->distance) &&
-            o->over_union == def->over_union && o->similarity == def->similarity)
+            same_text(o->pair2, def->pair2) && same_text(o->norm2, def->norm2) && o->over_union == def->over_union &&
+            o->similarity == def->similarity)
             *metric = (sr_metric)(SR_USER_METRIC_FIRST + r);
         else
             st = sr_error(SR_ERROR_INVALID_ARGUMENT, "sr_metric_define: '%s' is defined already, as pair '%s'; give the "
@@ -90,8 +93,10 @@ sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric)
     sr_user_metric *u = calloc(1, sizeof *u);
     if (u) {
         u->def = (sr_metric_def){copy_text(def->name), copy_text(def->pair), copy_text(def->norm),
-                                 copy_text(def->distance), def->over_union, def->similarity};
-        if (!u->def.name || !u->def.pair || (def->norm && !u->def.norm) || (def->distance && !u->def.distance))
+                                 copy_text(def->distance), def->over_union, def->similarity, copy_text(def->pair2),
+                                 copy_text(def->norm2)};
+        if (!u->def.name || !u->def.pair || (def->norm && !u->def.norm) || (def->distance && !u->def.distance) ||
+            (def->pair2 && !u->def.pair2) || (def->norm2 && !u->def.norm2))
             st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's definition");
     } else {
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's definition");
