@@ -34,6 +34,13 @@ static const struct {
     {SR_METRIC_MINKOWSKI, "sr_pow(fabs(q - x), p)", NULL, "pow(fmax(0.0, nq + nx + acc), 1.0 / p)", true, false, false,
      3.0, NULL, NULL},
     {SR_METRIC_HAMMING, "q != x ? 1.0 : 0.0", NULL, "fmax(0.0, nq + nx + acc) / d", true, false, false, 0, NULL, NULL},
+    {SR_METRIC_L2_UNEXPANDED, "fabs(q - x) * fabs(q - x)", NULL, "sqrt(fmax(0.0, nq + nx + acc))", true, false, false,
+     0, NULL, NULL},
+    {SR_METRIC_SQEUCLIDEAN_UNEXPANDED, "fabs(q - x) * fabs(q - x)", NULL, "fmax(0.0, nq + nx + acc)", true, false,
+     false, 0, NULL, NULL},
+    {SR_METRIC_JENSEN_SHANNON,
+     "(q > 0.0 ? q * log(q / (0.5 * (q + x))) : 0.0) + (x > 0.0 ? x * log(x / (0.5 * (q + x))) : 0.0)", NULL,
+     "sqrt(0.5 * fmax(0.0, nq + nx + acc))", true, false, true, 0, NULL, NULL},
     /* two sums: Bray-Curtis's denominator over the union, correlation's row sums */
     {SR_METRIC_BRAY_CURTIS, "fabs(q - x)", NULL, "nq2 + nx2 + acc2 > 0.0 ? fmax(0.0, nq + nx + acc) / (nq2 + nx2 + acc2) : 0.0",
      true, false, false, 0, "fabs(q + x)", NULL},
