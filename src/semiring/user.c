@@ -47,12 +47,12 @@ static bool is_monoid(const char *add)
     return false;
 }
 
-static bool same_text(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
+bool sr_user_same_text(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
 
 static bool same_definition(const sr_semiring_def *a, const sr_semiring_def *b)
 {
-    return a->type == b->type && same_text(a->add, b->add) && same_text(a->identity, b->identity) &&
-           same_text(a->multiply, b->multiply);
+    return a->type == b->type && sr_user_same_text(a->add, b->add) &&
+           sr_user_same_text(a->identity, b->identity) && sr_user_same_text(a->multiply, b->multiply);
 }
 
 sr_status sr_user_check_name(const char *fn, const char *name)
@@ -86,7 +86,7 @@ static sr_status check_definition(const sr_semiring_def *d)
     return SR_SUCCESS;
 }
 
-static char *copy_text(const char *s)
+char *sr_user_copy_text(const char *s)
 {
     if (!s)
         return NULL;
@@ -132,8 +132,8 @@ sr_status sr_semiring_define(const sr_semiring_def *def, sr_semiring *s)
     }
     sr_user_semiring *u = calloc(1, sizeof *u);
     if (u) {
-        u->def = (sr_semiring_def){copy_text(def->name), def->type, copy_text(def->add), copy_text(def->identity),
-                                   copy_text(def->multiply)};
+        u->def = (sr_semiring_def){sr_user_copy_text(def->name), def->type, sr_user_copy_text(def->add),
+                                   sr_user_copy_text(def->identity), sr_user_copy_text(def->multiply)};
         if (!u->def.name || !u->def.add || !u->def.multiply || (def->identity && !u->def.identity))
             st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a semiring's definition");
     } else {

@@ -70,6 +70,9 @@ bool sr_metric_keeps_largest(int m);
 sr_status sr_metric_require_host(const char *fn, int m, sr_location where);
 sr_status sr_cpu_user_metric_compile(sr_user_metric *u);
 
+/* A definition's string copied (NULL stays NULL), and two of them compared (NULL equals NULL). */
+char *sr_user_copy_text(const char *s);
+bool sr_user_same_text(const char *a, const char *b);
 /* A user definition's name: [a-z][a-z0-9_]*, at most 63 (the error names fn). */
 sr_status sr_user_check_name(const char *fn, const char *name);
 

@@ -35,18 +35,6 @@ sr_status sr_metric_require_host(const char *fn, int m, sr_location where)
     return SR_SUCCESS;
 }
 
-static bool same_text(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
-
-static char *copy_text(const char *s)
-{
-    if (!s)
-        return NULL;
-    char *c = malloc(strlen(s) + 1);
-    if (c)
-        strcpy(c, s);
-    return c;
-}
-
 static void free_entry(sr_user_metric *u)
 {
     if (!u)
@@ -75,8 +63,9 @@ sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric)
         const sr_metric_def *o = &registry[r]->def;
         if (strcmp(o->name, def->name) != 0)
             continue;
-        if (same_text(o->pair, def->pair) && same_text(o->norm, def->norm) && same_text(o->distance, def->distance) &&
-            same_text(o->pair2, def->pair2) && same_text(o->norm2, def->norm2) && o->over_union == def->over_union &&
+        if (sr_user_same_text(o->pair, def->pair) && sr_user_same_text(o->norm, def->norm) &&
+            sr_user_same_text(o->distance, def->distance) && sr_user_same_text(o->pair2, def->pair2) &&
+            sr_user_same_text(o->norm2, def->norm2) && o->over_union == def->over_union &&
             o->similarity == def->similarity)
             *metric = (sr_metric)(SR_USER_METRIC_FIRST + r);
         else
@@ -92,9 +81,10 @@ sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric)
     }
     sr_user_metric *u = calloc(1, sizeof *u);
     if (u) {
-        u->def = (sr_metric_def){copy_text(def->name), copy_text(def->pair), copy_text(def->norm),
-                                 copy_text(def->distance), def->over_union, def->similarity, copy_text(def->pair2),
-                                 copy_text(def->norm2)};
+        u->def = (sr_metric_def){sr_user_copy_text(def->name),  sr_user_copy_text(def->pair),
+                                 sr_user_copy_text(def->norm),  sr_user_copy_text(def->distance),
+                                 def->over_union,               def->similarity,
+                                 sr_user_copy_text(def->pair2), sr_user_copy_text(def->norm2)};
         if (!u->def.name || !u->def.pair || (def->norm && !u->def.norm) || (def->distance && !u->def.distance) ||
             (def->pair2 && !u->def.pair2) || (def->norm2 && !u->def.norm2))
             st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's definition");
