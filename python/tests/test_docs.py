@@ -51,7 +51,9 @@ def pages():
 
 def blocks(page, lang):
     text = open(os.path.join(ROOT, page), encoding="utf-8").read()
-    hidden = {m["kind"]: m["code"] for m in HIDDEN.finditer(text)}
+    hidden = {}
+    for m in HIDDEN.finditer(text):  # a page's checks (and setups) of one kind run together, in order
+        hidden[m["kind"]] = hidden.get(m["kind"], "") + m["code"]
     found = [(m["mark"] or "", m["code"], text.count("\n", 0, m.start("code")) + 1)
              for m in BLOCK.finditer(text) if m["lang"] == lang]
     return hidden, found
