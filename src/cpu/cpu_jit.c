@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,26 @@ sr_status sr_jit_load(const char *source, const char *what, sr_jit_library **lib
     (*lib)->handle = handle;
 done:
     pthread_mutex_unlock(&jit_lock);
+    return st;
+}
+
+sr_status sr_jit_load_formatted(const char *what, sr_jit_library **lib, const char *format, ...)
+{
+    va_list args, again;
+    va_start(args, format);
+    va_copy(again, args);
+    const int length = vsnprintf(NULL, 0, format, args);
+    va_end(args);
+    char *source = length >= 0 ? malloc((size_t)length + 1) : NULL;
+    if (source)
+        vsnprintf(source, (size_t)length + 1, format, again);
+    va_end(again);
+    if (!source) {
+        *lib = NULL;
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "%s: out of host memory for the kernels' source", what);
+    }
+    sr_status st = sr_jit_load(source, what, lib);
+    free(source);
     return st;
 }
 

@@ -16,6 +16,10 @@ typedef struct sr_jit_library sr_jit_library;
  * (default $XDG_CACHE_HOME/sparsering/jit, ~/.cache/sparsering/jit, else the temporary folder). */
 sr_status sr_jit_load(const char *source, const char *what, sr_jit_library **lib);
 
+/* sr_jit_load of the source `format` and its arguments make (printf's rules). */
+sr_status sr_jit_load_formatted(const char *what, sr_jit_library **lib, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* A symbol of a loaded library, or NULL. */
 void *sr_jit_symbol(sr_jit_library *lib, const char *name);
 

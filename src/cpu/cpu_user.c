@@ -157,18 +157,11 @@ sr_status sr_cpu_user_compile(sr_user_semiring *u)
     const sr_semiring_def *d = &u->def;
     const char *add = monoid_add(d->add) ? monoid_add(d->add) : d->add;
     const char *identity = d->identity ? d->identity : monoid_identity(d->add, d->type);
-    const size_t size = sizeof kTemplate + strlen(d->name) + strlen(add) + strlen(d->multiply) + strlen(identity) + 64;
-    char *source = malloc(size);
-    if (!source)
-        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a semiring's kernels");
-    snprintf(source, size, kTemplate, d->name, c_type(d->type), add, d->multiply, identity);
     char what[160];
     snprintf(what, sizeof what, "semiring '%s' (add '%s', identity '%s', multiply '%s')", d->name, d->add, identity,
              d->multiply);
     sr_jit_library *lib = NULL;
-    sr_status st = sr_jit_load(source, what, &lib);
-    free(source);
-    SR_TRY(st);
+    SR_TRY(sr_jit_load_formatted(what, &lib, kTemplate, d->name, c_type(d->type), add, d->multiply, identity));
     u->library = lib;
     u->spmv_rows = (sr_user_spmv_rows_fn)sr_jit_symbol(lib, "sr_user_spmv_rows");
     u->dense_row = (sr_user_dense_row_fn)sr_jit_symbol(lib, "sr_user_dense_row");
@@ -288,20 +281,12 @@ sr_status sr_cpu_user_metric_compile(sr_user_metric *u)
     const char *norm2 = d->norm2 ? d->norm2 : d->over_union && d->pair2 ? "sr_pair2(v, 0.0, p)" : "0.0";
     const char *term2 = d->over_union ? "sr_pair2(q, x, p) - sr_pair2(q, 0.0, p) - sr_pair2(0.0, x, p)"
                                       : "sr_pair2(q, x, p)";
-    const size_t size = sizeof kMetricTemplate + strlen(d->name) + strlen(d->pair) + strlen(norm) + strlen(distance) +
-                        strlen(term) + strlen(pair2) + strlen(norm2) + strlen(term2) + 64;
-    char *source = malloc(size);
-    if (!source)
-        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's kernels");
-    snprintf(source, size, kMetricTemplate, d->name, d->pair, norm, pair2, norm2, distance, term, term2,
-             d->pair2 != NULL);
     char what[200];
     snprintf(what, sizeof what, "metric '%s' (pair '%s', norm '%s', distance '%s'%s)", d->name, d->pair, norm, distance,
              d->over_union ? ", over the union" : "");
     sr_jit_library *lib = NULL;
-    sr_status st = sr_jit_load(source, what, &lib);
-    free(source);
-    SR_TRY(st);
+    SR_TRY(sr_jit_load_formatted(what, &lib, kMetricTemplate, d->name, d->pair, norm, pair2, norm2, distance, term,
+                                 term2, d->pair2 != NULL));
     u->library = lib;
     u->norms = (sr_user_norms_fn)sr_jit_symbol(lib, "sr_user_norms");
     u->query = (sr_user_query_fn)sr_jit_symbol(lib, "sr_user_query");
