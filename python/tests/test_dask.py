@@ -190,8 +190,12 @@ def test_row_matrix_spmm_matches_one_process(client, rng, semiring):
 
 
 def test_row_matrix_reachability_is_the_one_process_answer(client, rng):
-    G = sp.csr_matrix(sp.random(500, 500, density=0.003, format="csr", random_state=rng), dtype=bool)
+    G = sp.lil_matrix(sp.random(500, 500, density=0.003, format="csr", random_state=rng), dtype=bool)
     sources = [0, 7, 499, 7]  # a source twice: two equal rows
+    for source in set(sources):  # a walk of 5 steps from each source, whatever the seed drew
+        walk = [source, *rng.choice(500, size=5, replace=False)]
+        G[walk[:-1], walk[1:]] = True
+    G = G.tocsr()
     got = srd.RowMatrix.from_scipy(client, G, parts=3).reachability(sources)
     want = sr.reachability(G, sources)
     assert got.dtype == np.bool_ and got.shape == (4, 500)
