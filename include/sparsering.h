@@ -606,6 +606,9 @@ typedef struct sr_metric_def {
     bool similarity;      /**< larger is nearer (k-NN keeps the largest; radius keeps those at least r) */
     const char *pair2;    /**< a second sum's term (acc2), split as pair over the union (NULL: none) */
     const char *norm2;    /**< a second norm's term (nq2, nx2; NULL: 0, or pair2(v, 0) over the union) */
+    const char *reduce;   /**< how terms combine: NULL or "plus" (sums), or "max" (the largest term, from 0:
+                               acc, nq and nx are maxima; over the union the columns only one row holds
+                               give pair(q, 0) or pair(0, x), as chebyshev's |q - x|; no pair2 or norm2) */
 } sr_metric_def;
 
 /** Registers a user metric for this process and returns its value, which sr_pairwise_distance,

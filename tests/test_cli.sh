@@ -174,6 +174,12 @@ expect 0 "$cli" --backend cpu knn "$tmp/d.mtx" --metric-file "$tmp/cos.def" -k 4
 cmp -s "$tmp/k1.txt" "$tmp/k2.txt" || { echo "FAIL: knn --metric-file differs from cosine"; failures=$((failures + 1)); }
 expect 0 "$cli" --backend cpu knn-graph "$tmp/d.mtx" --metric "@$tmp/cos.def" -k 3 --out "$tmp/g1.mtx"
 expect 0 "$cli" --backend cpu radius "$tmp/d.mtx" --radius 0.5 --metric-file "$tmp/cos.def" --out "$tmp/r1.mtx"
+printf 'name = chebyshev_again\npair = fabs(q - x)\nover = union\nreduce = max\n' > "$tmp/cheb.def"
+export SPARSERING_KNN_OVERLAP=0
+expect 0 "$cli" --backend cpu knn "$tmp/d.mtx" --metric chebyshev -k 4 --out "$tmp/k3.txt"
+unset SPARSERING_KNN_OVERLAP
+expect 0 "$cli" --backend cpu knn "$tmp/d.mtx" --metric-file "$tmp/cheb.def" -k 4 --out "$tmp/k4.txt"
+cmp -s "$tmp/k3.txt" "$tmp/k4.txt" || { echo "FAIL: knn chebyshev --metric-file differs from chebyshev"; failures=$((failures + 1)); }
 printf 'name = bad_over\npair = q * x\nover = everywhere\n' > "$tmp/over.def"
 expect 3 "$cli" --backend cpu knn "$tmp/d.mtx" --metric-file "$tmp/over.def"
 printf 'name = bad_pair\npair = q ** x\n' > "$tmp/badpair.def"

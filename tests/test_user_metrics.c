@@ -1,7 +1,7 @@
-/* User metrics (sr_metric_define) on the CPU backend: the built-in metrics that sum over columns,
+/* User metrics (sr_metric_define) on the CPU backend: all the built-in metrics,
  * written again as user definitions, give the built-ins' bits in sr_pairwise_distance, sr_knn
  * (dense path) and sr_radius_neighbors, in float32 and float64; weighted Jaccard against a dense
- * reference; and the refusals. */
+ * reference; maxima (chebyshev's bits too); and the refusals. */
 #include "test_util.h"
 
 static sr_context ctx;
@@ -13,41 +13,43 @@ static const struct {
     const char *pair, *norm, *distance;
     bool over_union, similarity, nonnegative;
     double p;
-    const char *pair2, *norm2;
+    const char *pair2, *norm2, *reduce;
 } kBuiltins[] = {
-    {SR_METRIC_INNER_PRODUCT, "q * x", NULL, "acc", false, true, false, 0, NULL, NULL},
-    {SR_METRIC_SQEUCLIDEAN, "q * x", "v * v", "sr_snap(nq + nx - 2.0 * acc, nq + nx)", false, false, false, 0, NULL, NULL},
-    {SR_METRIC_L2, "q * x", "v * v", "sqrt(sr_snap(nq + nx - 2.0 * acc, nq + nx))", false, false, false, 0, NULL, NULL},
+    {SR_METRIC_INNER_PRODUCT, "q * x", NULL, "acc", false, true, false, 0, NULL, NULL, NULL},
+    {SR_METRIC_SQEUCLIDEAN, "q * x", "v * v", "sr_snap(nq + nx - 2.0 * acc, nq + nx)", false, false, false, 0, NULL, NULL, NULL},
+    {SR_METRIC_L2, "q * x", "v * v", "sqrt(sr_snap(nq + nx - 2.0 * acc, nq + nx))", false, false, false, 0, NULL, NULL, NULL},
     {SR_METRIC_COSINE, "q * x", "v * v",
      "sr_norm_product(nq, nx) > 0.0 ? sr_snap(sr_clamp(1.0 - acc / sr_norm_product(nq, nx), 0.0, 2.0), 1.0) : 1.0",
-     false, false, false, 0, NULL, NULL},
+     false, false, false, 0, NULL, NULL, NULL},
     {SR_METRIC_JACCARD, "(q != 0.0 && x != 0.0) ? 1.0 : 0.0", "v != 0.0 ? 1.0 : 0.0",
-     "nq + nx - acc > 0.0 ? 1.0 - acc / (nq + nx - acc) : 0.0", false, false, false, 0, NULL, NULL},
+     "nq + nx - acc > 0.0 ? 1.0 - acc / (nq + nx - acc) : 0.0", false, false, false, 0, NULL, NULL, NULL},
     {SR_METRIC_DICE, "(q != 0.0 && x != 0.0) ? 1.0 : 0.0", "v != 0.0 ? 1.0 : 0.0",
-     "nq + nx > 0.0 ? 1.0 - 2.0 * acc / (nq + nx) : 0.0", false, false, false, 0, NULL, NULL},
-    {SR_METRIC_RUSSELL_RAO, "(q != 0.0 && x != 0.0) ? 1.0 : 0.0", NULL, "(d - acc) / d", false, false, false, 0, NULL, NULL},
-    {SR_METRIC_HELLINGER, "sqrt(q * x)", "v", "sqrt(fmax(0.0, 0.5 * (nq + nx) - acc))", false, false, true, 0, NULL, NULL},
-    {SR_METRIC_KL_DIVERGENCE, "(q > 0.0 && x > 0.0) ? q * log(q / x) : 0.0", NULL, "acc", false, false, true, 0, NULL, NULL},
-    {SR_METRIC_L1, "fabs(q - x)", NULL, "fmax(0.0, nq + nx + acc)", true, false, false, 0, NULL, NULL},
+     "nq + nx > 0.0 ? 1.0 - 2.0 * acc / (nq + nx) : 0.0", false, false, false, 0, NULL, NULL, NULL},
+    {SR_METRIC_RUSSELL_RAO, "(q != 0.0 && x != 0.0) ? 1.0 : 0.0", NULL, "(d - acc) / d", false, false, false, 0, NULL, NULL, NULL},
+    {SR_METRIC_HELLINGER, "sqrt(q * x)", "v", "sqrt(fmax(0.0, 0.5 * (nq + nx) - acc))", false, false, true, 0, NULL, NULL, NULL},
+    {SR_METRIC_KL_DIVERGENCE, "(q > 0.0 && x > 0.0) ? q * log(q / x) : 0.0", NULL, "acc", false, false, true, 0, NULL, NULL, NULL},
+    {SR_METRIC_L1, "fabs(q - x)", NULL, "fmax(0.0, nq + nx + acc)", true, false, false, 0, NULL, NULL, NULL},
     {SR_METRIC_CANBERRA, "fabs(q) + fabs(x) > 0.0 ? fabs(q - x) / (fabs(q) + fabs(x)) : 0.0", NULL,
-     "fmax(0.0, nq + nx + acc)", true, false, false, 0, NULL, NULL},
+     "fmax(0.0, nq + nx + acc)", true, false, false, 0, NULL, NULL, NULL},
     {SR_METRIC_MINKOWSKI, "sr_pow(fabs(q - x), p)", NULL, "pow(fmax(0.0, nq + nx + acc), 1.0 / p)", true, false, false,
-     3.0, NULL, NULL},
-    {SR_METRIC_HAMMING, "q != x ? 1.0 : 0.0", NULL, "fmax(0.0, nq + nx + acc) / d", true, false, false, 0, NULL, NULL},
+     3.0, NULL, NULL, NULL},
+    {SR_METRIC_HAMMING, "q != x ? 1.0 : 0.0", NULL, "fmax(0.0, nq + nx + acc) / d", true, false, false, 0, NULL, NULL, NULL},
     {SR_METRIC_L2_UNEXPANDED, "fabs(q - x) * fabs(q - x)", NULL, "sqrt(fmax(0.0, nq + nx + acc))", true, false, false,
-     0, NULL, NULL},
+     0, NULL, NULL, NULL},
     {SR_METRIC_SQEUCLIDEAN_UNEXPANDED, "fabs(q - x) * fabs(q - x)", NULL, "fmax(0.0, nq + nx + acc)", true, false,
-     false, 0, NULL, NULL},
+     false, 0, NULL, NULL, NULL},
     {SR_METRIC_JENSEN_SHANNON,
      "(q > 0.0 ? q * log(q / (0.5 * (q + x))) : 0.0) + (x > 0.0 ? x * log(x / (0.5 * (q + x))) : 0.0)", NULL,
-     "sqrt(0.5 * fmax(0.0, nq + nx + acc))", true, false, true, 0, NULL, NULL},
+     "sqrt(0.5 * fmax(0.0, nq + nx + acc))", true, false, true, 0, NULL, NULL, NULL},
     /* two sums: Bray-Curtis's denominator over the union, correlation's row sums */
     {SR_METRIC_BRAY_CURTIS, "fabs(q - x)", NULL, "nq2 + nx2 + acc2 > 0.0 ? fmax(0.0, nq + nx + acc) / (nq2 + nx2 + acc2) : 0.0",
-     true, false, false, 0, "fabs(q + x)", NULL},
+     true, false, false, 0, "fabs(q + x)", NULL, NULL},
     {SR_METRIC_CORRELATION, "q * x", "v * v",
      "((nq - nq2 * nq2 / d) > 0.0 && (nx - nx2 * nx2 / d) > 0.0) ? sr_snap(sr_clamp(1.0 - (acc - nq2 * nx2 / d) / "
      "sqrt((nq - nq2 * nq2 / d) * (nx - nx2 * nx2 / d)), 0.0, 2.0), 1.0) : 1.0",
-     false, false, false, 0, NULL, "v"},
+     false, false, false, 0, NULL, "v", NULL},
+    /* a maximum over the union */
+    {SR_METRIC_CHEBYSHEV, "fabs(q - x)", NULL, "acc", true, false, false, 0, NULL, NULL, "max"},
 };
 
 static sr_matrix make(test_csr *m, bool nonnegative, sr_type type)
@@ -106,7 +108,7 @@ static void check_builtins_again(void)
         char name[64];
         snprintf(name, sizeof name, "again_%s", sr_metric_name(kBuiltins[b].builtin));
         sr_metric_def d = {name, kBuiltins[b].pair, kBuiltins[b].norm, kBuiltins[b].distance, kBuiltins[b].over_union,
-                           kBuiltins[b].similarity, kBuiltins[b].pair2, kBuiltins[b].norm2};
+                           kBuiltins[b].similarity, kBuiltins[b].pair2, kBuiltins[b].norm2, kBuiltins[b].reduce};
         sr_metric user = SR_METRIC_L2;
         CHECK_OK(sr_metric_define(&d, &user));
         compare(kBuiltins[b].builtin, user, SR_TYPE_FLOAT64, kBuiltins[b].nonnegative, kBuiltins[b].p, name);
@@ -119,7 +121,7 @@ static void check_builtins_again(void)
 static void check_weighted_jaccard(void)
 {
     sr_metric_def d = {"weighted_jaccard", "fmin(q, x)", "v", "nq + nx - acc > 0.0 ? 1.0 - acc / (nq + nx - acc) : 0.0",
-                       false, false, NULL, NULL};
+                       false, false, NULL, NULL, NULL};
     sr_metric wj = SR_METRIC_L2;
     CHECK_OK(sr_metric_define(&d, &wj));
     test_csr x = test_random_csr(80, 30, 5, SR_TYPE_FLOAT64);
@@ -144,16 +146,58 @@ static void check_weighted_jaccard(void)
     test_csr_free(&x);
 }
 
+/* Maxima against a dense reference: the largest product over the shared columns (from 0), and the
+ * largest |q - x|^p over the union with a distance over it and the rows' largest |v| (nq, nx). */
+static void check_maxima(void)
+{
+    sr_metric_def shared = {"largest_product", "q * x", "fabs(v)", "acc", false, false, NULL, NULL, "max"};
+    sr_metric_def spread = {"largest_spread", "sr_pow(fabs(q - x), p)", "fabs(v)", "acc / (1.0 + nq + nx)", true,
+                            false, NULL, NULL, "max"};
+    sr_metric largest = SR_METRIC_L2, widest = SR_METRIC_L2;
+    CHECK_OK(sr_metric_define(&shared, &largest));
+    CHECK_OK(sr_metric_define(&spread, &widest));
+    test_csr x = test_random_csr(70, 25, 4, SR_TYPE_FLOAT64);
+    sr_matrix X = test_make_matrix(ctx, &x);
+    static double D1[70 * 70], D2[70 * 70];
+    sr_dense V1 = sr_dense_view(D1, 70, 70, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    sr_dense V2 = sr_dense_view(D2, 70, 70, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
+    CHECK_OK(sr_pairwise_distance(ctx, X, X, largest, 0.0, &V1));
+    CHECK_OK(sr_pairwise_distance(ctx, X, X, widest, 2.0, &V2));
+    int64_t wrong1 = 0, wrong2 = 0;
+    for (int64_t i = 0; i < 70; i++)
+        for (int64_t j = 0; j < 70; j++) {
+            double product = 0, gap = 0, ni = 0, nj = 0;
+            for (int64_t c = 0; c < 25; c++) {
+                const double a = test_csr_at(&x, i, c), b = test_csr_at(&x, j, c);
+                if (a != 0 && b != 0)
+                    product = fmax(product, a * b);
+                gap = fmax(gap, (a - b) * (a - b));
+                ni = fmax(ni, fabs(a));
+                nj = fmax(nj, fabs(b));
+            }
+            wrong1 += !(D1[i * 70 + j] == product);
+            wrong2 += !(fabs(D2[i * 70 + j] - gap / (1.0 + ni + nj)) <= 1e-12 * (1.0 + gap));
+        }
+    CHECK(wrong1 == 0, "largest_product: %lld of 4900 distances differ from the dense reference", (long long)wrong1);
+    CHECK(wrong2 == 0, "largest_spread: %lld of 4900 distances differ from the dense reference", (long long)wrong2);
+    sr_matrix_free(X);
+    test_csr_free(&x);
+}
+
 static void check_refusals(void)
 {
     sr_metric m = SR_METRIC_L2;
-    sr_metric_def bad = {"broken_metric", "q ** x", NULL, NULL, false, false, NULL, NULL};
+    sr_metric_def bad = {"broken_metric", "q ** x", NULL, NULL, false, false, NULL, NULL, NULL};
     CHECK_FAILS(sr_metric_define(&bad, &m), SR_ERROR_INVALID_ARGUMENT, "does not compile");
-    sr_metric_def clash = {"cosine", "q * x", NULL, NULL, false, false, NULL, NULL};
+    sr_metric_def clash = {"cosine", "q * x", NULL, NULL, false, false, NULL, NULL, NULL};
     CHECK_FAILS(sr_metric_define(&clash, &m), SR_ERROR_INVALID_ARGUMENT, "built-in metric");
-    sr_metric_def nopair = {"nopair", NULL, NULL, NULL, false, false, NULL, NULL};
+    sr_metric_def nopair = {"nopair", NULL, NULL, NULL, false, false, NULL, NULL, NULL};
     CHECK_FAILS(sr_metric_define(&nopair, &m), SR_ERROR_INVALID_ARGUMENT, "no pair term");
-    sr_metric_def ok = {"dot_again", "q * x", NULL, NULL, false, true, NULL, NULL};
+    sr_metric_def smallest = {"smallest", "q * x", NULL, NULL, false, false, NULL, NULL, "min"};
+    CHECK_FAILS(sr_metric_define(&smallest, &m), SR_ERROR_INVALID_ARGUMENT, "expected plus or max");
+    sr_metric_def two_maxima = {"two_maxima", "fabs(q - x)", NULL, NULL, true, false, "fabs(q + x)", NULL, "max"};
+    CHECK_FAILS(sr_metric_define(&two_maxima, &m), SR_ERROR_INVALID_ARGUMENT, "takes one term");
+    sr_metric_def ok = {"dot_again", "q * x", NULL, NULL, false, true, NULL, NULL, NULL};
     CHECK_OK(sr_metric_define(&ok, &m));
     sr_metric again = SR_METRIC_L2;
     CHECK_OK(sr_metric_define(&ok, &again));
@@ -187,6 +231,7 @@ int main(void)
     check_refusals();
     check_builtins_again();
     check_weighted_jaccard();
+    check_maxima();
     sr_context_destroy(ctx);
     return test_finish("test_user_metrics");
 }

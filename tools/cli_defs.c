@@ -77,10 +77,11 @@ static bool read_flag(const char *text, bool *b)
 
 int cli_define_metric(const char *path, const char *who, sr_metric *metric)
 {
-    static const char *const keys[] = {"name", "pair", "norm", "distance", "over", "similarity", "pair2", "norm2"};
-    char values[8][CLI_DEF_VALUE];
-    bool have[8];
-    if (!cli_read_keys(path, who, keys, 8, values, have))
+    static const char *const keys[] = {"name",       "pair",  "norm",  "distance", "over",
+                                       "similarity", "pair2", "norm2", "reduce"};
+    char values[9][CLI_DEF_VALUE];
+    bool have[9];
+    if (!cli_read_keys(path, who, keys, 9, values, have))
         return CLI_BAD_INPUT;
     bool over_union = false, similarity = false;
     if (have[4] && strcmp(values[4], "union") != 0 && strcmp(values[4], "intersection") != 0) {
@@ -94,7 +95,7 @@ int cli_define_metric(const char *path, const char *who, sr_metric *metric)
     }
     sr_metric_def d = {have[0] ? values[0] : NULL, have[1] ? values[1] : NULL, have[2] ? values[2] : NULL,
                        have[3] ? values[3] : NULL, over_union, similarity, have[6] ? values[6] : NULL,
-                       have[7] ? values[7] : NULL};
+                       have[7] ? values[7] : NULL, have[8] ? values[8] : NULL};
     sr_status s = sr_metric_define(&d, metric);
     return s == SR_SUCCESS ? CLI_OK : cli_fail(s, path);
 }

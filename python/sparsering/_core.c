@@ -1508,16 +1508,17 @@ static PyObject *semiring_define(PyObject *mod, PyObject *args)
     return PyLong_FromLong((long)out);
 }
 
-/* metric_define(name, pair, norm, distance, over_union, similarity, pair2, norm2) -> the metric's id
+/* metric_define(name, pair, norm, distance, over_union, similarity, pair2, norm2, reduce) -> the metric's id
  * (the optional strings None) */
 static PyObject *metric_define(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    const char *name, *pair, *norm, *distance, *pair2, *norm2;
+    const char *name, *pair, *norm, *distance, *pair2, *norm2, *reduce;
     int over_union, similarity;
-    if (!PyArg_ParseTuple(args, "sszzppzz", &name, &pair, &norm, &distance, &over_union, &similarity, &pair2, &norm2))
+    if (!PyArg_ParseTuple(args, "sszzppzzz", &name, &pair, &norm, &distance, &over_union, &similarity, &pair2, &norm2,
+                          &reduce))
         return NULL;
-    sr_metric_def d = {name, pair, norm, distance, over_union != 0, similarity != 0, pair2, norm2};
+    sr_metric_def d = {name, pair, norm, distance, over_union != 0, similarity != 0, pair2, norm2, reduce};
     sr_metric out = SR_METRIC_L2;
     sr_status st;
     Py_BEGIN_ALLOW_THREADS st = sr_metric_define(&d, &out);
@@ -1773,7 +1774,7 @@ static PyMethodDef module_methods[] = {
     {"semiring_output_type", semiring_output_type, METH_VARARGS, "semiring_output_type(semiring, type)"},
     {"semiring_define", semiring_define, METH_VARARGS, "semiring_define(name, type, add, identity, multiply) -> id"},
     {"metric_define", metric_define, METH_VARARGS,
-     "metric_define(name, pair, norm, distance, over_union, similarity, pair2, norm2) -> id"},
+     "metric_define(name, pair, norm, distance, over_union, similarity, pair2, norm2, reduce) -> id"},
     {"metric_from_name", metric_from_name, METH_O, "metric_from_name(name)"},
     {"pairwise", pairwise, METH_VARARGS, "pairwise(ctx, A, B, metric, arg, D)"},
     {"knn", knn, METH_VARARGS, "knn(ctx, index, queries, k, metric, arg, indices, distances, progress)"},

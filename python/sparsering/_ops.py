@@ -66,19 +66,23 @@ class Metric:
     norm defaults to pair(v, 0), so the union's sum is nq + nx + acc. similarity=True: larger is
     nearer (k-NN keeps the largest). pair2 and norm2: a second sum and second norms (acc2, nq2,
     nx2 in distance; Bray-Curtis's denominator, correlation's row sums), split as pair over the
-    union. Compiled when made, cached on disk; the expressions are code. Pickles by its definition."""
+    union. reduce="max": acc, nq and nx are the largest terms (from 0) instead of sums; over the
+    union, the columns only one row holds give pair(q, 0) or pair(0, x), as chebyshev's
+    fabs(q - x) (no pair2 or norm2). Compiled when made, cached on disk; the expressions are
+    code. Pickles by its definition."""
 
     def __init__(self, name, pair, norm=None, distance=None, over_union=False, similarity=False, pair2=None,
-                 norm2=None):
+                 norm2=None, reduce="plus"):
         self.name, self.pair, self.norm, self.distance = str(name), str(pair), norm, distance
         self.over_union, self.similarity, self.pair2, self.norm2 = bool(over_union), bool(similarity), pair2, norm2
+        self.reduce = str(reduce)
         text = lambda v: None if v is None else str(v)  # noqa: E731
         self.id = _core.metric_define(self.name, self.pair, text(norm), text(distance), self.over_union,
-                                      self.similarity, text(pair2), text(norm2))
+                                      self.similarity, text(pair2), text(norm2), self.reduce)
 
     def __reduce__(self):
         return (Metric, (self.name, self.pair, self.norm, self.distance, self.over_union, self.similarity, self.pair2,
-                         self.norm2))
+                         self.norm2, self.reduce))
 
     def __eq__(self, other):
         return isinstance(other, Metric) and self.id == other.id
@@ -88,7 +92,7 @@ class Metric:
 
     def __repr__(self):
         return (f"sparsering.Metric({self.name!r}, pair={self.pair!r}, norm={self.norm!r}, distance={self.distance!r}, "
-                f"over_union={self.over_union}, similarity={self.similarity})")
+                f"over_union={self.over_union}, similarity={self.similarity}, reduce={self.reduce!r})")
 
 
 def semiring_id(semiring):

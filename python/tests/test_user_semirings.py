@@ -137,6 +137,7 @@ METRICS_AGAIN = [
     ("manhattan", dict(pair="fabs(q - x)", distance="fmax(0.0, nq + nx + acc)", over_union=True)),
     ("braycurtis", dict(pair="fabs(q - x)", pair2="fabs(q + x)", over_union=True,
                         distance="nq2 + nx2 + acc2 > 0.0 ? fmax(0.0, nq + nx + acc) / (nq2 + nx2 + acc2) : 0.0")),
+    ("chebyshev", dict(pair="fabs(q - x)", over_union=True, reduce="max")),
 ]
 
 
@@ -175,6 +176,16 @@ def test_weighted_jaccard_knn_on_tfidf():
     assert pickle.loads(pickle.dumps(wj)) == wj
 
 
+def test_a_maximum_pickles_and_matches_scipy(rng):
+    """reduce="max" over the union: chebyshev written again against scipy's, through a pickle."""
+    from scipy.spatial.distance import cdist
+    cheb = pickle.loads(pickle.dumps(sr.Metric("py_chebyshev", pair="fabs(q - x)", over_union=True, reduce="max")))
+    assert cheb.reduce == "max" and "reduce='max'" in repr(cheb)
+    X = _random(rng, 50, 30, 0.1, np.float64)
+    np.testing.assert_allclose(sr.pairwise_distances(X, metric=cheb, context=CPU),
+                               cdist(X.toarray(), X.toarray(), "chebyshev"), rtol=0, atol=1e-15)
+
+
 def test_metric_refusals(rng):
     with pytest.raises(sr.InvalidArgumentError, match="does not compile"):
         sr.Metric("broken_metric_py", pair="q ** x")
@@ -182,6 +193,8 @@ def test_metric_refusals(rng):
         sr.Metric("cosine", pair="q * x")
     with pytest.raises(TypeError, match="sparsering.Metric"):
         sr.pairwise_distances(sp.eye(3, format="csr"), metric=42, context=CPU)
+    with pytest.raises(sr.InvalidArgumentError, match="expected plus or max"):
+        sr.Metric("smallest_py", pair="q * x", reduce="min")
     m = sr.Metric("refused_metric_py", pair="q * x")
     for name, ctx in CONTEXTS:
         if name == "cuda":

@@ -94,8 +94,8 @@ static bool scratch_init(scratch *s, const sr_distance_inputs *in)
 {
     int64_t n = in->X->nrows;
     *s = (scratch){0};
-    if (sr_metric_kind_of(in->metric) != SR_MK_MAX) {
-        const sr_user_metric *u = sr_user_metric_of((int)in->metric);
+    const sr_user_metric *u = sr_user_metric_of((int)in->metric);
+    if (u ? !u->walks_union : sr_metric_kind_of(in->metric) != SR_MK_MAX) {
         const int sums = u ? (u->def.pair2 ? 2 : 1) : sr_metric_accumulators(in->metric);
         s->acc = sr_malloc((size_t)(n > 0 ? n : 1) * (size_t)sums * sizeof *s->acc);
         return s->acc != NULL;
@@ -158,9 +158,15 @@ sr_status sr_cpu_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t
             if (user) {
                 const bool single = in->Q->type == SR_TYPE_FLOAT32, out_single = single;
                 char *row = (char *)out->data + (size_t)((j - q0) * out->row_stride) * (out_single ? 4 : 8);
-                user->query(j, in->Q->rowptr, in->Q->colind, in->Q->values, in->XT->rowptr, in->XT->colind,
-                            in->XT->values, single, in->X->nrows, s.acc, in->qnorm, in->xnorm, (double)in->X->ncols,
-                            in->p, row, out->col_stride, out_single);
+                const struct sr_matrix_s *Q = in->Q, *X = in->X, *XT = in->XT;
+                if (user->walks_union)
+                    user->query_union(j, Q->rowptr, Q->colind, Q->values, X->rowptr, X->colind, X->values, single,
+                                      X->nrows, s.cheb.qdense, s.cheb.qmark, s.cheb.seen, s.cheb.order_abs, in->qnorm,
+                                      in->xnorm, (double)X->ncols, in->p, row, out->col_stride, out_single);
+                else
+                    user->query(j, Q->rowptr, Q->colind, Q->values, XT->rowptr, XT->colind, XT->values, single,
+                                X->nrows, s.acc, in->qnorm, in->xnorm, (double)X->ncols, in->p, row, out->col_stride,
+                                out_single);
             } else if (chebyshev)
                 query_chebyshev(in, j, &s, out, j - q0);
             else

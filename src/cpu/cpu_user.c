@@ -181,6 +181,7 @@ static const char kMetricTemplate[] =
     "#include <math.h>\n"
     "#include <stddef.h>\n"
     "#include <stdint.h>\n"
+    "#include <stdlib.h>\n"
     "static inline double sr_pow(double v, double p)\n"
     "{\n"
     "    if (v == 0.0)\n"
@@ -221,7 +222,9 @@ static const char kMetricTemplate[] =
     "{\n"
     "    return %s;\n"
     "}\n"
-    "enum { SR_TWO_SUMS = %d };\n"
+    "enum { SR_TWO_SUMS = %d, SR_MAXIMUM = %d };\n"
+    "/* a sum's += (the built-ins' order), or a maximum's fmax (chebyshev's) */\n"
+    "static inline double sr_fold(double a, double t) { return SR_MAXIMUM ? fmax(a, t) : a + t; }\n"
     "static inline double value_at(const void *v, int single, int64_t e)\n"
     "{\n"
     "    return single ? (double)((const float *)v)[e] : ((const double *)v)[e];\n"
@@ -234,8 +237,8 @@ static const char kMetricTemplate[] =
     "        double n0 = 0.0, n1 = 0.0;\n"
     "        for (int64_t e = rowptr[r]; e < rowptr[r + 1]; e++) {\n"
     "            const double v = value_at(values, single, e);\n"
-    "            n0 += sr_norm(v, p);\n"
-    "            n1 += sr_norm2(v, p);\n"
+    "            n0 = sr_fold(n0, sr_norm(v, p));\n"
+    "            n1 = sr_fold(n1, sr_norm2(v, p));\n"
     "        }\n"
     "        norms[2 * r] = n0;\n"
     "        norms[2 * r + 1] = n1;\n"
@@ -255,7 +258,7 @@ static const char kMetricTemplate[] =
     "        const double q = value_at(qv, single, e);\n"
     "        for (int64_t t = xt_rowptr[c]; t < xt_rowptr[c + 1]; t++) {\n"
     "            const double x = value_at(xtv, single, t);\n"
-    "            acc[xt_colind[t]] += sr_term(q, x, p);\n"
+    "            acc[xt_colind[t]] = sr_fold(acc[xt_colind[t]], sr_term(q, x, p));\n"
     "            if (SR_TWO_SUMS)\n"
     "                acc2[xt_colind[t]] += sr_term2(q, x, p);\n"
     "        }\n"
@@ -269,6 +272,53 @@ static const char kMetricTemplate[] =
     "        else\n"
     "            ((double *)out)[i * col_stride] = v;\n"
     "    }\n"
+    "}\n"
+    "\n"
+    "static int sr_larger_first(const void *a, const void *b)\n"
+    "{\n"
+    "    const double x = *(const double *)a, y = *(const double *)b;\n"
+    "    return x < y ? 1 : x > y ? -1 : 0;\n"
+    "}\n"
+    "\n"
+    "/* A maximum over the union (cpu_chebyshev.h's walk, the user's pair in place of |q - x|): the\n"
+    " * query scattered once; each index row's columns walked with the query looked up; the columns\n"
+    " * only the query holds give the largest pair(q, 0) among them, the first in decreasing order\n"
+    " * that the row lacks. qmark and seen start at -1 (the caller's); a row's stamp is j n + i. */\n"
+    "void sr_user_query_union(int64_t j, const int64_t *q_rowptr, const int32_t *q_colind, const void *qv,\n"
+    "                         const int64_t *x_rowptr, const int32_t *x_colind, const void *xv, int single,\n"
+    "                         int64_t n, double *qdense, int64_t *qmark, int64_t *seen, double *alone,\n"
+    "                         const double *qnorm, const double *xnorm, double d, double p, void *out,\n"
+    "                         int64_t col_stride, int out_single)\n"
+    "{\n"
+    "    const int64_t q0 = q_rowptr[j], qn = q_rowptr[j + 1] - q0;\n"
+    "    for (int64_t t = 0; t < qn; t++) {\n"
+    "        const int32_t c = q_colind[q0 + t];\n"
+    "        qdense[c] = value_at(qv, single, q0 + t);\n"
+    "        qmark[c] = j;\n"
+    "        alone[2 * t] = sr_pair(qdense[c], 0.0, p);\n"
+    "        alone[2 * t + 1] = (double)c;\n"
+    "    }\n"
+    "    qsort(alone, (size_t)qn, 2 * sizeof *alone, sr_larger_first);\n"
+    "    const double nq = qnorm[2 * j];\n"
+    "    for (int64_t i = 0; i < n; i++) {\n"
+    "        const int64_t stamp = j * n + i;\n"
+    "        double m = 0.0;\n"
+    "        for (int64_t e = x_rowptr[i]; e < x_rowptr[i + 1]; e++) {\n"
+    "            const int32_t c = x_colind[e];\n"
+    "            m = fmax(m, sr_pair(qmark[c] == j ? qdense[c] : 0.0, value_at(xv, single, e), p));\n"
+    "            seen[c] = stamp;\n"
+    "        }\n"
+    "        for (int64_t t = 0; t < qn; t++)\n"
+    "            if (seen[(int32_t)alone[2 * t + 1]] != stamp) {\n"
+    "                m = fmax(m, alone[2 * t]);\n"
+    "                break;\n"
+    "            }\n"
+    "        const double v = sr_distance(m, nq, xnorm[2 * i], 0.0, 0.0, 0.0, d, p);\n"
+    "        if (out_single)\n"
+    "            ((float *)out)[i * col_stride] = (float)v;\n"
+    "        else\n"
+    "            ((double *)out)[i * col_stride] = v;\n"
+    "    }\n"
     "}\n";
 
 sr_status sr_cpu_user_metric_compile(sr_user_metric *u)
@@ -276,21 +326,25 @@ sr_status sr_cpu_user_metric_compile(sr_user_metric *u)
     const sr_metric_def *d = &u->def;
     const char *norm = d->norm ? d->norm : d->over_union ? "sr_pair(v, 0.0, p)" : "0.0";
     const char *distance = d->distance ? d->distance : "acc";
-    const char *term = d->over_union ? "sr_pair(q, x, p) - sr_pair(q, 0.0, p) - sr_pair(0.0, x, p)" : "sr_pair(q, x, p)";
+    const bool maximum = d->reduce != NULL; /* "max" (the registry keeps "plus" as NULL) */
+    const char *term = d->over_union && !maximum ? "sr_pair(q, x, p) - sr_pair(q, 0.0, p) - sr_pair(0.0, x, p)"
+                                                 : "sr_pair(q, x, p)";
     const char *pair2 = d->pair2 ? d->pair2 : "0.0";
     const char *norm2 = d->norm2 ? d->norm2 : d->over_union && d->pair2 ? "sr_pair2(v, 0.0, p)" : "0.0";
     const char *term2 = d->over_union ? "sr_pair2(q, x, p) - sr_pair2(q, 0.0, p) - sr_pair2(0.0, x, p)"
                                       : "sr_pair2(q, x, p)";
     char what[200];
-    snprintf(what, sizeof what, "metric '%s' (pair '%s', norm '%s', distance '%s'%s)", d->name, d->pair, norm, distance,
-             d->over_union ? ", over the union" : "");
+    snprintf(what, sizeof what, "metric '%s' (pair '%s', norm '%s', distance '%s'%s%s)", d->name, d->pair, norm,
+             distance, d->over_union ? ", over the union" : "", maximum ? ", reduced by max" : "");
     sr_jit_library *lib = NULL;
     SR_TRY(sr_jit_load_formatted(what, &lib, kMetricTemplate, d->name, d->pair, norm, pair2, norm2, distance, term,
-                                 term2, d->pair2 != NULL));
+                                 term2, d->pair2 != NULL, maximum));
     u->library = lib;
     u->norms = (sr_user_norms_fn)sr_jit_symbol(lib, "sr_user_norms");
     u->query = (sr_user_query_fn)sr_jit_symbol(lib, "sr_user_query");
-    if (!u->norms || !u->query)
+    u->query_union = (sr_user_query_union_fn)sr_jit_symbol(lib, "sr_user_query_union");
+    u->walks_union = maximum && d->over_union;
+    if (!u->norms || !u->query || !u->query_union)
         return sr_error(SR_ERROR_INTERNAL, "%s: the compiled kernels lack a symbol", what);
     return SR_SUCCESS;
 }

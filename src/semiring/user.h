@@ -53,11 +53,22 @@ typedef void (*sr_user_query_fn)(int64_t j, const int64_t *q_rowptr, const int32
                                  int64_t n, double *acc, const double *qnorm, const double *xnorm, double d, double p,
                                  void *out, int64_t col_stride, int out_single);
 
+/* A maximum over the union of query row j and each index row of X (cpu_chebyshev.h's walk): qdense,
+ * qmark and seen hold X's column count (qmark and seen -1 at first), alone two doubles per entry
+ * of the widest query row. */
+typedef void (*sr_user_query_union_fn)(int64_t j, const int64_t *q_rowptr, const int32_t *q_colind, const void *qv,
+                                       const int64_t *x_rowptr, const int32_t *x_colind, const void *xv, int single,
+                                       int64_t n, double *qdense, int64_t *qmark, int64_t *seen, double *alone,
+                                       const double *qnorm, const double *xnorm, double d, double p, void *out,
+                                       int64_t col_stride, int out_single);
+
 typedef struct sr_user_metric {
     sr_metric_def def;
     struct sr_jit_library *library;
     sr_user_norms_fn norms;
-    sr_user_query_fn query;
+    sr_user_query_fn query;             /* sums, and maxima over the shared columns */
+    sr_user_query_union_fn query_union; /* maxima over the union */
+    bool walks_union;                   /* reduced by max over the union: query_union runs */
 } sr_user_metric;
 
 #define SR_USER_METRIC_FIRST 64

@@ -45,6 +45,7 @@ static void free_entry(sr_user_metric *u)
     free((char *)u->def.distance);
     free((char *)u->def.pair2);
     free((char *)u->def.norm2);
+    free((char *)u->def.reduce);
     free(u);
 }
 
@@ -57,6 +58,13 @@ sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric)
                      "sr_metric_define: '%s' is a built-in metric's name; give yours another", def->name);
     SR_CHECK_ARG(def->pair && *def->pair, "sr_metric_define: '%s' has no pair term (an expression over q and x)",
                  def->name);
+    const bool maximum = def->reduce && strcmp(def->reduce, "max") == 0;
+    SR_CHECK_ARG(!def->reduce || maximum || strcmp(def->reduce, "plus") == 0,
+                 "sr_metric_define: '%s' reduces by '%s'; expected plus or max", def->name, def->reduce);
+    SR_CHECK_ARG(!maximum || (!def->pair2 && !def->norm2),
+                 "sr_metric_define: '%s' reduces by max, which takes one term: pair2 and norm2 are second sums",
+                 def->name);
+    const char *reduce = maximum ? "max" : NULL; /* "plus" is the default: kept as NULL */
     pthread_mutex_lock(&registry_lock);
     sr_status st = SR_SUCCESS;
     for (int r = 0; r < registered; r++) {
@@ -65,7 +73,8 @@ sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric)
             continue;
         if (sr_user_same_text(o->pair, def->pair) && sr_user_same_text(o->norm, def->norm) &&
             sr_user_same_text(o->distance, def->distance) && sr_user_same_text(o->pair2, def->pair2) &&
-            sr_user_same_text(o->norm2, def->norm2) && o->over_union == def->over_union &&
+            sr_user_same_text(o->norm2, def->norm2) && sr_user_same_text(o->reduce, reduce) &&
+            o->over_union == def->over_union &&
             o->similarity == def->similarity)
             *metric = (sr_metric)(SR_USER_METRIC_FIRST + r);
         else
@@ -84,9 +93,10 @@ sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric)
         u->def = (sr_metric_def){sr_user_copy_text(def->name),  sr_user_copy_text(def->pair),
                                  sr_user_copy_text(def->norm),  sr_user_copy_text(def->distance),
                                  def->over_union,               def->similarity,
-                                 sr_user_copy_text(def->pair2), sr_user_copy_text(def->norm2)};
+                                 sr_user_copy_text(def->pair2), sr_user_copy_text(def->norm2),
+                                 sr_user_copy_text(reduce)};
         if (!u->def.name || !u->def.pair || (def->norm && !u->def.norm) || (def->distance && !u->def.distance) ||
-            (def->pair2 && !u->def.pair2) || (def->norm2 && !u->def.norm2))
+            (def->pair2 && !u->def.pair2) || (def->norm2 && !u->def.norm2) || (reduce && !u->def.reduce))
             st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's definition");
     } else {
         st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's definition");
