@@ -3,29 +3,23 @@
 #include "user.h"
 
 #include <ctype.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/error.h"
 #include "../core/types.h"
 #include "semiring.h"
+#include "user_registry.h"
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static sr_user_semiring *registry[SR_USER_SEMIRING_MAX];
-static int registered; /* entries in registry, read without the lock once published */
+static sr_user_registry registry = SR_USER_REGISTRY_INIT("semiring");
 
 static const char *const kMonoids[] = {"plus", "times", "min", "max", "or", "and"};
 
-bool sr_semiring_is_user(int s)
-{
-    const int n = __atomic_load_n(&registered, __ATOMIC_ACQUIRE);
-    return s >= SR_USER_SEMIRING_FIRST && s < SR_USER_SEMIRING_FIRST + n;
-}
+bool sr_semiring_is_user(int s) { return sr_user_semiring_of(s) != NULL; }
 
 const sr_user_semiring *sr_user_semiring_of(int s)
 {
-    return sr_semiring_is_user(s) ? registry[s - SR_USER_SEMIRING_FIRST] : NULL;
+    return s >= SR_USER_SEMIRING_FIRST ? sr_user_registry_at(&registry, s - SR_USER_SEMIRING_FIRST) : NULL;
 }
 
 sr_status sr_semiring_require_builtin(const char *fn, sr_semiring s)
@@ -48,12 +42,6 @@ static bool is_monoid(const char *add)
 }
 
 bool sr_user_same_text(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
-
-static bool same_definition(const sr_semiring_def *a, const sr_semiring_def *b)
-{
-    return a->type == b->type && sr_user_same_text(a->add, b->add) &&
-           sr_user_same_text(a->identity, b->identity) && sr_user_same_text(a->multiply, b->multiply);
-}
 
 sr_status sr_user_check_name(const char *fn, const char *name)
 {
@@ -96,8 +84,25 @@ char *sr_user_copy_text(const char *s)
     return c;
 }
 
-static void free_entry(sr_user_semiring *u)
+static const char *name_of(const void *entry) { return ((const sr_user_semiring *)entry)->def.name; }
+
+static bool same_definition(const void *entry, const void *def)
 {
+    const sr_semiring_def *a = &((const sr_user_semiring *)entry)->def, *b = def;
+    return a->type == b->type && sr_user_same_text(a->add, b->add) &&
+           sr_user_same_text(a->identity, b->identity) && sr_user_same_text(a->multiply, b->multiply);
+}
+
+static sr_status clash(const char *fn, const void *entry)
+{
+    const sr_semiring_def *o = &((const sr_user_semiring *)entry)->def;
+    return sr_error(SR_ERROR_INVALID_ARGUMENT, "%s: '%s' is defined already, as add '%s', multiply '%s' on %s; give the "
+                    "new one another name", fn, o->name, o->add, o->multiply, sr_type_name(o->type));
+}
+
+static void destroy(void *entry)
+{
+    sr_user_semiring *u = entry;
     if (!u)
         return;
     free((char *)u->def.name);
@@ -107,49 +112,29 @@ static void free_entry(sr_user_semiring *u)
     free(u);
 }
 
+static sr_status make(const void *definition, void **entry)
+{
+    const sr_semiring_def *def = definition;
+    sr_user_semiring *u = calloc(1, sizeof *u);
+    *entry = u;
+    if (!u)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a semiring's definition");
+    u->def = (sr_semiring_def){sr_user_copy_text(def->name), def->type, sr_user_copy_text(def->add),
+                               sr_user_copy_text(def->identity), sr_user_copy_text(def->multiply)};
+    if (!u->def.name || !u->def.add || !u->def.multiply || (def->identity && !u->def.identity))
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a semiring's definition");
+    return sr_cpu_user_compile(u);
+}
+
+static const sr_user_kind kSemiringKind = {name_of, same_definition, clash, make, destroy};
+
 sr_status sr_semiring_define(const sr_semiring_def *def, sr_semiring *s)
 {
     SR_CHECK_ARG(def != NULL && s != NULL, "sr_semiring_define: the definition or the output pointer is NULL");
     SR_TRY(check_definition(def));
-    pthread_mutex_lock(&registry_lock);
-    sr_status st = SR_SUCCESS;
-    for (int r = 0; r < registered; r++) {
-        if (strcmp(registry[r]->def.name, def->name) != 0)
-            continue;
-        if (same_definition(&registry[r]->def, def))
-            *s = (sr_semiring)(SR_USER_SEMIRING_FIRST + r);
-        else
-            st = sr_error(SR_ERROR_INVALID_ARGUMENT, "sr_semiring_define: '%s' is defined already, as add '%s', "
-                          "multiply '%s' on %s; give the new one another name", def->name, registry[r]->def.add,
-                          registry[r]->def.multiply, sr_type_name(registry[r]->def.type));
-        pthread_mutex_unlock(&registry_lock);
-        return st;
-    }
-    if (registered == SR_USER_SEMIRING_MAX) {
-        pthread_mutex_unlock(&registry_lock);
-        return sr_error(SR_ERROR_UNSUPPORTED, "sr_semiring_define: a process holds at most %d user semirings",
-                        SR_USER_SEMIRING_MAX);
-    }
-    sr_user_semiring *u = calloc(1, sizeof *u);
-    if (u) {
-        u->def = (sr_semiring_def){sr_user_copy_text(def->name), def->type, sr_user_copy_text(def->add),
-                                   sr_user_copy_text(def->identity), sr_user_copy_text(def->multiply)};
-        if (!u->def.name || !u->def.add || !u->def.multiply || (def->identity && !u->def.identity))
-            st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a semiring's definition");
-    } else {
-        st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a semiring's definition");
-    }
-    if (st == SR_SUCCESS)
-        st = sr_cpu_user_compile(u); /* an expression that does not compile is refused here */
-    if (st != SR_SUCCESS) {
-        free_entry(u);
-        pthread_mutex_unlock(&registry_lock);
-        return st;
-    }
-    registry[registered] = u;
-    *s = (sr_semiring)(SR_USER_SEMIRING_FIRST + registered);
-    __atomic_store_n(&registered, registered + 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&registry_lock);
+    int index = 0;
+    SR_TRY(sr_user_registry_add(&registry, &kSemiringKind, "sr_semiring_define", def->name, def, &index));
+    *s = (sr_semiring)(SR_USER_SEMIRING_FIRST + index);
     return SR_SUCCESS;
 }
 

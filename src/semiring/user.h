@@ -10,7 +10,6 @@
 #include "sparsering.h"
 
 #define SR_USER_SEMIRING_FIRST 64
-#define SR_USER_SEMIRING_MAX 1024
 
 /* Row i of A ⊕.⊗ B into acc[0, n) (⊕ from the identity, A's entries in order), then into row i of
  * C at the columns allow permits (all when allow is NULL), ⊕ C's value first when accumulating.

@@ -1,23 +1,20 @@
 /* The registry of user metrics (user.h, sr_metric_define): as user.c's semirings. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/error.h"
 #include "metric.h"
 #include "user.h"
+#include "user_registry.h"
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static sr_user_metric *registry[SR_USER_SEMIRING_MAX];
-static int registered;
+static sr_user_registry registry = SR_USER_REGISTRY_INIT("metric");
 
-bool sr_metric_is_user(int m)
+bool sr_metric_is_user(int m) { return sr_user_metric_of(m) != NULL; }
+
+const sr_user_metric *sr_user_metric_of(int m)
 {
-    const int n = __atomic_load_n(&registered, __ATOMIC_ACQUIRE);
-    return m >= SR_USER_METRIC_FIRST && m < SR_USER_METRIC_FIRST + n;
+    return m >= SR_USER_METRIC_FIRST ? sr_user_registry_at(&registry, m - SR_USER_METRIC_FIRST) : NULL;
 }
-
-const sr_user_metric *sr_user_metric_of(int m) { return sr_metric_is_user(m) ? registry[m - SR_USER_METRIC_FIRST] : NULL; }
 
 bool sr_metric_keeps_largest(int m)
 {
@@ -35,8 +32,27 @@ sr_status sr_metric_require_host(const char *fn, int m, sr_location where)
     return SR_SUCCESS;
 }
 
-static void free_entry(sr_user_metric *u)
+static const char *name_of(const void *entry) { return ((const sr_user_metric *)entry)->def.name; }
+
+static bool same_definition(const void *entry, const void *def)
 {
+    const sr_metric_def *o = &((const sr_user_metric *)entry)->def, *d = def;
+    return sr_user_same_text(o->pair, d->pair) && sr_user_same_text(o->norm, d->norm) &&
+           sr_user_same_text(o->distance, d->distance) && sr_user_same_text(o->pair2, d->pair2) &&
+           sr_user_same_text(o->norm2, d->norm2) && sr_user_same_text(o->reduce, d->reduce) &&
+           o->over_union == d->over_union && o->similarity == d->similarity;
+}
+
+static sr_status clash(const char *fn, const void *entry)
+{
+    const sr_metric_def *o = &((const sr_user_metric *)entry)->def;
+    return sr_error(SR_ERROR_INVALID_ARGUMENT, "%s: '%s' is defined already, as pair '%s'; give the new one another "
+                    "name", fn, o->name, o->pair);
+}
+
+static void destroy(void *entry)
+{
+    sr_user_metric *u = entry;
     if (!u)
         return;
     free((char *)u->def.name);
@@ -48,6 +64,26 @@ static void free_entry(sr_user_metric *u)
     free((char *)u->def.reduce);
     free(u);
 }
+
+static sr_status make(const void *definition, void **entry)
+{
+    const sr_metric_def *def = definition;
+    sr_user_metric *u = calloc(1, sizeof *u);
+    *entry = u;
+    if (!u)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's definition");
+    u->def = (sr_metric_def){sr_user_copy_text(def->name),  sr_user_copy_text(def->pair),
+                             sr_user_copy_text(def->norm),  sr_user_copy_text(def->distance),
+                             def->over_union,               def->similarity,
+                             sr_user_copy_text(def->pair2), sr_user_copy_text(def->norm2),
+                             sr_user_copy_text(def->reduce)};
+    if (!u->def.name || !u->def.pair || (def->norm && !u->def.norm) || (def->distance && !u->def.distance) ||
+        (def->pair2 && !u->def.pair2) || (def->norm2 && !u->def.norm2) || (def->reduce && !u->def.reduce))
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's definition");
+    return sr_cpu_user_metric_compile(u);
+}
+
+static const sr_user_kind kMetricKind = {name_of, same_definition, clash, make, destroy};
 
 sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric)
 {
@@ -64,54 +100,11 @@ sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric)
     SR_CHECK_ARG(!maximum || (!def->pair2 && !def->norm2),
                  "sr_metric_define: '%s' reduces by max, which takes one term: pair2 and norm2 are second sums",
                  def->name);
-    const char *reduce = maximum ? "max" : NULL; /* "plus" is the default: kept as NULL */
-    pthread_mutex_lock(&registry_lock);
-    sr_status st = SR_SUCCESS;
-    for (int r = 0; r < registered; r++) {
-        const sr_metric_def *o = &registry[r]->def;
-        if (strcmp(o->name, def->name) != 0)
-            continue;
-        if (sr_user_same_text(o->pair, def->pair) && sr_user_same_text(o->norm, def->norm) &&
-            sr_user_same_text(o->distance, def->distance) && sr_user_same_text(o->pair2, def->pair2) &&
-            sr_user_same_text(o->norm2, def->norm2) && sr_user_same_text(o->reduce, reduce) &&
-            o->over_union == def->over_union &&
-            o->similarity == def->similarity)
-            *metric = (sr_metric)(SR_USER_METRIC_FIRST + r);
-        else
-            st = sr_error(SR_ERROR_INVALID_ARGUMENT, "sr_metric_define: '%s' is defined already, as pair '%s'; give the "
-                          "new one another name", def->name, o->pair);
-        pthread_mutex_unlock(&registry_lock);
-        return st;
-    }
-    if (registered == SR_USER_SEMIRING_MAX) {
-        pthread_mutex_unlock(&registry_lock);
-        return sr_error(SR_ERROR_UNSUPPORTED, "sr_metric_define: a process holds at most %d user metrics",
-                        SR_USER_SEMIRING_MAX);
-    }
-    sr_user_metric *u = calloc(1, sizeof *u);
-    if (u) {
-        u->def = (sr_metric_def){sr_user_copy_text(def->name),  sr_user_copy_text(def->pair),
-                                 sr_user_copy_text(def->norm),  sr_user_copy_text(def->distance),
-                                 def->over_union,               def->similarity,
-                                 sr_user_copy_text(def->pair2), sr_user_copy_text(def->norm2),
-                                 sr_user_copy_text(reduce)};
-        if (!u->def.name || !u->def.pair || (def->norm && !u->def.norm) || (def->distance && !u->def.distance) ||
-            (def->pair2 && !u->def.pair2) || (def->norm2 && !u->def.norm2) || (reduce && !u->def.reduce))
-            st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's definition");
-    } else {
-        st = sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for a metric's definition");
-    }
-    if (st == SR_SUCCESS)
-        st = sr_cpu_user_metric_compile(u);
-    if (st != SR_SUCCESS) {
-        free_entry(u);
-        pthread_mutex_unlock(&registry_lock);
-        return st;
-    }
-    registry[registered] = u;
-    *metric = (sr_metric)(SR_USER_METRIC_FIRST + registered);
-    __atomic_store_n(&registered, registered + 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&registry_lock);
+    sr_metric_def canonical = *def;
+    canonical.reduce = maximum ? "max" : NULL; /* "plus" is the default: kept as NULL */
+    int index = 0;
+    SR_TRY(sr_user_registry_add(&registry, &kMetricKind, "sr_metric_define", def->name, &canonical, &index));
+    *metric = (sr_metric)(SR_USER_METRIC_FIRST + index);
     return SR_SUCCESS;
 }
 
