@@ -157,6 +157,12 @@ expect 0 "$cli" --backend cpu mxm "$tmp/g.mtx" "$tmp/g.mtx" --semiring-file "$tm
 grep -q "user-defined" "$tmp/out" || { echo "FAIL: mxm user semiring: $(cat "$tmp/out")"; failures=$((failures + 1)); }
 cmp -s "$tmp/builtin.mtx" "$tmp/user.mtx" || { echo "FAIL: mxm widest differs from max_min"; diff "$tmp/builtin.mtx" "$tmp/user.mtx"; failures=$((failures + 1)); }
 grep -q "^1 3 2" "$tmp/user.mtx" || { echo "FAIL: mxm widest values: $(cat "$tmp/user.mtx")"; failures=$((failures + 1)); }
+# sddmm under the same semiring from its file: max over k of min(A(i, k), B(j, k)), then min with S's value
+expect 0 "$cli" --backend cpu sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --semiring max_min --float64 --out "$tmp/c1.mtx"
+expect 0 "$cli" --backend cpu sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --semiring-file "$tmp/widest.def" --out "$tmp/c2.mtx"
+cmp -s "$tmp/c1.mtx" "$tmp/c2.mtx" || { echo "FAIL: sddmm widest differs from max_min"; diff "$tmp/c1.mtx" "$tmp/c2.mtx"; failures=$((failures + 1)); }
+grep -q "^1 3 1" "$tmp/c2.mtx" && grep -q "^2 2 1" "$tmp/c2.mtx" || { echo "FAIL: sddmm widest values: $(cat "$tmp/c2.mtx")"; failures=$((failures + 1)); }
+expect 2 "$cli" --backend cpu sddmm "$tmp/s.mtx" "$tmp/a.mtx" "$tmp/b.mtx" --semiring-file "$tmp/widest.def" --spmm "$tmp/v.mtx"
 printf 'name = broken\nadd = plus\nmultiply = x ** y\n' > "$tmp/broken.def"
 expect 2 "$cli" --backend cpu mxm "$tmp/g.mtx" "$tmp/g.mtx" --semiring-file "$tmp/broken.def"
 grep -q "does not compile" "$tmp/err" && grep -q "x \*\* y" "$tmp/err" || { echo "FAIL: mxm broken: $(cat "$tmp/err")"; failures=$((failures + 1)); }

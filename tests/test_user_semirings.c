@@ -1,6 +1,6 @@
 /* User semirings (sr_semiring_define) on the CPU backend: every built-in semiring written again as
- * a user definition gives the built-in's bits in sr_spmv, sr_spmm and sr_mxm (masks, complement,
- * accumulate, both layouts); two new semirings against a dense reference; and the refusals: an
+ * a user definition gives the built-in's bits in sr_spmv, sr_spmm, sr_mxm (masks, complement,
+ * accumulate, both layouts) and sr_sddmm; two new semirings against a dense reference; and the refusals: an
  * expression that does not compile (with the compiler's message), a missing identity, an unknown
  * type, a built-in's name, a name redefined, a type mismatch, and the calls and backends that do
  * not take user semirings yet. */
@@ -140,6 +140,34 @@ static void compare_structural(sr_semiring builtin, sr_semiring user, sr_matrix 
     sr_matrix_free(G), sr_matrix_free(W);
 }
 
+/* sr_sddmm by the built-in (its dot products: SPARSERING_SDDMM_GEMM=0) and by the user semiring,
+ * K below and from 64 (cpu_sddmm.c's two orders), S's values or its pattern, with and without
+ * alpha and beta: the values bit for bit. */
+static void compare_sddmm(sr_semiring builtin, sr_semiring user, sr_matrix S, sr_matrix P, int64_t m, int64_t n,
+                          sr_type type, const char *what)
+{
+    setenv("SPARSERING_SDDMM_GEMM", "0", 1);
+    const int64_t ks[] = {13, 70};
+    for (int c = 0; c < 8; c++) {
+        const int64_t K = ks[c & 1];
+        sr_matrix Sc = c & 2 ? P : S;
+        const double alpha = c & 4 ? 0.5 : 1.0, beta = c & 4 ? 2.0 : 0.0;
+        void *a = random_values(m * K, type), *b = random_values(n * K, type);
+        sr_dense A = sr_dense_view(a, m, K, type, SR_ROW_MAJOR, SR_HOST), B = sr_dense_view(b, n, K, type, SR_ROW_MAJOR, SR_HOST);
+        sr_matrix C1 = NULL, C2 = NULL;
+        CHECK_OK(sr_sddmm(ctx, &C1, builtin, alpha, Sc, &A, &B, beta, NULL));
+        CHECK_OK(sr_sddmm(ctx, &C2, user, alpha, Sc, &A, &B, beta, NULL));
+        bool equal = false;
+        if (C1 && C2)
+            CHECK_OK(sr_matrix_equal(ctx, C1, C2, &equal));
+        CHECK(equal, "%s: sr_sddmm (K = %lld, %s, alpha %g, beta %g) differs from %s", what, (long long)K,
+              c & 2 ? "pattern" : "values", alpha, beta, sr_semiring_name(builtin));
+        sr_matrix_free(C1), sr_matrix_free(C2);
+        free(a), free(b);
+    }
+    unsetenv("SPARSERING_SDDMM_GEMM");
+}
+
 static void check_builtins_again(void)
 {
     for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++)
@@ -158,6 +186,11 @@ static void check_builtins_again(void)
             compare_dense(kBuiltins[b].builtin, user, A, Mv, 300, 200, 1, type, name);
             compare_dense(kBuiltins[b].builtin, user, A, NULL, 300, 200, 37, type, name);
             compare_mxm(kBuiltins[b].builtin, user, A, B, M, name);
+            test_csr pat = test_random_csr(200, 150, 7, SR_TYPE_BOOL);
+            sr_matrix P = test_make_matrix(ctx, &pat);
+            compare_sddmm(kBuiltins[b].builtin, user, B, P, 200, 150, type, name);
+            sr_matrix_free(P);
+            test_csr_free(&pat);
             test_csr sq = test_random_csr(30, 30, 4, type), sq2 = test_random_csr(30, 30, 4, type);
             sr_matrix S = test_make_matrix(ctx, &sq), S2 = test_make_matrix(ctx, &sq2);
             compare_structural(kBuiltins[b].builtin, user, S, S2, name);
@@ -270,7 +303,9 @@ static void check_refusals(void)
     static double a_rows[30 * 4], b_rows[30 * 4];
     sr_dense Ad = sr_dense_view(a_rows, 30, 4, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
     sr_dense Bd = sr_dense_view(b_rows, 30, 4, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
-    CHECK_FAILS(sr_sddmm(ctx, &C, s, 1.0, D, &Ad, &Bd, 0.0, NULL), SR_ERROR_UNSUPPORTED, "does not take user semirings");
+    CHECK_OK(sr_sddmm(ctx, &C, s, 1.0, D, &Ad, &Bd, 0.0, NULL)); /* SDDMM takes them */
+    sr_matrix_free(C);
+    C = NULL;
     sr_context_options o = sr_context_options_default();
     o.backend = SR_BACKEND_CUDA;
     sr_context gpu;

@@ -46,7 +46,7 @@ static const char usage_text[] =
             "      [--float32] [--out C.mtx]\n"
             "                                  C = A (+).(x) B under a built-in semiring or one defined in DEF\n"
             "                                  (name, add, multiply, identity, type: docs/user-semirings.md)\n"
-            "  sddmm S.mtx A.mtx B.mtx [--alpha X] [--beta Y] [--semiring NAME] [--pattern]\n"
+            "  sddmm S.mtx A.mtx B.mtx [--alpha X] [--beta Y] [--semiring NAME | --semiring-file DEF] [--pattern]\n"
             "        [--spmm V.mtx [--softmax]] [--float64 | --precision exact|tf32|float32] [--out OUT.mtx]\n"
             "                                  sampled product alpha*(S.*(A*B^T)) + beta*S at S's entries; with\n"
             "                                  --spmm, the fused (S.*(A*B^T))*V (--softmax: row softmax first);\n"

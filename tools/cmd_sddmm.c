@@ -8,10 +8,12 @@
 #include "cli.h"
 
 static const char *const usage_text =
-    "usage: sparsering sddmm S.mtx A.mtx B.mtx [--alpha X] [--beta Y] [--semiring NAME] [--pattern]\n"
+    "usage: sparsering sddmm S.mtx A.mtx B.mtx [--alpha X] [--beta Y] [--semiring NAME | --semiring-file DEF]\n"
+    "                        [--pattern]\n"
     "                        [--float64 | --precision exact|tf32|float32] [--spmm V.mtx [--softmax]]\n"
     "                        [--out OUT.mtx]\n"
     "  C = alpha * (S .* (A * B^T)) + beta * S at the entries of S (A: m x K, B: n x K);\n"
+    "  --semiring-file: a user semiring (docs/user-semirings.md), float32 or float64, CPU backend;\n"
     "  --pattern samples at S's pattern (ignores its values in the product); with --spmm V,\n"
     "  O = (alpha * S .* (A * B^T)) * V without storing the sampled matrix (--softmax: row softmax first);\n"
     "  --precision: float32 tile products on GPU tensor cores, exact (default: float32's accuracy) or tf32\n"
@@ -37,7 +39,7 @@ static sr_status read_dense(sr_context ctx, const char *path, sr_type type, sr_d
 int cmd_sddmm(const cli_globals *g, int argc, char **argv)
 {
     const char *paths[3] = {NULL, NULL, NULL}, *out = NULL, *v_path = NULL, *semiring_name = "plus_times";
-    const char *precision_name = "exact";
+    const char *precision_name = "exact", *def_path = NULL;
     double alpha = 1, beta = 0;
     bool pattern = false, softmax = false, f64 = false;
     int npaths = 0, bad = 0;
@@ -48,6 +50,8 @@ int cmd_sddmm(const cli_globals *g, int argc, char **argv)
             beta = atof(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--semiring") == 0)
             semiring_name = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--semiring-file") == 0)
+            def_path = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--spmm") == 0)
             v_path = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--out") == 0)
@@ -66,16 +70,29 @@ int cmd_sddmm(const cli_globals *g, int argc, char **argv)
             bad = 1;
     }
     sr_semiring semiring = SR_SEMIRING_COUNT;
-    for (int s = 0; s < SR_SEMIRING_COUNT; s++)
+    for (int s = 0; s < SR_SEMIRING_COUNT && !def_path; s++)
         if (strcmp(sr_semiring_name((sr_semiring)s), semiring_name) == 0)
             semiring = (sr_semiring)s;
+    if (def_path && !bad && !v_path) {
+        sr_type defined = SR_TYPE_FLOAT64;
+        const int rc = cli_define_semiring(def_path, "sddmm", &semiring, &defined);
+        if (rc != CLI_OK)
+            return rc;
+        if (defined == SR_TYPE_INT32) {
+            fprintf(stderr, "sparsering sddmm: %s: the semiring is int32; sddmm reads float32 or float64\n", def_path);
+            return CLI_BAD_INPUT;
+        }
+        f64 = defined == SR_TYPE_FLOAT64;
+    }
     sr_precision precision = SR_PRECISION_EXACT;
     bool precision_float64 = false;
     if (!cli_precision(precision_name, false, &precision, &precision_float64))
         bad = 1;
     if (bad || npaths != 3 || semiring == SR_SEMIRING_COUNT || (softmax && !v_path) ||
         (v_path && semiring != SR_PLUS_TIMES)) {
-        if (semiring == SR_SEMIRING_COUNT)
+        if (def_path && v_path)
+            fprintf(stderr, "sparsering sddmm: --spmm takes plus_times only, not --semiring-file\n");
+        else if (semiring == SR_SEMIRING_COUNT)
             fprintf(stderr, "sparsering sddmm: unknown semiring '%s'\n", semiring_name);
         fputs(usage_text, stderr);
         return CLI_USAGE;

@@ -100,7 +100,7 @@ def test_semirings_pickle_by_definition(rng):
     np.testing.assert_array_equal(got.toarray(), want.toarray())
 
 
-def test_refusals(rng):
+def test_refusals(rng, monkeypatch):
     with pytest.raises(sr.InvalidArgumentError, match=r"does not compile(.|\n)*x \*\* y|x \*\* y(.|\n)*does not compile"):
         sr.Semiring("broken_py", add="plus", multiply="x ** y")
     with pytest.raises(sr.InvalidArgumentError, match="needs its identity"):
@@ -114,8 +114,11 @@ def test_refusals(rng):
         sr.Semiring("booleans_py", add="or", multiply="x && y", dtype=np.bool_)
     s = sr.Semiring("refused_py", add="plus", multiply="x * y")
     A = _random(rng, 30, 30, 0.1, np.float64)
-    with pytest.raises(sr.SparseringError, match="does not take user semirings"):
-        sr.sddmm(A, np.ones((30, 4)), np.ones((30, 4)), semiring=s, context=CPU)
+    U, V = rng.standard_normal((30, 70)), rng.standard_normal((30, 70))  # K = 70: the four-set dot products
+    monkeypatch.setenv("SPARSERING_SDDMM_GEMM", "0")  # the built-in's dot products, the order a user one takes
+    want = sr.sddmm(A, U, V, semiring="plus_times", context=CPU)
+    got = sr.sddmm(A, U, V, semiring=s, context=CPU)
+    np.testing.assert_array_equal(got.data.view(np.uint8), want.data.view(np.uint8))
     B = _random(rng, 30, 30, 0.1, np.float64)
     for op in (sr.ewise_add, sr.ewise_mult):  # the built-in's entries, bit for bit
         want, got = op(A, B, "plus_times", context=CPU), op(A, B, s, context=CPU)

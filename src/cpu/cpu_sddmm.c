@@ -7,6 +7,8 @@
 #include <omp.h>
 
 #include "../core/error.h"
+#include "../core/types.h"
+#include "../semiring/user.h"
 #include "cpu.h"
 #include "cpu_clones.h"
 #include "cpu_sddmm.h"
@@ -121,9 +123,39 @@ static int sddmm_threads(const sr_sddmm_args *a, int64_t p)
     return sr_context_threads_for(a->S->ctx, a->S->nnz * ((a->K + p) / 4 + 1) + a->S->nrows);
 }
 
+/* A user semiring's SDDMM: its compiled dot products over tasks of entries, then alpha and beta as
+ * the built-ins apply them. */
+static void sddmm_user(const sr_sddmm_args *a, const sr_user_semiring *u, void *out, int threads)
+{
+    const struct sr_matrix_s *S = a->S;
+    const int64_t nnz = S->nnz, tasks = (nnz + SDDMM_TASK - 1) / SDDMM_TASK;
+    const sr_type t = a->out_type;
+    const bool scaled = a->alpha != 1.0 || a->beta != 0.0;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; task++) {
+        const int64_t e0 = task * SDDMM_TASK, e1 = e0 + SDDMM_TASK < nnz ? e0 + SDDMM_TASK : nnz;
+        u->sddmm_range(S->rowptr, S->colind, a->pattern ? NULL : S->values, a->A, a->B, a->K,
+                       row_of_entry(S->rowptr, S->nrows, e0), e0, e1, out);
+        for (int64_t e = e0; scaled && e < e1; e++) { /* the built-ins' (T) of the double */
+            const double r = sr_cpu_sddmm_output(a, sr_value_get(out, t, e), e);
+            if (t == SR_TYPE_INT32)
+                ((int32_t *)out)[e] = (int32_t)r;
+            else if (t == SR_TYPE_FLOAT32)
+                ((float *)out)[e] = (float)r;
+            else
+                ((double *)out)[e] = r;
+        }
+    }
+}
+
 sr_status sr_cpu_sddmm(const sr_sddmm_args *a, void *out)
 {
     const int threads = sddmm_threads(a, 0);
+    const sr_user_semiring *u = sr_user_semiring_of((int)a->semiring);
+    if (u) {
+        sddmm_user(a, u, out, threads);
+        return SR_SUCCESS;
+    }
     if (sr_cpu_sddmm_tiles_pay(a)) { /* without host memory for the tiles' packs, the dot products */
         const sr_status st = sr_cpu_sddmm_tiles(a, out, threads);
         if (st != SR_ERROR_OUT_OF_MEMORY)

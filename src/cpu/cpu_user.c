@@ -12,6 +12,7 @@
 #include "../core/types.h"
 #include "../semiring/user.h"
 #include "cpu.h"
+#include "cpu_clones.h"
 #include "cpu_jit.h"
 #include "cpu_pool.h"
 
@@ -145,6 +146,73 @@ static const char kTemplate[] =
     "        }\n"
     "    }\n"
     "    return count;\n"
+    "}\n"
+    "\n"
+    "/* as cpu_sddmm.c's dot products: eight partial sums (dot8), or from K = 64 four sets of eight\n"
+    " * and a tail (dot4), combined in the same tree; built like the built-in (x86-64-v3 clone or not) */\n"
+    "#if %d && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)\n"
+    "#define SR_V3_CLONE __attribute__((target_clones(\"arch=x86-64-v3\", \"default\")))\n"
+    "#else\n"
+    "#define SR_V3_CLONE\n"
+    "#endif\n"
+    "enum { LANES = 8 };\n"
+    "static inline T dot8(const T *restrict x, const T *restrict y, int64_t K)\n"
+    "{\n"
+    "    T part[LANES];\n"
+    "    for (int q = 0; q < LANES; q++)\n"
+    "        part[q] = sr_identity();\n"
+    "    int64_t k = 0;\n"
+    "    for (; k + LANES <= K; k += LANES)\n"
+    "        for (int q = 0; q < LANES; q++)\n"
+    "            part[q] = sr_add(part[q], sr_mul(x[k + q], y[k + q]));\n"
+    "    for (int q = 0; k + q < K; q++)\n"
+    "        part[q] = sr_add(part[q], sr_mul(x[k + q], y[k + q]));\n"
+    "    T d = part[0];\n"
+    "    for (int q = 1; q < LANES; q++)\n"
+    "        d = sr_add(d, part[q]);\n"
+    "    return d;\n"
+    "}\n"
+    "static inline T dot4(const T *restrict x, const T *restrict y, int64_t K)\n"
+    "{\n"
+    "    T p0[LANES], p1[LANES], p2[LANES], p3[LANES];\n"
+    "    for (int q = 0; q < LANES; q++)\n"
+    "        p0[q] = p1[q] = p2[q] = p3[q] = sr_identity();\n"
+    "    int64_t k = 0;\n"
+    "    for (; k + 4 * LANES <= K; k += 4 * LANES)\n"
+    "        for (int q = 0; q < LANES; q++) {\n"
+    "            p0[q] = sr_add(p0[q], sr_mul(x[k + q], y[k + q]));\n"
+    "            p1[q] = sr_add(p1[q], sr_mul(x[k + q + LANES], y[k + q + LANES]));\n"
+    "            p2[q] = sr_add(p2[q], sr_mul(x[k + q + 2 * LANES], y[k + q + 2 * LANES]));\n"
+    "            p3[q] = sr_add(p3[q], sr_mul(x[k + q + 3 * LANES], y[k + q + 3 * LANES]));\n"
+    "        }\n"
+    "    for (; k + LANES <= K; k += LANES)\n"
+    "        for (int q = 0; q < LANES; q++)\n"
+    "            p0[q] = sr_add(p0[q], sr_mul(x[k + q], y[k + q]));\n"
+    "    T tail = sr_identity();\n"
+    "    for (; k < K; k++)\n"
+    "        tail = sr_add(tail, sr_mul(x[k], y[k]));\n"
+    "    for (int q = 0; q < LANES; q++)\n"
+    "        p0[q] = sr_add(sr_add(p0[q], p1[q]), sr_add(p2[q], p3[q]));\n"
+    "    for (int q = 0; q < LANES / 2; q++)\n"
+    "        p0[q] = sr_add(p0[q], p0[q + LANES / 2]);\n"
+    "    return sr_add(sr_add(sr_add(p0[0], p0[2]), sr_add(p0[1], p0[3])), tail);\n"
+    "}\n"
+    "\n"
+    "/* S's entries [e0, e1) (entry e0 in row i): out[e] = the dot of A's row i and B's row colind[e],\n"
+    " * ⊗ S's value after it when S has values (sv) */\n"
+    "SR_V3_CLONE void sr_user_sddmm_range(const int64_t *rowptr, const int32_t *colind, const void *sv_,\n"
+    "                                     const void *a_, const void *b_, int64_t K, int64_t i, int64_t e0,\n"
+    "                                     int64_t e1, void *out_)\n"
+    "{\n"
+    "    const T *sv = (const T *)sv_, *A = (const T *)a_, *B = (const T *)b_;\n"
+    "    T *out = (T *)out_;\n"
+    "    for (int64_t e = e0; e < e1; e++) {\n"
+    "        while (rowptr[i + 1] <= e)\n"
+    "            i++;\n"
+    "        const T *x = A + (size_t)i * (size_t)K, *y = B + (size_t)colind[e] * (size_t)K;\n"
+    "        T d = K >= 64 ? dot4(x, y, K) : dot8(x, y, K);\n"
+    "        out[e] = sv ? sr_mul(sv[e], d) : d;\n"
+    "    }\n"
     "}\n";
 
 static const char *c_type(sr_type t)
@@ -161,14 +229,21 @@ sr_status sr_cpu_user_compile(sr_user_semiring *u)
     snprintf(what, sizeof what, "semiring '%s' (add '%s', identity '%s', multiply '%s')", d->name, d->add, identity,
              d->multiply);
     sr_jit_library *lib = NULL;
-    SR_TRY(sr_jit_load_formatted(what, &lib, kTemplate, d->name, c_type(d->type), add, d->multiply, identity));
+#ifdef SR_AVX2_CLONES
+    const int clones = 1; /* as the library's SDDMM (cpu_clones.h) */
+#else
+    const int clones = 0;
+#endif
+    SR_TRY(sr_jit_load_formatted(what, &lib, kTemplate, d->name, c_type(d->type), add, d->multiply, identity,
+                                 clones));
     u->library = lib;
     u->spmv_rows = (sr_user_spmv_rows_fn)sr_jit_symbol(lib, "sr_user_spmv_rows");
     u->dense_row = (sr_user_dense_row_fn)sr_jit_symbol(lib, "sr_user_dense_row");
     u->mxm_row = (sr_user_mxm_row_fn)sr_jit_symbol(lib, "sr_user_mxm_row");
     u->add = (sr_user_add_fn)sr_jit_symbol(lib, "sr_user_add");
     u->mul = (sr_user_add_fn)sr_jit_symbol(lib, "sr_user_mul");
-    if (!u->spmv_rows || !u->dense_row || !u->mxm_row || !u->add || !u->mul)
+    u->sddmm_range = (sr_user_sddmm_range_fn)sr_jit_symbol(lib, "sr_user_sddmm_range");
+    if (!u->spmv_rows || !u->dense_row || !u->mxm_row || !u->add || !u->mul || !u->sddmm_range)
         return sr_error(SR_ERROR_INTERNAL, "%s: the compiled kernels lack a symbol", what);
     return SR_SUCCESS;
 }

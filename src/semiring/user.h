@@ -32,6 +32,11 @@ typedef int64_t (*sr_user_mxm_row_fn)(int64_t i, const int64_t *a_rowptr, const 
 /* *out = *a ⊕ *b (and ⊗ for the mul kernel). */
 typedef void (*sr_user_add_fn)(const void *a, const void *b, void *out);
 
+/* S's entries [e0, e1), entry e0 in row i: out[e] = ⊕_k A(i, k) ⊗ B(colind[e], k) (cpu_sddmm.c's
+ * order), then S's value ⊗ that when sv is not NULL; A and B row-major with K columns. */
+typedef void (*sr_user_sddmm_range_fn)(const int64_t *rowptr, const int32_t *colind, const void *sv, const void *a,
+                                       const void *b, int64_t K, int64_t i, int64_t e0, int64_t e1, void *out);
+
 typedef struct sr_user_semiring {
     sr_semiring_def def;           /* the definition (the strings are the registry's) */
     struct sr_jit_library *library; /* its compiled kernels, loaded for the process */
@@ -39,6 +44,7 @@ typedef struct sr_user_semiring {
     sr_user_dense_row_fn dense_row;
     sr_user_mxm_row_fn mxm_row;
     sr_user_add_fn add, mul; /* element by element: ewise, Kronecker, reduce, accumulate */
+    sr_user_sddmm_range_fn sddmm_range;
 } sr_user_semiring;
 
 /* A user metric's kernels (cpu_user.c): the two norms of rows [r0, r1) (the user's norm sum and
