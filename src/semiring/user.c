@@ -22,17 +22,6 @@ const sr_user_semiring *sr_user_semiring_of(int s)
     return s >= SR_USER_SEMIRING_FIRST ? sr_user_registry_at(&registry, s - SR_USER_SEMIRING_FIRST) : NULL;
 }
 
-sr_status sr_semiring_require_builtin(const char *fn, sr_semiring s)
-{
-    const sr_user_semiring *u = sr_user_semiring_of((int)s);
-    if (u)
-        return sr_error(SR_ERROR_UNSUPPORTED,
-                        "%s does not take user semirings yet ('%s'): the products, element-wise operations, Kronecker "
-                        "products, row reductions and row blocks on the CPU backend do (docs/user-semirings.md)",
-                        fn, u->def.name);
-    return SR_SUCCESS;
-}
-
 static bool is_monoid(const char *add)
 {
     for (size_t m = 0; m < sizeof kMonoids / sizeof *kMonoids; m++)

@@ -95,8 +95,6 @@ sr_status sr_user_check_name(const char *fn, const char *name);
 bool sr_semiring_is_user(int s);
 /* The definition and kernels of a user semiring, or NULL for any other value. */
 const sr_user_semiring *sr_user_semiring_of(int s);
-/* Fails with a message naming `fn` for a user semiring: the calls that do not take them yet. */
-sr_status sr_semiring_require_builtin(const char *fn, sr_semiring s);
 
 /* Compiles a definition's host kernels (cpu_user.c); u->def is filled in. */
 sr_status sr_cpu_user_compile(sr_user_semiring *u);
