@@ -153,6 +153,13 @@ static void compare_sddmm(sr_semiring builtin, sr_semiring user, sr_matrix S, sr
         sr_matrix Sc = c & 2 ? P : S;
         const double alpha = c & 4 ? 0.5 : 1.0, beta = c & 4 ? 2.0 : 0.0;
         void *a = random_values(m * K, type), *b = random_values(n * K, type);
+        if (type == SR_TYPE_INT32) /* |A B^T| up to 70 * 100, times S's values up to 1000: no int32 overflow */
+            for (int64_t e = 0; e < m * K || e < n * K; e++) {
+                if (e < m * K)
+                    ((int32_t *)a)[e] %= 11;
+                if (e < n * K)
+                    ((int32_t *)b)[e] %= 11;
+            }
         sr_dense A = sr_dense_view(a, m, K, type, SR_ROW_MAJOR, SR_HOST), B = sr_dense_view(b, n, K, type, SR_ROW_MAJOR, SR_HOST);
         sr_matrix C1 = NULL, C2 = NULL;
         CHECK_OK(sr_sddmm(ctx, &C1, builtin, alpha, Sc, &A, &B, beta, NULL));
