@@ -15,7 +15,7 @@ METRICS = _core.METRICS
 
 class Semiring:
     """A semiring you define (docs/user-semirings.md), taken wherever a semiring name is (spmv,
-    spmm, mxm, ewise_add, ewise_mult, kronecker) on the CPU backend:
+    spmm, mxm, ewise_add, ewise_mult, kronecker, reduce_rows, sddmm) on the CPU backend:
 
         bottleneck = sr.Semiring("bottleneck", add="max", multiply="x < y ? x : y")
         C = sr.mxm(G, G, bottleneck)

@@ -16,36 +16,6 @@
 #include "cpu_jit.h"
 #include "cpu_pool.h"
 
-/* ⊕ and its identity for the built-in monoid names, by value type. */
-static const char *monoid_add(const char *name)
-{
-    if (strcmp(name, "plus") == 0)
-        return "a + b";
-    if (strcmp(name, "times") == 0)
-        return "a * b";
-    if (strcmp(name, "min") == 0) /* as SR_ADD_MIN: NaN omitted */
-        return "((b) < (a) || (a) != (a)) ? (b) : (a)";
-    if (strcmp(name, "max") == 0)
-        return "((b) > (a) || (a) != (a)) ? (b) : (a)";
-    if (strcmp(name, "or") == 0)
-        return "a || b";
-    if (strcmp(name, "and") == 0)
-        return "a && b";
-    return NULL;
-}
-
-static const char *monoid_identity(const char *name, sr_type type)
-{
-    const bool integer = type == SR_TYPE_INT32;
-    if (strcmp(name, "min") == 0)
-        return integer ? "INT32_MAX" : "INFINITY";
-    if (strcmp(name, "max") == 0)
-        return integer ? "INT32_MIN" : "-INFINITY";
-    if (strcmp(name, "times") == 0 || strcmp(name, "and") == 0)
-        return "1";
-    return "0";
-}
-
 static const char kTemplate[] =
     "/* sparsering: kernels of the user semiring %s (generated; src/cpu/cpu_user.c) */\n"
     "#include <math.h>\n"
@@ -223,8 +193,8 @@ static const char *c_type(sr_type t)
 sr_status sr_cpu_user_compile(sr_user_semiring *u)
 {
     const sr_semiring_def *d = &u->def;
-    const char *add = monoid_add(d->add) ? monoid_add(d->add) : d->add;
-    const char *identity = d->identity ? d->identity : monoid_identity(d->add, d->type);
+    const char *add = sr_user_monoid_add(d->add) ? sr_user_monoid_add(d->add) : d->add;
+    const char *identity = d->identity ? d->identity : sr_user_monoid_identity(d->add, d->type);
     char what[160];
     snprintf(what, sizeof what, "semiring '%s' (add '%s', identity '%s', multiply '%s')", d->name, d->add, identity,
              d->multiply);

@@ -13,8 +13,6 @@
 
 static sr_user_registry registry = SR_USER_REGISTRY_INIT("semiring");
 
-static const char *const kMonoids[] = {"plus", "times", "min", "max", "or", "and"};
-
 bool sr_semiring_is_user(int s) { return sr_user_semiring_of(s) != NULL; }
 
 const sr_user_semiring *sr_user_semiring_of(int s)
@@ -22,13 +20,37 @@ const sr_user_semiring *sr_user_semiring_of(int s)
     return s >= SR_USER_SEMIRING_FIRST ? sr_user_registry_at(&registry, s - SR_USER_SEMIRING_FIRST) : NULL;
 }
 
-static bool is_monoid(const char *add)
+/* ⊕ and its identity for the built-in monoid names, by value type. */
+const char *sr_user_monoid_add(const char *name)
 {
-    for (size_t m = 0; m < sizeof kMonoids / sizeof *kMonoids; m++)
-        if (strcmp(add, kMonoids[m]) == 0)
-            return true;
-    return false;
+    if (strcmp(name, "plus") == 0)
+        return "a + b";
+    if (strcmp(name, "times") == 0)
+        return "a * b";
+    if (strcmp(name, "min") == 0) /* as SR_ADD_MIN: NaN omitted */
+        return "((b) < (a) || (a) != (a)) ? (b) : (a)";
+    if (strcmp(name, "max") == 0)
+        return "((b) > (a) || (a) != (a)) ? (b) : (a)";
+    if (strcmp(name, "or") == 0)
+        return "a || b";
+    if (strcmp(name, "and") == 0)
+        return "a && b";
+    return NULL;
 }
+
+const char *sr_user_monoid_identity(const char *name, sr_type type)
+{
+    const bool integer = type == SR_TYPE_INT32;
+    if (strcmp(name, "min") == 0)
+        return integer ? "INT32_MAX" : "INFINITY";
+    if (strcmp(name, "max") == 0)
+        return integer ? "INT32_MIN" : "-INFINITY";
+    if (strcmp(name, "times") == 0 || strcmp(name, "and") == 0)
+        return "1";
+    return "0";
+}
+
+static bool is_monoid(const char *add) { return sr_user_monoid_add(add) != NULL; }
 
 bool sr_user_same_text(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
 

@@ -96,6 +96,12 @@ bool sr_semiring_is_user(int s);
 /* The definition and kernels of a user semiring, or NULL for any other value. */
 const sr_user_semiring *sr_user_semiring_of(int s);
 
+/* ⊕ of a built-in monoid's name as a C expression over a and b (NULL for any other name), and its
+ * identity for a value type: what the kernels' sources spell, and what sr_semiring_define accepts
+ * without an identity. */
+const char *sr_user_monoid_add(const char *name);
+const char *sr_user_monoid_identity(const char *name, sr_type type);
+
 /* Compiles a definition's host kernels (cpu_user.c); u->def is filled in. */
 sr_status sr_cpu_user_compile(sr_user_semiring *u);
 
