@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "test_util.h"
+#include "../src/cuda/cuda.h"
 
 static sr_context ctx;
 
@@ -50,8 +51,8 @@ static void *random_values(int64_t n, sr_type type)
 
 /* sr_spmm (and sr_spmv when n = 1) by the built-in and by the user semiring, every mask and
  * layout: the outputs bit for bit. */
-static void compare_dense(sr_semiring builtin, sr_semiring user, sr_matrix A, sr_matrix mask, int64_t m, int64_t k,
-                          int64_t n, sr_type type, const char *what)
+static void compare_dense_on(sr_context on, sr_semiring builtin, sr_semiring user, sr_matrix A, sr_matrix mask,
+                             int64_t m, int64_t k, int64_t n, sr_type type, const char *what)
 {
     const size_t es = sr_type_size(type);
     void *b = random_values(k * n, type), *c0 = random_values(m * n, type);
@@ -68,11 +69,11 @@ static void compare_dense(sr_semiring builtin, sr_semiring user, sr_matrix A, sr
             sr_dense B = sr_dense_view(b, k, n, type, L, SR_HOST);
             sr_dense C1 = sr_dense_view(c1, m, n, type, L, SR_HOST), C2 = sr_dense_view(c2, m, n, type, L, SR_HOST);
             if (n == 1) {
-                CHECK_OK(sr_spmv(ctx, &C1, mk, builtin, A, &B, &d));
-                CHECK_OK(sr_spmv(ctx, &C2, mk, user, A, &B, &d));
+                CHECK_OK(sr_spmv(on, &C1, mk, builtin, A, &B, &d));
+                CHECK_OK(sr_spmv(on, &C2, mk, user, A, &B, &d));
             } else {
-                CHECK_OK(sr_spmm(ctx, &C1, mk, builtin, A, &B, &d));
-                CHECK_OK(sr_spmm(ctx, &C2, mk, user, A, &B, &d));
+                CHECK_OK(sr_spmm(on, &C1, mk, builtin, A, &B, &d));
+                CHECK_OK(sr_spmm(on, &C2, mk, user, A, &B, &d));
             }
             CHECK(memcmp(c1, c2, (size_t)(m * n) * es) == 0, "%s: %s n = %lld (%s, %s%s%s) differs from %s", what,
                   n == 1 ? "sr_spmv" : "sr_spmm", (long long)n, layout ? "column-major" : "row-major",
@@ -80,6 +81,12 @@ static void compare_dense(sr_semiring builtin, sr_semiring user, sr_matrix A, sr
                   sr_semiring_name(builtin));
         }
     free(b), free(c0), free(c1), free(c2);
+}
+
+static void compare_dense(sr_semiring builtin, sr_semiring user, sr_matrix A, sr_matrix mask, int64_t m, int64_t k,
+                          int64_t n, sr_type type, const char *what)
+{
+    compare_dense_on(ctx, builtin, user, A, mask, m, k, n, type, what);
 }
 
 static void compare_mxm(sr_semiring builtin, sr_semiring user, sr_matrix A, sr_matrix B, sr_matrix mask,
@@ -175,6 +182,20 @@ static void compare_sddmm(sr_semiring builtin, sr_semiring user, sr_matrix S, sr
     unsetenv("SPARSERING_SDDMM_GEMM");
 }
 
+/* NVRTC builds the GPU's product kernels with the user's operators for sm_90, with no GPU needed:
+ * a CUDA build checks that the shared kernels (src/cuda/cuda_spmm_kernels.cuh) and the generated
+ * source compile under NVRTC on every machine; the GPU gate runs them. */
+static void check_gpu_compile(sr_semiring user, const char *what)
+{
+    size_t bytes = 0;
+    const double t0 = seconds();
+    const sr_status st = sr_cuda_user_compile_check(user, 90, &bytes);
+    if (st == SR_ERROR_NO_DEVICE) /* built without CUDA */
+        return;
+    CHECK(st == SR_SUCCESS && bytes > 0, "%s: NVRTC: %s", what, sr_last_error());
+    printf("%s: NVRTC compiled the GPU kernels (sm_90, %zu bytes) in %.0f ms\n", what, bytes, 1e3 * (seconds() - t0));
+}
+
 static void check_builtins_again(void)
 {
     for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++)
@@ -186,6 +207,8 @@ static void check_builtins_again(void)
             const sr_semiring user = define(name, type, kBuiltins[b].add, NULL, kBuiltins[b].multiply);
             if (b == 0 && t == 0)
                 printf("first definition (compiled or from the cache): %.0f ms\n", 1e3 * (seconds() - t0));
+            if (type == SR_TYPE_FLOAT64 || b == 0) /* every semiring once, and each type once */
+                check_gpu_compile(user, name);
             test_csr a = test_random_csr(300, 200, 6, type), bb = test_random_csr(200, 150, 5, type);
             test_csr mk = test_random_csr(300, 150, 20, SR_TYPE_BOOL), mv = test_random_csr(300, 1, 1, SR_TYPE_BOOL);
             sr_matrix A = test_make_matrix(ctx, &a), B = test_make_matrix(ctx, &bb), M = test_make_matrix(ctx, &mk);
@@ -217,6 +240,51 @@ static void check_builtins_again(void)
 
 /* Two semirings that are not built in, against a dense reference: (min, max) (the minimax path
  * step) and a (min, +) that saturates at 10 (hop counts capped), in float64 and int32. */
+/* On a GPU: SpMV (split and row kernels) and SpMM (every kernel: 6, 12, 40 and 41 columns, rows
+ * short, mid and long) of every built-in written again, compiled by NVRTC, against the built-in's
+ * own kernels on the same device: the same bits. */
+static void check_gpu_products(void)
+{
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CUDA;
+    sr_context gpu;
+    if (sr_context_create(&gpu, &o) != SR_SUCCESS) {
+        printf("no GPU: user semirings' GPU kernels are not run here (%s)\n", sr_last_error());
+        return;
+    }
+    for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++)
+        for (size_t t = 0; t < sizeof kTypes / sizeof *kTypes; t++) {
+            const sr_type type = kTypes[t];
+            char name[64];
+            snprintf(name, sizeof name, "again_%s_%s", sr_semiring_name(kBuiltins[b].builtin), sr_type_name(type));
+            const double t0 = seconds();
+            const sr_semiring user = define(name, type, kBuiltins[b].add, NULL, kBuiltins[b].multiply);
+            test_csr a = test_random_csr(500, 5000, 80, type); /* heavy-tailed: mid and long rows */
+            test_csr mv = test_random_csr(500, 1, 1, SR_TYPE_BOOL), mk = test_random_csr(500, 41, 20, SR_TYPE_BOOL);
+            sr_matrix H = test_make_matrix(ctx, &a), A = NULL, Mv = NULL, M = NULL;
+            sr_matrix Hv = test_make_matrix(ctx, &mv), Hm = test_make_matrix(ctx, &mk);
+            CHECK_OK(sr_matrix_copy_to(gpu, H, SR_DEVICE, &A));
+            CHECK_OK(sr_matrix_copy_to(gpu, Hv, SR_DEVICE, &Mv));
+            CHECK_OK(sr_matrix_copy_to(gpu, Hm, SR_DEVICE, &M));
+            if (A && Mv && M) {
+                setenv("SPARSERING_SPMV_KERNEL", "rows", 1);
+                compare_dense_on(gpu, kBuiltins[b].builtin, user, A, Mv, 500, 5000, 1, type, name);
+                unsetenv("SPARSERING_SPMV_KERNEL");
+                compare_dense_on(gpu, kBuiltins[b].builtin, user, A, Mv, 500, 5000, 1, type, name); /* split */
+                for (int64_t n = 6; n <= 41; n = n == 6 ? 12 : n == 12 ? 40 : n + 1)
+                    compare_dense_on(gpu, kBuiltins[b].builtin, user, A, n == 41 ? M : NULL, 500, 5000, n, type,
+                                     name);
+            }
+            if (b == 0 && t == 0)
+                printf("%s on the GPU, compile (or the cache) and the products: %.0f ms\n", name,
+                       1e3 * (seconds() - t0));
+            sr_matrix_free(A), sr_matrix_free(Mv), sr_matrix_free(M);
+            sr_matrix_free(H), sr_matrix_free(Hv), sr_matrix_free(Hm);
+            test_csr_free(&a), test_csr_free(&mv), test_csr_free(&mk);
+        }
+    sr_context_destroy(gpu);
+}
+
 static void check_new_semirings(void)
 {
     const sr_semiring minimax = define("minimax", SR_TYPE_FLOAT64, "min", NULL, "x > y ? x : y");
@@ -337,6 +405,7 @@ int main(void)
     CHECK_OK(sr_context_create(&ctx, &o));
     check_refusals();
     check_builtins_again();
+    check_gpu_products();
     check_new_semirings();
     sr_context_destroy(ctx);
     return test_finish("test_user_semirings");

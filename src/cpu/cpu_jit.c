@@ -22,7 +22,7 @@ struct sr_jit_library {
 
 static pthread_mutex_t jit_lock = PTHREAD_MUTEX_INITIALIZER; /* one compile at a time in a process */
 
-static uint64_t fnv1a(uint64_t h, const char *s)
+uint64_t sr_jit_hash(uint64_t h, const char *s)
 {
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
@@ -55,7 +55,7 @@ static bool make_folder(char *path)
     return (mkdir(path, 0700) == 0 || errno == EEXIST) && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static bool cache_folder(char *out, size_t size)
+bool sr_jit_cache_folder(char *out, size_t size)
 {
     const char *env = getenv("SPARSERING_JIT_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (env && *env)
@@ -135,12 +135,12 @@ static bool write_file(const char *path, const char *text)
 sr_status sr_jit_load(const char *source, const char *what, sr_jit_library **lib)
 {
     *lib = NULL;
-    uint64_t h = fnv1a(fnv1a(fnv1a(fnv1a(14695981039346656037ull, source), compiler()), compiler_flags()),
-                       sr_version_string());
+    uint64_t h = sr_jit_hash(SR_JIT_HASH_START, source);
+    h = sr_jit_hash(sr_jit_hash(sr_jit_hash(h, compiler()), compiler_flags()), sr_version_string());
     pthread_mutex_lock(&jit_lock);
     char folder[1024], so_path[1200], tmp_so[1300], c_path[1300], err_path[1300];
     sr_status st = SR_SUCCESS;
-    if (!cache_folder(folder, sizeof folder)) {
+    if (!sr_jit_cache_folder(folder, sizeof folder)) {
         st = sr_error(SR_ERROR_IO, "%s: no folder for compiled kernels (%s: %s; set SPARSERING_JIT_CACHE)", what,
                       folder, strerror(errno));
         goto done;

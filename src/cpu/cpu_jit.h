@@ -4,6 +4,10 @@
 #ifndef SR_CPU_JIT_H
 #define SR_CPU_JIT_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "sparsering.h"
 
 /* A loaded shared object: its symbols stay valid for the process (never unloaded). */
@@ -19,6 +23,13 @@ sr_status sr_jit_load(const char *source, const char *what, sr_jit_library **lib
 /* sr_jit_load of the source `format` and its arguments make (printf's rules). */
 sr_status sr_jit_load_formatted(const char *what, sr_jit_library **lib, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The cache folder (made if missing; see sr_jit_load): false when none can be made. */
+bool sr_jit_cache_folder(char *out, size_t size);
+
+/* FNV-1a of h and the string s, with a separator after it: the caches' keys. */
+uint64_t sr_jit_hash(uint64_t h, const char *s);
+#define SR_JIT_HASH_START 14695981039346656037ull
 
 /* A symbol of a loaded library, or NULL. */
 void *sr_jit_symbol(sr_jit_library *lib, const char *name);

@@ -68,6 +68,10 @@ sr_status sr_cuda_spmv_plan(struct sr_matrix_s *A, sr_spmv_plan_info *info);
 /* queued: a vector product returns once queued on the context's stream (src/core/queued.h). */
 sr_status sr_cuda_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const struct sr_matrix_s *mask,
                        sr_semiring s, bool complement, bool accumulate, bool queued);
+/* Compiles a user semiring's product kernels with NVRTC for sm_<arch> (no device needed) and gives
+ * the CUBIN's size: the check that the shared kernels and the user's expressions build for the GPU,
+ * on machines without one. */
+sr_status sr_cuda_user_compile_check(sr_semiring s, int arch, size_t *cubin_bytes);
 sr_status sr_cuda_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                       const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,
                       struct sr_matrix_s **C);

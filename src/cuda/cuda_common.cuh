@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "cuda_device_base.cuh"
+
 extern "C" {
 #include "../core/context.h"
 #include "../core/error.h"
@@ -140,32 +142,6 @@ inline unsigned grid_for(int64_t threads_wanted, int block = 256) {
     const int64_t blocks = (threads_wanted + block - 1) / block;
     const int64_t cap = (int64_t)sm_count() * 16;
     return (unsigned)(blocks < 1 ? 1 : (blocks > cap ? cap : blocks));
-}
-
-// The first i in [0, n) with sorted[i] >= key (n when none).
-template <typename T, typename K> __device__ inline int64_t lower_bound(const T *sorted, int64_t n, K key) {
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (sorted[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-// The row holding entry k: the last i with rowptr[i] <= k (rows may be empty).
-__device__ inline int64_t row_of_entry(const int64_t *rowptr, int64_t nrows, int64_t k) {
-    int64_t lo = 0, hi = nrows; // invariant: rowptr[lo] <= k < rowptr[hi]
-    while (hi - lo > 1) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (rowptr[mid] <= k)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 } // namespace sr_cuda

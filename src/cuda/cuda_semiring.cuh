@@ -49,21 +49,4 @@ sr_status dispatch_semiring(sr_semiring s, sr_type out, Args &&...args) {
     return sr_error(SR_ERROR_INTERNAL, "no CUDA kernel for %s with %s output", sr_semiring_name(s), sr_type_name(out));
 }
 
-// Structural mask test for output (i, j): binary search in the mask's row i.
-struct mask_view {
-    const int64_t *rowptr = nullptr; // nullptr: no mask
-    const int32_t *colind = nullptr;
-    bool complement = false;
-    __device__ bool allows(int64_t i, int64_t j) const {
-        if (rowptr == nullptr)
-            return true;
-        const int64_t start = rowptr[i], n = rowptr[i + 1] - start;
-        const bool found = n > 0 && [&] {
-            const int64_t at = lower_bound(colind + start, n, (int32_t)j);
-            return at < n && colind[start + at] == (int32_t)j;
-        }();
-        return found != complement;
-    }
-};
-
 } // namespace sr_cuda

@@ -7,7 +7,10 @@
 // matrix's cached row plan, so a call launches only the kernels its rows need and waits once.
 #include "cuda_row_plan.cuh"
 #include "cuda_semiring.cuh"
+#include "cuda_spmm_kernels.cuh"
 #include "cuda_spmv_plan.cuh"
+#include "cuda_spmv_split_kernels.cuh"
+#include "cuda_user.cuh"
 
 #include <algorithm>
 #include <cstdlib>
@@ -22,280 +25,18 @@ namespace {
 
 using namespace sr_cuda;
 
-constexpr int64_t kLongRow = 2048;
-constexpr int64_t kChunk = 1024;
-// An SpMM row's group of lanes walks its entries one after another, so one long row held up the
-// whole kernel: debian-depends' row of 332 entries made the K = 32 product 70 us (ncu), where
-// cuSPARSE took 37 us.
-constexpr int64_t kMidRow = 64;
-constexpr int kBlock = 256;
-
-// Element (i, j) of a dense matrix at base[i * row_stride + j * col_stride].
-template <typename T> struct dense_ref {
-    T *base;
-    int64_t row_stride, col_stride;
-    __device__ T &at(int64_t i, int64_t j) const { return base[i * row_stride + j * col_stride]; }
-};
-
 template <typename T> dense_ref<T> ref_of(const sr_dense *d) {
     const bool row_major = d->layout == SR_ROW_MAJOR;
     return {static_cast<T *>(d->data), row_major ? d->ld : 1, row_major ? 1 : d->ld};
 }
 
-// 16-byte vectors of T (4 floats or int32s, 2 doubles); 1 for narrower types (no vector kernel).
-template <typename T> constexpr int kVec = sizeof(T) >= 4 ? 16 / (int)sizeof(T) : 1;
-template <typename T, int V> struct alignas(16) vec_of {
-    T v[V];
-};
-static_assert(sizeof(vec_of<float, 4>) == 16 && sizeof(vec_of<double, 2>) == 16, "a vector is 16 bytes");
-
-template <class Ops> struct product_args {
-    using T = typename Ops::value;
-    const int64_t *rowptr;
-    const int32_t *colind;
-    const T *values; // nullptr for bool: every entry is 1
-    int64_t nrows, ncols_out;
-    dense_ref<const T> B;
-    dense_ref<T> C;
-    mask_view mask;
-    bool accumulate;
-    row_plan plan; // the mid and long rows; rows up to plan.classes.short_max are short
-    T *partials;   // chunk x ncols_out
-
-    __device__ T a_value(int64_t k) const { return values != nullptr ? __ldg(values + k) : T(1); }
-    __device__ T b_value(int64_t k, int64_t j) const {
-        if constexpr (Ops::reads_values)
-            return B.at(k, j);
-        else
-            return T(1);
-    }
-    __device__ void write(int64_t i, int64_t j, T acc) const {
-        if (!mask.allows(i, j))
-            return;
-        T &c = C.at(i, j);
-        c = accumulate ? Ops::add(c, acc) : acc;
-    }
-    // ⊕ of a_ik ⊗ b_kj over the entries k = first, first + step, .. below end (column j of B).
-    __device__ T sum_products(int64_t first, int64_t end, int64_t step, int64_t j) const {
-        T acc = Ops::identity();
-#pragma unroll 4
-        for (int64_t k = first; k < end; k += step)
-            acc = Ops::add(acc, Ops::mul(a_value(k), b_value(colind[k], j)));
-        return acc;
-    }
-    // ⊕ of a_ik ⊗ b_kj over the same entries for V consecutive columns j0.., each entry's B elements
-    // read as one 16-byte vector (B row-major with aligned rows: rows_of_vectors).
-    template <int V> __device__ vec_of<T, V> sum_vec_products(int64_t first, int64_t end, int64_t step, int64_t j0) const {
-        vec_of<T, V> acc;
-#pragma unroll
-        for (int v = 0; v < V; v++)
-            acc.v[v] = Ops::identity();
-#pragma unroll 4
-        for (int64_t k = first; k < end; k += step) {
-            const T a = a_value(k);
-            vec_of<T, V> b;
-            if constexpr (Ops::reads_values) {
-                const uint4 raw = __ldg(reinterpret_cast<const uint4 *>(&B.at(colind[k], j0)));
-                memcpy(&b, &raw, sizeof b);
-            } else
-#pragma unroll
-                for (int v = 0; v < V; v++)
-                    b.v[v] = T(1);
-#pragma unroll
-            for (int v = 0; v < V; v++)
-                acc.v[v] = Ops::add(acc.v[v], Ops::mul(a, b.v[v]));
-        }
-        return acc;
-    }
-    __device__ void chunk_range(int64_t c, int64_t *row, int64_t *start, int64_t *end) const {
-        plan.chunk_range(rowptr, c, row, start, end);
-    }
-};
-
-template <typename T> __device__ T shuffle_xor(T v, int offset, int width) {
-    if constexpr (sizeof(T) == 1)
-        return (T)__shfl_xor_sync(0xffffffffu, (int)v, offset, width);
-    else
-        return __shfl_xor_sync(0xffffffffu, v, offset, width);
-}
-
 #include "cuda_spmv_split.cuh"
-
-// SpMV, short rows: G lanes per row stride over its entries, then reduce by shuffles. The
-// loop bound is uniform per warp so every lane reaches the shuffles.
-template <class Ops, int G> __global__ void spmv_rows(product_args<Ops> p) {
-    using T = typename Ops::value;
-    const int lane = threadIdx.x % G;
-    const int64_t rows_per_warp = 32 / G;
-    const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
-    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-    for (int64_t base = warp * rows_per_warp; base < p.nrows; base += warps * rows_per_warp) {
-        const int64_t row = base + (threadIdx.x % 32) / G;
-        int64_t start = 0, end = 0;
-        if (row < p.nrows) {
-            start = p.rowptr[row];
-            end = p.rowptr[row + 1];
-        }
-        const bool active = row < p.nrows && end - start <= p.plan.classes.short_max;
-        T acc = Ops::identity();
-        // Four entries per lane per step: their column and x loads are independent, so they are
-        // in flight together (the gathers, not the arithmetic, bound SpMV).
-        constexpr int U = 4;
-        for (int64_t k = active ? start + lane : end; k < end; k += G * U) {
-            int32_t col[U];
-            T a[U];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int64_t kk = k + u * G;
-                col[u] = kk < end ? __ldg(p.colind + kk) : -1;
-                a[u] = kk < end ? p.a_value(kk) : T(0);
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                if (col[u] >= 0)
-                    acc = Ops::add(acc, Ops::mul(a[u], p.b_value(col[u], 0)));
-        }
-#pragma unroll
-        for (int offset = G / 2; offset > 0; offset /= 2)
-            acc = Ops::add(acc, shuffle_xor(acc, offset, G));
-        if (active && lane == 0)
-            p.write(row, 0, acc);
-    }
-}
-
-// SpMV, chunks of long rows: a warp per chunk.
-template <class Ops> __global__ void spmv_chunks(product_args<Ops> p) {
-    using T = typename Ops::value;
-    const int lane = threadIdx.x % 32;
-    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-    for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; c < p.plan.n_chunks; c += warps) {
-        int64_t row, start, end;
-        p.chunk_range(c, &row, &start, &end);
-        T acc = p.sum_products(start + lane, end, 32, 0);
-#pragma unroll
-        for (int offset = 16; offset > 0; offset /= 2)
-            acc = Ops::add(acc, shuffle_xor(acc, offset, 32));
-        if (lane == 0)
-            p.partials[c] = acc;
-    }
-}
-
-// Calls body(row, start, end, lane) for each row of at most p.short_max entries (longer ones go
-// to the mid-row and chunk kernels), G lanes per row.
-template <int G, class Ops, class Body> __device__ void for_each_short_row(const product_args<Ops> &p, Body body) {
-    const int lane = threadIdx.x % G;
-    const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
-    for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; row < p.nrows; row += groups) {
-        const int64_t start = p.rowptr[row], end = p.rowptr[row + 1];
-        if (end - start <= p.plan.classes.short_max)
-            body(row, start, end, lane);
-    }
-}
-
-// SpMM, short rows: G lanes per row, each lane one output column of a G-wide tile.
-template <class Ops, int G> __global__ void spmm_rows(product_args<Ops> p) {
-    for_each_short_row<G>(p, [&](int64_t row, int64_t start, int64_t end, int lane) {
-        for (int64_t j = lane; j < p.ncols_out; j += G)
-            p.write(row, j, p.sum_products(start, end, 1, j));
-    });
-}
-
-// SpMM, short rows, B row-major with 16-byte aligned rows (rows_of_vectors): G lanes per row, each
-// lane V consecutive output columns, so a lane reads a 16-byte vector of a B row per entry (a
-// warp reads a whole 512-byte row of a K = 128 float B in one load, where the scalar kernel took
-// four passes over the row's entries). store_vec: C takes vector stores too (row-major, aligned,
-// no mask); else each element goes through write().
-template <class Ops, int G> __global__ void spmm_rows_vec(product_args<Ops> p, bool store_vec) {
-    using T = typename Ops::value;
-    constexpr int V = kVec<T>;
-    using vec = vec_of<T, V>;
-    for_each_short_row<G>(p, [&](int64_t row, int64_t start, int64_t end, int lane) {
-        for (int64_t j0 = (int64_t)lane * V; j0 < p.ncols_out; j0 += (int64_t)G * V) {
-            const vec acc = p.template sum_vec_products<V>(start, end, 1, j0);
-            if (store_vec) {
-                vec *c = reinterpret_cast<vec *>(&p.C.at(row, j0));
-                vec out;
-                const vec old = p.accumulate ? *c : vec{};
-#pragma unroll
-                for (int v = 0; v < V; v++)
-                    out.v[v] = p.accumulate ? Ops::add(old.v[v], acc.v[v]) : acc.v[v];
-                *c = out;
-            } else {
-#pragma unroll
-                for (int v = 0; v < V; v++)
-                    p.write(row, j0 + v, acc.v[v]);
-            }
-        }
-    });
-}
 
 // Whether a dense operand is row-major with 16-byte aligned rows of whole vectors.
 template <typename T> bool rows_of_vectors(const dense_ref<const T> &d, int64_t K) {
     constexpr int V = kVec<T>;
     return V > 1 && K > 16 && d.col_stride == 1 && K % V == 0 && d.row_stride % V == 0 &&
            reinterpret_cast<uintptr_t>(d.base) % 16 == 0;
-}
-
-// SpMM, chunks of long rows: G lanes per chunk over the output columns.
-template <class Ops, int G> __global__ void spmm_chunks(product_args<Ops> p) {
-    const int lane = threadIdx.x % G;
-    const int64_t groups = (int64_t)gridDim.x * blockDim.x / G;
-    for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; c < p.plan.n_chunks; c += groups) {
-        int64_t row, start, end;
-        p.chunk_range(c, &row, &start, &end);
-        for (int64_t j = lane; j < p.ncols_out; j += G)
-            p.partials[c * p.ncols_out + j] = p.sum_products(start, end, 1, j);
-    }
-}
-
-// SpMM, mid rows (above kMidRow entries, up to kLongRow): a block per row. Its groups of G lanes
-// take every (kBlock / G)-th entry for a tile of G * V output columns, and the groups' sums meet in
-// shared memory, where they are added in group order. V > 1 (B as rows of vectors, see
-// rows_of_vectors): a lane reads V consecutive columns of a B row in one 16-byte load, so a group
-// covers all 128 floats of K = 128 in one pass over the row, where V = 1 makes K / G passes
-// (pushpull, 97% of whose entries are in mid rows, took 4 passes at K = 128).
-template <class Ops, int G, int V = 1> __global__ void spmm_mid_rows(product_args<Ops> p) {
-    using T = typename Ops::value;
-    constexpr int kGroups = kBlock / G, kTile = G * V;
-    __shared__ T partial[kGroups][kTile];
-    const int lane = threadIdx.x % G, group = threadIdx.x / G;
-    for (int64_t m = blockIdx.x; m < p.plan.n_mid; m += gridDim.x) {
-        const int64_t row = p.plan.mid_rows[m], start = p.rowptr[row], end = p.rowptr[row + 1];
-        for (int64_t j0 = 0; j0 < p.ncols_out; j0 += kTile) {
-            const int64_t j = j0 + (int64_t)lane * V; // with V > 1, ncols_out is a multiple of V
-            if (j < p.ncols_out) {
-                if constexpr (V == 1) {
-                    partial[group][lane] = p.sum_products(start + group, end, kGroups, j);
-                } else {
-                    const vec_of<T, V> acc = p.template sum_vec_products<V>(start + group, end, kGroups, j);
-#pragma unroll
-                    for (int v = 0; v < V; v++)
-                        partial[group][lane * V + v] = acc.v[v];
-                }
-            }
-            __syncthreads();
-            for (int t = threadIdx.x; t < kTile && j0 + t < p.ncols_out; t += kBlock) {
-                T sum = partial[0][t];
-                for (int g = 1; g < kGroups; g++)
-                    sum = Ops::add(sum, partial[g][t]);
-                p.write(row, j0 + t, sum);
-            }
-            __syncthreads();
-        }
-    }
-}
-
-// Long rows: a thread per (long row, output column) reduces the row's chunks' partials in chunk order.
-template <class Ops> __global__ void combine_chunks(product_args<Ops> p) {
-    using T = typename Ops::value;
-    const int64_t threads = (int64_t)gridDim.x * blockDim.x, pairs = p.plan.n_long * p.ncols_out;
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < pairs; t += threads) {
-        const int64_t l = t / p.ncols_out, j = t % p.ncols_out;
-        T acc = Ops::identity();
-        for (int64_t c = p.plan.chunk_first[l]; c < p.plan.chunk_first[l + 1]; c++)
-            acc = Ops::add(acc, p.partials[c * p.ncols_out + j]);
-        p.write(p.plan.long_rows[l], j, acc);
-    }
 }
 
 // SPARSERING_SPMV_LANES (2..32) overrides the choice, for tuning.
@@ -306,8 +47,51 @@ int64_t spmv_lanes(int64_t mean_row) {
     return mean_row; // a group reads a whole typical row: full 32-byte sectors (measured best on H100)
 }
 
-template <class Ops, int G> void launch_spmv_rows(const product_args<Ops> &p, cudaStream_t s) {
-    spmv_rows<Ops, G><<<grid_for(p.nrows * G), kBlock, 0, s>>>(p);
+template <class Ops, int G> sr_status launch_spmv_rows(const product_args<Ops> &p, cudaStream_t s) {
+    if constexpr (is_user_ops<Ops>)
+        return launch_user(user_kernel_name("spmv_rows", {G}), grid_for(p.nrows * G), kBlock, s, p);
+    else
+        spmv_rows<Ops, G><<<grid_for(p.nrows * G), kBlock, 0, s>>>(p);
+    return SR_SUCCESS;
+}
+
+template <class Ops, int G> sr_status launch_spmm_rows(const product_args<Ops> &p, cudaStream_t s) {
+    if constexpr (is_user_ops<Ops>)
+        return launch_user(user_kernel_name("spmm_rows", {G}), grid_for(p.nrows * G), kBlock, s, p);
+    else
+        spmm_rows<Ops, G><<<grid_for(p.nrows * G), kBlock, 0, s>>>(p);
+    return SR_SUCCESS;
+}
+
+template <class Ops, int G> sr_status launch_spmm_rows_vec(const product_args<Ops> &p, bool store_vec, cudaStream_t s) {
+    if constexpr (is_user_ops<Ops>)
+        return launch_user(user_kernel_name("spmm_rows_vec", {G}), grid_for(p.nrows * G), kBlock, s, p, store_vec);
+    else
+        spmm_rows_vec<Ops, G><<<grid_for(p.nrows * G), kBlock, 0, s>>>(p, store_vec);
+    return SR_SUCCESS;
+}
+
+// The name expressions of the kernels spmm_launcher<user_ops<T>> may launch for an SpMV (one
+// column) or an SpMM (V: kVec<T>): a program each, so a first SpMV compiles only its own nine.
+std::vector<std::string> user_product_kernels(bool spmv, int V) {
+    std::vector<std::string> names = {user_kernel_name("combine_chunks", {})};
+    if (spmv) {
+        for (const char *k : {"spmv_chunks", "spmv_split", "spmv_split_fixup"})
+            names.push_back(user_kernel_name(k, {}));
+        for (int G : {2, 4, 8, 16, 32})
+            names.push_back(user_kernel_name("spmv_rows", {G}));
+        return names;
+    }
+    for (int G : {8, 16, 32}) {
+        names.push_back(user_kernel_name("spmm_rows", {G}));
+        names.push_back(user_kernel_name("spmm_chunks", {G}));
+        names.push_back(user_kernel_name("spmm_mid_rows", {G, 1}));
+        if (V > 1) {
+            names.push_back(user_kernel_name("spmm_rows_vec", {G}));
+            names.push_back(user_kernel_name("spmm_mid_rows", {G, V}));
+        }
+    }
+    return names;
 }
 
 // dst (cols x rows, leading dimension dst_ld) = src (rows x cols, leading dimension src_ld)^T,
@@ -411,13 +195,21 @@ template <class Ops> struct spmm_launcher {
         if (p.plan.n_chunks > 0) {
             // G lanes walk a chunk's 1024 entries once for G columns (vectors would give fewer lanes
             // the same walk: no shorter)
-            spmm_chunks<Ops, G><<<grid_for(p.plan.n_chunks * G), kBlock, 0, stream>>>(p);
+            if constexpr (is_user_ops<Ops>)
+                SR_TRY(launch_user(user_kernel_name("spmm_chunks", {G}), grid_for(p.plan.n_chunks * G), kBlock,
+                                   stream, p));
+            else
+                spmm_chunks<Ops, G><<<grid_for(p.plan.n_chunks * G), kBlock, 0, stream>>>(p);
             SR_CUDA_LAUNCHED();
         }
         if (p.plan.n_mid > 0) {
             // a block per mid row, a few waves' worth at most
             const int64_t blocks = std::min<int64_t>(p.plan.n_mid, 8 * sm_count());
-            spmm_mid_rows<Ops, M, kVectors ? kVec<T> : 1><<<(unsigned)blocks, kBlock, 0, stream>>>(p);
+            constexpr int V = kVectors ? kVec<T> : 1;
+            if constexpr (is_user_ops<Ops>)
+                SR_TRY(launch_user(user_kernel_name("spmm_mid_rows", {M, V}), (unsigned)blocks, kBlock, stream, p));
+            else
+                spmm_mid_rows<Ops, M, V><<<(unsigned)blocks, kBlock, 0, stream>>>(p);
             SR_CUDA_LAUNCHED();
         }
         return SR_SUCCESS;
@@ -441,8 +233,15 @@ template <class Ops> struct spmm_launcher {
         p.accumulate = accumulate;
         if (nrows == 0 || K == 0)
             return SR_SUCCESS;
-        if (K == 1 && plan)
-            return run_spmv_split(p, A->nnz, ctx, stream, *plan);
+        if (K == 1 && plan) {
+            if constexpr (is_user_ops<Ops>) { // the plain split kernel: the slots' kernel is plus_times's
+                spmv_plan plain = *plan;
+                plain.slots = 0;
+                return run_spmv_split(p, A->nnz, ctx, stream, plain);
+            } else {
+                return run_spmv_split(p, A->nnz, ctx, stream, *plan);
+            }
+        }
 
         // Which rows are mid (SpMM only) and long comes from A's cached plan: no scan, no round trip,
         // and only the kernels these rows need.
@@ -455,19 +254,24 @@ template <class Ops> struct spmm_launcher {
         if (K == 1) {
             // Lanes per row: about the mean row length, 2 to 32.
             const int64_t lanes = spmv_lanes(A->nnz / nrows);
-            if (lanes <= 2) launch_spmv_rows<Ops, 2>(p, stream);
-            else if (lanes <= 4) launch_spmv_rows<Ops, 4>(p, stream);
-            else if (lanes <= 8) launch_spmv_rows<Ops, 8>(p, stream);
-            else if (lanes <= 16) launch_spmv_rows<Ops, 16>(p, stream);
-            else launch_spmv_rows<Ops, 32>(p, stream);
+            if (lanes <= 2) SR_TRY((launch_spmv_rows<Ops, 2>(p, stream)));
+            else if (lanes <= 4) SR_TRY((launch_spmv_rows<Ops, 4>(p, stream)));
+            else if (lanes <= 8) SR_TRY((launch_spmv_rows<Ops, 8>(p, stream)));
+            else if (lanes <= 16) SR_TRY((launch_spmv_rows<Ops, 16>(p, stream)));
+            else SR_TRY((launch_spmv_rows<Ops, 32>(p, stream)));
             SR_CUDA_LAUNCHED();
-            if (p.plan.n_chunks > 0)
-                spmv_chunks<Ops><<<grid_for(p.plan.n_chunks * 32), kBlock, 0, stream>>>(p);
+            if (p.plan.n_chunks > 0) {
+                if constexpr (is_user_ops<Ops>)
+                    SR_TRY(launch_user(user_kernel_name("spmv_chunks", {}), grid_for(p.plan.n_chunks * 32), kBlock,
+                                       stream, p));
+                else
+                    spmv_chunks<Ops><<<grid_for(p.plan.n_chunks * 32), kBlock, 0, stream>>>(p);
+            }
         } else if (K <= 8) {
-            spmm_rows<Ops, 8><<<grid_for(nrows * 8), kBlock, 0, stream>>>(p);
+            SR_TRY((launch_spmm_rows<Ops, 8>(p, stream)));
             SR_TRY(launch_mid_and_long<8>(p, stream));
         } else if (K <= 16) {
-            spmm_rows<Ops, 16><<<grid_for(nrows * 16), kBlock, 0, stream>>>(p);
+            SR_TRY((launch_spmm_rows<Ops, 16>(p, stream)));
             SR_TRY(launch_mid_and_long<16>(p, stream));
         } else if (rows_of_vectors<T>(p.B, K)) {
             if constexpr (kVec<T> > 1) {
@@ -475,23 +279,27 @@ template <class Ops> struct spmm_launcher {
                 const bool store_vec = !mask && rows_of_vectors<T>(c, K);
                 const int64_t lanes = K / kVec<T>; // > 4: K > 16
                 if (lanes <= 8) {
-                    spmm_rows_vec<Ops, 8><<<grid_for(nrows * 8), kBlock, 0, stream>>>(p, store_vec);
+                    SR_TRY((launch_spmm_rows_vec<Ops, 8>(p, store_vec, stream)));
                     SR_TRY((launch_mid_and_long<32, 8, true>(p, stream)));
                 } else if (lanes <= 16) {
-                    spmm_rows_vec<Ops, 16><<<grid_for(nrows * 16), kBlock, 0, stream>>>(p, store_vec);
+                    SR_TRY((launch_spmm_rows_vec<Ops, 16>(p, store_vec, stream)));
                     SR_TRY((launch_mid_and_long<32, 16, true>(p, stream)));
                 } else {
-                    spmm_rows_vec<Ops, 32><<<grid_for(nrows * 32), kBlock, 0, stream>>>(p, store_vec);
+                    SR_TRY((launch_spmm_rows_vec<Ops, 32>(p, store_vec, stream)));
                     SR_TRY((launch_mid_and_long<32, 32, true>(p, stream)));
                 }
             }
         } else {
-            spmm_rows<Ops, 32><<<grid_for(nrows * 32), kBlock, 0, stream>>>(p);
+            SR_TRY((launch_spmm_rows<Ops, 32>(p, stream)));
             SR_TRY(launch_mid_and_long<32>(p, stream));
         }
         SR_CUDA_LAUNCHED();
         if (p.plan.n_chunks > 0) {
-            combine_chunks<Ops><<<grid_for(p.plan.n_long * K), kBlock, 0, stream>>>(p);
+            if constexpr (is_user_ops<Ops>)
+                SR_TRY(launch_user(user_kernel_name("combine_chunks", {}), grid_for(p.plan.n_long * K), kBlock, stream,
+                                   p));
+            else
+                combine_chunks<Ops><<<grid_for(p.plan.n_long * K), kBlock, 0, stream>>>(p);
             SR_CUDA_LAUNCHED();
         }
         return SR_SUCCESS; // queued on the stream; run() waits once for everything
@@ -546,9 +354,48 @@ sr_status spmv_with_plan(const sr_matrix_s *A, const sr_dense *x, const sr_dense
 
 } // namespace sr_cuda
 
+// A user semiring's product: its program (compiled on first use), then the built-ins' launcher.
+static sr_status user_spmm(const sr_user_semiring *u, const sr_matrix_s *A, const sr_dense *B, const sr_dense *C,
+                           const sr_matrix_s *mask, bool complement, bool accumulate, bool queued) {
+    const int V = C->type == SR_TYPE_FLOAT64 ? kVec<double> : C->type == SR_TYPE_FLOAT32 ? kVec<float> : kVec<int32_t>;
+    jit_program *program = nullptr;
+    SR_TRY(user_program(u, user_product_kernels(C->ncols == 1, V), &program));
+    user_program_scope scope(program);
+    const spmv_plan *plan = nullptr; // SpMV's split kernel, as the built-ins'
+    if (C->ncols == 1 && spmv_runs_split(A))
+        SR_TRY(spmv_plan_for_call(A, &plan));
+    switch (C->type) {
+    case SR_TYPE_INT32:
+        return spmm_launcher<user_ops<int32_t>>::run(A, B, C, mask, complement, accumulate, plan, queued);
+    case SR_TYPE_FLOAT32:
+        return spmm_launcher<user_ops<float>>::run(A, B, C, mask, complement, accumulate, plan, queued);
+    case SR_TYPE_FLOAT64:
+        return spmm_launcher<user_ops<double>>::run(A, B, C, mask, complement, accumulate, plan, queued);
+    default:
+        return sr_error(SR_ERROR_INTERNAL, "a user semiring on %s values", sr_type_name(C->type));
+    }
+}
+
+extern "C" sr_status sr_cuda_user_compile_check(sr_semiring s, int arch, size_t *cubin_bytes) {
+    const sr_user_semiring *u = sr_user_semiring_of((int)s);
+    if (!u)
+        return sr_error(SR_ERROR_INVALID_ARGUMENT, "sr_cuda_user_compile_check: %d is not a user semiring", (int)s);
+    const int V = u->def.type == SR_TYPE_FLOAT64 ? kVec<double> : kVec<float>;
+    std::vector<std::string> lowered;
+    size_t spmv_bytes = 0, spmm_bytes = 0;
+    SR_TRY(jit_compile_only(u->def.name, user_source(&u->def), user_product_kernels(true, V), arch, &spmv_bytes,
+                            &lowered));
+    SR_TRY(jit_compile_only(u->def.name, user_source(&u->def), user_product_kernels(false, V), arch, &spmm_bytes,
+                            &lowered));
+    *cubin_bytes = spmv_bytes + spmm_bytes;
+    return SR_SUCCESS;
+}
+
 extern "C" sr_status sr_cuda_spmm(const sr_matrix_s *A, const sr_dense *B, const sr_dense *C, const sr_matrix_s *mask,
                                   sr_semiring s, bool complement, bool accumulate, bool queued) {
     device_guard guard(A->ctx->device);
+    if (const sr_user_semiring *u = sr_user_semiring_of((int)s))
+        return user_spmm(u, A, B, C, mask, complement, accumulate, queued);
     // a plan serves SpMV's split kernel only
     const spmv_plan *plan = nullptr;
     if (C->ncols == 1 && spmv_runs_split(A))

@@ -1,0 +1,54 @@
+// User semirings on the GPU: the product kernels' templates (cuda_spmm_kernels.cuh) compiled by
+// NVRTC with the user's ⊕, ⊗ and identity (cuda_nvrtc.cuh), on first use on a device's
+// architecture. The host launches them through a stand-in Ops, user_ops<T>, whose product_args
+// have the layout of the compiled program's (they depend on T alone); the kernels themselves
+// exist only in the program, found by their name expressions.
+#pragma once
+
+#include "cuda_nvrtc.cuh"
+
+#include <initializer_list>
+
+extern "C" {
+#include "../semiring/user.h"
+}
+
+namespace sr_cuda {
+
+template <typename T> struct user_ops {
+    using value = T;
+    static constexpr bool reads_values = true;
+};
+template <class Ops> constexpr bool is_user_ops = false;
+template <typename T> constexpr bool is_user_ops<user_ops<T>> = true;
+
+// "sr_cuda::KERNEL<sr_user_ops, a, b, ..>": a kernel of the program by its name expression.
+std::string user_kernel_name(const char *kernel, std::initializer_list<int> template_args);
+
+// The source of a user semiring's program: its operators as an Ops (sr_user_ops) beside the
+// kernels' templates.
+std::string user_source(const sr_semiring_def *d);
+
+// The program of u's kernels `names` for the current device, compiled or loaded on first use.
+sr_status user_program(const sr_user_semiring *u, const std::vector<std::string> &names, jit_program **program);
+
+// The program that launch_user() takes its kernels from on this thread (user_program_scope).
+extern thread_local const jit_program *current_user_program;
+
+struct user_program_scope {
+    explicit user_program_scope(const jit_program *p) { current_user_program = p; }
+    ~user_program_scope() { current_user_program = nullptr; }
+};
+
+// Launches the current program's kernel `name` with these arguments (copied, as <<<>>> does).
+template <class... Args>
+sr_status launch_user(const std::string &name, unsigned grid, unsigned block, cudaStream_t stream, Args... args) {
+    if (current_user_program == nullptr)
+        return sr_error(SR_ERROR_INTERNAL, "no user semiring's program for %s", name.c_str());
+    cudaKernel_t kernel = nullptr;
+    SR_TRY(jit_kernel(current_user_program, name.c_str(), &kernel));
+    void *argv[] = {static_cast<void *>(&args)...};
+    return jit_launch(kernel, grid, block, 0, stream, argv);
+}
+
+} // namespace sr_cuda
