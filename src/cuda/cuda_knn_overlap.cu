@@ -214,9 +214,11 @@ sr_status knn_overlap(const sr_distance_inputs *in, int64_t q0, int64_t q1, int6
         SR_TRY(temp.allocate(std::max({sort_bytes, rle_bytes, starts_bytes, (size_t)1})));
         SR_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.get(), sort_bytes, keys.get(), keys_sorted.get(), vals.get(),
                                                     vals_sorted.get(), np, 0, end_bit, stream));
+        // the counts past the last run are zeros: each start needs only the counts before it, but the
+        // scan reads all np (compute-sanitizer's initcheck reported the reads of unwritten counts)
+        SR_CUDA_TRY(cudaMemsetAsync(count.get(), 0, (size_t)np * sizeof(int64_t), stream));
         SR_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(temp.get(), rle_bytes, keys_sorted.get(), unique.get(),
                                                        count.get(), runs.get(), np, stream));
-        // the runs' starts (the counts past the last run are not read: each start needs only those before it)
         SR_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.get(), starts_bytes, count.get(), start.get(), np, stream));
         finalize_pairs<T, Acc><<<grid_for(np), 256, 0, stream>>>(unique.get(), count.get(), start.get(), runs.get(),
                                                                  vals_sorted.get(), in->metric, in->p,
