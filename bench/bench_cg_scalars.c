@@ -65,8 +65,15 @@ static void make_x(int64_t m, int64_t n, int per_row)
         for (int k = 0; k < per_row; k++)
             val[i * per_row + k] = 2 * uniform() - 1;
     }
-    TRY(sr_matrix_from_csr(ctx, &X, m, n, SR_TYPE_FLOAT64, rowptr, col, val, where));
+    sr_matrix on_host; /* the arrays are on the host, and the matrix is made where they live */
+    TRY(sr_matrix_from_csr(ctx, &on_host, m, n, SR_TYPE_FLOAT64, rowptr, col, val, SR_HOST));
     free(rowptr), free(col), free(val);
+    if (where == SR_HOST) {
+        X = on_host;
+        return;
+    }
+    TRY(sr_matrix_copy_to(ctx, on_host, where, &X));
+    sr_matrix_free(on_host);
 }
 
 /* The library's ridge CG (no preconditioner, no intercept) for exactly `steps` steps. */
