@@ -818,7 +818,8 @@ class RowMatrix:
         rows and the sparsering Matrix made from them), its query blocks, the answers of the query
         rows it is home to (the merged k and what is made of them, kept till the end), and, for
         each of the `window` pieces in flight, the piece's copy and its k candidates from every
-        index block (they all come to the piece's merge, on its query block's worker). The pieces
+        index block (they all come to the piece's merge, on its query block's worker), and one
+        piece more for the one whose release is on its way. The pieces
         are as long as that allows (whole blocks when they fit); a limit below what a worker must
         hold whatever the pieces is an error."""
         from dask.utils import parse_bytes
@@ -843,10 +844,13 @@ class RowMatrix:
                 f"use more workers or a larger limit")
         query_row = max((size / rows for size, rows in zip(q_sizes, queries._rows()) if rows), default=0)
         in_flight_row = query_row + k * 16 * len(self.blocks) + answer_row
+        # room for one piece more than the window: a finished piece's copy and candidates stay on
+        # the worker until the scheduler's release reaches it, which on a loaded host comes after
+        # the next piece has started (7.3 MB under a 7 MB limit on 2 busy cores)
         window = len(workers)
-        rows = min((limit - held[w]) / (window * in_flight_row) for w in workers)
+        rows = min((limit - held[w]) / ((window + 1) * in_flight_row) for w in workers)
         if rows < 1:
-            window, rows = 1, min((limit - held[w]) / in_flight_row for w in workers)
+            window, rows = 1, min((limit - held[w]) / (2 * in_flight_row) for w in workers)
         if rows < 1:
             raise InvalidArgumentError(f"kneighbors: memory_limit {limit} bytes leaves no room for one query row "
                                        f"in flight ({need} bytes held, {in_flight_row:.0f} a row in flight)")

@@ -642,6 +642,19 @@ def _held_bytes(dask_worker):
     return (total,)
 
 
+def _released(c, keys, patience=30.0):
+    """Waits (up to `patience` s) until no worker holds any of `keys`: the scheduler releases a
+    call's results some time after the client drops them, and on a loaded machine a fixed 0.3 s
+    let one graph's blocks count in the next call's peak (9.3 MB under a limit of 8 MB)."""
+    deadline, last = time.monotonic() + patience, None
+    while time.monotonic() < deadline:
+        now = {k for held in c.has_what().values() for k in held}
+        if not keys & now and now == last:  # the graph's blocks gone, and what follows them (two polls alike)
+            return
+        last = now
+        time.sleep(0.2)
+
+
 def test_memory_limit_bounds_what_each_worker_holds(tmp_path):
     """An all-vs-all k-NN graph of 8 shards on two workers, polled while it runs: under a memory
     limit of 7 MB and of 8 MB each worker's held bytes stay under it (the query blocks go in
@@ -671,8 +684,9 @@ def test_memory_limit_bounds_what_each_worker_holds(tmp_path):
             if limit is not None:
                 assert graph[0].nblocks > R.nblocks, f"under {limit:g} bytes the query blocks went whole"
                 assert peaks[limit] <= limit, f"a worker held {peaks[limit]} bytes under a limit of {limit:g}"
+            keys = {b.key for b in graph[0].blocks}
             del graph, got  # the graph's blocks go before the next call is measured
-            time.sleep(0.3)
+            _released(c, keys)
         assert peaks[None] > 7e6, f"without a limit the most a worker held was {peaks[None]} bytes: the test shows nothing"
         dist, ind = R.kneighbors(k=4, metric="cosine", backend="cpu", memory_limit="7MB")
         want_d, want_i = sr.kneighbors(sp.vstack(parts, format="csr"), k=4, metric="cosine", context=sr.Context("cpu"))
