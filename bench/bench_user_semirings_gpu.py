@@ -2,9 +2,11 @@
 columns, row-major) under (min, +) and (+, ×) in float32 and float64 on R-MAT graphs, cupy operands
 read in place, median of 10 after 2 warm-ups; the answers are checked bit for bit. Also the first
 use's NVRTC compile (an empty cache folder) and the first use in a new process, whose program
-comes from the disk cache.
+comes from the disk cache. Then user metrics against the built-ins they restate (cosine,
+manhattan, braycurtis) on a NY Times-shaped bag of words (float32): pairwise distances (the same
+kernels) and k-NN (the user's on the distance block, the built-in's on its own path).
 
-    python3 bench/bench_user_semirings_gpu.py BUILD [--scales 18,21]
+    python3 bench/bench_user_semirings_gpu.py BUILD [--scales 18,21] [--rows 20000]
 """
 import argparse
 import os
@@ -21,6 +23,7 @@ import scipy.sparse as sp
 sys.path.insert(0, os.path.dirname(__file__))
 import sr_package  # noqa: E402
 from generated_graphs import rmat  # noqa: E402
+from knn_data import synthetic  # noqa: E402
 from timing import median_time  # noqa: E402
 
 NEW_PROCESS = """
@@ -42,6 +45,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("build")
     ap.add_argument("--scales", default="18,21")
+    ap.add_argument("--rows", type=int, default=20000, help="rows of the metrics' bag of words (0: none)")
     args = ap.parse_args()
     os.environ["SPARSERING_JIT_CACHE"] = tempfile.mkdtemp(prefix="sr-jit-gpu-bench-")
     sr = sr_package.load(args.build)
@@ -86,6 +90,44 @@ def main():
                     t_u = median_time(lambda: call(semiring, C2), sync=sync)
                     print(f"  {np.dtype(dtype).name} {builtin} {'SpMV' if K == 1 else f'SpMM K = {K}'}: built-in "
                           f"{1e3 * t_b:.3f} ms, user {1e3 * t_u:.3f} ms, {t_u / t_b:.2f}x; same bits: {same}")
+
+    if args.rows:
+        metrics(sr, ctx, args.rows)
+
+
+# the built-ins written again (tests/test_user_metrics.c's definitions)
+METRICS = {
+    "cosine": dict(pair="q * x", norm="v * v", distance="sr_norm_product(nq, nx) > 0.0 ? "
+                   "sr_snap(sr_clamp(1.0 - acc / sr_norm_product(nq, nx), 0.0, 2.0), 1.0) : 1.0"),
+    "manhattan": dict(pair="fabs(q - x)", distance="fmax(0.0, nq + nx + acc)", over_union=True),
+    "braycurtis": dict(pair="fabs(q - x)", pair2="fabs(q + x)", over_union=True,
+                       distance="nq2 + nx2 + acc2 > 0.0 ? fmax(0.0, nq + nx + acc) / (nq2 + nx2 + acc2) : 0.0"),
+}
+
+
+def metrics(sr, ctx, rows):
+    X = synthetic(rows, rows // 2, 50 * rows, 1, 500, degrees="lognormal")
+    Xd = sr.Matrix(csp.csr_matrix(X), context=ctx)
+    nq = min(2000, rows)
+    Qd = csp.csr_matrix(X[:nq])  # a cupy matrix: the answers stay on the GPU (the index keeps its transpose)
+    print(f"bag of words: {X.shape[0]} x {X.shape[1]}, {X.nnz} entries (float32); {nq} queries, k = 10")
+    sync = cp.cuda.Device().synchronize
+    for builtin, definition in METRICS.items():
+        user = sr.Metric(f"bench_{builtin}", **definition)
+        t = time.perf_counter()
+        sr.pairwise_distances(Qd, Xd, user, context=ctx)
+        sync()
+        first = time.perf_counter() - t
+        t_b = median_time(lambda: sr.pairwise_distances(Qd, Xd, builtin, context=ctx), sync=sync, reps=5)
+        t_u = median_time(lambda: sr.pairwise_distances(Qd, Xd, user, context=ctx), sync=sync, reps=5)
+        k_b = median_time(lambda: sr.kneighbors(Xd, Qd, 10, builtin, context=ctx), sync=sync, reps=5)
+        k_u = median_time(lambda: sr.kneighbors(Xd, Qd, 10, user, context=ctx), sync=sync, reps=5)
+        D_b = sr.pairwise_distances(Qd, Xd, builtin, context=ctx)
+        D_u = sr.pairwise_distances(Qd, Xd, user, context=ctx)
+        diff = float(cp.max(cp.abs(D_b.astype(cp.float64) - D_u.astype(cp.float64))))
+        print(f"  {builtin}: first use {1e3 * first:.0f} ms (NVRTC and the call); pairwise distances built-in "
+              f"{1e3 * t_b:.1f} ms, user {1e3 * t_u:.1f} ms, {t_u / t_b:.2f}x (largest difference {diff:.1e}); "
+              f"k-NN built-in {1e3 * k_b:.1f} ms, user {1e3 * k_u:.1f} ms, {k_u / k_b:.2f}x")
 
 
 if __name__ == "__main__":

@@ -612,8 +612,9 @@ typedef struct sr_metric_def {
 } sr_metric_def;
 
 /** Registers a user metric for this process and returns its value, which sr_pairwise_distance,
- * sr_knn, sr_knn_graph and sr_radius_neighbors take on the CPU backend (a CUDA context refuses it
- * for now). The rules and refusals are sr_semiring_define's. */
+ * sr_knn, sr_knn_graph and sr_radius_neighbors take on the CPU backend, and on CUDA when it sums
+ * (its kernels compiled by NVRTC on first use; a metric reduced by max is refused there for now).
+ * The rules and refusals are sr_semiring_define's. */
 sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric);
 /** The definition of a user metric (its strings are the library's, valid for the process). */
 sr_status sr_metric_definition(sr_metric metric, sr_metric_def *def);

@@ -1,8 +1,19 @@
-/* User metrics (sr_metric_define) on the CPU backend: all the built-in metrics,
- * written again as user definitions, give the built-ins' bits in sr_pairwise_distance, sr_knn
- * (dense path) and sr_radius_neighbors, in float32 and float64; weighted Jaccard against a dense
- * reference; maxima (chebyshev's bits too); and the refusals. */
+/* User metrics (sr_metric_define): all the built-in metrics, written again as user definitions,
+ * give the built-ins' bits in sr_pairwise_distance, sr_knn (dense path) and sr_radius_neighbors,
+ * in float32 and float64, on the CPU backend and (the sums) on the GPU, where NVRTC compiles them
+ * (checked for sm_90 without a GPU too); weighted Jaccard against a dense reference; maxima
+ * (chebyshev's bits too); and the refusals. */
+#include <time.h>
+
 #include "test_util.h"
+#include "../src/cuda/cuda.h"
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static sr_context ctx;
 
@@ -52,7 +63,8 @@ static const struct {
     {SR_METRIC_CHEBYSHEV, "fabs(q - x)", NULL, "acc", true, false, false, 0, NULL, NULL, "max"},
 };
 
-static sr_matrix make(test_csr *m, bool nonnegative, sr_type type)
+/* m's rows on context c at `where` (NULL when the copy fails: the caller's check reports it). */
+static sr_matrix make(sr_context c, sr_location where, test_csr *m, bool nonnegative, sr_type type)
 {
     if (nonnegative)
         for (int64_t e = 0; e < m->nnz; e++) {
@@ -61,59 +73,135 @@ static sr_matrix make(test_csr *m, bool nonnegative, sr_type type)
             else
                 ((double *)m->values)[e] = fabs(((double *)m->values)[e]);
         }
-    return test_make_matrix(ctx, m);
+    sr_matrix H = test_make_matrix(ctx, m), D = NULL;
+    if (where == SR_HOST)
+        return H;
+    CHECK_OK(sr_matrix_copy_to(c, H, SR_DEVICE, &D));
+    sr_matrix_free(H);
+    return D;
 }
 
-static void compare(sr_metric builtin, sr_metric user, sr_type type, bool nonnegative, double p, const char *what)
+/* The built-in and the user metric on the same rows, on context c with the rows at `where`. */
+static void compare_on(sr_context c, sr_location where, sr_metric builtin, sr_metric user, sr_type type,
+                       bool nonnegative, double p, const char *what)
 {
     test_csr x = test_random_csr(150, 60, 6, type), q = test_random_csr(40, 60, 5, type);
     /* counts-like duplicates: ties across rows */
-    sr_matrix X = make(&x, nonnegative, type), Q = make(&q, nonnegative, type);
+    sr_matrix X = make(c, where, &x, nonnegative, type), Q = make(c, where, &q, nonnegative, type);
+    if (!X || !Q) {
+        sr_matrix_free(X), sr_matrix_free(Q);
+        test_csr_free(&x), test_csr_free(&q);
+        return;
+    }
     const size_t es = sr_type_size(type);
     void *d1 = malloc(40 * 150 * es), *d2 = malloc(40 * 150 * es);
     sr_dense D1 = sr_dense_view(d1, 40, 150, type, SR_ROW_MAJOR, SR_HOST), D2 = sr_dense_view(d2, 40, 150, type, SR_ROW_MAJOR, SR_HOST);
-    CHECK_OK(sr_pairwise_distance(ctx, Q, X, builtin, p, &D1));
-    CHECK_OK(sr_pairwise_distance(ctx, Q, X, user, p, &D2));
-    CHECK(memcmp(d1, d2, 40 * 150 * es) == 0, "%s (%s): pairwise distances differ from %s", what, sr_type_name(type),
-          sr_metric_name(builtin));
+    CHECK_OK(sr_pairwise_distance(c, Q, X, builtin, p, &D1));
+    CHECK_OK(sr_pairwise_distance(c, Q, X, user, p, &D2));
+    CHECK(memcmp(d1, d2, 40 * 150 * es) == 0, "%s (%s, %s): pairwise distances differ from %s", what,
+          sr_type_name(type), where == SR_DEVICE ? "GPU" : "CPU", sr_metric_name(builtin));
     enum { k = 7 };
     int64_t i1[40 * k], i2[40 * k];
     void *k1 = malloc(40 * k * es), *k2 = malloc(40 * k * es);
     sr_dense K1 = sr_dense_view(k1, 40, k, type, SR_ROW_MAJOR, SR_HOST), K2 = sr_dense_view(k2, 40, k, type, SR_ROW_MAJOR, SR_HOST);
     setenv("SPARSERING_KNN_OVERLAP", "0", 1); /* the built-in's dense path: the one a user metric takes */
-    CHECK_OK(sr_knn(ctx, X, Q, k, builtin, p, i1, &K1, NULL));
+    CHECK_OK(sr_knn(c, X, Q, k, builtin, p, i1, &K1, NULL));
     unsetenv("SPARSERING_KNN_OVERLAP");
-    CHECK_OK(sr_knn(ctx, X, Q, k, user, p, i2, &K2, NULL));
-    CHECK(memcmp(i1, i2, sizeof i1) == 0 && memcmp(k1, k2, 40 * k * es) == 0, "%s (%s): k-NN differs from %s", what,
-          sr_type_name(type), sr_metric_name(builtin));
+    CHECK_OK(sr_knn(c, X, Q, k, user, p, i2, &K2, NULL));
+    CHECK(memcmp(i1, i2, sizeof i1) == 0 && memcmp(k1, k2, 40 * k * es) == 0, "%s (%s, %s): k-NN differs from %s",
+          what, sr_type_name(type), where == SR_DEVICE ? "GPU" : "CPU", sr_metric_name(builtin));
     sr_matrix R1 = NULL, R2 = NULL;
     sr_radius_options ro = sr_radius_options_default();
     ro.mode = SR_GRAPH_DISTANCE;
     ro.type = type;
     const double r = builtin == SR_METRIC_INNER_PRODUCT ? 0.5 : 1.0;
-    CHECK_OK(sr_radius_neighbors(ctx, X, Q, r, builtin, p, &ro, &R1));
-    CHECK_OK(sr_radius_neighbors(ctx, X, Q, r, user, p, &ro, &R2));
+    CHECK_OK(sr_radius_neighbors(c, X, Q, r, builtin, p, &ro, &R1));
+    CHECK_OK(sr_radius_neighbors(c, X, Q, r, user, p, &ro, &R2));
     bool same = false;
     if (R1 && R2)
-        CHECK_OK(sr_matrix_equal(ctx, R1, R2, &same));
-    CHECK(same, "%s (%s): radius neighbours differ from %s", what, sr_type_name(type), sr_metric_name(builtin));
+        CHECK_OK(sr_matrix_equal(c, R1, R2, &same));
+    CHECK(same, "%s (%s, %s): radius neighbours differ from %s", what, sr_type_name(type),
+          where == SR_DEVICE ? "GPU" : "CPU", sr_metric_name(builtin));
     sr_matrix_free(R1), sr_matrix_free(R2), sr_matrix_free(X), sr_matrix_free(Q);
     free(d1), free(d2), free(k1), free(k2);
     test_csr_free(&x), test_csr_free(&q);
+}
+
+/* kBuiltins[b] as a user metric (defined once; the same definition again gives the same value). */
+static sr_metric builtin_again(size_t b, char *name, size_t size)
+{
+    snprintf(name, size, "again_%s", sr_metric_name(kBuiltins[b].builtin));
+    sr_metric_def d = {name, kBuiltins[b].pair, kBuiltins[b].norm, kBuiltins[b].distance, kBuiltins[b].over_union,
+                       kBuiltins[b].similarity, kBuiltins[b].pair2, kBuiltins[b].norm2, kBuiltins[b].reduce};
+    sr_metric user = SR_METRIC_L2;
+    CHECK_OK(sr_metric_define(&d, &user));
+    return user;
 }
 
 static void check_builtins_again(void)
 {
     for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++) {
         char name[64];
-        snprintf(name, sizeof name, "again_%s", sr_metric_name(kBuiltins[b].builtin));
-        sr_metric_def d = {name, kBuiltins[b].pair, kBuiltins[b].norm, kBuiltins[b].distance, kBuiltins[b].over_union,
-                           kBuiltins[b].similarity, kBuiltins[b].pair2, kBuiltins[b].norm2, kBuiltins[b].reduce};
-        sr_metric user = SR_METRIC_L2;
-        CHECK_OK(sr_metric_define(&d, &user));
-        compare(kBuiltins[b].builtin, user, SR_TYPE_FLOAT64, kBuiltins[b].nonnegative, kBuiltins[b].p, name);
-        compare(kBuiltins[b].builtin, user, SR_TYPE_FLOAT32, kBuiltins[b].nonnegative, kBuiltins[b].p, name);
+        const sr_metric user = builtin_again(b, name, sizeof name);
+        compare_on(ctx, SR_HOST, kBuiltins[b].builtin, user, SR_TYPE_FLOAT64, kBuiltins[b].nonnegative, kBuiltins[b].p,
+                   name);
+        compare_on(ctx, SR_HOST, kBuiltins[b].builtin, user, SR_TYPE_FLOAT32, kBuiltins[b].nonnegative, kBuiltins[b].p,
+                   name);
     }
+}
+
+/* NVRTC builds a user metric's GPU kernels for sm_90 with no GPU needed (a sum over the shared
+ * columns, one over the union, two sums): the shared kernels (src/cuda/cuda_metric_kernels.cuh)
+ * and the generated source compile on every CUDA build; the GPU part below runs them all. */
+static void check_gpu_compile(void)
+{
+    const sr_metric which[] = {SR_METRIC_COSINE, SR_METRIC_L1, SR_METRIC_BRAY_CURTIS};
+    for (size_t w = 0; w < sizeof which / sizeof *which; w++)
+        for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++) {
+            if (kBuiltins[b].builtin != which[w])
+                continue;
+            char name[64];
+            const sr_metric user = builtin_again(b, name, sizeof name);
+            size_t bytes = 0;
+            const double t0 = seconds();
+            const sr_status st = sr_cuda_user_metric_compile_check(user, 90, &bytes);
+            if (st == SR_ERROR_NO_DEVICE) /* built without CUDA */
+                return;
+            CHECK(st == SR_SUCCESS && bytes > 0, "%s: NVRTC: %s", name, sr_last_error());
+            printf("%s: NVRTC compiled the GPU kernels (sm_90, %zu bytes) in %.0f ms\n", name, bytes,
+                   1e3 * (seconds() - t0));
+        }
+}
+
+/* On a GPU, on a deterministic context (sums in a fixed order, as every call's bits repeat): each
+ * built-in sum written again gives the built-in's bits, the user metric on the dense path's kernels
+ * from its NVRTC program, the built-in on its own path (the tiles for k-NN and radius). */
+static void check_gpu_builtins_again(void)
+{
+    sr_context_options o = sr_context_options_default();
+    o.backend = SR_BACKEND_CUDA;
+    o.deterministic = true;
+    sr_context gpu;
+    if (sr_context_create(&gpu, &o) != SR_SUCCESS) {
+        printf("no GPU: user metrics' GPU kernels are not run here (%s)\n", sr_last_error());
+        CHECK(!getenv("SR_TEST_REQUIRE_CUDA"), "the GPU part was skipped, and SR_TEST_REQUIRE_CUDA asks for it");
+        return;
+    }
+    for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++) {
+        if (kBuiltins[b].reduce) /* maxima run on the CPU for now */
+            continue;
+        char name[64];
+        const sr_metric user = builtin_again(b, name, sizeof name);
+        const double t0 = seconds();
+        compare_on(gpu, SR_DEVICE, kBuiltins[b].builtin, user, SR_TYPE_FLOAT64, kBuiltins[b].nonnegative,
+                   kBuiltins[b].p, name);
+        compare_on(gpu, SR_DEVICE, kBuiltins[b].builtin, user, SR_TYPE_FLOAT32, kBuiltins[b].nonnegative,
+                   kBuiltins[b].p, name);
+        if (b == 0)
+            printf("%s on the GPU, the compile (or the cache) and the checks: %.0f ms\n", name,
+                   1e3 * (seconds() - t0));
+    }
+    sr_context_destroy(gpu);
 }
 
 /* Weighted Jaccard, 1 - Σ min(q, x) / Σ max(q, x) on nonnegative rows: over the shared columns
@@ -125,7 +213,7 @@ static void check_weighted_jaccard(void)
     sr_metric wj = SR_METRIC_L2;
     CHECK_OK(sr_metric_define(&d, &wj));
     test_csr x = test_random_csr(80, 30, 5, SR_TYPE_FLOAT64);
-    sr_matrix X = make(&x, true, SR_TYPE_FLOAT64);
+    sr_matrix X = make(ctx, SR_HOST, &x, true, SR_TYPE_FLOAT64);
     static double D[80 * 80];
     sr_dense Dv = sr_dense_view(D, 80, 80, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
     CHECK_OK(sr_pairwise_distance(ctx, X, X, wj, 0.0, &Dv));
@@ -215,7 +303,11 @@ static void check_refusals(void)
         int64_t idx[20];
         float dist[20];
         sr_dense Dv = sr_dense_view(dist, 20, 1, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_HOST);
-        CHECK_FAILS(sr_knn(gpu, G, G, 1, m, 0.0, idx, &Dv, NULL), SR_ERROR_UNSUPPORTED, "runs on the CPU backend");
+        sr_metric_def largest = {"largest_gap", "fabs(q - x)", NULL, NULL, true, false, NULL, NULL, "max"};
+        sr_metric gap = SR_METRIC_L2;
+        CHECK_OK(sr_metric_define(&largest, &gap));
+        CHECK_FAILS(sr_knn(gpu, G, G, 1, gap, 0.0, idx, &Dv, NULL), SR_ERROR_UNSUPPORTED, "runs on the CPU backend");
+        CHECK_OK(sr_knn(gpu, G, G, 1, m, 0.0, idx, &Dv, NULL)); /* a sum runs there */
         sr_matrix_free(G), sr_matrix_free(H);
         test_csr_free(&x);
         sr_context_destroy(gpu);
@@ -230,6 +322,8 @@ int main(void)
     CHECK_OK(sr_context_create(&ctx, &o));
     check_refusals();
     check_builtins_again();
+    check_gpu_compile();
+    check_gpu_builtins_again();
     check_weighted_jaccard();
     check_maxima();
     sr_context_destroy(ctx);

@@ -161,6 +161,27 @@ def test_builtin_metrics_written_again_give_their_bits(rng, monkeypatch, builtin
     np.testing.assert_array_equal(gd.view(np.uint8), wd.view(np.uint8))
 
 
+@pytest.mark.parametrize("builtin,definition", [m for m in METRICS_AGAIN if "reduce" not in m[1]])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_builtin_metrics_written_again_give_their_bits_on_the_gpu(rng, builtin, definition, dtype):
+    """NVRTC's program of the user metric against the built-in, on a deterministic GPU context
+    (sums in a fixed order): pairwise distances, and k-NN (the user's on the distance block, the
+    built-in's on its tiles)."""
+    if not any(name == "cuda" for name, _ in CONTEXTS):
+        pytest.skip("no GPU here")
+    gpu = sr.Context("cuda", deterministic=True)
+    metric = sr.Metric(f"py_again_{builtin}", **definition)
+    X = sr.Matrix(_random(rng, 200, 60, 0.08, dtype), context=gpu)
+    Q = sr.Matrix(_random(rng, 30, 60, 0.08, dtype), context=gpu)
+    want = np.asarray(sr.pairwise_distances(Q, X, builtin, context=gpu))
+    got = np.asarray(sr.pairwise_distances(Q, X, metric, context=gpu))
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    wd, wi = sr.kneighbors(X, Q, 6, builtin, context=gpu)
+    gd, gi = sr.kneighbors(X, Q, 6, metric, context=gpu)
+    np.testing.assert_array_equal(np.asarray(gi), np.asarray(wi))
+    np.testing.assert_array_equal(np.asarray(gd).view(np.uint8), np.asarray(wd).view(np.uint8))
+
+
 def test_weighted_jaccard_knn_on_tfidf():
     """The docs' example: weighted Jaccard (1 - Σmin/Σmax) k-NN on TF-IDF rows, against numpy."""
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -198,8 +219,8 @@ def test_metric_refusals(rng):
         sr.pairwise_distances(sp.eye(3, format="csr"), metric=42, context=CPU)
     with pytest.raises(sr.InvalidArgumentError, match="expected plus or max"):
         sr.Metric("smallest_py", pair="q * x", reduce="min")
-    m = sr.Metric("refused_metric_py", pair="q * x")
+    m = sr.Metric("refused_metric_py", pair="fabs(q - x)", over_union=True, reduce="max")
     for name, ctx in CONTEXTS:
-        if name == "cuda":
+        if name == "cuda":  # a maximum runs on the CPU for now; sums run on the GPU
             with pytest.raises(sr.SparseringError, match="runs on the CPU backend"):
                 sr.kneighbors(sr.Matrix(_random(rng, 20, 10, 0.3, np.float32), context=ctx), None, 2, m)

@@ -227,28 +227,8 @@ static const char kMetricTemplate[] =
     "#include <stddef.h>\n"
     "#include <stdint.h>\n"
     "#include <stdlib.h>\n"
-    "static inline double sr_pow(double v, double p)\n"
-    "{\n"
-    "    if (v == 0.0)\n"
-    "        return 0.0;\n"
-    "    if (p >= 1.0 && p <= 64.0 && p == (double)(int)p) {\n"
-    "        double r = 1.0, b = v;\n"
-    "        for (int n = (int)p; n > 0; n >>= 1) {\n"
-    "            if (n & 1)\n"
-    "                r *= b;\n"
-    "            b *= b;\n"
-    "        }\n"
-    "        return r;\n"
-    "    }\n"
-    "    return exp2(p * log2(v));\n"
-    "}\n"
-    "static inline double sr_snap(double v, double scale) { return v <= 64.0 * 2.220446049250313e-16 * scale ? 0.0 : v; }\n"
-    "static inline double sr_clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }\n"
-    "static inline double sr_norm_product(double q0, double x0)\n"
-    "{\n"
-    "    const double both = q0 * x0;\n"
-    "    return both > 2.2250738585072014e-308 && both <= 1.7976931348623157e308 ? sqrt(both) : sqrt(q0) * sqrt(x0);\n"
-    "}\n"
+    "#define SR_FN static inline\n"
+    "%s"
     "static inline double sr_pair(double q, double x, double p) { (void)q, (void)x, (void)p; return (double)(%s); }\n"
     "static inline double sr_norm(double v, double p) { (void)v, (void)p; return (double)(%s); }\n"
     "static inline double sr_pair2(double q, double x, double p) { (void)q, (void)x, (void)p; return (double)(%s); }\n"
@@ -369,26 +349,18 @@ static const char kMetricTemplate[] =
 sr_status sr_cpu_user_metric_compile(sr_user_metric *u)
 {
     const sr_metric_def *d = &u->def;
-    const char *norm = d->norm ? d->norm : d->over_union ? "sr_pair(v, 0.0, p)" : "0.0";
-    const char *distance = d->distance ? d->distance : "acc";
-    const bool maximum = d->reduce != NULL; /* "max" (the registry keeps "plus" as NULL) */
-    const char *term = d->over_union && !maximum ? "sr_pair(q, x, p) - sr_pair(q, 0.0, p) - sr_pair(0.0, x, p)"
-                                                 : "sr_pair(q, x, p)";
-    const char *pair2 = d->pair2 ? d->pair2 : "0.0";
-    const char *norm2 = d->norm2 ? d->norm2 : d->over_union && d->pair2 ? "sr_pair2(v, 0.0, p)" : "0.0";
-    const char *term2 = d->over_union ? "sr_pair2(q, x, p) - sr_pair2(q, 0.0, p) - sr_pair2(0.0, x, p)"
-                                      : "sr_pair2(q, x, p)";
+    const sr_user_metric_terms t = sr_user_metric_terms_of(d);
     char what[200];
-    snprintf(what, sizeof what, "metric '%s' (pair '%s', norm '%s', distance '%s'%s%s)", d->name, d->pair, norm,
-             distance, d->over_union ? ", over the union" : "", maximum ? ", reduced by max" : "");
+    snprintf(what, sizeof what, "metric '%s' (pair '%s', norm '%s', distance '%s'%s%s)", d->name, d->pair, t.norm,
+             t.distance, d->over_union ? ", over the union" : "", t.maximum ? ", reduced by max" : "");
     sr_jit_library *lib = NULL;
-    SR_TRY(sr_jit_load_formatted(what, &lib, kMetricTemplate, d->name, d->pair, norm, pair2, norm2, distance, term,
-                                 term2, d->pair2 != NULL, maximum));
+    SR_TRY(sr_jit_load_formatted(what, &lib, kMetricTemplate, d->name, sr_user_metric_helpers, d->pair, t.norm,
+                                 t.pair2, t.norm2, t.distance, t.term, t.term2, t.two_sums, t.maximum));
     u->library = lib;
     u->norms = (sr_user_norms_fn)sr_jit_symbol(lib, "sr_user_norms");
     u->query = (sr_user_query_fn)sr_jit_symbol(lib, "sr_user_query");
     u->query_union = (sr_user_query_union_fn)sr_jit_symbol(lib, "sr_user_query_union");
-    u->walks_union = maximum && d->over_union;
+    u->walks_union = t.maximum && d->over_union;
     if (!u->norms || !u->query || !u->query_union)
         return sr_error(SR_ERROR_INTERNAL, "%s: the compiled kernels lack a symbol", what);
     return SR_SUCCESS;

@@ -72,6 +72,8 @@ sr_status sr_cuda_spmm(const struct sr_matrix_s *A, const sr_dense *B, const sr_
  * the CUBIN's size: the check that the shared kernels and the user's expressions build for the GPU,
  * on machines without one. */
 sr_status sr_cuda_user_compile_check(sr_semiring s, int arch, size_t *cubin_bytes);
+/* The same for a user metric's distance kernels (the tiles' sums and the norms). */
+sr_status sr_cuda_user_metric_compile_check(sr_metric m, int arch, size_t *cubin_bytes);
 sr_status sr_cuda_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                       const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,
                       struct sr_matrix_s **C);

@@ -22,6 +22,7 @@
 #include "cuda_common.cuh"
 #include "cuda_chebyshev_tile.cuh"
 #include "cuda_distance_tile.cuh"
+#include "cuda_user_metric.cuh"
 
 extern "C" {
 #include "../semiring/metric.h"
@@ -31,27 +32,6 @@ extern "C" {
 namespace {
 
 using namespace sr_cuda;
-
-template <typename T> __global__ void norms_kernel(const int64_t *rowptr, const T *vals, int64_t nrows, sr_metric m,
-                                                   double p, double *norms) {
-    const int lane = threadIdx.x & 31;
-    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < nrows;
-         r += (int64_t)gridDim.x * blockDim.x / 32) {
-        double n0 = 0.0, n1 = 0.0;
-        for (int64_t e = rowptr[r] + lane; e < rowptr[r + 1]; e += 32)
-            sr_metric_norm_add(m, (double)vals[e], p, &n0, &n1);
-        const bool largest = sr_metric_kind_of(m) == SR_MK_MAX; // Chebyshev's norm is the largest |v|
-        for (int o = 16; o > 0; o /= 2) {
-            const double m0 = __shfl_down_sync(~0u, n0, o), m1 = __shfl_down_sync(~0u, n1, o);
-            n0 = largest ? fmax(n0, m0) : n0 + m0;
-            n1 = largest ? fmax(n1, m1) : n1 + m1;
-        }
-        if (lane == 0) {
-            norms[2 * r] = n0;
-            norms[2 * r + 1] = n1;
-        }
-    }
-}
 
 template <typename T> __global__ void bad_row_kernel(const int64_t *rowptr, const T *vals, int64_t nrows,
                                                      bool nonnegative, unsigned long long *first) {
@@ -68,29 +48,6 @@ template <typename T> __global__ void bad_row_kernel(const int64_t *rowptr, cons
     }
 }
 
-template <typename T, sr_metric M> __global__ void __launch_bounds__(kThreads) intersect_kernel(tile_args<T> a) {
-    using Acc = acc_t<T, M>;
-    constexpr int nacc = sr_metric_accumulators(M);
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    Acc *acc = reinterpret_cast<Acc *>(smem_raw);
-    const int64_t j = a.q0 + blockIdx.x;
-    const int64_t qbegin = a.qptr[j], qend = a.qptr[j + 1];
-    const double qn0 = a.qnorm[2 * j], qn1 = a.qnorm[2 * j + 1];
-    T *out_row = a.out + (int64_t)blockIdx.x * a.rs;
-
-    for (int64_t i0 = (int64_t)blockIdx.y * a.tile_rows; i0 < a.nx; i0 += (int64_t)gridDim.y * a.tile_rows) {
-        const int rows = (int)(a.nx - i0 < a.tile_rows ? a.nx - i0 : a.tile_rows);
-        accumulate_tile<T, M>(a, acc, i0, rows, qbegin, qend);
-        for (int r = threadIdx.x; r < rows; r += kThreads) {
-            const int64_t i = i0 + r;
-            const double a1 = nacc > 1 ? (double)acc[a.tile_rows + r] : 0.0;
-            out_row[i * a.cs] =
-                (T)sr_metric_finalize(M, (double)acc[r], a1, qn0, qn1, a.xnorm[2 * i], a.xnorm[2 * i + 1], a.d, a.p);
-        }
-        __syncthreads();
-    }
-}
-
 template <typename T, sr_metric M> sr_status launch(tile_args<T> a, int64_t nq, cudaStream_t stream) {
     a.tile_rows = tile_rows_of<T, M>();
     const int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
@@ -98,9 +55,23 @@ template <typename T, sr_metric M> sr_status launch(tile_args<T> a, int64_t nq, 
     if constexpr (sr_metric_kind_of(M) == SR_MK_MAX)
         SR_TRY((launch_chebyshev<T, store_sink<T>>(a, {}, grid, stream)));
     else
-        intersect_kernel<T, M><<<grid, kThreads, kTileBytes, stream>>>(a);
+        intersect_kernel<T, builtin_metric<M>><<<grid, kThreads, kTileBytes, stream>>>(a);
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
+}
+
+// A user metric's tiles: the same kernel from its program (cuda_user_metric.cu).
+template <typename T> sr_status launch_user_metric(const sr_user_metric *u, tile_args<T> a, int64_t nq,
+                                                   cudaStream_t stream) {
+    jit_program *program = nullptr;
+    SR_TRY(user_metric_program(u, &program));
+    a.tile_rows = kTileBytes / user_metric_accumulator_bytes(&u->def, sizeof(T) == 8 ? SR_TYPE_FLOAT64 : SR_TYPE_FLOAT32);
+    const int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
+    const dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
+    cudaKernel_t kernel = nullptr;
+    SR_TRY(jit_kernel(program, user_metric_kernel("intersect_kernel", sizeof(T) == 8).c_str(), &kernel));
+    void *args[] = {&a};
+    return jit_launch(kernel, grid, dim3(kThreads), kTileBytes, stream, args);
 }
 
 template <typename T> sr_status distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1,
@@ -115,7 +86,10 @@ template <typename T> sr_status distance_rows(const sr_distance_inputs *in, int6
         int64_t nq = q1 - s < kMaxGridX ? q1 - s : kMaxGridX;
         a.q0 = s;
         a.out = static_cast<T *>(out->data) + (s - q0) * out->row_stride;
-        SR_TRY(with_metric(in->metric, [&](auto metric) { return launch<T, decltype(metric)::value>(a, nq, stream); }));
+        if (const sr_user_metric *u = sr_user_metric_of((int)in->metric))
+            SR_TRY(launch_user_metric<T>(u, a, nq, stream));
+        else
+            SR_TRY(with_metric(in->metric, [&](auto metric) { return launch<T, decltype(metric)::value>(a, nq, stream); }));
     }
     SR_CUDA_TRY(sr_cuda::wait_stream(stream));
     return SR_SUCCESS;
@@ -183,13 +157,30 @@ extern "C" sr_status sr_cuda_distance_norms(const sr_matrix_s *A, sr_metric metr
     if (A->nrows == 0)
         return SR_SUCCESS;
     cudaStream_t stream = stream_of(A->ctx);
-    unsigned grid = grid_for(A->nrows * 32);
-    if (A->type == SR_TYPE_FLOAT32)
-        norms_kernel<float><<<grid, 256, 0, stream>>>(A->rowptr, (const float *)A->values, A->nrows, metric, p, norms);
-    else
-        norms_kernel<double><<<grid, 256, 0, stream>>>(A->rowptr, (const double *)A->values, A->nrows, metric, p, norms);
-    SR_CUDA_LAUNCHED();
-    return SR_SUCCESS;
+    const unsigned grid = grid_for(A->nrows * 32);
+    const bool single = A->type == SR_TYPE_FLOAT32;
+    if (const sr_user_metric *u = sr_user_metric_of((int)metric)) {
+        jit_program *program = nullptr;
+        SR_TRY(user_metric_program(u, &program));
+        cudaKernel_t kernel = nullptr;
+        SR_TRY(jit_kernel(program, user_metric_kernel("norms_kernel", !single).c_str(), &kernel));
+        const int64_t *rowptr = A->rowptr;
+        const void *values = A->values;
+        int64_t nrows = A->nrows;
+        void *args[] = {&rowptr, &values, &nrows, &p, &norms};
+        return jit_launch(kernel, dim3(grid), dim3(256), 0, stream, args);
+    }
+    return with_metric(metric, [&](auto m) -> sr_status {
+        constexpr sr_metric M = decltype(m)::value;
+        if (single)
+            norms_kernel<float, builtin_metric<M>><<<grid, 256, 0, stream>>>(A->rowptr, (const float *)A->values,
+                                                                             A->nrows, p, norms);
+        else
+            norms_kernel<double, builtin_metric<M>><<<grid, 256, 0, stream>>>(A->rowptr, (const double *)A->values,
+                                                                              A->nrows, p, norms);
+        SR_CUDA_LAUNCHED();
+        return SR_SUCCESS;
+    });
 }
 
 extern "C" sr_status sr_cuda_first_bad_row(const sr_matrix_s *A, bool nonnegative, int64_t *row) {

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "cuda_common.cuh"
+#include "cuda_metric_kernels.cuh"
 
 extern "C" {
 #include "../core/distance.h"
@@ -19,47 +20,27 @@ namespace {
 
 using namespace sr_cuda;
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kDistanceThreads; // cuda_metric_kernels.cuh
 constexpr int kTileBytes = 48 * 1024; // shared accumulators per block: 4 blocks per SM
 constexpr int kMaxGridY = 65535;
 
-// The first t in [lo, hi) with a[t] >= key (hi when none); all 32 lanes call it together.
-__device__ inline int64_t warp_lower_bound(const int32_t *a, int64_t lo, int64_t hi, int64_t key, int lane) {
-    while (hi - lo > 32) { // the answer stays in [lo, hi]
-        const int64_t step = (hi - lo + 31) / 32, probe = lo + lane * step;
-        const int below = __popc(__ballot_sync(~0u, probe < hi && a[probe] < key));
-        if (below == 0)
-            return lo;
-        const int64_t next_hi = lo + below * step;
-        lo = lo + (below - 1) * step + 1;
-        hi = next_hi < hi ? next_hi : hi;
+// A built-in metric as the shared kernels take it (cuda_metric_kernels.cuh): metric.h's terms with
+// M a constant, so every switch folds away.
+template <sr_metric M> struct builtin_metric {
+    static constexpr int accumulators = sr_metric_accumulators(M);
+    static constexpr bool wide = sr_metric_kind_of(M) == SR_MK_UNION;
+    static constexpr bool maximum = sr_metric_kind_of(M) == SR_MK_MAX; // Chebyshev's norm is the largest |v|
+    __device__ static void intersect(double q, double x, double p, double *a0, double *a1) {
+        sr_metric_intersect(M, q, x, p, a0, a1);
     }
-    const int64_t probe = lo + lane;
-    return lo + __popc(__ballot_sync(~0u, probe < hi && a[probe] < key));
-}
-
-template <typename T> struct tile_args {
-    const int64_t *qptr;
-    const int32_t *qcol;
-    const T *qval;
-    int64_t q0;
-    const int64_t *xptr, *xtptr; // X rows (Chebyshev), XT columns (the rest)
-    const int32_t *xcol, *xtrow;
-    const T *xval, *xtval;
-    const double *qnorm, *xnorm;
-    const int32_t *q_mag_col, *x_mag_col, *q_rank; // Chebyshev: rows by decreasing |value|
-    const T *q_mag_abs, *x_mag_abs;
-    int64_t nx;
-    double d, p;
-    T *out;
-    int64_t rs, cs;
-    int tile_rows;
-    bool ordered; // a deterministic context: accumulate_ordered instead of atomics
+    __device__ static void norm_add(double v, double p, double *n0, double *n1) { sr_metric_norm_add(M, v, p, n0, n1); }
+    __device__ static double finalize(double a0, double a1, double q0, double q1, double x0, double x1, double d,
+                                      double p) {
+        return sr_metric_finalize(M, a0, a1, q0, q1, x0, x1, d, p);
+    }
 };
 
-template <typename T, sr_metric M>
-using acc_t = typename std::conditional<std::is_same<T, double>::value || sr_metric_kind_of(M) == SR_MK_UNION, double,
-                                        float>::type;
+template <typename T, sr_metric M> using acc_t = metric_acc_t<T, builtin_metric<M>>;
 
 // The kernels' view of the inputs (out, rs and cs are the caller's to set).
 template <typename T> tile_args<T> tile_args_of(const sr_distance_inputs *in) {
@@ -121,74 +102,11 @@ inline int tile_rows_for(sr_metric metric, sr_type type) {
     return rows;
 }
 
-// The tile's terms in a fixed order, for a deterministic context (tile_args.ordered): warp w owns
-// rows [rows·w/warps, rows·(w+1)/warps) of the tile and adds every query entry's terms for them,
-// entry after entry, without atomics, so each accumulator takes its terms in the query's entry
-// order on every run (with atomics the warps' entries meet in any order). Each warp searches every
-// entry's column for its rows: warps times the searches. Marks touched[r / touched_step] when
-// touched_step > 0. The caller zeroes before and synchronizes after.
+// The tile's terms in a fixed order (accumulate_ordered_by) for a built-in metric.
 template <typename T, sr_metric M>
 __device__ void accumulate_ordered(const tile_args<T> &a, acc_t<T, M> *acc, unsigned char *touched, int touched_step,
                                    int64_t i0, int rows, int64_t qbegin, int64_t qend) {
-    using Acc = acc_t<T, M>;
-    constexpr int nacc = sr_metric_accumulators(M);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kThreads / 32;
-    const int64_t r_lo = i0 + (int64_t)rows * warp / warps, r_hi = i0 + (int64_t)rows * (warp + 1) / warps;
-    for (int64_t e = qbegin; e < qend; e++) {
-        const int32_t c = a.qcol[e];
-        const double q = (double)a.qval[e];
-        const int64_t lo = warp_lower_bound(a.xtrow, a.xtptr[c], a.xtptr[c + 1], r_lo, lane);
-        const int64_t hi = warp_lower_bound(a.xtrow, lo, a.xtptr[c + 1], r_hi, lane);
-        for (int64_t t = lo + lane; t < hi; t += 32) { // a column's rows are distinct: one lane a row
-            const int r = a.xtrow[t] - (int)i0;
-            double a0 = 0.0, a1 = 0.0;
-            sr_metric_intersect(M, q, (double)a.xtval[t], a.p, &a0, &a1);
-            acc[r] += (Acc)a0;
-            if (nacc > 1)
-                acc[a.tile_rows + r] += (Acc)a1;
-            if (touched_step > 0)
-                touched[r / touched_step] = 1;
-        }
-        __syncwarp(); // the next entry's lane for a row may be another
-    }
-}
-
-// The accumulators of index rows [i0, i0 + rows) against query entries [qbegin, qend): zeroed,
-// then each warp takes one of the query's entries, finds the tile's slice of that column's list
-// (a 32-way search) and adds the metric's intersection term for every row in it. The block calls
-// it together; the accumulators are ready (and synchronized) on return.
-template <typename T, sr_metric M>
-__device__ void accumulate_tile(const tile_args<T> &a, acc_t<T, M> *acc, int64_t i0, int rows, int64_t qbegin,
-                                int64_t qend) {
-    using Acc = acc_t<T, M>;
-    constexpr int nacc = sr_metric_accumulators(M);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kThreads / 32;
-    for (int r = threadIdx.x; r < rows; r += kThreads) {
-        acc[r] = Acc(0);
-        if (nacc > 1)
-            acc[a.tile_rows + r] = Acc(0);
-    }
-    __syncthreads();
-    if (a.ordered) {
-        accumulate_ordered<T, M>(a, acc, nullptr, 0, i0, rows, qbegin, qend);
-        __syncthreads();
-        return;
-    }
-    for (int64_t e = qbegin + warp; e < qend; e += warps) {
-        const int32_t c = a.qcol[e];
-        const double q = (double)a.qval[e];
-        const int64_t lo = warp_lower_bound(a.xtrow, a.xtptr[c], a.xtptr[c + 1], i0, lane);
-        const int64_t hi = warp_lower_bound(a.xtrow, lo, a.xtptr[c + 1], i0 + rows, lane);
-        for (int64_t t = lo + lane; t < hi; t += 32) {
-            const int r = a.xtrow[t] - (int)i0;
-            double a0 = 0.0, a1 = 0.0;
-            sr_metric_intersect(M, q, (double)a.xtval[t], a.p, &a0, &a1);
-            atomicAdd(&acc[r], (Acc)a0);
-            if (nacc > 1)
-                atomicAdd(&acc[a.tile_rows + r], (Acc)a1);
-        }
-    }
-    __syncthreads();
+    accumulate_ordered_by<T, builtin_metric<M>>(a, acc, touched, touched_step, i0, rows, qbegin, qend);
 }
 
 } // namespace

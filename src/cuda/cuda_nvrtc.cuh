@@ -32,10 +32,9 @@ sr_status jit_compile_only(const char *what, const std::string &source, const st
                            int arch, size_t *cubin_bytes, std::vector<std::string> *lowered);
 
 // Launches a loaded kernel with its parameters (pointers to each argument, as cudaLaunchKernel).
-inline sr_status jit_launch(cudaKernel_t kernel, unsigned grid, unsigned block, size_t shared, cudaStream_t stream,
+inline sr_status jit_launch(cudaKernel_t kernel, dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
                             void **args) {
-    SR_CUDA_TRY(cudaLaunchKernel(reinterpret_cast<const void *>(kernel), dim3(grid), dim3(block), args, shared,
-                                 stream));
+    SR_CUDA_TRY(cudaLaunchKernel(reinterpret_cast<const void *>(kernel), grid, block, args, shared, stream));
     return SR_SUCCESS;
 }
 

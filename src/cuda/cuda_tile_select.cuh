@@ -33,6 +33,7 @@
 
 extern "C" {
 #include "../semiring/metric.h"
+#include "../semiring/user.h"
 #include "cuda.h"
 }
 
@@ -320,9 +321,11 @@ inline int tiles_setting() {
 
 // Whether the tiles take a k-NN or radius search of these inputs (Chebyshev also walks the rows'
 // magnitude orders).
+// (not a user metric: its program holds the dense path's kernels, and the tiles' bounds are the
+// built-ins')
 inline bool tiles_apply(const sr_distance_inputs *in) {
     const bool chebyshev = sr_metric_kind_of(in->metric) == SR_MK_MAX;
-    return tiles_setting() != 0 && in->Q->nrows > 0 && in->XT != nullptr &&
+    return tiles_setting() != 0 && in->Q->nrows > 0 && in->XT != nullptr && !sr_metric_is_user((int)in->metric) &&
            (!chebyshev || (in->x_mag_col != nullptr && in->q_mag_col != nullptr));
 }
 

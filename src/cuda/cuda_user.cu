@@ -43,27 +43,32 @@ std::string user_source(const sr_semiring_def *d) {
 namespace {
 
 std::mutex programs_lock;
-std::map<std::pair<const sr_user_semiring *, std::string>, jit_program *> programs; // by semiring, device, kernels
+std::map<std::pair<const void *, std::string>, jit_program *> programs; // by definition, device, kernels
 
 } // namespace
 
-sr_status user_program(const sr_user_semiring *u, const std::vector<std::string> &names, jit_program **program) {
+sr_status cached_user_program(const void *owner, const char *what, const std::function<std::string()> &source,
+                              const std::vector<std::string> &names, jit_program **program) {
     int device = 0;
     SR_CUDA_TRY(cudaGetDevice(&device));
     std::string which = std::to_string(device);
     for (const std::string &n : names)
         which += ";" + n;
     std::lock_guard<std::mutex> hold(programs_lock);
-    const auto found = programs.find({u, which});
+    const auto found = programs.find({owner, which});
     if (found != programs.end()) {
         *program = found->second;
         return SR_SUCCESS;
     }
+    SR_TRY(jit_program_for(what, source(), names, 0, program));
+    programs[{owner, which}] = *program;
+    return SR_SUCCESS;
+}
+
+sr_status user_program(const sr_user_semiring *u, const std::vector<std::string> &names, jit_program **program) {
     char what[200];
     snprintf(what, sizeof what, "semiring '%s' (add '%s', multiply '%s')", u->def.name, u->def.add, u->def.multiply);
-    SR_TRY(jit_program_for(what, user_source(&u->def), names, 0, program));
-    programs[{u, which}] = *program;
-    return SR_SUCCESS;
+    return cached_user_program(u, what, [u] { return user_source(&u->def); }, names, program);
 }
 
 } // namespace sr_cuda

@@ -7,6 +7,7 @@
 
 #include "cuda_nvrtc.cuh"
 
+#include <functional>
 #include <initializer_list>
 
 extern "C" {
@@ -28,6 +29,11 @@ std::string user_kernel_name(const char *kernel, std::initializer_list<int> temp
 // The source of a user semiring's program: its operators as an Ops (sr_user_ops) beside the
 // kernels' templates.
 std::string user_source(const sr_semiring_def *d);
+
+// The program of a user definition's (`owner`'s) kernels `names` for the current device: compiled
+// from source() or loaded on first use, then kept for the process.
+sr_status cached_user_program(const void *owner, const char *what, const std::function<std::string()> &source,
+                              const std::vector<std::string> &names, jit_program **program);
 
 // The program of u's kernels `names` for the current device, compiled or loaded on first use.
 sr_status user_program(const sr_user_semiring *u, const std::vector<std::string> &names, jit_program **program);

@@ -82,6 +82,11 @@ sr_status sr_cuda_user_compile_check(sr_semiring s, int arch, size_t *cubin_byte
     (void)s; (void)arch; (void)cubin_bytes;
     return no_cuda();
 }
+sr_status sr_cuda_user_metric_compile_check(sr_metric m, int arch, size_t *cubin_bytes)
+{
+    (void)m; (void)arch; (void)cubin_bytes;
+    return no_cuda();
+}
 sr_status sr_cuda_mxm(struct sr_context_s *ctx, const struct sr_matrix_s *A, const struct sr_matrix_s *B,
                       const struct sr_matrix_s *mask, bool complement, sr_semiring s, sr_type out_type,
                       struct sr_matrix_s **C)

@@ -212,14 +212,14 @@ sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries
     SR_CHECK_ARG(!isnan(radius), "%s: the radius is NaN", fn);
     /* distances are never negative (but for the inner product, a similarity, and KL divergence of
      * rows that are not distributions): such a radius would quietly match nothing */
-    SR_TRY(sr_metric_require_host(fn, (int)metric, index->location));
+    SR_TRY(sr_metric_check_where(fn, (int)metric, index->location));
     SR_CHECK_ARG(radius >= 0.0 || metric == SR_METRIC_INNER_PRODUCT || metric == SR_METRIC_KL_DIVERGENCE ||
                      sr_metric_is_user((int)metric),
                  "%s: the radius is %g, and %s distances are never negative", fn, radius, sr_metric_name(metric));
     SR_CHECK_ARG(queries == NULL || !o.include_self,
                  "%s: include_self applies when the index is compared with itself (queries NULL)", fn);
     const bool self = queries == NULL;
-    if (sr_multi_applies(ctx, index) && (self || queries->location == SR_DEVICE))
+    if (sr_multi_applies(ctx, index) && (self || queries->location == SR_DEVICE) && !sr_metric_is_user((int)metric))
         return sr_multi_radius(ctx, index, queries, radius, metric, metric_arg, &o, R);
     sr_distance_prep p;
     SR_TRY(sr_distance_prepare(fn, ctx, self ? index : queries, index, metric, metric_arg, o.type, &p));

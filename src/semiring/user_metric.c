@@ -22,14 +22,55 @@ bool sr_metric_keeps_largest(int m)
     return u ? u->def.similarity : sr_metric_is_similarity((sr_metric)m);
 }
 
-sr_status sr_metric_require_host(const char *fn, int m, sr_location where)
+sr_status sr_metric_check_where(const char *fn, int m, sr_location where)
 {
     const sr_user_metric *u = sr_user_metric_of(m);
-    if (u && where == SR_DEVICE)
-        return sr_error(SR_ERROR_UNSUPPORTED, "%s: the user metric '%s' runs on the CPU backend for now, and the data "
-                        "lives on the GPU (copy it to the host, or use a CPU context; docs/user-semirings.md)", fn,
-                        u->def.name);
+    if (u && u->def.reduce && where == SR_DEVICE)
+        return sr_error(SR_ERROR_UNSUPPORTED, "%s: the user metric '%s' reduces by max, which runs on the CPU backend "
+                        "for now, and the data lives on the GPU (copy it to the host, or use a CPU context; "
+                        "docs/user-semirings.md)", fn, u->def.name);
     return SR_SUCCESS;
+}
+
+/* metric.h's helpers as a user metric's source spells them (sr_pow, sr_snap, sr_clamp,
+ * sr_norm_product), for either backend's compiler: the source defines SR_FN first. */
+const char sr_user_metric_helpers[] =
+    "SR_FN double sr_pow(double v, double p)\n"
+    "{\n"
+    "    if (v == 0.0)\n"
+    "        return 0.0;\n"
+    "    if (p >= 1.0 && p <= 64.0 && p == (double)(int)p) {\n"
+    "        double r = 1.0, b = v;\n"
+    "        for (int n = (int)p; n > 0; n >>= 1) {\n"
+    "            if (n & 1)\n"
+    "                r *= b;\n"
+    "            b *= b;\n"
+    "        }\n"
+    "        return r;\n"
+    "    }\n"
+    "    return exp2(p * log2(v));\n"
+    "}\n"
+    "SR_FN double sr_snap(double v, double scale) { return v <= 64.0 * 2.220446049250313e-16 * scale ? 0.0 : v; }\n"
+    "SR_FN double sr_clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }\n"
+    "SR_FN double sr_norm_product(double q0, double x0)\n"
+    "{\n"
+    "    const double both = q0 * x0;\n"
+    "    return both > 2.2250738585072014e-308 && both <= 1.7976931348623157e308 ? sqrt(both) : sqrt(q0) * sqrt(x0);\n"
+    "}\n";
+
+sr_user_metric_terms sr_user_metric_terms_of(const sr_metric_def *d)
+{
+    sr_user_metric_terms t;
+    t.maximum = d->reduce != NULL; /* "max" (the registry keeps "plus" as NULL) */
+    t.two_sums = d->pair2 != NULL;
+    t.norm = d->norm ? d->norm : d->over_union ? "sr_pair(v, 0.0, p)" : "0.0";
+    t.distance = d->distance ? d->distance : "acc";
+    t.term = d->over_union && !t.maximum ? "sr_pair(q, x, p) - sr_pair(q, 0.0, p) - sr_pair(0.0, x, p)"
+                                         : "sr_pair(q, x, p)";
+    t.pair2 = d->pair2 ? d->pair2 : "0.0";
+    t.norm2 = d->norm2 ? d->norm2 : d->over_union && d->pair2 ? "sr_pair2(v, 0.0, p)" : "0.0";
+    t.term2 = d->over_union ? "sr_pair2(q, x, p) - sr_pair2(q, 0.0, p) - sr_pair2(0.0, x, p)" : "sr_pair2(q, x, p)";
+    return t;
 }
 
 static const char *name_of(const void *entry) { return ((const sr_user_metric *)entry)->def.name; }
