@@ -73,12 +73,7 @@ static sr_matrix make(sr_context c, sr_location where, test_csr *m, bool nonnega
             else
                 ((double *)m->values)[e] = fabs(((double *)m->values)[e]);
         }
-    sr_matrix H = test_make_matrix(ctx, m), D = NULL;
-    if (where == SR_HOST)
-        return H;
-    CHECK_OK(sr_matrix_copy_to(c, H, SR_DEVICE, &D));
-    sr_matrix_free(H);
-    return D;
+    return test_make_matrix_at(c, m, where);
 }
 
 /* The built-in and the user metric on the same rows, on context c with the rows at `where`. */
