@@ -64,7 +64,7 @@ def main():
                                 capture_output=True, text=True, check=True).stdout)
     print(f"first use (NVRTC compile, empty cache): SpMV program {1e3 * t_spmv:.0f} ms, SpMM program "
           f"{1e3 * t_spmm:.0f} ms; first SpMV in a new process (program from the disk cache) {1e3 * load:.1f} ms")
-    for scale in (int(s) for s in args.scales.split(",")):
+    for scale in (int(s) for s in args.scales.split(",") if s):
         G = sp.csr_matrix(rmat(scale, 16), dtype=np.float64)
         print(f"R-MAT {scale}: {G.shape[0]} x {G.shape[1]}, {G.nnz} entries")
         for dtype in (np.float32, np.float64):
