@@ -108,12 +108,12 @@ SR_HD double sr_metric_union_f(sr_metric m, double q, double x, double p)
     case SR_METRIC_HAMMING:
         return q != x ? 1.0 : 0.0;
     case SR_METRIC_JENSEN_SHANNON: {
-        double mid = 0.5 * (q + x), t = 0.0;
-        if (q > 0.0)
-            t += q * log(q / mid);
-        if (x > 0.0)
-            t += x * log(x / mid);
-        return t;
+        /* two chosen terms added, as a user metric's expression spells them: written as t += x·log,
+         * the GPU's compiler fused the second product into the sum (one rounding) where the
+         * expression's form rounds twice, and the two differed in the last bit */
+        const double mid = 0.5 * (q + x);
+        const double tq = q > 0.0 ? q * log(q / mid) : 0.0, tx = x > 0.0 ? x * log(x / mid) : 0.0;
+        return tq + tx;
     }
     default: /* l1, bray-curtis numerator */
         return diff;
