@@ -5,10 +5,12 @@
  * beside them the step's own work, one fused product (XᵀX + λI)·p alone. Each figure is the
  * difference of a run of 2K steps and one of K, over K: the set-up cancels.
  *
- *   bench_cg_scalars [cpu|cuda] [rows] [cols] [entries a row] [K]    (defaults cuda 200000 50000 10 500)
+ *   bench_cg_scalars [cpu|cuda] [rows] [cols] [entries a row] [K] [looks]
+ *   (defaults cuda 200000 50000 10 500 1,4,8,16,32)
  *
- * Prints ms and host waits for the GPU (sr_device_waits) a step for each, and the CGs' final r·r (the
- * two user CGs' equal bit for bit). */
+ * Prints ms and host waits for the GPU (sr_device_waits) a step for each, the device-scalar CG once
+ * for each look interval in `looks` (the host reads r·r every that many steps), and the CGs' final
+ * r·r (the two user CGs' equal bit for bit, whatever the look interval). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +107,13 @@ int main(int argc, char **argv)
     const bool cuda = argc < 2 || strcmp(argv[1], "cuda") == 0;
     const int64_t m = argc > 2 ? atoll(argv[2]) : 200000, n = argc > 3 ? atoll(argv[3]) : 50000;
     const int per_row = argc > 4 ? atoi(argv[4]) : 10, K = argc > 5 ? atoi(argv[5]) : 500;
+    int looks[16], nlooks = 0;
+    char *list = strdup(argc > 6 ? argv[6] : "1,4,8,16,32");
+    for (char *tok = strtok(list, ","); tok && nlooks < 16; tok = strtok(NULL, ","))
+        looks[nlooks++] = atoi(tok) > 0 ? atoi(tok) : 1;
+    free(list);
+    if (nlooks == 0)
+        looks[nlooks++] = 32;
     const double lambda = 1.0;
     sr_context_options o = sr_context_options_default();
     o.backend = cuda ? SR_BACKEND_CUDA : SR_BACKEND_CPU;
@@ -123,35 +132,45 @@ int main(int argc, char **argv)
            (long long)(m * per_row), cuda ? "CUDA" : "CPU", K);
     const char *names[] = {"fused product alone", "library ridge CG", "user CG, host numbers",
                            "user CG, device scalars"};
-    double per_step[4], rr[4] = {0, 0, 0, 0};
-    for (int v = 0; v < 4; v++) {
-        double t[2];
-        int64_t waits[2];
-        for (int h = 0; h < 2; h++) {
-            const int steps = K * (h + 1);
-            TRY(user_cg(ctx, where, X, &b, lambda, 4, v == 3, 32, NULL, &rr[v])); /* warm: allocations, the plan */
-            const int64_t w0 = sr_device_waits();
-            const double t0 = now();
-            if (v == 0)
-                fused_only(steps, lambda);
-            else if (v == 1)
-                library_cg(steps, lambda, &yh, w);
-            else
-                TRY(user_cg(ctx, where, X, &b, lambda, steps, v == 3, 32, NULL, &rr[v]));
-            t[h] = now() - t0;
-            waits[h] = sr_device_waits() - w0;
+    double per_step[4], rr[4] = {0, 0, 0, 0}, rr_scalars[16];
+    bool same_bits = true;
+    for (int v = 0; v < 4; v++)
+        for (int l = 0; l < (v == 3 ? nlooks : 1); l++) {
+            const int look = v == 3 ? looks[l] : 32;
+            double t[2];
+            int64_t waits[2];
+            for (int h = 0; h < 2; h++) {
+                const int steps = K * (h + 1);
+                TRY(user_cg(ctx, where, X, &b, lambda, 4, v == 3, look, NULL, &rr[v])); /* warm: allocations, the plan */
+                const int64_t w0 = sr_device_waits();
+                const double t0 = now();
+                if (v == 0)
+                    fused_only(steps, lambda);
+                else if (v == 1)
+                    library_cg(steps, lambda, &yh, w);
+                else
+                    TRY(user_cg(ctx, where, X, &b, lambda, steps, v == 3, look, NULL, &rr[v]));
+                t[h] = now() - t0;
+                waits[h] = sr_device_waits() - w0;
+            }
+            per_step[v] = (t[1] - t[0]) / K;
+            char name[64];
+            snprintf(name, sizeof name, v == 3 ? "%s, look %d" : "%s", names[v], look);
+            printf("  %-34s %8.4f ms a step (%.2fx the fused product), %5.3f host waits a step\n", name,
+                   1e3 * per_step[v], per_step[v] / per_step[0], (double)(waits[1] - waits[0]) / K);
+            if (v == 3) {
+                rr_scalars[l] = rr[3];
+                same_bits &= memcmp(&rr[2], &rr[3], sizeof(double)) == 0;
+            }
         }
-        per_step[v] = (t[1] - t[0]) / K;
-        printf("  %-26s %8.4f ms a step, %5.3f host waits a step\n", names[v], 1e3 * per_step[v],
-               (double)(waits[1] - waits[0]) / K);
-    }
-    printf("  device scalars / host numbers: %.2fx faster; step / fused product alone: %.2f\n",
-           per_step[2] / per_step[3], per_step[3] / per_step[0]);
-    printf("  r.r after %d steps: host numbers %.17g, device scalars %.17g (%s)\n", 2 * K, rr[2], rr[3],
-           memcmp(&rr[2], &rr[3], sizeof(double)) == 0 ? "the same bits" : "DIFFERENT");
+    printf("  device scalars (look %d) / host numbers: %.2fx faster\n", looks[nlooks - 1], per_step[2] / per_step[3]);
+    printf("  r.r after %d steps: host numbers %.17g", 2 * K, rr[2]);
+    for (int l = 0; l < nlooks; l++)
+        printf(", look %d %.17g", looks[l], rr_scalars[l]);
+    printf(" (%s)\n", same_bits ? "the same bits" : "DIFFERENT");
     sr_vector_free(ctx, &yd), sr_vector_free(ctx, &b);
     sr_matrix_free(X);
     sr_context_destroy(ctx);
     free(y), free(w);
-    return memcmp(&rr[2], &rr[3], sizeof(double)) == 0 ? 0 : 1;
+    return same_bits ? 0 : 1;
 }
