@@ -145,32 +145,44 @@ static void check_builtins_again(void)
     }
 }
 
+/* The largest product over the shared columns (a maximum from 0, not over the union). */
+static const sr_metric_def kLargestProduct = {"largest_product", "q * x", "fabs(v)", "acc", false, false, NULL, NULL, "max"};
+
+/* NVRTC's compile of `user` for sm_90; false when the library was built without CUDA. */
+static bool compiles_for_sm90(sr_metric user, const char *name)
+{
+    size_t bytes = 0;
+    const double t0 = seconds();
+    const sr_status st = sr_cuda_user_metric_compile_check(user, 90, &bytes);
+    if (st == SR_ERROR_NO_DEVICE)
+        return false;
+    CHECK(st == SR_SUCCESS && bytes > 0, "%s: NVRTC: %s", name, sr_last_error());
+    printf("%s: NVRTC compiled the GPU kernels (sm_90, %zu bytes) in %.0f ms\n", name, bytes, 1e3 * (seconds() - t0));
+    return true;
+}
+
 /* NVRTC builds a user metric's GPU kernels for sm_90 with no GPU needed (a sum over the shared
- * columns, one over the union, two sums): the shared kernels (src/cuda/cuda_metric_kernels.cuh)
- * and the generated source compile on every CUDA build; the GPU part below runs them all. */
+ * columns, one over the union, two sums, a maximum over the union and one over the shared
+ * columns): the shared kernels (src/cuda/cuda_metric_kernels.cuh) and the generated source
+ * compile on every CUDA build; the GPU part below runs them all. */
 static void check_gpu_compile(void)
 {
-    const sr_metric which[] = {SR_METRIC_COSINE, SR_METRIC_L1, SR_METRIC_BRAY_CURTIS};
+    const sr_metric which[] = {SR_METRIC_COSINE, SR_METRIC_L1, SR_METRIC_BRAY_CURTIS, SR_METRIC_CHEBYSHEV};
     for (size_t w = 0; w < sizeof which / sizeof *which; w++)
         for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++) {
-            if (kBuiltins[b].builtin != which[w])
-                continue;
             char name[64];
-            const sr_metric user = builtin_again(b, name, sizeof name);
-            size_t bytes = 0;
-            const double t0 = seconds();
-            const sr_status st = sr_cuda_user_metric_compile_check(user, 90, &bytes);
-            if (st == SR_ERROR_NO_DEVICE) /* built without CUDA */
-                return;
-            CHECK(st == SR_SUCCESS && bytes > 0, "%s: NVRTC: %s", name, sr_last_error());
-            printf("%s: NVRTC compiled the GPU kernels (sm_90, %zu bytes) in %.0f ms\n", name, bytes,
-                   1e3 * (seconds() - t0));
+            if (kBuiltins[b].builtin == which[w] && !compiles_for_sm90(builtin_again(b, name, sizeof name), name))
+                return; /* built without CUDA */
         }
+    sr_metric largest = SR_METRIC_L2;
+    CHECK_OK(sr_metric_define(&kLargestProduct, &largest));
+    compiles_for_sm90(largest, kLargestProduct.name);
 }
 
 /* On a GPU, on a deterministic context (sums in a fixed order, as every call's bits repeat): each
- * built-in sum written again gives the built-in's bits, the user metric on the dense path's kernels
- * from its NVRTC program, the built-in on its own path (the tiles for k-NN and radius). */
+ * built-in written again gives the built-in's bits, the user metric on the dense path's kernels
+ * from its NVRTC program (chebyshev's maximum a pair a warp), the built-in on its own path (the
+ * tiles for k-NN and radius, chebyshev's magnitude walks). */
 static void check_gpu_builtins_again(void)
 {
     sr_context_options o = sr_context_options_default();
@@ -183,8 +195,6 @@ static void check_gpu_builtins_again(void)
         return;
     }
     for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++) {
-        if (kBuiltins[b].reduce) /* maxima run on the CPU for now */
-            continue;
         char name[64];
         const sr_metric user = builtin_again(b, name, sizeof name);
         const double t0 = seconds();
@@ -229,29 +239,29 @@ static void check_weighted_jaccard(void)
     test_csr_free(&x);
 }
 
-/* Maxima against a dense reference: the largest product over the shared columns (from 0), and the
- * largest |q - x|^p over the union with a distance over it and the rows' largest |v| (nq, nx). */
-static void check_maxima(void)
+/* Maxima against a dense reference, on context c with the rows at `where`: the largest product
+ * over the shared columns (from 0), and the largest |q - x|^p over the union with a distance over
+ * it and the rows' largest |v| (nq, nx). */
+static void check_maxima_on(sr_context c, sr_location where)
 {
-    sr_metric_def shared = {"largest_product", "q * x", "fabs(v)", "acc", false, false, NULL, NULL, "max"};
     sr_metric_def spread = {"largest_spread", "sr_pow(fabs(q - x), p)", "fabs(v)", "acc / (1.0 + nq + nx)", true,
                             false, NULL, NULL, "max"};
     sr_metric largest = SR_METRIC_L2, widest = SR_METRIC_L2;
-    CHECK_OK(sr_metric_define(&shared, &largest));
+    CHECK_OK(sr_metric_define(&kLargestProduct, &largest));
     CHECK_OK(sr_metric_define(&spread, &widest));
     test_csr x = test_random_csr(70, 25, 4, SR_TYPE_FLOAT64);
-    sr_matrix X = test_make_matrix(ctx, &x);
+    sr_matrix X = test_make_matrix_at(c, &x, where);
     static double D1[70 * 70], D2[70 * 70];
     sr_dense V1 = sr_dense_view(D1, 70, 70, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
     sr_dense V2 = sr_dense_view(D2, 70, 70, SR_TYPE_FLOAT64, SR_ROW_MAJOR, SR_HOST);
-    CHECK_OK(sr_pairwise_distance(ctx, X, X, largest, 0.0, &V1));
-    CHECK_OK(sr_pairwise_distance(ctx, X, X, widest, 2.0, &V2));
+    CHECK_OK(sr_pairwise_distance(c, X, X, largest, 0.0, &V1));
+    CHECK_OK(sr_pairwise_distance(c, X, X, widest, 2.0, &V2));
     int64_t wrong1 = 0, wrong2 = 0;
     for (int64_t i = 0; i < 70; i++)
         for (int64_t j = 0; j < 70; j++) {
             double product = 0, gap = 0, ni = 0, nj = 0;
-            for (int64_t c = 0; c < 25; c++) {
-                const double a = test_csr_at(&x, i, c), b = test_csr_at(&x, j, c);
+            for (int64_t col = 0; col < 25; col++) {
+                const double a = test_csr_at(&x, i, col), b = test_csr_at(&x, j, col);
                 if (a != 0 && b != 0)
                     product = fmax(product, a * b);
                 gap = fmax(gap, (a - b) * (a - b));
@@ -261,8 +271,11 @@ static void check_maxima(void)
             wrong1 += !(D1[i * 70 + j] == product);
             wrong2 += !(fabs(D2[i * 70 + j] - gap / (1.0 + ni + nj)) <= 1e-12 * (1.0 + gap));
         }
-    CHECK(wrong1 == 0, "largest_product: %lld of 4900 distances differ from the dense reference", (long long)wrong1);
-    CHECK(wrong2 == 0, "largest_spread: %lld of 4900 distances differ from the dense reference", (long long)wrong2);
+    const char *place = where == SR_DEVICE ? "GPU" : "CPU";
+    CHECK(wrong1 == 0, "largest_product (%s): %lld of 4900 distances differ from the dense reference", place,
+          (long long)wrong1);
+    CHECK(wrong2 == 0, "largest_spread (%s): %lld of 4900 distances differ from the dense reference", place,
+          (long long)wrong2);
     sr_matrix_free(X);
     test_csr_free(&x);
 }
@@ -301,8 +314,8 @@ static void check_refusals(void)
         sr_metric_def largest = {"largest_gap", "fabs(q - x)", NULL, NULL, true, false, NULL, NULL, "max"};
         sr_metric gap = SR_METRIC_L2;
         CHECK_OK(sr_metric_define(&largest, &gap));
-        CHECK_FAILS(sr_knn(gpu, G, G, 1, gap, 0.0, idx, &Dv, NULL), SR_ERROR_UNSUPPORTED, "runs on the CPU backend");
-        CHECK_OK(sr_knn(gpu, G, G, 1, m, 0.0, idx, &Dv, NULL)); /* a sum runs there */
+        CHECK_OK(sr_knn(gpu, G, G, 1, gap, 0.0, idx, &Dv, NULL)); /* a maximum runs there */
+        CHECK_OK(sr_knn(gpu, G, G, 1, m, 0.0, idx, &Dv, NULL));   /* and a sum */
         sr_matrix_free(G), sr_matrix_free(H);
         test_csr_free(&x);
         sr_context_destroy(gpu);
@@ -320,7 +333,14 @@ int main(void)
     check_gpu_compile();
     check_gpu_builtins_again();
     check_weighted_jaccard();
-    check_maxima();
+    check_maxima_on(ctx, SR_HOST);
+    sr_context_options go = sr_context_options_default();
+    go.backend = SR_BACKEND_CUDA;
+    sr_context gpu;
+    if (sr_context_create(&gpu, &go) == SR_SUCCESS) {
+        check_maxima_on(gpu, SR_DEVICE);
+        sr_context_destroy(gpu);
+    }
     sr_context_destroy(ctx);
     return test_finish("test_user_metrics");
 }

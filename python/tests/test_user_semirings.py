@@ -161,7 +161,7 @@ def test_builtin_metrics_written_again_give_their_bits(rng, monkeypatch, builtin
     np.testing.assert_array_equal(gd.view(np.uint8), wd.view(np.uint8))
 
 
-@pytest.mark.parametrize("builtin,definition", [m for m in METRICS_AGAIN if "reduce" not in m[1]])
+@pytest.mark.parametrize("builtin,definition", METRICS_AGAIN)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_builtin_metrics_written_again_give_their_bits_on_the_gpu(rng, builtin, definition, dtype):
     """NVRTC's program of the user metric against the built-in, on a deterministic GPU context
@@ -219,8 +219,14 @@ def test_metric_refusals(rng):
         sr.pairwise_distances(sp.eye(3, format="csr"), metric=42, context=CPU)
     with pytest.raises(sr.InvalidArgumentError, match="expected plus or max"):
         sr.Metric("smallest_py", pair="q * x", reduce="min")
-    m = sr.Metric("refused_metric_py", pair="fabs(q - x)", over_union=True, reduce="max")
+
+
+def test_a_maximum_runs_where_the_data_is(rng):
+    """A maximum over the union on every backend: the GPU's (a warp a pair) gives the CPU's answer."""
+    m = sr.Metric("largest_gap_py", pair="fabs(q - x) * (1.0 + fabs(q))", over_union=True, reduce="max")
+    X = _random(rng, 40, 12, 0.3, np.float32)
+    want_d, want_i = sr.kneighbors(X, None, 3, m, context=CPU)
     for name, ctx in CONTEXTS:
-        if name == "cuda":  # a maximum runs on the CPU for now; sums run on the GPU
-            with pytest.raises(sr.SparseringError, match="runs on the CPU backend"):
-                sr.kneighbors(sr.Matrix(_random(rng, 20, 10, 0.3, np.float32), context=ctx), None, 2, m)
+        d, i = sr.kneighbors(sr.Matrix(X, context=ctx), None, 3, m)
+        np.testing.assert_array_equal(np.asarray(i), want_i, err_msg=name)
+        np.testing.assert_array_equal(np.asarray(d), want_d, err_msg=name)

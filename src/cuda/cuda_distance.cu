@@ -60,18 +60,23 @@ template <typename T, sr_metric M> sr_status launch(tile_args<T> a, int64_t nq, 
     return SR_SUCCESS;
 }
 
-// A user metric's tiles: the same kernel from its program (cuda_user_metric.cu).
+// A user metric's tiles: the same kernel from its program (cuda_user_metric.cu), or, for a maximum
+// over the union, a warp a pair (union_max_kernel).
 template <typename T> sr_status launch_user_metric(const sr_user_metric *u, tile_args<T> a, int64_t nq,
                                                    cudaStream_t stream) {
     jit_program *program = nullptr;
     SR_TRY(user_metric_program(u, &program));
-    a.tile_rows = kTileBytes / user_metric_accumulator_bytes(&u->def, sizeof(T) == 8 ? SR_TYPE_FLOAT64 : SR_TYPE_FLOAT32);
+    const char *tiles_kernel = user_metric_tile_kernel(&u->def);
+    const bool union_max = strcmp(tiles_kernel, "union_max_kernel") == 0;
+    // union_max_kernel: no accumulators, a warp a pair, 4 rows a warp a block (grid y)
+    a.tile_rows = union_max ? 4 * kThreads / 32
+                            : kTileBytes / user_metric_accumulator_bytes(&u->def, sizeof(T) == 8 ? SR_TYPE_FLOAT64 : SR_TYPE_FLOAT32);
     const int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
     const dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
     cudaKernel_t kernel = nullptr;
-    SR_TRY(jit_kernel(program, user_metric_kernel("intersect_kernel", sizeof(T) == 8).c_str(), &kernel));
+    SR_TRY(jit_kernel(program, user_metric_kernel(tiles_kernel, sizeof(T) == 8).c_str(), &kernel));
     void *args[] = {&a};
-    return jit_launch(kernel, grid, dim3(kThreads), kTileBytes, stream, args);
+    return jit_launch(kernel, grid, dim3(kThreads), union_max ? 0 : kTileBytes, stream, args);
 }
 
 template <typename T> sr_status distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1,

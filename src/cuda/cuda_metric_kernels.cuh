@@ -2,10 +2,12 @@
 // run them with builtin_metric<M> (cuda_distance_tile.cuh), and a user metric's program compiles
 // them again with its terms (cuda_user_metric.cu), so a built-in written again sums the same terms
 // in the same order. A metric is a type Mt with
-//   accumulators (1 or 2), wide (float64 accumulators whatever the value type), maximum (norms
-//   folded by fmax), and the static device functions intersect(q, x, p, &a0, &a1) (a shared
-//   column's terms), norm_add(v, p, &n0, &n1) (an entry's norm terms) and
+//   accumulators (1 or 2), wide (float64 accumulators whatever the value type), maximum (reduced
+//   by max: terms and norms folded by fmax from 0, as the CPU folds them), and the static device
+//   functions intersect(q, x, p, &a0, &a1) (a shared column's terms, added to a0 = a1 = 0),
+//   norm_add(v, p, &n0, &n1) (an entry's norm terms folded in) and
 //   finalize(a0, a1, q0, q1, x0, x1, d, p) (the distance).
+// A user metric reduced by max over the union also has pair(q, x), and runs union_max_kernel.
 // No host code here: NVRTC has no system headers (cuda_device_base.cuh's prelude).
 #pragma once
 
@@ -55,6 +57,11 @@ template <typename A, typename B> struct type_if<false, A, B> { using type = B; 
 // The accumulators' type: float64 for float64 values and for the wide metrics (the union sums).
 template <typename T, class Mt> using metric_acc_t = typename type_if<sizeof(T) == 8 || Mt::wide, double, float>::type;
 
+// An accumulator and a term folded as the metric reduces: a sum, or (Mt::maximum) fmax.
+template <class Mt, typename Acc> __device__ inline Acc fold(Acc acc, Acc term) {
+    return Mt::maximum ? fmax(acc, term) : acc + term;
+}
+
 // The tile's terms in a fixed order, for a deterministic context (tile_args.ordered): warp w owns
 // rows [rows·w/warps, rows·(w+1)/warps) of the tile and adds every query entry's terms for them,
 // entry after entry, without atomics, so each accumulator takes its terms in the query's entry
@@ -76,9 +83,9 @@ __device__ void accumulate_ordered_by(const tile_args<T> &a, metric_acc_t<T, Mt>
             const int r = a.xtrow[t] - (int)i0;
             double a0 = 0.0, a1 = 0.0;
             Mt::intersect(q, (double)a.xtval[t], a.p, &a0, &a1);
-            acc[r] += (Acc)a0;
+            acc[r] = fold<Mt>(acc[r], (Acc)a0);
             if (Mt::accumulators > 1)
-                acc[a.tile_rows + r] += (Acc)a1;
+                acc[a.tile_rows + r] = fold<Mt>(acc[a.tile_rows + r], (Acc)a1);
             if (touched_step > 0)
                 touched[r / touched_step] = 1;
         }
@@ -89,7 +96,8 @@ __device__ void accumulate_ordered_by(const tile_args<T> &a, metric_acc_t<T, Mt>
 // The accumulators of index rows [i0, i0 + rows) against query entries [qbegin, qend): zeroed,
 // then each warp takes one of the query's entries, finds the tile's slice of that column's list
 // (a 32-way search) and adds the metric's intersection term for every row in it. The block calls
-// it together; the accumulators are ready (and synchronized) on return.
+// it together; the accumulators are ready (and synchronized) on return. A metric reduced by max
+// takes the fixed order (there is no float atomic max; its bits do not depend on the order).
 template <typename T, class Mt>
 __device__ void accumulate_tile_by(const tile_args<T> &a, metric_acc_t<T, Mt> *acc, int64_t i0, int rows,
                                    int64_t qbegin, int64_t qend) {
@@ -101,7 +109,7 @@ __device__ void accumulate_tile_by(const tile_args<T> &a, metric_acc_t<T, Mt> *a
             acc[a.tile_rows + r] = Acc(0);
     }
     __syncthreads();
-    if (a.ordered) {
+    if (a.ordered || Mt::maximum) {
         accumulate_ordered_by<T, Mt>(a, acc, nullptr, 0, i0, rows, qbegin, qend);
         __syncthreads();
         return;
@@ -144,6 +152,40 @@ template <typename T, class Mt> __global__ void __launch_bounds__(kDistanceThrea
                 (T)Mt::finalize((double)acc[r], a1, qn0, qn1, a.xnorm[2 * i], a.xnorm[2 * i + 1], a.d, a.p);
         }
         __syncthreads();
+    }
+}
+
+// A metric reduced by max over the union (a user's; the built-in Chebyshev has its own tiles):
+// the largest pair(q, x) over the columns either row holds, a missing value 0, from 0, finalized.
+// A warp a pair: the index row's entries with the query's value at each column (a search in the
+// query's columns), then the query's entries the index row lacks (a search in the row's). Every
+// entry of both rows is read, where the sums touch only shared columns: a merge a pair.
+template <typename T, class Mt> __global__ void __launch_bounds__(kDistanceThreads) union_max_kernel(tile_args<T> a) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kDistanceThreads / 32;
+    const int64_t j = a.q0 + blockIdx.x;
+    const int64_t qbegin = a.qptr[j], qn = a.qptr[j + 1] - qbegin;
+    const int32_t *qcols = a.qcol + qbegin;
+    const T *qvals = a.qval + qbegin;
+    const double qn0 = a.qnorm[2 * j], qn1 = a.qnorm[2 * j + 1];
+    T *out_row = a.out + (int64_t)blockIdx.x * a.rs;
+    for (int64_t i = (int64_t)blockIdx.y * warps + warp; i < a.nx; i += (int64_t)gridDim.y * warps) {
+        const int64_t xbegin = a.xptr[i], xn = a.xptr[i + 1] - xbegin;
+        const int32_t *xcols = a.xcol + xbegin;
+        double m = 0.0;
+        for (int64_t t = lane; t < xn; t += 32) {
+            const int64_t at = lower_bound(qcols, qn, xcols[t]);
+            const double q = at < qn && qcols[at] == xcols[t] ? (double)qvals[at] : 0.0;
+            m = fmax(m, Mt::pair(q, (double)a.xval[xbegin + t], a.p));
+        }
+        for (int64_t t = lane; t < qn; t += 32) {
+            const int64_t at = lower_bound(xcols, xn, qcols[t]);
+            if (at == xn || xcols[at] != qcols[t])
+                m = fmax(m, Mt::pair((double)qvals[t], 0.0, a.p));
+        }
+        for (int o = 16; o > 0; o /= 2)
+            m = fmax(m, __shfl_xor_sync(~0u, m, o));
+        if (lane == 0)
+            out_row[i * a.cs] = (T)Mt::finalize(m, 0.0, qn0, qn1, a.xnorm[2 * i], a.xnorm[2 * i + 1], a.d, a.p);
     }
 }
 

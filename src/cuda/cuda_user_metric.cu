@@ -13,9 +13,14 @@ std::string user_metric_kernel(const char *kernel, bool float64) {
     return std::string("sr_cuda::") + kernel + (float64 ? "<double" : "<float") + ", sr_user_metric>";
 }
 
-static std::vector<std::string> user_metric_kernels() {
-    return {user_metric_kernel("intersect_kernel", false), user_metric_kernel("intersect_kernel", true),
-            user_metric_kernel("norms_kernel", false), user_metric_kernel("norms_kernel", true)};
+const char *user_metric_tile_kernel(const sr_metric_def *d) {
+    return sr_user_metric_terms_of(d).maximum && d->over_union ? "union_max_kernel" : "intersect_kernel";
+}
+
+static std::vector<std::string> user_metric_kernels(const sr_metric_def *d) {
+    const char *tiles = user_metric_tile_kernel(d);
+    return {user_metric_kernel(tiles, false), user_metric_kernel(tiles, true), user_metric_kernel("norms_kernel", false),
+            user_metric_kernel("norms_kernel", true)};
 }
 
 std::string user_metric_source(const sr_metric_def *d) {
@@ -34,15 +39,16 @@ std::string user_metric_source(const sr_metric_def *d) {
            "struct sr_user_metric {\n"
            "    static constexpr int accumulators = " + (t.two_sums ? "2" : "1") + ";\n"
            "    static constexpr bool wide = " + (d->over_union ? "true" : "false") + ";\n"
-           "    static constexpr bool maximum = false;\n"
+           "    static constexpr bool maximum = " + (t.maximum ? "true" : "false") + ";\n"
+           "    __device__ static double pair(double q, double x, double p) { return sr_pair(q, x, p); }\n"
            "    __device__ static void intersect(double q, double x, double p, double *a0, double *a1) {\n"
            "        *a0 += " + t.term + ";\n"
            "        if (accumulators > 1)\n"
            "            *a1 += " + t.term2 + ";\n"
            "    }\n"
            "    __device__ static void norm_add(double v, double p, double *n0, double *n1) {\n"
-           "        *n0 += sr_norm(v, p);\n"
-           "        *n1 += sr_norm2(v, p);\n"
+           "        *n0 = maximum ? fmax(*n0, sr_norm(v, p)) : *n0 + sr_norm(v, p);\n"
+           "        *n1 = maximum ? fmax(*n1, sr_norm2(v, p)) : *n1 + sr_norm2(v, p);\n"
            "    }\n"
            "    __device__ static double finalize(double acc, double acc2, double nq, double nq2, double nx, double nx2,\n"
            "                                      double d, double p) {\n"
@@ -55,7 +61,8 @@ std::string user_metric_source(const sr_metric_def *d) {
 sr_status user_metric_program(const sr_user_metric *u, jit_program **program) {
     char what[200];
     snprintf(what, sizeof what, "metric '%s' (pair '%s')", u->def.name, u->def.pair);
-    return cached_user_program(u, what, [u] { return user_metric_source(&u->def); }, user_metric_kernels(), program);
+    return cached_user_program(u, what, [u] { return user_metric_source(&u->def); }, user_metric_kernels(&u->def),
+                               program);
 }
 
 int user_metric_accumulator_bytes(const sr_metric_def *d, sr_type type) {
@@ -72,6 +79,6 @@ extern "C" sr_status sr_cuda_user_metric_compile_check(sr_metric m, int arch, si
     if (!u)
         return sr_error(SR_ERROR_INVALID_ARGUMENT, "sr_cuda_user_metric_compile_check: %d is not a user metric", (int)m);
     std::vector<std::string> lowered;
-    return jit_compile_only(u->def.name, user_metric_source(&u->def), user_metric_kernels(), arch, cubin_bytes,
+    return jit_compile_only(u->def.name, user_metric_source(&u->def), user_metric_kernels(&u->def), arch, cubin_bytes,
                             &lowered);
 }

@@ -13,7 +13,11 @@ std::string user_metric_kernel(const char *kernel, bool float64);
 // The source of a user metric's program: its terms as a metric type beside the kernels' templates.
 std::string user_metric_source(const sr_metric_def *d);
 
-// The program of u's kernels (the tiles' sums and the norms, float32 and float64) on this device.
+// The kernel that scores a user metric's tiles: intersect_kernel (sums, and maxima over the shared
+// columns), or union_max_kernel (a maximum over the union).
+const char *user_metric_tile_kernel(const sr_metric_def *d);
+
+// The program of u's kernels (its tile kernel and the norms, float32 and float64) on this device.
 sr_status user_metric_program(const sr_user_metric *u, jit_program **program);
 
 // Bytes a row's accumulators take in a tile: the built-ins' rule (float64 for float64 values and

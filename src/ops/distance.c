@@ -174,7 +174,6 @@ sr_status sr_distance_prepare(const char *fn, struct sr_context_s *ctx, struct s
     SR_TRY(sr_ops_check_matrix(fn, ctx, queries));
     SR_TRY(sr_ops_check_matrix(fn, ctx, index));
     SR_TRY(sr_metric_check(fn, metric, metric_arg));
-    SR_TRY(sr_metric_check_where(fn, (int)metric, index->location));
     SR_CHECK_ARG(queries->location == index->location, "%s: the two matrices live apart (%s and %s); sr_matrix_copy_to moves one",
                  fn, sr_ops_place(queries->location), sr_ops_place(index->location));
     SR_CHECK_ARG(queries->ncols == index->ncols, "%s: rows of %lld and %lld columns cannot be compared", fn,
@@ -419,7 +418,6 @@ sr_status sr_knn(sr_context ctx, sr_matrix index, sr_matrix queries, int64_t k, 
     SR_CHECK_ARG(distances->nrows == queries->nrows && distances->ncols == k,
                  "%s: distances is %lld x %lld but there are %lld queries and k = %lld", fn,
                  (long long)distances->nrows, (long long)distances->ncols, (long long)queries->nrows, (long long)k);
-    SR_TRY(sr_metric_check_where(fn, (int)metric, index->location));
     if (sr_multi_applies(ctx, index) && queries->location == SR_DEVICE && !sr_metric_is_user((int)metric))
         return sr_multi_knn(ctx, index, queries, k, metric, metric_arg, indices, distances, options);
     sr_distance_prep p;

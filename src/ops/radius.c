@@ -212,7 +212,6 @@ sr_status sr_radius_neighbors(sr_context ctx, sr_matrix index, sr_matrix queries
     SR_CHECK_ARG(!isnan(radius), "%s: the radius is NaN", fn);
     /* distances are never negative (but for the inner product, a similarity, and KL divergence of
      * rows that are not distributions): such a radius would quietly match nothing */
-    SR_TRY(sr_metric_check_where(fn, (int)metric, index->location));
     SR_CHECK_ARG(radius >= 0.0 || metric == SR_METRIC_INNER_PRODUCT || metric == SR_METRIC_KL_DIVERGENCE ||
                      sr_metric_is_user((int)metric),
                  "%s: the radius is %g, and %s distances are never negative", fn, radius, sr_metric_name(metric));

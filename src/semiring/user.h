@@ -82,9 +82,6 @@ bool sr_metric_is_user(int m);
 const sr_user_metric *sr_user_metric_of(int m);
 /* k-NN keeps the largest values: the inner product, and user metrics defined as similarities. */
 bool sr_metric_keeps_largest(int m);
-/* Fails with a message naming `fn` for a user metric the device does not run yet (one reduced by
- * max) when the data is there. */
-sr_status sr_metric_check_where(const char *fn, int m, sr_location where);
 /* A user metric's expressions as the kernels of either backend spell them: the term a shared
  * column adds (over the union, split as metric.h splits the built-ins'), the norms' terms, the
  * second sum's, the distance; sr_user_metric_helpers defines sr_pow, sr_snap, sr_clamp and

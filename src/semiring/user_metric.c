@@ -22,16 +22,6 @@ bool sr_metric_keeps_largest(int m)
     return u ? u->def.similarity : sr_metric_is_similarity((sr_metric)m);
 }
 
-sr_status sr_metric_check_where(const char *fn, int m, sr_location where)
-{
-    const sr_user_metric *u = sr_user_metric_of(m);
-    if (u && u->def.reduce && where == SR_DEVICE)
-        return sr_error(SR_ERROR_UNSUPPORTED, "%s: the user metric '%s' reduces by max, which runs on the CPU backend "
-                        "for now, and the data lives on the GPU (copy it to the host, or use a CPU context; "
-                        "docs/user-semirings.md)", fn, u->def.name);
-    return SR_SUCCESS;
-}
-
 /* metric.h's helpers as a user metric's source spells them (sr_pow, sr_snap, sr_clamp,
  * sr_norm_product), for either backend's compiler: the source defines SR_FN first. */
 const char sr_user_metric_helpers[] =
