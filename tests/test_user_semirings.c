@@ -245,9 +245,31 @@ static void check_builtins_again(void)
     test_csr_free(&a);
 }
 
+/* On the GPU, sr_ewise_add and sr_ewise_mult by the built-in and by the user semiring, with and
+ * without a mask (complemented too): the same pattern and bits. */
+static void compare_ewise_on(sr_context on, sr_semiring builtin, sr_semiring user, sr_matrix A, sr_matrix B,
+                             sr_matrix mask, const char *what)
+{
+    const sr_descriptor complement = {.mask_complement = true};
+    for (int c = 0; c < 6; c++) {
+        const bool add = c % 2 == 0;
+        sr_matrix M = c < 2 ? NULL : mask;
+        const sr_descriptor *d = c >= 4 ? &complement : NULL;
+        sr_matrix C1 = NULL, C2 = NULL;
+        CHECK_OK(add ? sr_ewise_add(on, &C1, M, builtin, A, B, d) : sr_ewise_mult(on, &C1, M, builtin, A, B, d));
+        CHECK_OK(add ? sr_ewise_add(on, &C2, M, user, A, B, d) : sr_ewise_mult(on, &C2, M, user, A, B, d));
+        bool equal = false;
+        if (C1 && C2)
+            CHECK_OK(sr_matrix_equal(on, C1, C2, &equal));
+        CHECK(equal, "%s (GPU): %s%s differs from %s", what, add ? "sr_ewise_add" : "sr_ewise_mult",
+              c < 2 ? "" : c < 4 ? " under a mask" : " under a complemented mask", sr_semiring_name(builtin));
+        sr_matrix_free(C1), sr_matrix_free(C2);
+    }
+}
+
 /* On a GPU: SpMV (split and row kernels) and SpMM (every kernel: 6, 12, 40 and 41 columns, rows
  * short, mid and long) of every built-in written again, compiled by NVRTC, against the built-in's
- * own kernels on the same device: the same bits. */
+ * own kernels on the same device: the same bits; and the element-wise add and multiply. */
 static void check_gpu_products(void)
 {
     sr_context_options o = sr_context_options_default();
@@ -266,8 +288,12 @@ static void check_gpu_products(void)
             const sr_semiring user = builtin_again(b, type, name, sizeof name);
             test_csr a = test_random_csr(500, 5000, 80, type); /* heavy-tailed: mid and long rows */
             test_csr mv = test_random_csr(500, 1, 1, SR_TYPE_BOOL), mk = test_random_csr(500, 41, 20, SR_TYPE_BOOL);
+            test_csr a2 = test_random_csr(500, 5000, 60, type), mw = test_random_csr(500, 5000, 90, SR_TYPE_BOOL);
             sr_matrix A = test_make_matrix_at(gpu, &a, SR_DEVICE), Mv = test_make_matrix_at(gpu, &mv, SR_DEVICE);
-            sr_matrix M = test_make_matrix_at(gpu, &mk, SR_DEVICE);
+            sr_matrix M = test_make_matrix_at(gpu, &mk, SR_DEVICE), A2 = test_make_matrix_at(gpu, &a2, SR_DEVICE);
+            sr_matrix Mw = test_make_matrix_at(gpu, &mw, SR_DEVICE);
+            if (A && A2 && Mw)
+                compare_ewise_on(gpu, kBuiltins[b].builtin, user, A, A2, Mw, name);
             if (A && Mv && M) {
                 setenv("SPARSERING_SPMV_KERNEL", "rows", 1);
                 compare_dense_on(gpu, kBuiltins[b].builtin, user, A, Mv, 500, 5000, 1, type, name);
@@ -280,8 +306,8 @@ static void check_gpu_products(void)
             if (b == 0 && t == 0)
                 printf("%s on the GPU, compile (or the cache) and the products: %.0f ms\n", name,
                        1e3 * (seconds() - t0));
-            sr_matrix_free(A), sr_matrix_free(Mv), sr_matrix_free(M);
-            test_csr_free(&a), test_csr_free(&mv), test_csr_free(&mk);
+            sr_matrix_free(A), sr_matrix_free(Mv), sr_matrix_free(M), sr_matrix_free(A2), sr_matrix_free(Mw);
+            test_csr_free(&a), test_csr_free(&mv), test_csr_free(&mk), test_csr_free(&a2), test_csr_free(&mw);
         }
     sr_context_destroy(gpu);
 }

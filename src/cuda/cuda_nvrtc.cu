@@ -20,6 +20,7 @@ extern const char sr_rtc_device_base[];
 extern const char sr_rtc_spmm_kernels[];
 extern const char sr_rtc_spmv_split_kernels[];
 extern const char sr_rtc_metric_kernels[];
+extern const char sr_rtc_ewise_kernels[];
 }
 
 namespace sr_cuda {
@@ -33,10 +34,10 @@ struct jit_program {
 namespace {
 
 const char *const kHeaderNames[] = {"cuda_device_base.cuh", "cuda_spmm_kernels.cuh", "cuda_spmv_split_kernels.cuh",
-                                    "cuda_metric_kernels.cuh"};
+                                    "cuda_metric_kernels.cuh", "cuda_ewise_kernels.cuh"};
 const char *const kHeaderSources[] = {sr_rtc_device_base, sr_rtc_spmm_kernels, sr_rtc_spmv_split_kernels,
-                                      sr_rtc_metric_kernels};
-constexpr int kHeaders = 4;
+                                      sr_rtc_metric_kernels, sr_rtc_ewise_kernels};
+constexpr int kHeaders = 5;
 
 std::mutex jit_lock;                          // one compile or load at a time
 std::map<uint64_t, jit_program *> programs;   // by key, for the process (never unloaded)
