@@ -245,10 +245,22 @@ static void check_builtins_again(void)
     test_csr_free(&a);
 }
 
-/* On the GPU, sr_ewise_add and sr_ewise_mult by the built-in and by the user semiring, with and
- * without a mask (complemented too): the same pattern and bits. */
-static void compare_ewise_on(sr_context on, sr_semiring builtin, sr_semiring user, sr_matrix A, sr_matrix B,
-                             sr_matrix mask, const char *what)
+/* Whether the built-in's C1 and the user semiring's C2 are one matrix; frees both. */
+static void check_same_and_free(sr_context on, sr_matrix C1, sr_matrix C2, const char *what, const char *call,
+                                sr_semiring builtin)
+{
+    bool equal = false;
+    if (C1 && C2)
+        CHECK_OK(sr_matrix_equal(on, C1, C2, &equal));
+    CHECK(equal, "%s (GPU): %s differs from %s", what, call, sr_semiring_name(builtin));
+    sr_matrix_free(C1), sr_matrix_free(C2);
+}
+
+/* On the GPU, by the built-in and by the user semiring: sr_ewise_add and sr_ewise_mult of A and B
+ * with and without a mask (complemented too), A's row reduction, the Kronecker product of the
+ * small S and S2 (under a mask too): the same pattern and bits. */
+static void compare_structural_on(sr_context on, sr_semiring builtin, sr_semiring user, sr_matrix A, sr_matrix B,
+                                  sr_matrix mask, sr_matrix S, sr_matrix S2, sr_matrix kron_mask, const char *what)
 {
     const sr_descriptor complement = {.mask_complement = true};
     for (int c = 0; c < 6; c++) {
@@ -258,18 +270,27 @@ static void compare_ewise_on(sr_context on, sr_semiring builtin, sr_semiring use
         sr_matrix C1 = NULL, C2 = NULL;
         CHECK_OK(add ? sr_ewise_add(on, &C1, M, builtin, A, B, d) : sr_ewise_mult(on, &C1, M, builtin, A, B, d));
         CHECK_OK(add ? sr_ewise_add(on, &C2, M, user, A, B, d) : sr_ewise_mult(on, &C2, M, user, A, B, d));
-        bool equal = false;
-        if (C1 && C2)
-            CHECK_OK(sr_matrix_equal(on, C1, C2, &equal));
-        CHECK(equal, "%s (GPU): %s%s differs from %s", what, add ? "sr_ewise_add" : "sr_ewise_mult",
-              c < 2 ? "" : c < 4 ? " under a mask" : " under a complemented mask", sr_semiring_name(builtin));
-        sr_matrix_free(C1), sr_matrix_free(C2);
+        char call[64];
+        snprintf(call, sizeof call, "%s%s", add ? "sr_ewise_add" : "sr_ewise_mult",
+                 c < 2 ? "" : c < 4 ? " under a mask" : " under a complemented mask");
+        check_same_and_free(on, C1, C2, what, call, builtin);
+    }
+    sr_matrix C1 = NULL, C2 = NULL;
+    CHECK_OK(sr_reduce_rows(on, &C1, builtin, A));
+    CHECK_OK(sr_reduce_rows(on, &C2, user, A));
+    check_same_and_free(on, C1, C2, what, "sr_reduce_rows", builtin);
+    for (int masked = 0; masked < 2; masked++) {
+        C1 = C2 = NULL;
+        CHECK_OK(sr_kronecker(on, &C1, masked ? kron_mask : NULL, builtin, S, S2, NULL));
+        CHECK_OK(sr_kronecker(on, &C2, masked ? kron_mask : NULL, user, S, S2, NULL));
+        check_same_and_free(on, C1, C2, what, masked ? "sr_kronecker under a mask" : "sr_kronecker", builtin);
     }
 }
 
 /* On a GPU: SpMV (split and row kernels) and SpMM (every kernel: 6, 12, 40 and 41 columns, rows
  * short, mid and long) of every built-in written again, compiled by NVRTC, against the built-in's
- * own kernels on the same device: the same bits; and the element-wise add and multiply. */
+ * own kernels on the same device: the same bits; and the element-wise, reduction and Kronecker
+ * calls (compare_structural_on). */
 static void check_gpu_products(void)
 {
     sr_context_options o = sr_context_options_default();
@@ -289,11 +310,14 @@ static void check_gpu_products(void)
             test_csr a = test_random_csr(500, 5000, 80, type); /* heavy-tailed: mid and long rows */
             test_csr mv = test_random_csr(500, 1, 1, SR_TYPE_BOOL), mk = test_random_csr(500, 41, 20, SR_TYPE_BOOL);
             test_csr a2 = test_random_csr(500, 5000, 60, type), mw = test_random_csr(500, 5000, 90, SR_TYPE_BOOL);
+            test_csr s1 = test_random_csr(30, 20, 4, type), s2 = test_random_csr(25, 30, 5, type);
+            test_csr mkron = test_random_csr(750, 600, 60, SR_TYPE_BOOL);
             sr_matrix A = test_make_matrix_at(gpu, &a, SR_DEVICE), Mv = test_make_matrix_at(gpu, &mv, SR_DEVICE);
             sr_matrix M = test_make_matrix_at(gpu, &mk, SR_DEVICE), A2 = test_make_matrix_at(gpu, &a2, SR_DEVICE);
-            sr_matrix Mw = test_make_matrix_at(gpu, &mw, SR_DEVICE);
-            if (A && A2 && Mw)
-                compare_ewise_on(gpu, kBuiltins[b].builtin, user, A, A2, Mw, name);
+            sr_matrix Mw = test_make_matrix_at(gpu, &mw, SR_DEVICE), S1 = test_make_matrix_at(gpu, &s1, SR_DEVICE);
+            sr_matrix S2 = test_make_matrix_at(gpu, &s2, SR_DEVICE), Mk = test_make_matrix_at(gpu, &mkron, SR_DEVICE);
+            if (A && A2 && Mw && S1 && S2 && Mk)
+                compare_structural_on(gpu, kBuiltins[b].builtin, user, A, A2, Mw, S1, S2, Mk, name);
             if (A && Mv && M) {
                 setenv("SPARSERING_SPMV_KERNEL", "rows", 1);
                 compare_dense_on(gpu, kBuiltins[b].builtin, user, A, Mv, 500, 5000, 1, type, name);
@@ -307,7 +331,9 @@ static void check_gpu_products(void)
                 printf("%s on the GPU, compile (or the cache) and the products: %.0f ms\n", name,
                        1e3 * (seconds() - t0));
             sr_matrix_free(A), sr_matrix_free(Mv), sr_matrix_free(M), sr_matrix_free(A2), sr_matrix_free(Mw);
+            sr_matrix_free(S1), sr_matrix_free(S2), sr_matrix_free(Mk);
             test_csr_free(&a), test_csr_free(&mv), test_csr_free(&mk), test_csr_free(&a2), test_csr_free(&mw);
+            test_csr_free(&s1), test_csr_free(&s2), test_csr_free(&mkron);
         }
     sr_context_destroy(gpu);
 }

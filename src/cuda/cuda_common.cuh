@@ -10,6 +10,7 @@
 extern "C" {
 #include "../core/context.h"
 #include "../core/error.h"
+#include "../core/matrix.h"
 #include "../core/memory.h"
 #include "../core/settings.h"
 }
@@ -30,6 +31,8 @@ sr_status sr_cuda_fail(cudaError_t err, const char *what, const char *file, int 
 namespace sr_cuda {
 
 inline cudaStream_t stream_of(const sr_context_s *ctx) { return static_cast<cudaStream_t>(ctx->stream); }
+
+inline csr_ref csr_ref_of(const sr_matrix_s *M) { return {M->rowptr, M->colind, M->values, M->nrows, M->ncols}; }
 
 // The host waits for a stream: every such wait of the backend goes through here, counted
 // (sr_device_waits), so that a test can hold an iterative loop to the waits it means to make.

@@ -50,6 +50,14 @@ __device__ inline int64_t row_of_entry(const int64_t *rowptr, int64_t nrows, int
     return lo;
 }
 
+// A CSR matrix as kernels that NVRTC also compiles read it (cuda_common.cuh's csr_ref_of makes one).
+struct csr_ref {
+    const int64_t *rowptr; // nullptr: no matrix (an element-wise merge's absent B)
+    const int32_t *colind;
+    const void *values;
+    int64_t nrows, ncols;
+};
+
 // Structural mask test for output (i, j): binary search in the mask's row i.
 struct mask_view {
     const int64_t *rowptr = nullptr; // nullptr: no mask

@@ -77,9 +77,9 @@ template <class Ops> struct merge_launcher {
     static sr_status run(sr_context_s *ctx, const sr_matrix_s *A, const ewise_args &p, sr_matrix_s **out) {
         using T = typename Ops::value;
         cudaStream_t stream = stream_of(ctx);
-        cudaKernel_t user_fill = nullptr;
+        user_fill_kernel user_fill;
         if constexpr (is_user_ops<Ops>)
-            SR_TRY(jit_kernel(current_user_program, user_kernel_name("fill_tiles", {}).c_str(), &user_fill));
+            SR_TRY(user_fill.find("fill_tiles"));
         const unsigned grid = grid_for(p.tiles * kThreads, kThreads);
         buffer<int64_t> tile_counts(ctx);
         buffer<unsigned char> scan_temp(ctx);
@@ -107,12 +107,10 @@ template <class Ops> struct merge_launcher {
                 const int64_t *base = tile_counts.get();
                 int32_t *colind = C->colind;
                 T *values = static_cast<T *>(C->values);
-                if constexpr (is_user_ops<Ops>) {
-                    void *args[] = {const_cast<ewise_args *>(&p), &base, &colind, &values};
-                    (void)jit_launch(user_fill, dim3(grid), dim3(kThreads), 0, stream, args); // failing: the fill's error
-                } else {
+                if constexpr (is_user_ops<Ops>)
+                    user_fill.launch(grid, kThreads, stream, p, base, colind, values);
+                else
                     fill_tiles<Ops><<<grid, kThreads, 0, stream>>>(p, base, colind, values);
-                }
             },
             "element-wise", out);
     }
@@ -125,10 +123,10 @@ extern "C" sr_status sr_cuda_ewise(sr_context_s *ctx, const sr_matrix_s *A, cons
                                    sr_matrix_s **C) {
     device_guard guard(ctx->device);
     ewise_args p{};
-    p.a = {A->rowptr, A->colind, A->values, A->nrows};
+    p.a = csr_ref_of(A);
     p.items = A->nnz;
     if (merge != SR_MERGE_LEFT) {
-        p.b = {B->rowptr, B->colind, B->values, B->nrows};
+        p.b = csr_ref_of(B);
         p.items += B->nnz;
     }
     if (mask) {
@@ -138,16 +136,7 @@ extern "C" sr_status sr_cuda_ewise(sr_context_s *ctx, const sr_matrix_s *A, cons
     }
     p.merge = (int)merge;
     p.tiles = (p.items + kTile - 1) / kTile;
-    if (const sr_user_semiring *u = sr_user_semiring_of((int)s)) { // the fill pass from its program
-        jit_program *program = nullptr;
-        SR_TRY(user_program(u, {user_kernel_name("fill_tiles", {})}, &program));
-        user_program_scope scope(program);
-        switch (A->type) {
-        case SR_TYPE_INT32: return merge_launcher<user_ops<int32_t>>::run(ctx, A, p, C);
-        case SR_TYPE_FLOAT32: return merge_launcher<user_ops<float>>::run(ctx, A, p, C);
-        case SR_TYPE_FLOAT64: return merge_launcher<user_ops<double>>::run(ctx, A, p, C);
-        default: return sr_error(SR_ERROR_INTERNAL, "a user semiring on %s values", sr_type_name(A->type));
-        }
-    }
+    if (const sr_user_semiring *u = sr_user_semiring_of((int)s)) // the fill pass from its program
+        return run_user<merge_launcher>(u, "fill_tiles", ctx, A, p, C);
     return dispatch_semiring<merge_launcher>(s, A->type, ctx, A, p, C);
 }

@@ -15,16 +15,8 @@ constexpr int64_t kEwiseTile = kEwiseThreads * kEwiseItems;
 // semiring.h's sr_merge, which NVRTC does not see (cuda_ewise.cu checks that they agree).
 enum ewise_merge : int { kMergeUnion = 0, kMergeIntersect = 1, kMergeLeft = 2 };
 
-// A CSR operand as the kernels read it.
-struct ewise_csr {
-    const int64_t *rowptr; // nullptr for B under kMergeLeft: B then has no entries
-    const int32_t *colind;
-    const void *values;
-    int64_t nrows;
-};
-
 struct ewise_args {
-    ewise_csr a, b;
+    csr_ref a, b; // b.rowptr is nullptr under kMergeLeft: B then has no entries
     mask_view mask;
     int merge; // an ewise_merge
     int64_t items, tiles; // A's entries + B's; tiles of kEwiseTile items

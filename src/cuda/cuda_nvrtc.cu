@@ -21,6 +21,7 @@ extern const char sr_rtc_spmm_kernels[];
 extern const char sr_rtc_spmv_split_kernels[];
 extern const char sr_rtc_metric_kernels[];
 extern const char sr_rtc_ewise_kernels[];
+extern const char sr_rtc_structure_kernels[];
 }
 
 namespace sr_cuda {
@@ -34,10 +35,10 @@ struct jit_program {
 namespace {
 
 const char *const kHeaderNames[] = {"cuda_device_base.cuh", "cuda_spmm_kernels.cuh", "cuda_spmv_split_kernels.cuh",
-                                    "cuda_metric_kernels.cuh", "cuda_ewise_kernels.cuh"};
-const char *const kHeaderSources[] = {sr_rtc_device_base, sr_rtc_spmm_kernels, sr_rtc_spmv_split_kernels,
-                                      sr_rtc_metric_kernels, sr_rtc_ewise_kernels};
-constexpr int kHeaders = 5;
+                                    "cuda_metric_kernels.cuh", "cuda_ewise_kernels.cuh", "cuda_structure_kernels.cuh"};
+const char *const kHeaderSources[] = {sr_rtc_device_base, sr_rtc_spmm_kernels,  sr_rtc_spmv_split_kernels,
+                                      sr_rtc_metric_kernels, sr_rtc_ewise_kernels, sr_rtc_structure_kernels};
+constexpr int kHeaders = 6;
 
 std::mutex jit_lock;                          // one compile or load at a time
 std::map<uint64_t, jit_program *> programs;   // by key, for the process (never unloaded)

@@ -383,9 +383,10 @@ extern "C" sr_status sr_cuda_user_compile_check(sr_semiring s, int arch, size_t 
     const int V = u->def.type == SR_TYPE_FLOAT64 ? kVec<double> : kVec<float>;
     std::vector<std::string> lowered;
     size_t spmv_bytes = 0, spmm_bytes = 0;
-    std::vector<std::string> spmv_and_ewise = user_product_kernels(true, V);
-    spmv_and_ewise.push_back(user_kernel_name("fill_tiles", {})); // the element-wise merges' (cuda_ewise.cu)
-    SR_TRY(jit_compile_only(u->def.name, user_source(&u->def), spmv_and_ewise, arch, &spmv_bytes, &lowered));
+    std::vector<std::string> spmv_and_fills = user_product_kernels(true, V);
+    for (const char *fill : {"fill_tiles", "kron_fill", "reduce_fill"}) // cuda_ewise.cu's, cuda_structure.cu's
+        spmv_and_fills.push_back(user_kernel_name(fill, {}));
+    SR_TRY(jit_compile_only(u->def.name, user_source(&u->def), spmv_and_fills, arch, &spmv_bytes, &lowered));
     SR_TRY(jit_compile_only(u->def.name, user_source(&u->def), user_product_kernels(false, V), arch, &spmm_bytes,
                             &lowered));
     *cubin_bytes = spmv_bytes + spmm_bytes;

@@ -2,8 +2,8 @@
 // Each sizes its rows, scans them into row pointers, then fills.
 #include "cuda_scan.cuh"
 #include "cuda_semiring.cuh"
-
-#include <type_traits>
+#include "cuda_structure_kernels.cuh"
+#include "cuda_user.cuh"
 
 extern "C" {
 #include "../core/types.h"
@@ -24,39 +24,27 @@ __global__ void kron_count(const sr_matrix_s a, const sr_matrix_s b, int64_t *co
     }
 }
 
-// A warp per output row: its lanes walk the row's (A entry, B entry) pairs in order.
-template <class Ops>
-__global__ void kron_fill(const sr_matrix_s a, const sr_matrix_s b, const int64_t *c_rowptr, int32_t *c_colind,
-                          typename Ops::value *c_values) {
-    using T = typename Ops::value;
-    const T *av = static_cast<const T *>(a.values), *bv = static_cast<const T *>(b.values);
-    const int lane = threadIdx.x % 32;
-    const int64_t n = a.nrows * b.nrows, warps = (int64_t)gridDim.x * blockDim.x / 32;
-    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < n; r += warps) {
-        const int64_t i = r / b.nrows, k = r % b.nrows;
-        const int64_t b0 = b.rowptr[k], bn = b.rowptr[k + 1] - b0, a0 = a.rowptr[i];
-        const int64_t total = c_rowptr[r + 1] - c_rowptr[r];
-        for (int64_t t = lane; t < total; t += 32) {
-            const int64_t x = a0 + t / bn, y = b0 + t % bn, o = c_rowptr[r] + t;
-            c_colind[o] = (int32_t)((int64_t)a.colind[x] * b.ncols + b.colind[y]);
-            if (c_values)
-                c_values[o] = Ops::mul(av[x], bv[y]);
-        }
-    }
-}
-
 template <class Ops> struct kron_launcher {
     static sr_status run(sr_context_s *ctx, const sr_matrix_s *A, const sr_matrix_s *B, sr_matrix_s **out) {
         using T = typename Ops::value;
         cudaStream_t stream = stream_of(ctx);
         const int64_t nrows = A->nrows * B->nrows;
+        user_fill_kernel user_fill;
+        if constexpr (is_user_ops<Ops>)
+            SR_TRY(user_fill.find("kron_fill"));
         sr_matrix_s *C = nullptr;
         SR_TRY(sr_matrix_alloc(ctx, nrows, A->ncols * B->ncols, 0, A->type, SR_DEVICE, &C));
         return build_rows(
             ctx, C, [&](int64_t *counts) { kron_count<<<grid_for(nrows), 256, 0, stream>>>(*A, *B, counts); },
             [&] {
-                kron_fill<Ops><<<grid_for(nrows * 32), 256, 0, stream>>>(*A, *B, C->rowptr, C->colind,
-                                                                         static_cast<T *>(C->values));
+                const csr_ref a = csr_ref_of(A), b = csr_ref_of(B);
+                const int64_t *rowptr = C->rowptr;
+                int32_t *colind = C->colind;
+                T *values = static_cast<T *>(C->values);
+                if constexpr (is_user_ops<Ops>)
+                    user_fill.launch(grid_for(nrows * 32), 256, stream, a, b, rowptr, colind, values);
+                else
+                    kron_fill<Ops><<<grid_for(nrows * 32), 256, 0, stream>>>(a, b, rowptr, colind, values);
             },
             "sr_kronecker", out);
     }
@@ -97,31 +85,6 @@ __global__ void extract_fill(const sr_matrix_s a, const extract_box box, const i
 
 // ----------------------------------------------------------------- row reduction
 
-template <class Ops>
-__global__ void reduce_fill(const sr_matrix_s a, const int64_t *v_rowptr, int32_t *v_colind, typename Ops::value *v_values) {
-    using T = typename Ops::value;
-    const T *av = static_cast<const T *>(a.values);
-    const int lane = threadIdx.x % 32;
-    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; i < a.nrows; i += warps) {
-        const int64_t k0 = a.rowptr[i], k1 = a.rowptr[i + 1];
-        if (k0 == k1)
-            continue;
-        T acc = Ops::identity();
-        if (v_values) // lanes take entries in a fixed pattern and combine in a fixed tree: deterministic
-            for (int64_t k = k0 + lane; k < k1; k += 32)
-                acc = Ops::add(acc, av[k]);
-        using W = std::conditional_t<(sizeof(T) < 4), int, T>; // shuffles move 4 or 8 bytes
-        for (int off = 16; off > 0; off /= 2)
-            acc = Ops::add(acc, (T)__shfl_down_sync(0xffffffffu, (W)acc, off));
-        if (lane == 0) {
-            v_colind[v_rowptr[i]] = 0;
-            if (v_values)
-                v_values[v_rowptr[i]] = acc;
-        }
-    }
-}
-
 __global__ void reduce_count(const sr_matrix_s a, int64_t *counts) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.nrows; i += (int64_t)gridDim.x * blockDim.x)
         counts[i] = a.rowptr[i + 1] > a.rowptr[i];
@@ -131,13 +94,22 @@ template <class Ops> struct reduce_launcher {
     static sr_status run(sr_context_s *ctx, const sr_matrix_s *A, sr_matrix_s **out) {
         using T = typename Ops::value;
         cudaStream_t stream = stream_of(ctx);
+        user_fill_kernel user_fill;
+        if constexpr (is_user_ops<Ops>)
+            SR_TRY(user_fill.find("reduce_fill"));
         sr_matrix_s *v = nullptr;
         SR_TRY(sr_matrix_alloc(ctx, A->nrows, 1, 0, A->type, SR_DEVICE, &v));
         return build_rows(
             ctx, v, [&](int64_t *counts) { reduce_count<<<grid_for(A->nrows), 256, 0, stream>>>(*A, counts); },
             [&] {
-                reduce_fill<Ops><<<grid_for(A->nrows * 32), 256, 0, stream>>>(*A, v->rowptr, v->colind,
-                                                                              static_cast<T *>(v->values));
+                const csr_ref a = csr_ref_of(A);
+                const int64_t *rowptr = v->rowptr;
+                int32_t *colind = v->colind;
+                T *values = static_cast<T *>(v->values);
+                if constexpr (is_user_ops<Ops>)
+                    user_fill.launch(grid_for(A->nrows * 32), 256, stream, a, rowptr, colind, values);
+                else
+                    reduce_fill<Ops><<<grid_for(A->nrows * 32), 256, 0, stream>>>(a, rowptr, colind, values);
             },
             "sr_reduce_rows", out);
     }
@@ -148,6 +120,8 @@ template <class Ops> struct reduce_launcher {
 extern "C" sr_status sr_cuda_kronecker(sr_context_s *ctx, const sr_matrix_s *A, const sr_matrix_s *B, sr_semiring s,
                                        sr_matrix_s **C) {
     device_guard guard(ctx->device);
+    if (const sr_user_semiring *u = sr_user_semiring_of((int)s))
+        return run_user<kron_launcher>(u, "kron_fill", ctx, A, B, C);
     return dispatch_semiring<kron_launcher>(s, A->type, ctx, A, B, C);
 }
 
@@ -169,5 +143,7 @@ extern "C" sr_status sr_cuda_extract(sr_context_s *ctx, const sr_matrix_s *A, in
 
 extern "C" sr_status sr_cuda_reduce_rows(sr_context_s *ctx, const sr_matrix_s *A, sr_semiring s, sr_matrix_s **v) {
     device_guard guard(ctx->device);
+    if (const sr_user_semiring *u = sr_user_semiring_of((int)s))
+        return run_user<reduce_launcher>(u, "reduce_fill", ctx, A, v);
     return dispatch_semiring<reduce_launcher>(s, A->type, ctx, A, v);
 }

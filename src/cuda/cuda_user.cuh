@@ -57,4 +57,33 @@ sr_status launch_user(const std::string &name, unsigned grid, unsigned block, cu
     return jit_launch(kernel, grid, block, 0, stream, argv);
 }
 
+// A two-pass operation's fill kernel from the current program (build_rows's fill lambdas return
+// nothing): found before the passes, so a missing one fails the call; a launch that fails shows
+// as the fill pass's cudaGetLastError.
+struct user_fill_kernel {
+    cudaKernel_t kernel = nullptr;
+    sr_status find(const char *name) {
+        return jit_kernel(current_user_program, user_kernel_name(name, {}).c_str(), &kernel);
+    }
+    template <class... Args> void launch(unsigned grid, unsigned block, cudaStream_t stream, Args... args) const {
+        void *argv[] = {static_cast<void *>(&args)...};
+        (void)jit_launch(kernel, grid, block, 0, stream, argv);
+    }
+};
+
+// Launcher<user_ops<T>>::run(args...) for u's value type T, with u's program of the one kernel
+// `kernel` current: an operation whose only value-making kernel is that one.
+template <template <class> class Launcher, class... Args>
+sr_status run_user(const sr_user_semiring *u, const char *kernel, Args &&...args) {
+    jit_program *program = nullptr;
+    SR_TRY(user_program(u, {user_kernel_name(kernel, {})}, &program));
+    user_program_scope scope(program);
+    switch (u->def.type) {
+    case SR_TYPE_INT32: return Launcher<user_ops<int32_t>>::run(args...);
+    case SR_TYPE_FLOAT32: return Launcher<user_ops<float>>::run(args...);
+    case SR_TYPE_FLOAT64: return Launcher<user_ops<double>>::run(args...);
+    default: return sr_error(SR_ERROR_INTERNAL, "a user semiring on %s values", sr_type_name(u->def.type));
+    }
+}
+
 } // namespace sr_cuda

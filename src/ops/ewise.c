@@ -4,18 +4,15 @@
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
 #include "../opencl/opencl.h"
-#include "../semiring/user.h"
 #include "ops_common.h"
 
 /* A and B can be combined element-wise or by Kronecker under s: one type, one place, and s keeps
- * that type (a user semiring on the GPU: element-wise only). */
+ * that type. */
 static sr_status check_pair(const char *fn, const struct sr_context_s *ctx, const struct sr_matrix_s *A,
-                            const struct sr_matrix_s *B, sr_semiring s, bool element_wise)
+                            const struct sr_matrix_s *B, sr_semiring s)
 {
     SR_TRY(sr_ops_check_matrix(fn, ctx, A));
     SR_TRY(sr_ops_check_matrix(fn, ctx, B));
-    if (!element_wise)
-        SR_TRY(sr_ops_check_user_semiring_here(fn, s, A));
     SR_CHECK_ARG(B->type == A->type, "%s: B has type %s but A has type %s", fn, sr_type_name(B->type),
                  sr_type_name(A->type));
     SR_CHECK_ARG(B->location == A->location, "%s: A lives on the %s but B on the %s (sr_matrix_copy_to moves one)", fn,
@@ -31,7 +28,7 @@ static sr_status ewise(const char *fn, sr_context ctx, sr_matrix *C, sr_matrix m
                        sr_matrix B, const sr_descriptor *desc, sr_merge merge)
 {
     SR_CHECK_ARG(C != NULL, "%s: the output pointer is NULL", fn);
-    SR_TRY(check_pair(fn, ctx, A, B, s, true));
+    SR_TRY(check_pair(fn, ctx, A, B, s));
     SR_CHECK_ARG(A->nrows == B->nrows && A->ncols == B->ncols, "%s: A is %lld x %lld but B is %lld x %lld", fn,
                  (long long)A->nrows, (long long)A->ncols, (long long)B->nrows, (long long)B->ncols);
     sr_descriptor d;
@@ -61,7 +58,7 @@ sr_status sr_kronecker(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring
 {
     const char *fn = "sr_kronecker";
     SR_CHECK_ARG(C != NULL, "%s: the output pointer is NULL", fn);
-    SR_TRY(check_pair(fn, ctx, A, B, s, false));
+    SR_TRY(check_pair(fn, ctx, A, B, s));
     sr_descriptor d;
     SR_TRY(sr_ops_plain_descriptor(fn, desc, &d));
     SR_CHECK_ARG(!d.transpose_b, "%s: transpose_b applies to sr_mxm only", fn);
@@ -112,7 +109,6 @@ sr_status sr_reduce_rows(sr_context ctx, sr_matrix *v, sr_semiring s, sr_matrix 
     const char *fn = "sr_reduce_rows";
     SR_CHECK_ARG(v != NULL, "%s: the output pointer is NULL", fn);
     SR_TRY(sr_ops_check_matrix(fn, ctx, A));
-    SR_TRY(sr_ops_check_user_semiring_here(fn, s, A));
     sr_type out;
     SR_TRY(sr_semiring_output_type(s, A->type, &out));
     SR_CHECK_ARG(out == A->type, "%s: %s turns %s into %s; the reduction keeps the type (for bool use or_and)", fn,
