@@ -137,6 +137,6 @@ extern "C" sr_status sr_cuda_ewise(sr_context_s *ctx, const sr_matrix_s *A, cons
     p.merge = (int)merge;
     p.tiles = (p.items + kTile - 1) / kTile;
     if (const sr_user_semiring *u = sr_user_semiring_of((int)s)) // the fill pass from its program
-        return run_user<merge_launcher>(u, "fill_tiles", ctx, A, p, C);
+        return run_user<merge_launcher>(u, user_kernel_name("fill_tiles", {}), ctx, A, p, C);
     return dispatch_semiring<merge_launcher>(s, A->type, ctx, A, p, C);
 }

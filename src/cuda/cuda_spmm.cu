@@ -386,6 +386,7 @@ extern "C" sr_status sr_cuda_user_compile_check(sr_semiring s, int arch, size_t 
     std::vector<std::string> spmv_and_fills = user_product_kernels(true, V);
     for (const char *fill : {"fill_tiles", "kron_fill", "reduce_fill"}) // cuda_ewise.cu's, cuda_structure.cu's
         spmv_and_fills.push_back(user_kernel_name(fill, {}));
+    spmv_and_fills.push_back(user_kernel_name("sddmm_interleaved", {1, 32, 0})); // cuda_sddmm.cu's
     SR_TRY(jit_compile_only(u->def.name, user_source(&u->def), spmv_and_fills, arch, &spmv_bytes, &lowered));
     SR_TRY(jit_compile_only(u->def.name, user_source(&u->def), user_product_kernels(false, V), arch, &spmm_bytes,
                             &lowered));

@@ -121,7 +121,7 @@ extern "C" sr_status sr_cuda_kronecker(sr_context_s *ctx, const sr_matrix_s *A, 
                                        sr_matrix_s **C) {
     device_guard guard(ctx->device);
     if (const sr_user_semiring *u = sr_user_semiring_of((int)s))
-        return run_user<kron_launcher>(u, "kron_fill", ctx, A, B, C);
+        return run_user<kron_launcher>(u, user_kernel_name("kron_fill", {}), ctx, A, B, C);
     return dispatch_semiring<kron_launcher>(s, A->type, ctx, A, B, C);
 }
 
@@ -144,6 +144,6 @@ extern "C" sr_status sr_cuda_extract(sr_context_s *ctx, const sr_matrix_s *A, in
 extern "C" sr_status sr_cuda_reduce_rows(sr_context_s *ctx, const sr_matrix_s *A, sr_semiring s, sr_matrix_s **v) {
     device_guard guard(ctx->device);
     if (const sr_user_semiring *u = sr_user_semiring_of((int)s))
-        return run_user<reduce_launcher>(u, "reduce_fill", ctx, A, v);
+        return run_user<reduce_launcher>(u, user_kernel_name("reduce_fill", {}), ctx, A, v);
     return dispatch_semiring<reduce_launcher>(s, A->type, ctx, A, v);
 }

@@ -29,6 +29,7 @@ std::string user_source(const sr_semiring_def *d) {
            "#include \"cuda_spmv_split_kernels.cuh\"\n"
            "#include \"cuda_ewise_kernels.cuh\"\n"
            "#include \"cuda_structure_kernels.cuh\"\n"
+           "#include \"cuda_sddmm_kernels.cuh\"\n"
            "typedef " + c_type(d->type) + " sr_value;\n"
            "struct sr_user_ops {\n"
            "    using value = sr_value;\n"

@@ -72,11 +72,12 @@ struct user_fill_kernel {
 };
 
 // Launcher<user_ops<T>>::run(args...) for u's value type T, with u's program of the one kernel
-// `kernel` current: an operation whose only value-making kernel is that one.
+// `kernel` (a name expression, user_kernel_name's) current: an operation whose only value-making
+// kernel is that one.
 template <template <class> class Launcher, class... Args>
-sr_status run_user(const sr_user_semiring *u, const char *kernel, Args &&...args) {
+sr_status run_user(const sr_user_semiring *u, const std::string &kernel, Args &&...args) {
     jit_program *program = nullptr;
-    SR_TRY(user_program(u, {user_kernel_name(kernel, {})}, &program));
+    SR_TRY(user_program(u, {kernel}, &program));
     user_program_scope scope(program);
     switch (u->def.type) {
     case SR_TYPE_INT32: return Launcher<user_ops<int32_t>>::run(args...);

@@ -9,7 +9,6 @@
 #include "../cpu/cpu.h"
 #include "../cuda/cuda.h"
 #include "multi_gpu.h"
-#include "../semiring/user.h"
 #include "ops_common.h"
 
 /* The checks every sampled product makes; fills everything of *a but the data pointers. */
@@ -18,7 +17,6 @@ static sr_status check_operands(const char *fn, struct sr_context_s *ctx, sr_sem
                                 const sr_descriptor *desc, sr_sddmm_args *a)
 {
     SR_TRY(sr_ops_check_matrix(fn, ctx, S));
-    SR_TRY(sr_ops_check_user_semiring_here(fn, s, S));
     SR_TRY(sr_check_dense(fn, A));
     SR_TRY(sr_check_dense(fn, B));
     SR_CHECK_ARG(A->type == B->type, "%s: A has type %s but B has type %s", fn, sr_type_name(A->type),
