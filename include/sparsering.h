@@ -283,8 +283,9 @@ typedef struct sr_semiring_def {
 
 /** Registers a user semiring for this process and returns its value, which sr_spmv, sr_spmm,
  * sr_mxm (masks and accumulate included), sr_ewise_add, sr_ewise_mult, sr_kronecker,
- * sr_reduce_rows and sr_mxm_row_blocks take as they take a built-in one, on the CPU backend;
- * SDDMM and a CUDA context refuse it for now with a message that says so. Defining
+ * sr_reduce_rows, sr_mxm_row_blocks and sr_sddmm take as they take a built-in one on the CPU
+ * backend; on CUDA all of them but sr_mxm and sr_mxm_row_blocks (their kernels compiled by NVRTC
+ * on first use), which refuse it there with a message that says so. Defining
  * the same definition again returns the same value; a name defined with other expressions, an
  * expression that does not compile (the compiler's message is in sr_last_error()), a missing
  * identity or an unknown type is refused, and nothing stays registered. */
@@ -612,8 +613,8 @@ typedef struct sr_metric_def {
 } sr_metric_def;
 
 /** Registers a user metric for this process and returns its value, which sr_pairwise_distance,
- * sr_knn, sr_knn_graph and sr_radius_neighbors take on the CPU backend, and on CUDA when it sums
- * (its kernels compiled by NVRTC on first use; a metric reduced by max is refused there for now).
+ * sr_knn, sr_knn_graph and sr_radius_neighbors take on the CPU backend and on CUDA (its kernels
+ * compiled by NVRTC on first use).
  * The rules and refusals are sr_semiring_define's. */
 sr_status sr_metric_define(const sr_metric_def *def, sr_metric *metric);
 /** The definition of a user metric (its strings are the library's, valid for the process). */
