@@ -1,17 +1,21 @@
 """Scaling of sparsering.dask over worker processes (issue 59's targets): an all-vs-all k-NN graph
-of a NY Times-shaped bag of words, SpGEMM A·A on an R-MAT graph and 50 PageRank steps on a larger
-one, each on a LocalCluster of W worker processes of T threads (W from --workers), or on a
+of a NY Times-shaped bag of words, SpGEMM A·A on an R-MAT graph, 50 PageRank steps on a larger
+one and one ALS sweep (rank 32) on a MovieLens-25M-shaped set of ratings, each on a LocalCluster of W worker processes of T threads (W from --workers), or on a
 LocalCUDACluster, one worker a GPU (--cuda), against the one-process call with W·T threads (or
 on one GPU). The matrix is made on the client, cut into row blocks and persisted on the workers
 before the clock starts (from_scipy); the time is the operation until its blocks (or its answer)
 are done on the workers; the answer is checked against the one-process one.
 
-    python3 bench/bench_dask.py BUILD [--workers 1,2,4] [--threads 4] [--only knn,spgemm,pagerank]
-        [--knn-rows 300000] [--rmat-spgemm 20] [--rmat-pagerank 22] [--cuda] [--json out.json]
+    python3 bench/bench_dask.py BUILD [--workers 1,2,4] [--threads 4] [--only knn,spgemm,pagerank,als]
+        [--knn-rows 300000] [--rmat-spgemm 20] [--rmat-pagerank 22] [--als-ratings 25000095] [--cuda]
+        [--json out.json]
 
 Every size is printed as made (rows, entries). Defaults are the issue's sizes (NY Times-shaped at
 the paper's density: 300,000 rows of about 233 distinct words of 102,000; R-MAT 20 and 22, edge
-factor 16); smaller ones for a small host: --knn-rows 20000 --rmat-spgemm 14 --rmat-pagerank 18."""
+factor 16; 25M ratings of 162,541 users and 59,047 movies, fewer with --als-ratings, users and movies
+scaled alike: repeated draws merge, so a scaled-down set holds fewer than asked, and the count
+made is what is printed); smaller ones for a small host: --knn-rows 20000 --rmat-spgemm 14
+--rmat-pagerank 18 --als-ratings 500000."""
 import argparse
 import json
 import os
@@ -56,6 +60,16 @@ def workloads(args):
                     lambda G, ctx: sr.pagerank(G, tol=0.0, max_iter=50, context=ctx),
                     lambda got, want: np.allclose(got[0], want[0] if isinstance(want, tuple) else want,
                                                   rtol=1e-10, atol=1e-14)))
+    if "als" in args.only:
+        from bench_factorize import ml25m_shaped  # (it imports sparsering: after sr_package.load)
+        f = args.als_ratings / 25_000_095
+        R = ml25m_shaped(users=max(1, round(162_541 * f)), items=max(4, round(59_047 * f)), ratings=args.als_ratings)
+        # the same CG row by row; the mean, summed block by block, may move the last bits (test_dask)
+        out.append(("ALS, one sweep, rank 32", R,
+                    lambda R, be: R.factorize(rank=32, iterations=1, seed=5, backend=be)[:2],
+                    lambda R, ctx: sr.factorize(R, rank=32, iterations=1, seed=5, context=ctx),
+                    lambda got, want: np.allclose(got[0].compute(), want.W, rtol=2e-5, atol=2e-5)
+                    and np.allclose(got[1].compute(), want.H, rtol=2e-5, atol=2e-5)))
     return out
 
 
@@ -89,10 +103,11 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--threads", type=int, default=4, help="sparsering threads a worker (CPU)")
-    ap.add_argument("--only", default="knn,spgemm,pagerank")
+    ap.add_argument("--only", default="knn,spgemm,pagerank,als")
     ap.add_argument("--knn-rows", type=int, default=300_000)
     ap.add_argument("--rmat-spgemm", type=int, default=20)
     ap.add_argument("--rmat-pagerank", type=int, default=22)
+    ap.add_argument("--als-ratings", type=int, default=25_000_095)
     ap.add_argument("--cuda", action="store_true", help="LocalCUDACluster, one worker a GPU")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
