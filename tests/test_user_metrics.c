@@ -185,15 +185,9 @@ static void check_gpu_compile(void)
  * tiles for k-NN and radius, chebyshev's magnitude walks). */
 static void check_gpu_builtins_again(void)
 {
-    sr_context_options o = sr_context_options_default();
-    o.backend = SR_BACKEND_CUDA;
-    o.deterministic = true;
     sr_context gpu;
-    if (sr_context_create(&gpu, &o) != SR_SUCCESS) {
-        printf("no GPU: user metrics' GPU kernels are not run here (%s)\n", sr_last_error());
-        CHECK(!getenv("SR_TEST_REQUIRE_CUDA"), "the GPU part was skipped, and SR_TEST_REQUIRE_CUDA asks for it");
+    if (!test_context_made(&gpu, SR_BACKEND_CUDA, true, "user metrics' GPU"))
         return;
-    }
     for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++) {
         char name[64];
         const sr_metric user = builtin_again(b, name, sizeof name);

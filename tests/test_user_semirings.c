@@ -323,14 +323,9 @@ static void compare_structural_on(sr_context on, sr_semiring builtin, sr_semirin
  * calls (compare_structural_on). */
 static void check_gpu_products(void)
 {
-    sr_context_options o = sr_context_options_default();
-    o.backend = SR_BACKEND_CUDA;
     sr_context gpu;
-    if (sr_context_create(&gpu, &o) != SR_SUCCESS) {
-        printf("no GPU: user semirings' GPU kernels are not run here (%s)\n", sr_last_error());
-        CHECK(!getenv("SR_TEST_REQUIRE_CUDA"), "the GPU part was skipped, and SR_TEST_REQUIRE_CUDA asks for it");
+    if (!test_context_made(&gpu, SR_BACKEND_CUDA, false, "user semirings' GPU"))
         return;
-    }
     for (size_t b = 0; b < sizeof kBuiltins / sizeof *kBuiltins; b++)
         for (size_t t = 0; t < sizeof kTypes / sizeof *kTypes; t++) {
             const sr_type type = kTypes[t];

@@ -239,20 +239,29 @@ static inline sr_matrix test_make_matrix_at(sr_context ctx, const test_csr *m, s
     return D;
 }
 
+/* *ctx a new context of `backend` (deterministic if asked); false when none can be made, after
+ * printing why the part named `part` is skipped. */
+static inline bool test_context_made(sr_context *ctx, sr_backend backend, bool deterministic, const char *part)
+{
+    sr_context_options o = sr_context_options_default();
+    o.backend = backend;
+    o.deterministic = deterministic;
+    if (sr_context_create(ctx, &o) == SR_SUCCESS)
+        return true;
+    printf("%s part skipped: %s\n", part, sr_last_error());
+    /* the GPU gate (tools/gpu_check.sh) sets it: there a skipped device part is a failure */
+    CHECK(backend != SR_BACKEND_CUDA || !getenv("SR_TEST_REQUIRE_CUDA"),
+          "the %s part was skipped, and SR_TEST_REQUIRE_CUDA asks for it", part);
+    return false;
+}
+
 /* Runs run() with *ctx a new context of `backend` and *where `where`, when one can be made; else
  * prints why that part is skipped. */
 static inline void test_run_where_made(sr_context *ctx, sr_location *where, sr_backend backend, sr_location at,
                                        void (*run)(void), const char *part)
 {
-    sr_context_options o = sr_context_options_default();
-    o.backend = backend;
-    if (sr_context_create(ctx, &o) != SR_SUCCESS) {
-        printf("%s part skipped: %s\n", part, sr_last_error());
-        /* the GPU gate (tools/gpu_check.sh) sets it: there a skipped device part is a failure */
-        CHECK(backend != SR_BACKEND_CUDA || !getenv("SR_TEST_REQUIRE_CUDA"),
-              "the %s part was skipped, and SR_TEST_REQUIRE_CUDA asks for it", part);
+    if (!test_context_made(ctx, backend, false, part))
         return;
-    }
     *where = at;
     run();
     sr_context_destroy(*ctx);
