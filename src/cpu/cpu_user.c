@@ -360,7 +360,7 @@ sr_status sr_cpu_user_metric_compile(sr_user_metric *u)
     u->norms = (sr_user_norms_fn)sr_jit_symbol(lib, "sr_user_norms");
     u->query = (sr_user_query_fn)sr_jit_symbol(lib, "sr_user_query");
     u->query_union = (sr_user_query_union_fn)sr_jit_symbol(lib, "sr_user_query_union");
-    u->walks_union = t.maximum && d->over_union;
+    u->walks_union = t.walks_union;
     if (!u->norms || !u->query || !u->query_union)
         return sr_error(SR_ERROR_INTERNAL, "%s: the compiled kernels lack a symbol", what);
     return SR_SUCCESS;

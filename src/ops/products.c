@@ -17,8 +17,9 @@ sr_status sr_ops_check_user_semiring_here(const char *fn, sr_semiring s, const s
     const sr_user_semiring *u = sr_user_semiring_of((int)s);
     if (u && A->location == SR_DEVICE)
         return sr_error(SR_ERROR_UNSUPPORTED, "%s: the user semiring '%s' runs on the CPU backend for this call (on "
-                        "the GPU, SpMV, SpMM, SDDMM, the element-wise calls, Kronecker and row reductions take it), and the matrix lives on the GPU (copy it to the host, or use a "
-                        "CPU context; docs/user-semirings.md)", fn, u->def.name);
+                        "the GPU, SpMV, SpMM, SDDMM, the element-wise calls, Kronecker and row reductions take it), "
+                        "and the matrix lives on the GPU (copy it to the host, or use a CPU context; "
+                        "docs/user-semirings.md)", fn, u->def.name);
     return SR_SUCCESS;
 }
 

@@ -89,6 +89,7 @@ bool sr_metric_keeps_largest(int m);
 typedef struct sr_user_metric_terms {
     const char *norm, *norm2, *pair2, *distance, *term, *term2;
     bool two_sums, maximum;
+    bool walks_union; /* reduced by max over the union: the kernels walk both rows, not only the shared columns */
 } sr_user_metric_terms;
 sr_user_metric_terms sr_user_metric_terms_of(const sr_metric_def *d);
 extern const char sr_user_metric_helpers[];

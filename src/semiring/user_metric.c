@@ -53,6 +53,7 @@ sr_user_metric_terms sr_user_metric_terms_of(const sr_metric_def *d)
     sr_user_metric_terms t;
     t.maximum = d->reduce != NULL; /* "max" (the registry keeps "plus" as NULL) */
     t.two_sums = d->pair2 != NULL;
+    t.walks_union = t.maximum && d->over_union;
     t.norm = d->norm ? d->norm : d->over_union ? "sr_pair(v, 0.0, p)" : "0.0";
     t.distance = d->distance ? d->distance : "acc";
     t.term = d->over_union && !t.maximum ? "sr_pair(q, x, p) - sr_pair(q, 0.0, p) - sr_pair(0.0, x, p)"
