@@ -47,6 +47,31 @@ def test_builtins_written_again_give_their_bits(rng, builtin, add, multiply, dty
                                   sr.spmm(A, X, builtin, context=CPU).view(np.uint8))
 
 
+@pytest.mark.parametrize("builtin,add,multiply", BUILTINS)
+@pytest.mark.parametrize("dtype", [np.int32, np.float64])
+def test_builtins_written_again_on_the_gpu(rng, builtin, add, multiply, dtype):
+    """On a GPU context, from NVRTC programs: the element-wise calls, the Kronecker product, the row
+    reduction and SDDMM of a built-in written again give the built-in's entries bit for bit (SDDMM's
+    dense operands hold small integers, so plus_times's sums are exact in any order: the built-in's
+    tuned kernels add in another order than the any-semiring kernel a user semiring runs)."""
+    gpu = next((ctx for name, ctx in CONTEXTS if name == "cuda"), None)
+    if gpu is None:
+        pytest.skip("no GPU here")
+    user = sr.Semiring(f"py_gpu_{builtin}_{np.dtype(dtype).name}", add=add, multiply=multiply, dtype=dtype)
+    A, B = (sr.Matrix(_random(rng, 200, 300, 0.05, dtype), context=gpu) for _ in range(2))
+    S1, S2 = (sr.Matrix(_random(rng, 12, 9, 0.3, dtype), context=gpu) for _ in range(2))
+    for call, args in ((sr.ewise_add, (A, B)), (sr.ewise_mult, (A, B)), (sr.kronecker, (S1, S2)),
+                       (sr.reduce_rows, (A,))):
+        want, got = (sp.csr_matrix(call(*args, s).to_scipy()) for s in (builtin, user))
+        np.testing.assert_array_equal(got.indptr, want.indptr, err_msg=call.__name__)
+        np.testing.assert_array_equal(got.indices, want.indices, err_msg=call.__name__)
+        np.testing.assert_array_equal(got.data.view(np.uint8), want.data.view(np.uint8), err_msg=call.__name__)
+    if dtype == np.float64:  # SDDMM's dense operands are float32 or float64 in Python
+        U, V = (rng.integers(-5, 6, (n, 24)).astype(dtype) for n in (200, 300))
+        want, got = (sp.csr_matrix(sr.sddmm(A, U, V, semiring=s).to_scipy()) for s in (builtin, user))
+        np.testing.assert_array_equal(got.data.view(np.uint8), want.data.view(np.uint8))
+
+
 def test_a_viterbi_step_against_a_dense_reference(rng):
     """(max, +) over log-probabilities: one step of the Viterbi recursion, delta'_j = max_i
     delta_i + log T_ij, as the docs' example; the values are float64 and every pair is formed
