@@ -20,6 +20,10 @@ typedef struct sr_distance_inputs {
      * values, sr_cuda_magnitude_order) and, for the queries, each entry's place in that order */
     const int32_t *q_mag_col, *x_mag_col, *q_rank;
     const void *q_mag_abs, *x_mag_abs;
+    /* A user metric reduced by max over the union, on the device: each row's entries by decreasing
+     * pair(q, 0) (the queries) or pair(0, x) (the index), the columns in q_mag_col and x_mag_col
+     * and these keys beside them (sr_cuda_user_union_order) */
+    const double *q_union_key, *x_union_key;
     bool ordered;                 /* a deterministic context: the device tiles sum in a fixed order */
 } sr_distance_inputs;
 

@@ -106,6 +106,11 @@ sr_status sr_cuda_first_bad_row(const struct sr_matrix_s *A, bool nonnegative, i
 /* Each row of A (float32/64) by decreasing |value|: col[t], abs[t] for t in the row's range, and
  * rank[e] = the place of entry e in that order (rank may be NULL). Stable: ties keep column order. */
 sr_status sr_cuda_magnitude_order(const struct sr_matrix_s *A, int32_t *col, void *abs, int32_t *rank);
+/* Each row of A by decreasing key, for a user metric reduced by max over the union: the key of an
+ * entry v is pair(v, 0) for the queries (query_side), pair(0, v) for the index; col[t] and key[t]
+ * for t in the row's range. Stable: ties keep column order. */
+sr_status sr_cuda_user_union_order(const struct sr_matrix_s *A, sr_metric metric, double p, bool query_side,
+                                   int32_t *col, double *key);
 sr_status sr_cuda_distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, const sr_strided_out *out);
 /* k <= 1024. */
 sr_status sr_cuda_select_rows(struct sr_context_s *ctx, const void *block, sr_type type, int64_t rows, int64_t n,

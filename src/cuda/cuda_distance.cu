@@ -61,22 +61,23 @@ template <typename T, sr_metric M> sr_status launch(tile_args<T> a, int64_t nq, 
 }
 
 // A user metric's tiles: the same kernel from its program (cuda_user_metric.cu), or, for a maximum
-// over the union, a warp a pair (union_max_kernel).
-template <typename T> sr_status launch_user_metric(const sr_user_metric *u, tile_args<T> a, int64_t nq,
-                                                   cudaStream_t stream) {
+// over the union, union_max_kernel (its accumulators and a byte a row marking those that share a
+// column, the rows' orders' keys beside).
+template <typename T> sr_status launch_user_metric(const sr_user_metric *u, tile_args<T> a, const sr_distance_inputs *in,
+                                                   int64_t nq, cudaStream_t stream) {
     jit_program *program = nullptr;
     SR_TRY(user_metric_program(u, &program));
     const char *tiles_kernel = user_metric_tile_kernel(&u->def);
     const bool union_max = strcmp(tiles_kernel, "union_max_kernel") == 0;
-    // union_max_kernel: no accumulators, a warp a pair, 4 rows a warp a block (grid y)
-    a.tile_rows = union_max ? 4 * kThreads / 32
-                            : kTileBytes / user_metric_accumulator_bytes(&u->def, sizeof(T) == 8 ? SR_TYPE_FLOAT64 : SR_TYPE_FLOAT32);
+    const int acc_bytes = user_metric_accumulator_bytes(&u->def, sizeof(T) == 8 ? SR_TYPE_FLOAT64 : SR_TYPE_FLOAT32);
+    a.tile_rows = kTileBytes / (acc_bytes + (union_max ? 1 : 0));
     const int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
     const dim3 grid((unsigned)nq, (unsigned)(tiles < kMaxGridY ? tiles : kMaxGridY));
     cudaKernel_t kernel = nullptr;
     SR_TRY(jit_kernel(program, user_metric_kernel(tiles_kernel, sizeof(T) == 8).c_str(), &kernel));
-    void *args[] = {&a};
-    return jit_launch(kernel, grid, dim3(kThreads), union_max ? 0 : kTileBytes, stream, args);
+    const double *q_key = in->q_union_key, *x_key = in->x_union_key;
+    void *args[] = {&a, &q_key, &x_key}; // union_max_kernel's three; intersect_kernel reads the first
+    return jit_launch(kernel, grid, dim3(kThreads), kTileBytes, stream, args);
 }
 
 template <typename T> sr_status distance_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1,
@@ -92,7 +93,7 @@ template <typename T> sr_status distance_rows(const sr_distance_inputs *in, int6
         a.q0 = s;
         a.out = static_cast<T *>(out->data) + (s - q0) * out->row_stride;
         if (const sr_user_metric *u = sr_user_metric_of((int)in->metric))
-            SR_TRY(launch_user_metric<T>(u, a, nq, stream));
+            SR_TRY(launch_user_metric<T>(u, a, in, nq, stream));
         else
             SR_TRY(with_metric(in->metric, [&](auto metric) { return launch<T, decltype(metric)::value>(a, nq, stream); }));
     }
@@ -105,6 +106,11 @@ template <typename T> __global__ void absolute_kernel(const T *vals, int64_t n, 
         abs_out[e] = fabs(vals[e]);
         position[e] = e;
     }
+}
+
+__global__ void iota_kernel(int64_t *position, int64_t n) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x)
+        position[e] = e;
 }
 
 // From the sorted positions: the columns in magnitude order and each entry's rank (a warp a row).
@@ -155,6 +161,57 @@ extern "C" sr_status sr_cuda_magnitude_order(const sr_matrix_s *A, int32_t *col,
         return SR_SUCCESS;
     return A->type == SR_TYPE_FLOAT32 ? magnitude_order<float>(A, col, static_cast<float *>(abs), rank)
                                       : magnitude_order<double>(A, col, static_cast<double *>(abs), rank);
+}
+
+// Each row of A by decreasing key (union_keys_kernel, from u's program), as magnitude_order sorts
+// by |value|.
+template <typename T>
+static sr_status user_union_order(const sr_matrix_s *A, const sr_user_metric *u, double p, bool query_side, int32_t *col,
+                           double *key) {
+    cudaStream_t stream = stream_of(A->ctx);
+    jit_program *program = nullptr;
+    SR_TRY(user_metric_program(u, &program));
+    cudaKernel_t kernel = nullptr;
+    SR_TRY(jit_kernel(program, user_metric_kernel("union_keys_kernel", sizeof(T) == 8).c_str(), &kernel));
+    buffer<double> keys(A->ctx);
+    buffer<int64_t> position(A->ctx), sorted(A->ctx);
+    buffer<unsigned char> temp(A->ctx);
+    SR_TRY(keys.allocate((size_t)A->nnz));
+    SR_TRY(position.allocate((size_t)A->nnz));
+    SR_TRY(sorted.allocate((size_t)A->nnz));
+    const T *vals = static_cast<const T *>(A->values);
+    int64_t nnz = A->nnz;
+    int side = query_side ? 1 : 0;
+    double *k = keys.get();
+    void *args[] = {&vals, &nnz, &p, &side, &k};
+    SR_TRY(jit_launch(kernel, dim3(grid_for(A->nnz)), dim3(256), 0, stream, args));
+    iota_kernel<<<grid_for(A->nnz), 256, 0, stream>>>(position.get(), A->nnz);
+    SR_CUDA_LAUNCHED();
+    size_t bytes = 0;
+    SR_CUDA_TRY(cub::DeviceSegmentedSort::StableSortPairsDescending(nullptr, bytes, keys.get(), key, position.get(),
+                                                                    sorted.get(), A->nnz, A->nrows, A->rowptr,
+                                                                    A->rowptr + 1, stream));
+    SR_TRY(temp.allocate(bytes));
+    SR_CUDA_TRY(cub::DeviceSegmentedSort::StableSortPairsDescending(temp.get(), bytes, keys.get(), key, position.get(),
+                                                                    sorted.get(), A->nnz, A->nrows, A->rowptr,
+                                                                    A->rowptr + 1, stream));
+    magnitude_columns_kernel<<<grid_for(A->nrows * 32), 256, 0, stream>>>(A->rowptr, A->colind, A->nrows,
+                                                                          sorted.get(), col, nullptr);
+    SR_CUDA_LAUNCHED();
+    SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // before the scratch goes
+    return SR_SUCCESS;
+}
+
+extern "C" sr_status sr_cuda_user_union_order(const sr_matrix_s *A, sr_metric metric, double p, bool query_side,
+                                              int32_t *col, double *key) {
+    const sr_user_metric *u = sr_user_metric_of((int)metric);
+    if (!u)
+        return sr_error(SR_ERROR_INTERNAL, "sr_cuda_user_union_order: %d is not a user metric", (int)metric);
+    device_guard guard(A->ctx->device);
+    if (A->nnz == 0)
+        return SR_SUCCESS;
+    return A->type == SR_TYPE_FLOAT32 ? user_union_order<float>(A, u, p, query_side, col, key)
+                                      : user_union_order<double>(A, u, p, query_side, col, key);
 }
 
 extern "C" sr_status sr_cuda_distance_norms(const sr_matrix_s *A, sr_metric metric, double p, double *norms) {

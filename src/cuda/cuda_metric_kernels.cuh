@@ -7,7 +7,8 @@
 //   functions intersect(q, x, p, &a0, &a1) (a shared column's terms, added to a0 = a1 = 0),
 //   norm_add(v, p, &n0, &n1) (an entry's norm terms folded in) and
 //   finalize(a0, a1, q0, q1, x0, x1, d, p) (the distance).
-// A user metric reduced by max over the union also has pair(q, x), and runs union_max_kernel.
+// A user metric reduced by max over the union also has pair(q, x), and runs union_max_kernel
+// (with union_keys_kernel for its orders).
 // No host code here: NVRTC has no system headers (cuda_device_base.cuh's prelude).
 #pragma once
 
@@ -157,35 +158,79 @@ template <typename T, class Mt> __global__ void __launch_bounds__(kDistanceThrea
 
 // A metric reduced by max over the union (a user's; the built-in Chebyshev has its own tiles):
 // the largest pair(q, x) over the columns either row holds, a missing value 0, from 0, finalized.
-// A warp a pair: the index row's entries with the query's value at each column (a search in the
-// query's columns), then the query's entries the index row lacks (a search in the row's). Every
-// entry of both rows is read, where the sums touch only shared columns: a merge a pair.
-template <typename T, class Mt> __global__ void __launch_bounds__(kDistanceThreads) union_max_kernel(tile_args<T> a) {
+// That is the largest of A (pair(q, x) over the shared columns), B (pair(q, 0) over the columns
+// only the query holds) and C (pair(0, x) over those only the index row holds), as the built-in
+// Chebyshev splits |q - x|. The tile's A come as the sums' do, folded by fmax in the fixed order,
+// marking the rows that share a column. Each row's entries are in order of decreasing pair(0, x)
+// and the query's of decreasing pair(q, 0) (union_keys_kernel, then a sort: order_col, key), so
+// B is the first of the query's order that the row lacks and C the first of the row's that the
+// query lacks: for a row sharing nothing, the first of each; else a warp tests 32 entries a step
+// (a search in the other row), and the first step mostly settles it. So a pair costs its shared
+// columns and a short walk, not a merge of both rows.
+template <typename T, class Mt>
+__global__ void union_keys_kernel(const T *vals, int64_t nnz, double p, int query_side, double *keys) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz; e += (int64_t)gridDim.x * blockDim.x)
+        keys[e] = query_side ? Mt::pair((double)vals[e], 0.0, p) : Mt::pair(0.0, (double)vals[e], p);
+}
+
+// The key of the first of order_col[0, n) (by decreasing key) whose column `other` (sorted, m
+// long) lacks; 0 when it holds them all. All 32 lanes call it together.
+__device__ inline double first_lacking(const int32_t *order_col, const double *key, int64_t n, const int32_t *other,
+                                       int64_t m, int lane) {
+    for (int64_t base = 0; base < n; base += 32) {
+        const int64_t t = base + lane;
+        bool lacks = false;
+        if (t < n) {
+            const int64_t at = lower_bound(other, m, order_col[t]);
+            lacks = at == m || other[at] != order_col[t];
+        }
+        const unsigned found = __ballot_sync(~0u, lacks);
+        if (found)
+            return key[base + __ffs(found) - 1];
+    }
+    return 0.0;
+}
+
+// Dynamic shared memory: a.tile_rows accumulators (float64: a sum over the union is wide) and as
+// many bytes of `touched`. q_key and x_key are the orders' keys beside a.q_mag_col and a.x_mag_col.
+template <typename T, class Mt>
+__global__ void __launch_bounds__(kDistanceThreads)
+    union_max_kernel(tile_args<T> a, const double *q_key, const double *x_key) {
+    using Acc = metric_acc_t<T, Mt>;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Acc *acc = reinterpret_cast<Acc *>(smem_raw);
+    unsigned char *touched = smem_raw + sizeof(Acc) * (size_t)a.tile_rows;
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kDistanceThreads / 32;
     const int64_t j = a.q0 + blockIdx.x;
-    const int64_t qbegin = a.qptr[j], qn = a.qptr[j + 1] - qbegin;
-    const int32_t *qcols = a.qcol + qbegin;
-    const T *qvals = a.qval + qbegin;
+    const int64_t qbegin = a.qptr[j], qend = a.qptr[j + 1], qn = qend - qbegin;
+    const double q_first = qn > 0 ? q_key[qbegin] : 0.0; // B of a row that shares nothing
     const double qn0 = a.qnorm[2 * j], qn1 = a.qnorm[2 * j + 1];
     T *out_row = a.out + (int64_t)blockIdx.x * a.rs;
-    for (int64_t i = (int64_t)blockIdx.y * warps + warp; i < a.nx; i += (int64_t)gridDim.y * warps) {
-        const int64_t xbegin = a.xptr[i], xn = a.xptr[i + 1] - xbegin;
-        const int32_t *xcols = a.xcol + xbegin;
-        double m = 0.0;
-        for (int64_t t = lane; t < xn; t += 32) {
-            const int64_t at = lower_bound(qcols, qn, xcols[t]);
-            const double q = at < qn && qcols[at] == xcols[t] ? (double)qvals[at] : 0.0;
-            m = fmax(m, Mt::pair(q, (double)a.xval[xbegin + t], a.p));
+    for (int64_t i0 = (int64_t)blockIdx.y * a.tile_rows; i0 < a.nx; i0 += (int64_t)gridDim.y * a.tile_rows) {
+        const int rows = (int)(a.nx - i0 < a.tile_rows ? a.nx - i0 : a.tile_rows);
+        for (int r = threadIdx.x; r < rows; r += kDistanceThreads) {
+            acc[r] = Acc(0);
+            touched[r] = 0;
         }
-        for (int64_t t = lane; t < qn; t += 32) {
-            const int64_t at = lower_bound(xcols, xn, qcols[t]);
-            if (at == xn || xcols[at] != qcols[t])
-                m = fmax(m, Mt::pair((double)qvals[t], 0.0, a.p));
+        __syncthreads();
+        accumulate_ordered_by<T, Mt>(a, acc, touched, 1, i0, rows, qbegin, qend);
+        __syncthreads();
+        for (int r = warp; r < rows; r += warps) {
+            const int64_t i = i0 + r, xbegin = a.xptr[i], xn = a.xptr[i + 1] - xbegin;
+            double m = (double)acc[r];
+            if (!touched[r]) {
+                m = fmax(m, q_first);
+                if (xn > 0)
+                    m = fmax(m, x_key[xbegin]);
+            } else {
+                m = fmax(m, first_lacking(a.q_mag_col + qbegin, q_key + qbegin, qn, a.xcol + xbegin, xn, lane));
+                m = fmax(m, first_lacking(a.x_mag_col + xbegin, x_key + xbegin, xn, a.qcol + qbegin, qn, lane));
+            }
+            if (lane == 0)
+                out_row[i * a.cs] =
+                    (T)Mt::finalize(m, 0.0, qn0, qn1, a.xnorm[2 * i], a.xnorm[2 * i + 1], a.d, a.p);
         }
-        for (int o = 16; o > 0; o /= 2)
-            m = fmax(m, __shfl_xor_sync(~0u, m, o));
-        if (lane == 0)
-            out_row[i * a.cs] = (T)Mt::finalize(m, 0.0, qn0, qn1, a.xnorm[2 * i], a.xnorm[2 * i + 1], a.d, a.p);
+        __syncthreads(); // the accumulators and marks are zeroed for the next tile
     }
 }
 

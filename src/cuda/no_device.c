@@ -130,6 +130,12 @@ sr_status sr_cuda_magnitude_order(const struct sr_matrix_s *A, int32_t *col, voi
     (void)A; (void)col; (void)abs; (void)rank;
     return no_cuda();
 }
+sr_status sr_cuda_user_union_order(const struct sr_matrix_s *A, sr_metric metric, double p, bool query_side,
+                                   int32_t *col, double *key)
+{
+    (void)A; (void)metric; (void)p; (void)query_side; (void)col; (void)key;
+    return no_cuda();
+}
 sr_status sr_cuda_knn_overlap_rows(const sr_distance_inputs *in, int64_t q0, int64_t q1, int64_t k, int64_t *idx,
                                    const sr_strided_out *dist, bool *taken)
 {

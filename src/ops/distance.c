@@ -15,10 +15,21 @@
 #include "multi_gpu.h"
 #include "ops_common.h"
 
-/* A magnitude order's block: columns, ranks, absolute values (see sr_distance_inputs). */
-static size_t mag_bytes(const struct sr_matrix_s *M)
+/* Whether m is a user metric reduced by max over the union (its device kernel walks orders). */
+static bool user_union_max(sr_metric m)
 {
-    return M ? (size_t)M->nnz * (2 * sizeof(int32_t) + sr_type_size(M->type)) : 0;
+    const sr_user_metric *u = sr_user_metric_of((int)m);
+    return u && u->def.over_union && sr_user_metric_terms_of(&u->def).maximum;
+}
+
+/* A magnitude order's block: columns, ranks, absolute values; or a user union order's: keys (8
+ * bytes each, first for their alignment), then columns (see sr_distance_inputs). */
+static size_t mag_bytes(const struct sr_matrix_s *M, sr_metric m)
+{
+    if (!M)
+        return 0;
+    return user_union_max(m) ? (size_t)M->nnz * (sizeof(double) + sizeof(int32_t))
+                             : (size_t)M->nnz * (2 * sizeof(int32_t) + sr_type_size(M->type));
 }
 
 void sr_distance_release(sr_distance_prep *p)
@@ -28,8 +39,8 @@ void sr_distance_release(sr_distance_prep *p)
     sr_mem_free(p->ctx, p->where, p->qnorm, 2 * sizeof(double) * (size_t)(p->in.Q ? p->in.Q->nrows : 0));
     sr_mem_free(p->ctx, p->where, p->xnorm, 2 * sizeof(double) * (size_t)(p->in.X ? p->in.X->nrows : 0));
     if (p->x_mag != p->q_mag)
-        sr_mem_free(p->ctx, p->where, p->x_mag, mag_bytes(p->in.X));
-    sr_mem_free(p->ctx, p->where, p->q_mag, mag_bytes(p->in.Q));
+        sr_mem_free(p->ctx, p->where, p->x_mag, mag_bytes(p->in.X, p->in.metric));
+    sr_mem_free(p->ctx, p->where, p->q_mag, mag_bytes(p->in.Q, p->in.metric));
     sr_mem_free(p->ctx, SR_HOST, p->own_order, sizeof(int32_t) * (size_t)(p->in.X ? p->in.X->nrows : 0));
     sr_matrix_destroy(p->q_cast);
     sr_matrix_destroy(p->x_cast);
@@ -106,13 +117,26 @@ static sr_status norms_of(sr_distance_prep *p, const struct sr_matrix_s *M, doub
 static sr_status magnitude_order(sr_distance_prep *p, const struct sr_matrix_s *M, void **block, const int32_t **col,
                                  const int32_t **rank, const void **abs)
 {
-    SR_TRY(sr_mem_alloc(p->ctx, SR_DEVICE, mag_bytes(M), block));
+    SR_TRY(sr_mem_alloc(p->ctx, SR_DEVICE, mag_bytes(M, p->in.metric), block));
     int32_t *c = (int32_t *)*block, *r = c + M->nnz;
     void *a = r + M->nnz;
     *col = c;
     *rank = r;
     *abs = a;
     return sr_cuda_magnitude_order(M, c, a, r);
+}
+
+/* M's order for a user metric reduced by max over the union on the device (query_side: by
+ * pair(v, 0), else pair(0, v)), in one block allocated here. */
+static sr_status union_order(sr_distance_prep *p, const struct sr_matrix_s *M, bool query_side, void **block,
+                             const int32_t **col, const double **key)
+{
+    SR_TRY(sr_mem_alloc(p->ctx, SR_DEVICE, mag_bytes(M, p->in.metric), block));
+    double *k = (double *)*block;
+    int32_t *c = (int32_t *)(k + M->nnz);
+    *key = k;
+    *col = c;
+    return sr_cuda_user_union_order(M, p->in.metric, p->in.p, query_side, c, k);
 }
 
 /* The index's inverted form (for each column, the rows that hold it) in p->in.XT, once: kept with
@@ -151,6 +175,10 @@ static sr_status prepare_steps(const char *fn, sr_distance_prep *p, struct sr_ma
         } else {
             SR_TRY(magnitude_order(p, p->in.X, &p->x_mag, &p->in.x_mag_col, &unused, &p->in.x_mag_abs));
         }
+    }
+    if (user_union_max(p->in.metric) && p->where == SR_DEVICE) { /* two orders even for X == Q: two keys */
+        SR_TRY(union_order(p, p->in.Q, true, &p->q_mag, &p->in.q_mag_col, &p->in.q_union_key));
+        SR_TRY(union_order(p, p->in.X, false, &p->x_mag, &p->in.x_mag_col, &p->in.x_union_key));
     }
     if (keep) {
         SR_TRY(sr_distance_index_norms(p->ctx, index, p->in.metric, p->in.p, &p->in.xnorm));
