@@ -234,6 +234,18 @@ static inline void *sr_cpu_calloc_copies(int threads, int64_t n, size_t size, in
     return *block ? (void *)(((uintptr_t)*block + pair - 1) / pair * pair) : NULL;
 }
 
+/* The same copies left unzeroed, for callers whose threads zero their own copy first: calloc
+ * zeroes a block it takes from the heap on the calling thread alone (and a fresh one page by page,
+ * a fault a page), which with 16 copies of a wide vector outweighed the parallel work it fed. */
+static inline void *sr_cpu_malloc_copies(int threads, int64_t n, size_t size, int64_t *stride, void **block)
+{
+    const size_t pair = 2 * SR_CACHE_LINE;
+    const int64_t per = (int64_t)(pair / size);
+    *stride = (n + per - 1) / per * per;
+    *block = malloc((size_t)threads * (size_t)(*stride > 0 ? *stride : per) * size + pair);
+    return *block ? (void *)(((uintptr_t)*block + pair - 1) / pair * pair) : NULL;
+}
+
 /* In-place exclusive prefix sum of counts[0..n] shifted: counts[0] = 0, counts[i+1] += counts[i]. */
 void sr_cpu_prefix_sum(int64_t *rowptr, int64_t nrows);
 

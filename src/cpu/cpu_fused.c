@@ -194,9 +194,10 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
     static void spread_share_##T(void *arg, int64_t t, int slot)                                          \
     {                                                                                                     \
         const fused_job *job = arg;                                                                       \
+        T *copy = (T *)job->sums + (size_t)t * (size_t)job->stride;                                       \
         (void)slot;                                                                                       \
-        spread_rows_##T(job->a, job->row_cuts[t], job->row_cuts[t + 1],                                   \
-                        (T *)job->sums + (size_t)t * (size_t)job->stride, false);                         \
+        memset(copy, 0, (size_t)job->a->n * sizeof(T)); /* each copy zeroed by the thread that fills it */ \
+        spread_rows_##T(job->a, job->row_cuts[t], job->row_cuts[t + 1], copy, false);                     \
     }                                                                                                     \
     /* Rows of chunk c added into the shared sums atomically (w too wide for copies). */                \
     static void spread_chunk_##T(void *arg, int64_t c, int slot)                                          \
@@ -250,7 +251,7 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
         /* (copies a cache-line pair apart: on narrow w, 10^7 x 100, copies sharing a line at their ends \
          * sent it from core to core on most rows) */                                                  \
         if (job.private_sums &&                                                                           \
-            !(job.sums = sr_cpu_calloc_copies(threads, a->n, sizeof(T), &job.stride, &job.sums_block)))   \
+            !(job.sums = sr_cpu_malloc_copies(threads, a->n, sizeof(T), &job.stride, &job.sums_block)))   \
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d partial sums of %lld",     \
                             threads, (long long)a->n);                                                    \
         if (!job.private_sums && !(job.shared = sr_calloc((size_t)(a->n > 0 ? a->n : 1), sizeof(T))))        \
