@@ -55,14 +55,10 @@ template <typename T> __host__ __device__ constexpr int chebyshev_tile_rows() {
     return tile_rows_of<T, SR_METRIC_CHEBYSHEV>();
 }
 
-__device__ inline bool holds(const int32_t *cols, int64_t n, int32_t c) {
-    const int64_t at = lower_bound(cols, n, c);
-    return at < n && cols[at] == c;
-}
-
 // Along order_col[from, to) (columns by decreasing magnitude), the magnitude of the first whose
 // column `cols` (sorted, n long) lacks; 0 when there is none. A thread takes at most `steps`
-// entries and says in *done whether it got an answer.
+// entries and says in *done whether it got an answer (warp_first_outside, cuda_metric_kernels.cuh,
+// is the same for a whole warp).
 template <typename T> __device__ double first_outside(const int32_t *order_col, const T *order_abs, int64_t from,
                                                       int64_t to, const int32_t *cols, int64_t n, int steps,
                                                       bool *done) {
@@ -73,18 +69,6 @@ template <typename T> __device__ double first_outside(const int32_t *order_col, 
         }
         if (!holds(cols, n, order_col[t]))
             return (double)order_abs[t];
-    }
-    return 0.0;
-}
-
-// The same for a whole warp, 32 entries a step; all lanes call it and get the answer.
-template <typename T> __device__ double warp_first_outside(const int32_t *order_col, const T *order_abs, int64_t from,
-                                                           int64_t to, const int32_t *cols, int64_t n, int lane) {
-    for (int64_t base = from; base < to; base += 32) {
-        const int64_t t = base + lane;
-        const unsigned outside = __ballot_sync(~0u, t < to && !holds(cols, n, order_col[t]));
-        if (outside)
-            return (double)order_abs[base + __ffs(outside) - 1];
     }
     return 0.0;
 }

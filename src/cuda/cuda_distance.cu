@@ -68,7 +68,7 @@ template <typename T> sr_status launch_user_metric(const sr_user_metric *u, tile
     jit_program *program = nullptr;
     SR_TRY(user_metric_program(u, &program));
     const char *tiles_kernel = user_metric_tile_kernel(&u->def);
-    const bool union_max = strcmp(tiles_kernel, "union_max_kernel") == 0;
+    const bool union_max = sr_user_metric_terms_of(&u->def).walks_union;
     const int acc_bytes = user_metric_accumulator_bytes(&u->def, sizeof(T) == 8 ? SR_TYPE_FLOAT64 : SR_TYPE_FLOAT32);
     a.tile_rows = kTileBytes / (acc_bytes + (union_max ? 1 : 0));
     const int64_t tiles = (a.nx + a.tile_rows - 1) / a.tile_rows;
@@ -127,30 +127,39 @@ __global__ void magnitude_columns_kernel(const int64_t *rowptr, const int32_t *c
         }
 }
 
-template <typename T> sr_status magnitude_order(const sr_matrix_s *A, int32_t *col, T *abs, int32_t *rank) {
+// Each row of A by decreasing key: keys[e] and position[e] (= e) for A's entries, sorted into
+// sorted_key, then col (and rank, when asked) in that order. Stable, so equal keys keep column order.
+template <typename K>
+sr_status sort_rows_descending(const sr_matrix_s *A, buffer<K> &keys, buffer<int64_t> &position, K *sorted_key,
+                               int32_t *col, int32_t *rank) {
     cudaStream_t stream = stream_of(A->ctx);
-    buffer<T> keys(A->ctx);
-    buffer<int64_t> position(A->ctx), sorted(A->ctx);
+    buffer<int64_t> sorted(A->ctx);
     buffer<unsigned char> temp(A->ctx);
-    SR_TRY(keys.allocate((size_t)A->nnz));
-    SR_TRY(position.allocate((size_t)A->nnz));
     SR_TRY(sorted.allocate((size_t)A->nnz));
-    absolute_kernel<T><<<grid_for(A->nnz), 256, 0, stream>>>(static_cast<const T *>(A->values), A->nnz, keys.get(),
-                                                             position.get());
-    SR_CUDA_LAUNCHED();
     size_t bytes = 0;
-    SR_CUDA_TRY(cub::DeviceSegmentedSort::StableSortPairsDescending(nullptr, bytes, keys.get(), abs, position.get(),
-                                                                    sorted.get(), A->nnz, A->nrows, A->rowptr,
-                                                                    A->rowptr + 1, stream));
+    SR_CUDA_TRY(cub::DeviceSegmentedSort::StableSortPairsDescending(nullptr, bytes, keys.get(), sorted_key,
+                                                                    position.get(), sorted.get(), A->nnz, A->nrows,
+                                                                    A->rowptr, A->rowptr + 1, stream));
     SR_TRY(temp.allocate(bytes));
-    SR_CUDA_TRY(cub::DeviceSegmentedSort::StableSortPairsDescending(temp.get(), bytes, keys.get(), abs, position.get(),
-                                                                    sorted.get(), A->nnz, A->nrows, A->rowptr,
-                                                                    A->rowptr + 1, stream));
+    SR_CUDA_TRY(cub::DeviceSegmentedSort::StableSortPairsDescending(temp.get(), bytes, keys.get(), sorted_key,
+                                                                    position.get(), sorted.get(), A->nnz, A->nrows,
+                                                                    A->rowptr, A->rowptr + 1, stream));
     magnitude_columns_kernel<<<grid_for(A->nrows * 32), 256, 0, stream>>>(A->rowptr, A->colind, A->nrows,
                                                                           sorted.get(), col, rank);
     SR_CUDA_LAUNCHED();
     SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // before the scratch goes
     return SR_SUCCESS;
+}
+
+template <typename T> sr_status magnitude_order(const sr_matrix_s *A, int32_t *col, T *abs, int32_t *rank) {
+    buffer<T> keys(A->ctx);
+    buffer<int64_t> position(A->ctx);
+    SR_TRY(keys.allocate((size_t)A->nnz));
+    SR_TRY(position.allocate((size_t)A->nnz));
+    absolute_kernel<T><<<grid_for(A->nnz), 256, 0, stream_of(A->ctx)>>>(static_cast<const T *>(A->values), A->nnz,
+                                                                        keys.get(), position.get());
+    SR_CUDA_LAUNCHED();
+    return sort_rows_descending<T>(A, keys, position, abs, col, rank);
 }
 
 } // namespace
@@ -167,18 +176,16 @@ extern "C" sr_status sr_cuda_magnitude_order(const sr_matrix_s *A, int32_t *col,
 // by |value|.
 template <typename T>
 static sr_status user_union_order(const sr_matrix_s *A, const sr_user_metric *u, double p, bool query_side, int32_t *col,
-                           double *key) {
+                                  double *key) {
     cudaStream_t stream = stream_of(A->ctx);
     jit_program *program = nullptr;
     SR_TRY(user_metric_program(u, &program));
     cudaKernel_t kernel = nullptr;
     SR_TRY(jit_kernel(program, user_metric_kernel("union_keys_kernel", sizeof(T) == 8).c_str(), &kernel));
     buffer<double> keys(A->ctx);
-    buffer<int64_t> position(A->ctx), sorted(A->ctx);
-    buffer<unsigned char> temp(A->ctx);
+    buffer<int64_t> position(A->ctx);
     SR_TRY(keys.allocate((size_t)A->nnz));
     SR_TRY(position.allocate((size_t)A->nnz));
-    SR_TRY(sorted.allocate((size_t)A->nnz));
     const T *vals = static_cast<const T *>(A->values);
     int64_t nnz = A->nnz;
     int side = query_side ? 1 : 0;
@@ -187,19 +194,7 @@ static sr_status user_union_order(const sr_matrix_s *A, const sr_user_metric *u,
     SR_TRY(jit_launch(kernel, dim3(grid_for(A->nnz)), dim3(256), 0, stream, args));
     iota_kernel<<<grid_for(A->nnz), 256, 0, stream>>>(position.get(), A->nnz);
     SR_CUDA_LAUNCHED();
-    size_t bytes = 0;
-    SR_CUDA_TRY(cub::DeviceSegmentedSort::StableSortPairsDescending(nullptr, bytes, keys.get(), key, position.get(),
-                                                                    sorted.get(), A->nnz, A->nrows, A->rowptr,
-                                                                    A->rowptr + 1, stream));
-    SR_TRY(temp.allocate(bytes));
-    SR_CUDA_TRY(cub::DeviceSegmentedSort::StableSortPairsDescending(temp.get(), bytes, keys.get(), key, position.get(),
-                                                                    sorted.get(), A->nnz, A->nrows, A->rowptr,
-                                                                    A->rowptr + 1, stream));
-    magnitude_columns_kernel<<<grid_for(A->nrows * 32), 256, 0, stream>>>(A->rowptr, A->colind, A->nrows,
-                                                                          sorted.get(), col, nullptr);
-    SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(sr_cuda::wait_stream(stream)); // before the scratch goes
-    return SR_SUCCESS;
+    return sort_rows_descending<double>(A, keys, position, key, col, nullptr);
 }
 
 extern "C" sr_status sr_cuda_user_union_order(const sr_matrix_s *A, sr_metric metric, double p, bool query_side,

@@ -78,8 +78,6 @@ template <class Ops> struct merge_launcher {
         using T = typename Ops::value;
         cudaStream_t stream = stream_of(ctx);
         user_fill_kernel user_fill;
-        if constexpr (is_user_ops<Ops>)
-            SR_TRY(user_fill.find("fill_tiles"));
         const unsigned grid = grid_for(p.tiles * kThreads, kThreads);
         buffer<int64_t> tile_counts(ctx);
         buffer<unsigned char> scan_temp(ctx);

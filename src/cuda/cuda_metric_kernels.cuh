@@ -173,20 +173,21 @@ __global__ void union_keys_kernel(const T *vals, int64_t nnz, double p, int quer
         keys[e] = query_side ? Mt::pair((double)vals[e], 0.0, p) : Mt::pair(0.0, (double)vals[e], p);
 }
 
-// The key of the first of order_col[0, n) (by decreasing key) whose column `other` (sorted, m
-// long) lacks; 0 when it holds them all. All 32 lanes call it together.
-__device__ inline double first_lacking(const int32_t *order_col, const double *key, int64_t n, const int32_t *other,
-                                       int64_t m, int lane) {
-    for (int64_t base = 0; base < n; base += 32) {
+__device__ inline bool holds(const int32_t *cols, int64_t n, int32_t c) {
+    const int64_t at = lower_bound(cols, n, c);
+    return at < n && cols[at] == c;
+}
+
+// Along order_col[from, to) (columns by decreasing magnitude or key), the key of the first whose
+// column `cols` (sorted, n long) lacks; 0 when it holds them all. All 32 lanes call it together
+// and get the answer, 32 entries a step.
+template <typename T> __device__ double warp_first_outside(const int32_t *order_col, const T *order_abs, int64_t from,
+                                                           int64_t to, const int32_t *cols, int64_t n, int lane) {
+    for (int64_t base = from; base < to; base += 32) {
         const int64_t t = base + lane;
-        bool lacks = false;
-        if (t < n) {
-            const int64_t at = lower_bound(other, m, order_col[t]);
-            lacks = at == m || other[at] != order_col[t];
-        }
-        const unsigned found = __ballot_sync(~0u, lacks);
-        if (found)
-            return key[base + __ffs(found) - 1];
+        const unsigned outside = __ballot_sync(~0u, t < to && !holds(cols, n, order_col[t]));
+        if (outside)
+            return (double)order_abs[base + __ffs(outside) - 1];
     }
     return 0.0;
 }
@@ -223,8 +224,8 @@ __global__ void __launch_bounds__(kDistanceThreads)
                 if (xn > 0)
                     m = fmax(m, x_key[xbegin]);
             } else {
-                m = fmax(m, first_lacking(a.q_mag_col + qbegin, q_key + qbegin, qn, a.xcol + xbegin, xn, lane));
-                m = fmax(m, first_lacking(a.x_mag_col + xbegin, x_key + xbegin, xn, a.qcol + qbegin, qn, lane));
+                m = fmax(m, warp_first_outside(a.q_mag_col, q_key, qbegin, qend, a.xcol + xbegin, xn, lane));
+                m = fmax(m, warp_first_outside(a.x_mag_col, x_key, xbegin, xbegin + xn, a.qcol + qbegin, qn, lane));
             }
             if (lane == 0)
                 out_row[i * a.cs] =

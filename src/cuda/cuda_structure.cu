@@ -30,8 +30,6 @@ template <class Ops> struct kron_launcher {
         cudaStream_t stream = stream_of(ctx);
         const int64_t nrows = A->nrows * B->nrows;
         user_fill_kernel user_fill;
-        if constexpr (is_user_ops<Ops>)
-            SR_TRY(user_fill.find("kron_fill"));
         sr_matrix_s *C = nullptr;
         SR_TRY(sr_matrix_alloc(ctx, nrows, A->ncols * B->ncols, 0, A->type, SR_DEVICE, &C));
         return build_rows(
@@ -95,8 +93,6 @@ template <class Ops> struct reduce_launcher {
         using T = typename Ops::value;
         cudaStream_t stream = stream_of(ctx);
         user_fill_kernel user_fill;
-        if constexpr (is_user_ops<Ops>)
-            SR_TRY(user_fill.find("reduce_fill"));
         sr_matrix_s *v = nullptr;
         SR_TRY(sr_matrix_alloc(ctx, A->nrows, 1, 0, A->type, SR_DEVICE, &v));
         return build_rows(

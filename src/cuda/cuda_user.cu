@@ -9,6 +9,7 @@
 namespace sr_cuda {
 
 thread_local const jit_program *current_user_program = nullptr;
+thread_local cudaKernel_t current_user_kernel = nullptr;
 
 std::string user_kernel_name(const char *kernel, std::initializer_list<int> template_args) {
     std::string name = std::string("sr_cuda::") + kernel + "<sr_user_ops";

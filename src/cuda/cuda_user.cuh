@@ -38,12 +38,20 @@ sr_status cached_user_program(const void *owner, const char *what, const std::fu
 // The program of u's kernels `names` for the current device, compiled or loaded on first use.
 sr_status user_program(const sr_user_semiring *u, const std::vector<std::string> &names, jit_program **program);
 
-// The program that launch_user() takes its kernels from on this thread (user_program_scope).
+// The program that launch_user() takes its kernels from on this thread (user_program_scope), and,
+// under run_user, its one kernel.
 extern thread_local const jit_program *current_user_program;
+extern thread_local cudaKernel_t current_user_kernel;
 
 struct user_program_scope {
-    explicit user_program_scope(const jit_program *p) { current_user_program = p; }
-    ~user_program_scope() { current_user_program = nullptr; }
+    explicit user_program_scope(const jit_program *p, cudaKernel_t only = nullptr) {
+        current_user_program = p;
+        current_user_kernel = only;
+    }
+    ~user_program_scope() {
+        current_user_program = nullptr;
+        current_user_kernel = nullptr;
+    }
 };
 
 // Launches the current program's kernel `name` with these arguments (copied, as <<<>>> does).
@@ -57,14 +65,11 @@ sr_status launch_user(const std::string &name, unsigned grid, unsigned block, cu
     return jit_launch(kernel, grid, block, 0, stream, argv);
 }
 
-// A two-pass operation's fill kernel from the current program (build_rows's fill lambdas return
-// nothing): found before the passes, so a missing one fails the call; a launch that fails shows
-// as the fill pass's cudaGetLastError.
+// A two-pass operation's fill kernel under run_user: its program's one kernel, found by run_user
+// before the passes (build_rows's fill lambdas return nothing), so a launch that fails shows as the
+// fill pass's cudaGetLastError. Unused by a built-in's launcher.
 struct user_fill_kernel {
-    cudaKernel_t kernel = nullptr;
-    sr_status find(const char *name) {
-        return jit_kernel(current_user_program, user_kernel_name(name, {}).c_str(), &kernel);
-    }
+    cudaKernel_t kernel = current_user_kernel;
     template <class... Args> void launch(unsigned grid, unsigned block, cudaStream_t stream, Args... args) const {
         void *argv[] = {static_cast<void *>(&args)...};
         (void)jit_launch(kernel, grid, block, 0, stream, argv);
@@ -78,7 +83,9 @@ template <template <class> class Launcher, class... Args>
 sr_status run_user(const sr_user_semiring *u, const std::string &kernel, Args &&...args) {
     jit_program *program = nullptr;
     SR_TRY(user_program(u, {kernel}, &program));
-    user_program_scope scope(program);
+    cudaKernel_t only = nullptr;
+    SR_TRY(jit_kernel(program, kernel.c_str(), &only));
+    user_program_scope scope(program, only);
     switch (u->def.type) {
     case SR_TYPE_INT32: return Launcher<user_ops<int32_t>>::run(args...);
     case SR_TYPE_FLOAT32: return Launcher<user_ops<float>>::run(args...);

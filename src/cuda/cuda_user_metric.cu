@@ -14,14 +14,14 @@ std::string user_metric_kernel(const char *kernel, bool float64) {
 }
 
 const char *user_metric_tile_kernel(const sr_metric_def *d) {
-    return sr_user_metric_terms_of(d).maximum && d->over_union ? "union_max_kernel" : "intersect_kernel";
+    return sr_user_metric_terms_of(d).walks_union ? "union_max_kernel" : "intersect_kernel";
 }
 
 static std::vector<std::string> user_metric_kernels(const sr_metric_def *d) {
     const char *tiles = user_metric_tile_kernel(d);
     std::vector<std::string> names = {user_metric_kernel(tiles, false), user_metric_kernel(tiles, true),
                                       user_metric_kernel("norms_kernel", false), user_metric_kernel("norms_kernel", true)};
-    if (strcmp(tiles, "union_max_kernel") == 0) // and the keys of its rows' orders
+    if (sr_user_metric_terms_of(d).walks_union) // and the keys of its rows' orders
         for (bool float64 : {false, true})
             names.push_back(user_metric_kernel("union_keys_kernel", float64));
     return names;

@@ -19,7 +19,7 @@
 static bool user_union_max(sr_metric m)
 {
     const sr_user_metric *u = sr_user_metric_of((int)m);
-    return u && u->def.over_union && sr_user_metric_terms_of(&u->def).maximum;
+    return u && sr_user_metric_terms_of(&u->def).walks_union;
 }
 
 /* A magnitude order's block: columns, ranks, absolute values; or a user union order's: keys (8
