@@ -8,7 +8,8 @@
  *  - runs of ties (rows and their multiples) the same: the float pre-test skips no pair that could enter;
  *  - non-integer data in "exact": the split TF32 product, distances within float32 accuracy
  *    (Hellinger's square roots stay on the CUDA cores unless they are integers);
- *  - "tf32": one TF32 product, distances within its documented error.
+ *  - "tf32": one TF32 product, distances within its documented error;
+ *  - Manhattan and Bray-Curtis of counts on count levels, bit for bit (count_levels).
  * The panel is forced (SPARSERING_KNN_PANEL=1): these inputs are too small for the cost model to
  * take it. GPU only: skipped where no device is usable. */
 #include "test_util.h"
@@ -216,6 +217,57 @@ static void every_metric(sr_context ctx, const char *what, const test_csr *xs, c
     metrics_of(ctx, what, xs, qs, precision, mode, tol, kMetrics, sizeof kMetrics / sizeof kMetrics[0]);
 }
 
+/* Manhattan and Bray-Curtis on count levels (cuda_knn_levels.cuh), bit for bit against the float32
+ * path: counts past the levels (their excess walks with the cold columns), T chosen and forced to
+ * 1, 3 and 16, small batches, queries past the cursors; half steps and a negative count keep them
+ * off the panel. */
+static const sr_metric kLevelMetrics[] = {SR_METRIC_L1, SR_METRIC_BRAY_CURTIS};
+
+static void off_the_panel(sr_context ctx, const char *what, const test_csr *m)
+{
+    sr_matrix X = on_device(ctx, m);
+    char method[256];
+    for (size_t i = 0; i < 2; i++) {
+        knn_out o = run(ctx, X, X, m->nrows, 5, kLevelMetrics[i], SR_PRECISION_EXACT, method, sizeof method);
+        CHECK(strstr(method, "panel") == NULL, "%s, %s took '%s'", what, sr_metric_name(kLevelMetrics[i]), method);
+        free(o.idx);
+        free(o.dist);
+    }
+    sr_matrix_free(X);
+}
+
+static void count_levels(sr_context ctx)
+{
+    const size_t n = sizeof kLevelMetrics / sizeof kLevelMetrics[0];
+    test_csr x = zipf_rows(1500, 700, 24, VALUES_COUNTS, 40.0), q = zipf_rows(300, 700, 24, VALUES_COUNTS, 23.0);
+    metrics_of(ctx, "levels", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
+    metrics_of(ctx, "levels, queries apart", &x, &q, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
+    const char *forced[] = {"1", "3", "16"};
+    for (size_t f = 0; f < 3; f++) {
+        char label[64];
+        snprintf(label, sizeof label, "levels forced to %s", forced[f]);
+        setenv("SPARSERING_KNN_PANEL_LEVELS", forced[f], 1);
+        metrics_of(ctx, label, &x, &q, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
+    }
+    unsetenv("SPARSERING_KNN_PANEL_LEVELS");
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 2u << 20));
+    setenv("SPARSERING_KNN_PANEL_COLUMNS", "200", 1);
+    metrics_of(ctx, "levels, small batches", &x, &q, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
+    unsetenv("SPARSERING_KNN_PANEL_COLUMNS");
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 0));
+    test_csr_free(&x);
+    test_csr_free(&q);
+    x = zipf_rows_long(1500, 2000, 20, VALUES_COUNTS, 30.0, 3000);
+    metrics_of(ctx, "levels, long rows", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
+    test_csr_free(&x);
+    x = zipf_rows(600, 300, 12, VALUES_HALVES, 3.5);
+    off_the_panel(ctx, "half steps", &x);
+    for (int64_t e = 0; e < x.nnz; e++) /* the halves made whole, one of them negative */
+        ((float *)x.values)[e] = e == x.nnz / 2 ? -2.0f : ceilf(((float *)x.values)[e]);
+    off_the_panel(ctx, "a negative count", &x);
+    test_csr_free(&x);
+}
+
 int main(void)
 {
     test_seed("test_knn_panel");
@@ -314,6 +366,8 @@ int main(void)
     sr_matrix_free(X);
     test_csr_free(&x);
     test_csr_free(&q);
+
+    count_levels(ctx);
 
     /* a precision that does not exist is refused */
     {

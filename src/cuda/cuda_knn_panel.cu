@@ -35,6 +35,7 @@
 #include "cuda_distance_tile.cuh" // warp_lower_bound
 #include "cuda_knn_bound.cuh"
 #include "cuda_knn_candidates.cuh"
+#include "cuda_knn_levels.cuh"
 
 extern "C" {
 #include "../semiring/metric.h"
@@ -47,6 +48,8 @@ struct sr_cuda_panel {
     sr_context_s *ctx;
     panel_mode mode;
     int64_t columns;       // the panel's width H (a multiple of 64; slots past the hot columns stay 0)
+    int levels;            // count levels T a column (cuda_knn_levels.cuh), or 0: the values themselves
+    int64_t depth;         // the GEMM's depth: H, or T·H
     int64_t ldx, ldq;      // elements a row of the index's and of the queries' panel
     size_t elt;            // bytes an element
     int32_t *slot_of;      // ncols: a column's place in the panel, -1 for the sparse rest
@@ -54,6 +57,10 @@ struct sr_cuda_panel {
     void *xpanel;          // index rows × ldx
     size_t xbytes;
     double coverage;       // the share of the pair work in the panel's columns
+    // With levels: the cold walk's copies (cold columns and the hot ones' excess) and its slots
+    // (every column cold to it)
+    sr_matrix_s *cold_q, *cold_xt;
+    int32_t *no_slot;
 };
 
 namespace {
@@ -418,6 +425,8 @@ template <typename F> sr_status with_panel_metric(sr_metric m, F &&f) {
     case SR_METRIC_DICE: return f(std::integral_constant<sr_metric, SR_METRIC_DICE>{});
     case SR_METRIC_RUSSELL_RAO: return f(std::integral_constant<sr_metric, SR_METRIC_RUSSELL_RAO>{});
     case SR_METRIC_HELLINGER: return f(std::integral_constant<sr_metric, SR_METRIC_HELLINGER>{});
+    case SR_METRIC_L1: return f(std::integral_constant<sr_metric, SR_METRIC_L1>{});
+    case SR_METRIC_BRAY_CURTIS: return f(std::integral_constant<sr_metric, SR_METRIC_BRAY_CURTIS>{});
     default: return sr_error(SR_ERROR_INTERNAL, "knn panel: metric %d has no dot-product form", (int)m);
     }
 }
@@ -433,9 +442,12 @@ template <typename F> void with_value_kind(sr_metric m, F &&f) {
         f(std::integral_constant<sr_metric_kind, SR_MK_PRODUCT>{});
 }
 
+// Manhattan and Bray-Curtis take the panel as count levels, where the values are counts.
+bool level_metric(sr_metric m) { return m == SR_METRIC_L1 || m == SR_METRIC_BRAY_CURTIS; }
+
 bool panel_metric(sr_metric m) {
     const sr_metric_kind kind = sr_metric_kind_of(m);
-    return kind == SR_MK_PRODUCT || kind == SR_MK_PAIR || kind == SR_MK_SQRT;
+    return kind == SR_MK_PRODUCT || kind == SR_MK_PAIR || kind == SR_MK_SQRT || level_metric(m);
 }
 
 // Each column's entries in M, on the host (from the inverted form's row pointers when given).
@@ -518,9 +530,14 @@ sr_status choose_exact_mode(const sr_distance_inputs *in, panel_mode *mode) {
 }
 
 void describe(const sr_cuda_panel *pl, int64_t ncols) {
-    sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %s%s",
-                  (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, mode_name(pl->mode),
-                  pl->mode == kPanelFp16 ? " (exact)" : "");
+    if (pl->levels > 0)
+        sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %d count levels, "
+                      "FP16 (exact)",
+                      (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, pl->levels);
+    else
+        sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %s%s",
+                      (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, mode_name(pl->mode),
+                      pl->mode == kPanelFp16 ? " (exact)" : "");
 }
 
 // Rows [r0, r0 + rows) of M into `panel` (zeroed first): the index's form or the queries'.
@@ -532,10 +549,15 @@ sr_status fill_rows(const sr_cuda_panel *pl, sr_metric metric, const sr_matrix_s
     if (rows == 0)
         return SR_SUCCESS;
     const float *val = static_cast<const float *>(M->values);
-    with_value_kind(metric, [&](auto kind) {
-        fill_panel<decltype(kind)::value><<<grid_for(rows * 32), 256, 0, stream>>>(
-            M->rowptr, M->colind, val, r0, rows, pl->slot_of, pl->columns, pl->mode, query, panel, ld);
-    });
+    if (pl->levels > 0)
+        fill_levels<<<grid_for(rows * 32), 256, 0, stream>>>(M->rowptr, M->colind, val, r0, rows, pl->slot_of,
+                                                             pl->columns, pl->levels, query ? 1.0f : -2.0f,
+                                                             static_cast<__half *>(panel), ld);
+    else
+        with_value_kind(metric, [&](auto kind) {
+            fill_panel<decltype(kind)::value><<<grid_for(rows * 32), 256, 0, stream>>>(
+                M->rowptr, M->colind, val, r0, rows, pl->slot_of, pl->columns, pl->mode, query, panel, ld);
+        });
     SR_CUDA_LAUNCHED();
     return SR_SUCCESS;
 }
@@ -548,9 +570,9 @@ sr_status build_index_panel(sr_cuda_panel *pl, const sr_distance_inputs *in) {
 // The columns by decreasing pair work (queries' count × index's count), and the panel's width:
 // the columns whose sparse work costs more than their GEMM share, rounded up to the alignment,
 // within the memory budget (the index's panel at most half the workspace). 0: no panel.
-int64_t choose_columns(const std::vector<double> &work, double m, double n, panel_mode mode, size_t budget,
+int64_t choose_columns(const std::vector<double> &work, double m, double n, panel_mode mode, int depth, size_t budget,
                        size_t elt_per_column, std::vector<int32_t> &order, double *hot_work, double *all_work) {
-    const double rate = mac_rate(mode), threshold = m * n * kSparseRate / rate;
+    const double rate = mac_rate(mode) / depth, threshold = m * n * kSparseRate / rate;
     double total = 0.0;
     order.clear();
     for (size_t c = 0; c < work.size(); c++) {
@@ -588,13 +610,17 @@ struct panel_choice {
 
 // The panel's columns for `mode` and whether it pays: its GEMM, the block's write and read and
 // the cold columns' sparse work under 3/4 of the sparse path's time for all the work (or forced).
-bool choose_panel(const std::vector<double> &work, double m, double n, panel_mode mode, size_t budget, bool forced,
-                  panel_choice *c) {
-    const size_t elt_per_column = (mode == kPanelFp16 ? sizeof(__half) : sizeof(float)) * (mode == kPanelTf32x3 ? 2 : 1);
-    c->width = choose_columns(work, m, n, mode, budget, elt_per_column, c->order, &c->hot, &c->total);
+// `depth`: the GEMM's depth a panel column (count levels: T), `extra`: sparse work besides the cold
+// columns' (the levels' excess).
+bool choose_panel(const std::vector<double> &work, double m, double n, panel_mode mode, int depth, size_t budget,
+                  bool forced, panel_choice *c, double extra = 0.0) {
+    const size_t elt_per_column =
+        (mode == kPanelFp16 ? sizeof(__half) : sizeof(float)) * (mode == kPanelTf32x3 ? 2 : 1) * (size_t)depth;
+    c->width = choose_columns(work, m, n, mode, depth, budget, elt_per_column, c->order, &c->hot, &c->total);
     if (c->width == 0 || c->total <= 0.0)
         return false;
-    const double t_panel = m * n * (1.0 / kPairRate + (double)c->width / mac_rate(mode)) + (c->total - c->hot) / kSparseRate;
+    const double t_panel = m * n * (1.0 / kPairRate + (double)c->width * depth / mac_rate(mode)) +
+                           (c->total - c->hot + extra) / kSparseRate;
     const double t_sparse = c->total / kSparseRate;
     return forced || t_panel < 0.75 * t_sparse;
 }
@@ -606,8 +632,153 @@ template <sr_metric M> bool pretest_for() {
     return forced == 0 ? false : forced == 1 ? true : distance_floor<M>::kPays;
 }
 
-sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cuda_panel **out) {
+// The panel of `choice`'s columns for `mode` (count levels T, or 0), its index part filled; with
+// levels, the cold walk's copies too.
+sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_choice &choice, int levels,
+                     sr_cuda_panel **out) {
     sr_context_s *ctx = in->Q->ctx;
+    const sr_matrix_s *X = in->X;
+    const int64_t width = choice.width;
+    const size_t elt = mode == kPanelFp16 ? sizeof(__half) : sizeof(float);
+    auto *pl = new (std::nothrow) sr_cuda_panel{};
+    if (!pl)
+        return sr_error(SR_ERROR_OUT_OF_MEMORY, "knn panel: out of host memory");
+    pl->ctx = ctx;
+    pl->mode = mode;
+    pl->columns = width;
+    pl->levels = levels;
+    pl->depth = width * (levels > 0 ? levels : 1);
+    pl->elt = elt;
+    pl->ldx = levels > 0 ? pl->depth : width * (mode == kPanelTf32x3 ? 2 : 1);
+    pl->ldq = levels > 0 ? pl->depth : width * (mode == kPanelTf32x3 ? 3 : 1);
+    pl->coverage = choice.hot / choice.total;
+    pl->xbytes = (size_t)X->nrows * (size_t)pl->ldx * elt;
+    std::vector<int32_t> slot_of((size_t)X->ncols, -1);
+    for (int64_t s = 0; s < width && s < (int64_t)choice.order.size(); s++)
+        slot_of[(size_t)choice.order[(size_t)s]] = (int32_t)s;
+    pl->slot_bytes = slot_of.size() * sizeof(int32_t);
+    sr_status s = sr_mem_alloc(ctx, SR_DEVICE, pl->slot_bytes, (void **)&pl->slot_of);
+    if (s == SR_SUCCESS)
+        s = sr_mem_copy(ctx, pl->slot_of, SR_DEVICE, slot_of.data(), SR_HOST, pl->slot_bytes);
+    if (s == SR_SUCCESS)
+        s = build_index_panel(pl, in);
+    if (s == SR_SUCCESS && levels > 0) {
+        s = sr_mem_alloc(ctx, SR_DEVICE, pl->slot_bytes, (void **)&pl->no_slot);
+        if (s == SR_SUCCESS && cudaMemsetAsync(pl->no_slot, 0xff, pl->slot_bytes, stream_of(ctx)) != cudaSuccess)
+            s = sr_cuda_fail(cudaGetLastError(), "knn panel (cold slots)", __FILE__, __LINE__);
+        if (s == SR_SUCCESS)
+            s = cold_copy(in->Q, true, pl->slot_of, levels, &pl->cold_q);
+        if (s == SR_SUCCESS)
+            s = cold_copy(in->XT, false, pl->slot_of, levels, &pl->cold_xt);
+    }
+    if (s != SR_SUCCESS) {
+        sr_cuda_knn_panel_free(pl);
+        return s;
+    }
+    describe(pl, X->ncols);
+    *out = pl;
+    return SR_SUCCESS;
+}
+
+// Whether every value of M is a count (a non-negative whole number), and M's largest row sum.
+sr_status counts_and_top(const sr_matrix_s *M, const double *norms, bool *counts, double *top) {
+    sr_context_s *ctx = M->ctx;
+    buffer<unsigned long long> cells(ctx); // [0]: the flag, [1]: the largest norm's bits
+    SR_TRY(cells.allocate(2));
+    SR_CUDA_TRY(cudaMemsetAsync(cells.get(), 0, 2 * sizeof(unsigned long long), stream_of(ctx)));
+    if (M->nnz > 0) {
+        check_counts<<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(static_cast<const float *>(M->values), M->nnz,
+                                                                    reinterpret_cast<unsigned *>(cells.get()));
+        SR_CUDA_LAUNCHED();
+    }
+    if (M->nrows > 0) {
+        max_norm<<<grid_for(M->nrows), 256, 0, stream_of(ctx)>>>(norms, M->nrows, cells.get() + 1);
+        SR_CUDA_LAUNCHED();
+    }
+    unsigned long long host[2];
+    SR_TRY(sr_mem_copy(ctx, host, SR_HOST, cells.get(), SR_DEVICE, sizeof host));
+    *counts = (host[0] & 1u) == 0;
+    memcpy(top, &host[1], sizeof *top);
+    return SR_SUCCESS;
+}
+
+// For each level t = 1..kMaxLevels and panel slot s, the entries of M (by_row: rows; else an
+// inverted form) in the slot's column above t, on the host.
+sr_status levels_above(const sr_matrix_s *M, bool by_row, const int32_t *slot_of, int64_t H,
+                       std::vector<unsigned long long> &out) {
+    sr_context_s *ctx = M->ctx;
+    buffer<unsigned long long> above(ctx);
+    const size_t cells = (size_t)kMaxLevels * (size_t)H;
+    SR_TRY(above.allocate(cells));
+    SR_CUDA_TRY(cudaMemsetAsync(above.get(), 0, cells * sizeof(unsigned long long), stream_of(ctx)));
+    if (M->nrows > 0) {
+        count_above<<<grid_for(M->nrows * 32), 256, 0, stream_of(ctx)>>>(
+            M->rowptr, M->colind, static_cast<const float *>(M->values), M->nrows, by_row, slot_of, H, above.get());
+        SR_CUDA_LAUNCHED();
+    }
+    out.resize(cells);
+    return sr_mem_copy(ctx, out.data(), SR_HOST, above.get(), SR_DEVICE, cells * sizeof(unsigned long long));
+}
+
+// Manhattan and Bray-Curtis on count levels (cuda_knn_levels.cuh): where both matrices hold counts
+// whose row sums keep every partial sum exact, the hot columns at a nominal 4 levels, then the
+// levels T that minimize the GEMM (T times the panel) plus the excess pairs' sparse work (the
+// pairs of entries above T in a hot column), and whether that still pays.
+sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double> &work, double m, double n,
+                          size_t budget, bool forced, sr_cuda_panel **out) {
+    bool qcounts = true, xcounts = true;
+    double qtop = 0.0, xtop = 0.0;
+    SR_TRY(counts_and_top(in->X, in->xnorm, &xcounts, &xtop));
+    if (in->Q == in->X) {
+        qcounts = xcounts;
+        qtop = xtop;
+    } else {
+        SR_TRY(counts_and_top(in->Q, in->qnorm, &qcounts, &qtop));
+    }
+    // the GEMM's partial sums are -2 Σ min over some levels of some columns: even integers of at
+    // most 2·min(row sums) in magnitude, and the cold sums too
+    if (!qcounts || !xcounts || 2.0 * std::min(qtop, xtop) >= 16777216.0)
+        return SR_SUCCESS;
+    constexpr int kNominal = 4;
+    panel_choice choice;
+    if (!choose_panel(work, m, n, kPanelFp16, kNominal, budget, forced, &choice))
+        return SR_SUCCESS;
+    const int64_t H = choice.width;
+    std::vector<int32_t> slot_of((size_t)in->X->ncols, -1);
+    for (int64_t s = 0; s < H && s < (int64_t)choice.order.size(); s++)
+        slot_of[(size_t)choice.order[(size_t)s]] = (int32_t)s;
+    buffer<int32_t> slots(in->Q->ctx);
+    SR_TRY(slots.allocate(slot_of.size()));
+    SR_TRY(sr_mem_copy(in->Q->ctx, slots.get(), SR_DEVICE, slot_of.data(), SR_HOST, slot_of.size() * sizeof(int32_t)));
+    std::vector<unsigned long long> ax, aq;
+    SR_TRY(levels_above(in->XT, false, slots.get(), H, ax));
+    if (in->Q == in->X)
+        aq = ax;
+    else
+        SR_TRY(levels_above(in->Q, true, slots.get(), H, aq));
+    int levels = 1;
+    double best = -1.0, best_excess = 0.0;
+    for (int t = 1; t <= kMaxLevels; t++) {
+        double excess = 0.0;
+        for (int64_t s = 0; s < H; s++)
+            excess += (double)aq[(size_t)(t - 1) * H + s] * (double)ax[(size_t)(t - 1) * H + s];
+        const double cost = m * n * (double)H * t / mac_rate(kPanelFp16) + excess / kSparseRate;
+        if (best < 0.0 || cost < best) {
+            best = cost;
+            best_excess = excess;
+            levels = t;
+        }
+    }
+    const int64_t forced_levels = sr_setting("SPARSERING_KNN_PANEL_LEVELS", 0);
+    if (forced_levels > 0)
+        levels = (int)std::min<int64_t>(forced_levels, kMaxLevels);
+    panel_choice final_choice;
+    if (!choose_panel(work, m, n, kPanelFp16, levels, budget, forced, &final_choice, best_excess))
+        return SR_SUCCESS;
+    return build_plan(in, kPanelFp16, final_choice, levels, out);
+}
+
+sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cuda_panel **out) {
     const sr_matrix_s *Q = in->Q, *X = in->X;
     const int forced = sr_setting("SPARSERING_KNN_PANEL", -1); // 0: never, 1: wherever it applies
     if (forced == 0 || X->nrows == 0 || Q->nrows == 0)
@@ -627,12 +798,14 @@ sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cud
     for (size_t c = 0; c < cx.size(); c++)
         work[c] = cq[c] * cx[c];
     const double m = (double)Q->nrows, n = (double)X->nrows;
-    const size_t budget = sr_context_workspace(ctx, SR_DEVICE);
+    const size_t budget = sr_context_workspace(Q->ctx, SR_DEVICE);
+    if (level_metric(in->metric))
+        return make_level_plan(in, work, m, n, budget, forced == 1, out);
     // The model at the fastest rate the precision allows first: the FP16 check (a pass over both
     // matrices and a copy back) runs only where even that rate could pay.
     panel_mode mode = precision == SR_PRECISION_TF32 ? kPanelTf32 : kPanelFp16;
     panel_choice choice;
-    if (!choose_panel(work, m, n, mode, budget, forced == 1, &choice))
+    if (!choose_panel(work, m, n, mode, 1, budget, forced == 1, &choice))
         return SR_SUCCESS;
     if (precision == SR_PRECISION_EXACT) {
         SR_TRY(choose_exact_mode(in, &mode));
@@ -642,41 +815,10 @@ sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cud
         // on the CUDA cores; "tf32" takes the panel
         if (sr_metric_kind_of(in->metric) == SR_MK_SQRT && mode != kPanelFp16)
             return SR_SUCCESS;
-        if (mode != kPanelFp16 && !choose_panel(work, m, n, mode, budget, forced == 1, &choice))
+        if (mode != kPanelFp16 && !choose_panel(work, m, n, mode, 1, budget, forced == 1, &choice))
             return SR_SUCCESS;
     }
-    const int64_t width = choice.width;
-    const size_t elt = mode == kPanelFp16 ? sizeof(__half) : sizeof(float);
-    const std::vector<int32_t> &order = choice.order;
-    const double hot = choice.hot, total = choice.total;
-
-    auto *pl = new (std::nothrow) sr_cuda_panel{};
-    if (!pl)
-        return sr_error(SR_ERROR_OUT_OF_MEMORY, "knn panel: out of host memory");
-    pl->ctx = ctx;
-    pl->mode = mode;
-    pl->columns = width;
-    pl->elt = elt;
-    pl->ldx = width * (mode == kPanelTf32x3 ? 2 : 1);
-    pl->ldq = width * (mode == kPanelTf32x3 ? 3 : 1);
-    pl->coverage = hot / total;
-    pl->xbytes = (size_t)X->nrows * (size_t)pl->ldx * elt;
-    std::vector<int32_t> slot_of((size_t)X->ncols, -1);
-    for (int64_t s = 0; s < width && s < (int64_t)order.size(); s++)
-        slot_of[(size_t)order[(size_t)s]] = (int32_t)s;
-    pl->slot_bytes = slot_of.size() * sizeof(int32_t);
-    sr_status s = sr_mem_alloc(ctx, SR_DEVICE, pl->slot_bytes, (void **)&pl->slot_of);
-    if (s == SR_SUCCESS)
-        s = sr_mem_copy(ctx, pl->slot_of, SR_DEVICE, slot_of.data(), SR_HOST, pl->slot_bytes);
-    if (s == SR_SUCCESS)
-        s = build_index_panel(pl, in);
-    if (s != SR_SUCCESS) {
-        sr_cuda_knn_panel_free(pl);
-        return s;
-    }
-    describe(pl, X->ncols);
-    *out = pl;
-    return SR_SUCCESS;
+    return build_plan(in, mode, choice, 0, out);
 }
 
 // C (nq × n, row-major) = the queries' panel · the index's panelᵀ: in cuBLAS's column-major terms
@@ -685,10 +827,10 @@ sr_status panel_gemm(const sr_cuda_panel *pl, int64_t n, int64_t nq, const void 
     cublasHandle_t h;
     SR_TRY(blas_handle(pl->ctx, &h));
     const float one = 1.0f, zero = 0.0f;
-    const int N = (int)n, M = (int)nq, H = (int)pl->columns;
+    const int N = (int)n, M = (int)nq, H = (int)pl->columns, K = (int)pl->depth;
     cublasStatus_t st;
     if (pl->mode == kPanelFp16) {
-        st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, H, &one, pl->xpanel, CUDA_R_16F, (int)pl->ldx, qpanel,
+        st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, pl->xpanel, CUDA_R_16F, (int)pl->ldx, qpanel,
                           CUDA_R_16F, (int)pl->ldq, &zero, C, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     } else if (pl->mode == kPanelTf32) {
         st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, H, &one, pl->xpanel, CUDA_R_32F, (int)pl->ldx, qpanel,
@@ -715,11 +857,14 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     SR_TRY(qpanel.allocate((size_t)nq * (size_t)pl->ldq * pl->elt));
     SR_TRY(block.allocate((size_t)nq * (size_t)n));
     SR_TRY(fill_rows(pl, in->metric, in->Q, q0, nq, true, qpanel.get()));
-    const cold_args cold{in->Q->rowptr, in->Q->colind, static_cast<const float *>(in->Q->values), q0, pl->slot_of,
-                         in->XT->rowptr, in->XT->colind, static_cast<const float *>(in->XT->values)};
+    // with levels the walk reads its copies, where every column is cold
+    const sr_matrix_s *cq = pl->levels > 0 ? pl->cold_q : in->Q, *cxt = pl->levels > 0 ? pl->cold_xt : in->XT;
+    const cold_args cold{cq->rowptr, cq->colind, static_cast<const float *>(cq->values), q0,
+                         pl->levels > 0 ? pl->no_slot : pl->slot_of,
+                         cxt->rowptr, cxt->colind, static_cast<const float *>(cxt->values)};
     buffer<int64_t> long_from(ctx); // where each query's long entries begin (none: every column in the panel)
     int64_t most_long = 0;          // the most long entries a query has
-    if (pl->coverage < 1.0) {
+    if (pl->coverage < 1.0 || pl->levels > 0) {
         buffer<unsigned long long> most(ctx);
         SR_TRY(long_from.allocate((size_t)nq));
         SR_TRY(most.allocate(1));
@@ -802,5 +947,8 @@ extern "C" void sr_cuda_knn_panel_free(sr_cuda_panel *pl) {
         return;
     sr_mem_free(pl->ctx, SR_DEVICE, pl->xpanel, pl->xbytes);
     sr_mem_free(pl->ctx, SR_DEVICE, pl->slot_of, pl->slot_bytes);
+    sr_mem_free(pl->ctx, SR_DEVICE, pl->no_slot, pl->slot_bytes);
+    sr_matrix_destroy(pl->cold_q);
+    sr_matrix_destroy(pl->cold_xt);
     delete pl;
 }
