@@ -220,29 +220,21 @@ static inline void *sr_cpu_calloc_lines(size_t count, size_t size)
     return p;
 }
 
-/* `threads` zeroed copies of n elements of `size` bytes, *stride elements apart, each starting on a
- * pair of cache lines (128 bytes: the adjacent-line prefetcher fetches pairs), so that no line holds
- * two threads' elements: accumulators and flags that each thread updates as it goes. From calloc
- * (large blocks come zeroed page by page as each thread first touches its copy); free(*block)
- * releases them. */
-static inline void *sr_cpu_calloc_copies(int threads, int64_t n, size_t size, int64_t *stride, void **block)
+/* `threads` copies of n elements of `size` bytes, *stride elements apart, each starting on a pair
+ * of cache lines (128 bytes: the adjacent-line prefetcher fetches pairs), so that no line holds two
+ * threads' elements: accumulators and flags that each thread updates as it goes; free(*block)
+ * releases them. `zeroed`: from calloc (large blocks come zeroed page by page as each thread first
+ * touches its copy); else from malloc, for callers whose threads zero their own copy first: calloc
+ * zeroes a block it takes from the heap on the calling thread alone, which with 16 copies of a wide
+ * vector outweighed the parallel work it fed. */
+static inline void *sr_cpu_alloc_copies(int threads, int64_t n, size_t size, bool zeroed, int64_t *stride,
+                                        void **block)
 {
     const size_t pair = 2 * SR_CACHE_LINE;
     const int64_t per = (int64_t)(pair / size);
     *stride = (n + per - 1) / per * per;
-    *block = calloc((size_t)threads * (size_t)(*stride > 0 ? *stride : per) * size + pair, 1);
-    return *block ? (void *)(((uintptr_t)*block + pair - 1) / pair * pair) : NULL;
-}
-
-/* The same copies left unzeroed, for callers whose threads zero their own copy first: calloc
- * zeroes a block it takes from the heap on the calling thread alone (and a fresh one page by page,
- * a fault a page), which with 16 copies of a wide vector outweighed the parallel work it fed. */
-static inline void *sr_cpu_malloc_copies(int threads, int64_t n, size_t size, int64_t *stride, void **block)
-{
-    const size_t pair = 2 * SR_CACHE_LINE;
-    const int64_t per = (int64_t)(pair / size);
-    *stride = (n + per - 1) / per * per;
-    *block = malloc((size_t)threads * (size_t)(*stride > 0 ? *stride : per) * size + pair);
+    const size_t bytes = (size_t)threads * (size_t)(*stride > 0 ? *stride : per) * size + pair;
+    *block = zeroed ? calloc(bytes, 1) : malloc(bytes);
     return *block ? (void *)(((uintptr_t)*block + pair - 1) / pair * pair) : NULL;
 }
 

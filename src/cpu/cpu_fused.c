@@ -26,7 +26,7 @@ typedef struct {
     const sr_fused_args *a;
     int threads;
     bool private_sums;   /* each slot adds into its own copy of w in sums, `stride` apart */
-    int64_t stride;      /* elements from one copy to the next (sr_cpu_calloc_copies) */
+    int64_t stride;      /* elements from one copy to the next (sr_cpu_alloc_copies) */
     void *sums, *shared; /* threads copies of w, or one shared (atomic adds) */
     void *sums_block;    /* the allocation holding sums */
     void *p;             /* the column ranges' row scales */
@@ -251,7 +251,8 @@ static sr_status column_cuts(const struct sr_matrix_s *X, int threads, int64_t *
         /* (copies a cache-line pair apart: on narrow w, 10^7 x 100, copies sharing a line at their ends \
          * sent it from core to core on most rows) */                                                  \
         if (job.private_sums &&                                                                           \
-            !(job.sums = sr_cpu_malloc_copies(threads, a->n, sizeof(T), &job.stride, &job.sums_block)))   \
+            !(job.sums =                                                                                  \
+                  sr_cpu_alloc_copies(threads, a->n, sizeof(T), false, &job.stride, &job.sums_block)))    \
             return sr_error(SR_ERROR_OUT_OF_MEMORY, "out of host memory for %d partial sums of %lld",     \
                             threads, (long long)a->n);                                                    \
         if (!job.private_sums && !(job.shared = sr_calloc((size_t)(a->n > 0 ? a->n : 1), sizeof(T))))        \

@@ -241,7 +241,7 @@ sr_status sr_cpu_sddmm_spmm(const sr_sddmm_args *a, const void *V, int64_t p, co
             return st;
     }
     int64_t stride = 0;
-    void *block = NULL, *scratch = sr_cpu_calloc_copies(threads, p, sr_type_size(a->out_type), &stride, &block);
+    void *block = NULL, *scratch = sr_cpu_alloc_copies(threads, p, sr_type_size(a->out_type), true, &stride, &block);
     if (!scratch)
         return sr_error(SR_ERROR_OUT_OF_MEMORY, "sr_sddmm_spmm: out of host memory for %d rows of %lld accumulators",
                         threads, (long long)p);

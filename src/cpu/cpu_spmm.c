@@ -27,7 +27,7 @@ typedef struct {
     unsigned char *allow; /* slots x allow_stride mask flags */
     bool *ready;          /* per slot: flags set */
     int64_t tile_rows;
-    int64_t allow_stride; /* bytes from one slot's flags to the next's (sr_cpu_calloc_copies) */
+    int64_t allow_stride; /* bytes from one slot's flags to the next's (sr_cpu_alloc_copies) */
 } spmm_job;
 #define SR_DEFINE_SPMM(SEMI, ADD, MUL, T, OUT)                                                           \
     /* Row i of A times columns [j0, j0 + chunk) of B into out[0, chunk). Not inlined: inside the  \
@@ -269,7 +269,7 @@ sr_status sr_cpu_spmm(const struct sr_matrix_s *A, const sr_dense *B_in, const s
     void *scratch = sr_malloc((size_t)threads * (size_t)tile_rows * (n ? n : 1) * sizeof(double));
     int64_t allow_stride = 0; /* each slot's flags on lines of their own: each masked row sets and restores them */
     void *allow_block = NULL;
-    unsigned char *allow = sr_cpu_calloc_copies(threads, (int64_t)n, 1, &allow_stride, &allow_block);
+    unsigned char *allow = sr_cpu_alloc_copies(threads, (int64_t)n, 1, true, &allow_stride, &allow_block);
     bool *ready = sr_calloc((size_t)threads, sizeof *ready);
     const bool copy_b = B_in->layout == SR_COL_MAJOR && B_in->nrows > 0 && n > 0;
     void *b_rows = NULL; /* through sr_mem_alloc: huge pages (cpu_spmm's copy of a 262K x 32 B faulted 8,000 times) */
