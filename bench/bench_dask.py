@@ -88,6 +88,28 @@ def as_scipy(result):
     return result
 
 
+def print_task_stream(records, wall):
+    """Where the workers' time went in one timed call (dask's task stream): for each task kind its
+    count and seconds computing, in transfers and in (de)serialisation, and each worker's busy share
+    of the wall time: what keeps W workers from W times one."""
+    import collections
+    from dask.utils import key_split
+    kinds = collections.defaultdict(lambda: collections.Counter())
+    busy = collections.Counter()
+    for rec in records:
+        kind = key_split(rec["key"])
+        kinds[kind]["tasks"] += 1
+        for part in rec.get("startstops", ()):
+            seconds = part["stop"] - part["start"]
+            kinds[kind][part["action"]] += seconds
+            busy[rec["worker"]] += seconds
+    for kind, c in sorted(kinds.items(), key=lambda kv: -kv[1]["compute"]):
+        extra = ", ".join(f"{a} {c[a]:.2f} s" for a in ("transfer", "deserialize", "disk-read", "disk-write") if c[a])
+        print(f"    {kind}: {c['tasks']} tasks, compute {c['compute']:.2f} s{', ' + extra if extra else ''}")
+    print("    busy share of the wall time a worker: " +
+          ", ".join(f"{b / wall:.0%}" for _, b in sorted(busy.items())), flush=True)
+
+
 def cluster(args, workers):
     import distributed
     if args.cuda:
@@ -110,6 +132,7 @@ def main():
     ap.add_argument("--als-ratings", type=int, default=25_000_095)
     ap.add_argument("--cuda", action="store_true", help="LocalCUDACluster, one worker a GPU")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--tasks", action="store_true", help="print where the workers' time went (dask's task stream)")
     args = ap.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(args.threads)  # each worker process's sparsering threads
     args.sr = sr_package.load(args.build)
@@ -140,10 +163,13 @@ def main():
                 import sparsering.dask as srd
                 R = srd.RowMatrix.from_scipy(client, M, parts=max(w, 1) * 2)
                 distributed.wait(R.blocks)
-                t = time.perf_counter()
-                got = finish(dist_call(R, backend), distributed)
-                t_w = time.perf_counter() - t
+                with distributed.get_task_stream(client) as stream:
+                    t = time.perf_counter()
+                    got = finish(dist_call(R, backend), distributed)
+                    t_w = time.perf_counter() - t
                 ok = same(as_scipy(got), want)
+                if args.tasks:
+                    print_task_stream(stream.data, t_w)
             base = base or t_w
             print(f"{name}: {w} worker(s) x {1 if args.cuda else args.threads} threads {t_w:.2f} s, "
                   f"{base / t_w:.2f}x one worker, {t_one / t_w:.2f}x one process; same answer: {ok}", flush=True)
