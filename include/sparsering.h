@@ -143,6 +143,14 @@ typedef struct sr_context_options {
                                  and what it costs); SPARSERING_DETERMINISTIC=1 sets it. Default
                                  false. The CPU backend gives the same bits with the same threads
                                  either way */
+    bool asynchronous;        /**< CUDA: sr_spmv, sr_spmm and sr_fused_pattern return once their work is
+                                 queued on the context's stream when every operand is on the device,
+                                 as the device-scalar vector calls do, instead of waiting for it; the
+                                 next call on the context reads the result in stream order, and
+                                 sr_context_synchronize (or reading a result to the host) waits
+                                 (docs/c-library.md#asynchronous-contexts). A call with an operand on
+                                 the host still waits. SPARSERING_ASYNCHRONOUS=1 sets it. Default
+                                 false. No effect on the CPU backend */
 } sr_context_options;
 
 /** The defaults above. */
@@ -161,6 +169,8 @@ sr_status sr_context_set_workspace_limit(sr_context ctx, size_t bytes);
 sr_status sr_context_set_host_memory_limit(sr_context ctx, size_t bytes);
 /** Turns sr_context_options.deterministic on or off for the calls made after it. */
 sr_status sr_context_set_deterministic(sr_context ctx, bool deterministic);
+/** Turns sr_context_options.asynchronous on or off for the calls made after it. */
+sr_status sr_context_set_asynchronous(sr_context ctx, bool asynchronous);
 /** Waits for the context's device work to finish (no-op on the CPU backend). */
 sr_status sr_context_synchronize(sr_context ctx);
 

@@ -410,14 +410,21 @@ static void solve_both_ways(solver_fn solve, sr_matrix Xs, const sr_dense *y, do
         *worst = fmax(*worst, fabs(w[0][j] - w[1][j])), *scale = fmax(*scale, fabs(w[1][j]));
 }
 
+/* How many of n doubles differ in their bits between a and b. */
+static int64_t differing_doubles(const double *a, const double *b, int64_t n)
+{
+    int64_t differ = 0;
+    for (int64_t j = 0; j < n; j++)
+        differ += memcmp(&a[j], &b[j], sizeof(double)) != 0;
+    return differ;
+}
+
 /* Whether two fits are the same bits: coefficients (*differ: how many are not), step counts, loss
  * and intercept. */
 static bool same_fit(const double *w0, const double *w1, int64_t n, const sr_solver_step *a, const sr_solver_step *b,
                      int64_t *differ)
 {
-    *differ = 0;
-    for (int64_t j = 0; j < n; j++)
-        *differ += memcmp(&w0[j], &w1[j], sizeof(double)) != 0;
+    *differ = differing_doubles(w0, w1, n);
     return *differ == 0 && a->iteration == b->iteration && a->inner == b->inner &&
            memcmp(&a->loss, &b->loss, sizeof(double)) == 0 && memcmp(&a->intercept, &b->intercept, sizeof(double)) == 0;
 }
@@ -602,6 +609,100 @@ static void check_waits(void)
     test_csr_free(&X);
 }
 
+/* The system user_cg solves in check_asynchronous and check_device_scalars: X of 700 × 300 (its
+ * matrix M made at matrix_at), b on `where`, and room for two answers w. */
+typedef struct {
+    test_csr X;
+    sr_matrix M;
+    sr_dense b;
+    double *b_host, *w[2];
+} cg_problem;
+
+static cg_problem cg_problem_make(sr_location matrix_at)
+{
+    cg_problem p = {.X = test_random_csr(700, 300, 20, SR_TYPE_FLOAT64)};
+    p.M = test_make_matrix_at(ctx, &p.X, matrix_at);
+    p.b_host = random_vector(p.X.ncols);
+    for (int k = 0; k < 2; k++)
+        p.w[k] = malloc((size_t)p.X.ncols * sizeof(double));
+    const sr_dense bh = sr_vector_view(p.b_host, p.X.ncols, SR_TYPE_FLOAT64, SR_HOST);
+    CHECK_OK(sr_vector_alloc(ctx, p.X.ncols, SR_TYPE_FLOAT64, where, &p.b));
+    CHECK_OK(sr_vector_copy(ctx, &p.b, &bh));
+    return p;
+}
+
+static void cg_problem_free(cg_problem *p)
+{
+    sr_vector_free(ctx, &p->b);
+    free(p->b_host), free(p->w[0]), free(p->w[1]);
+    sr_matrix_free(p->M);
+    test_csr_free(&p->X);
+}
+
+/* An asynchronous context (sr_context_options.asynchronous): sr_fused_pattern and sr_spmv return
+ * queued on device operands, so a user's CG with device scalars waits only where it reads r·r, and
+ * SpMVs in a row (both kernels) wait not at all; every answer has the bits of the waiting context.
+ * A host matrix beside device vectors is staged each call and so waits: the matrix lives at `where`. */
+static void check_asynchronous(void)
+{
+    if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
+        return;
+    cg_problem p = cg_problem_make(where);
+    test_csr X = p.X;
+    sr_matrix M = p.M;
+    sr_dense bd = p.b;
+    double *w[2] = {p.w[0], p.w[1]}, rr[2];
+    /* deterministic: the default context's fused pattern adds floats atomically on the GPU, so two
+     * CGs on it differ in their last bits whether or not they wait (the gate of 2026-12-07 saw it) */
+    sr_context_options o;
+    CHECK_OK(sr_context_get_options(ctx, &o));
+    const bool was_deterministic = o.deterministic;
+    CHECK_OK(sr_context_set_deterministic(ctx, true));
+    CHECK_OK(user_cg(ctx, where, M, &bd, 2.0, 60, true, 8, w[0], &rr[0]));
+    CHECK_OK(sr_context_set_asynchronous(ctx, true));
+    CHECK_OK(sr_context_get_options(ctx, &o));
+    CHECK(o.asynchronous, "sr_context_get_options does not report the asynchronous context");
+    const int64_t before = sr_device_waits();
+    CHECK_OK(user_cg(ctx, where, M, &bd, 2.0, 60, true, 8, w[1], &rr[1]));
+    const int64_t cg_waits = sr_device_waits() - before;
+    /* 7 looks, the last r·r and w read back, and the set-up's copies */
+    CHECK(where == SR_DEVICE ? cg_waits <= 7 + 6 : cg_waits == 0,
+          "CG of 60 steps looking every 8 on an asynchronous context waited %lld times", (long long)cg_waits);
+    const int64_t differ = differing_doubles(w[0], w[1], X.ncols);
+    CHECK(differ == 0 && memcmp(&rr[0], &rr[1], sizeof(double)) == 0,
+          "CG on an asynchronous context: %lld of %lld coefficients and r·r (%.17g, %.17g) differ", (long long)differ,
+          (long long)X.ncols, rr[0], rr[1]);
+
+    /* SpMV y = M·x: the split kernel (M has more entries than rows) and the row kernel, forced */
+    double *y[2] = {malloc(X.nrows * sizeof(double)), malloc(X.nrows * sizeof(double))};
+    sr_dense yd, xd = sr_vector_view(bd.data, X.ncols, SR_TYPE_FLOAT64, where);
+    CHECK_OK(sr_vector_alloc(ctx, X.nrows, SR_TYPE_FLOAT64, where, &yd));
+    for (int kernel = 0; kernel < 2; kernel++) {
+        setenv("SPARSERING_SPMV_KERNEL", kernel ? "rows" : "split", 1);
+        for (int async = 0; async < 2; async++) {
+            CHECK_OK(sr_context_set_asynchronous(ctx, async == 1));
+            CHECK_OK(sr_spmv(ctx, &yd, NULL, SR_PLUS_TIMES, M, &xd, NULL)); /* the first makes M's plans */
+            const int64_t start = sr_device_waits();
+            for (int k = 0; k < 10; k++)
+                CHECK_OK(sr_spmv(ctx, &yd, NULL, SR_PLUS_TIMES, M, &xd, NULL));
+            const int64_t waits = sr_device_waits() - start;
+            CHECK(!async || waits == 0, "10 SpMVs (%s kernel) on an asynchronous context waited %lld times",
+                  kernel ? "row" : "split", (long long)waits);
+            sr_dense yh = sr_vector_view(y[async], X.nrows, SR_TYPE_FLOAT64, SR_HOST);
+            CHECK_OK(sr_vector_copy(ctx, &yh, &yd));
+        }
+        CHECK(memcmp(y[0], y[1], X.nrows * sizeof(double)) == 0,
+              "SpMV (%s kernel) on an asynchronous context gives other bits", kernel ? "row" : "split");
+    }
+    unsetenv("SPARSERING_SPMV_KERNEL");
+    CHECK_OK(sr_context_set_asynchronous(ctx, false));
+    CHECK_OK(sr_context_set_deterministic(ctx, was_deterministic));
+    CHECK(sr_context_set_asynchronous(NULL, true) == SR_ERROR_INVALID_ARGUMENT, "a NULL context was accepted");
+    sr_vector_free(ctx, &yd);
+    free(y[0]), free(y[1]);
+    cg_problem_free(&p);
+}
+
 /* Ridge and logistic regression with and without their preconditioners, with and without an
  * intercept, on columns of scales 1 to 1000 (an ill-conditioned Hessian that its diagonal mostly
  * undoes): the same coefficients and fewer CG steps, on each backend. */
@@ -726,20 +827,15 @@ static void check_device_scalars(void)
 {
     if (!test_part_selected()) /* SR_TEST_PART: another part runs it */
         return;
-    test_csr X = test_random_csr(700, 300, 20, SR_TYPE_FLOAT64);
-    sr_matrix M = test_make_matrix(ctx, &X);
-    double *b = random_vector(X.ncols), *w[2] = {malloc(X.ncols * sizeof(double)), malloc(X.ncols * sizeof(double))};
-    double rr[2];
-    sr_dense bh = sr_vector_view(b, X.ncols, SR_TYPE_FLOAT64, SR_HOST), bd;
-    CHECK_OK(sr_vector_alloc(ctx, X.ncols, SR_TYPE_FLOAT64, where, &bd));
-    CHECK_OK(sr_vector_copy(ctx, &bd, &bh));
-    double bb;
+    cg_problem p = cg_problem_make(SR_HOST);
+    test_csr X = p.X;
+    sr_matrix M = p.M;
+    sr_dense bd = p.b;
+    double *w[2] = {p.w[0], p.w[1]}, rr[2], bb;
     CHECK_OK(sr_vector_dot(ctx, &bd, &bd, &bb));
     CHECK_OK(user_cg(ctx, where, M, &bd, 2.0, 60, true, 0, w[0], &rr[0]));
     CHECK_OK(user_cg(ctx, where, M, &bd, 2.0, 60, false, 0, w[1], &rr[1]));
-    int64_t differ = 0;
-    for (int64_t j = 0; j < X.ncols; j++)
-        differ += memcmp(&w[0][j], &w[1][j], sizeof(double)) != 0;
+    const int64_t differ = differing_doubles(w[0], w[1], X.ncols);
     CHECK(differ == 0 && memcmp(&rr[0], &rr[1], sizeof(double)) == 0,
           "CG with device scalars: %lld of %lld coefficients and r·r (%.17g, %.17g) differ from host numbers",
           (long long)differ, (long long)X.ncols, rr[0], rr[1]);
@@ -829,10 +925,9 @@ static void check_device_scalars(void)
                     "lives on the host");
     }
     sr_vector_free(ctx, &f32), sr_vector_free(ctx, &two), sr_vector_free(ctx, &s), sr_vector_free(ctx, &s2);
-    sr_vector_free(ctx, &nan_x), sr_vector_free(ctx, &y), sr_vector_free(ctx, &z), sr_vector_free(ctx, &bd);
-    free(nans), free(yy), free(zz), free(b), free(w[0]), free(w[1]);
-    sr_matrix_free(M);
-    test_csr_free(&X);
+    sr_vector_free(ctx, &nan_x), sr_vector_free(ctx, &y), sr_vector_free(ctx, &z);
+    free(nans), free(yy), free(zz);
+    cg_problem_free(&p);
 }
 
 /* Tall sparse X on the CPU (threads sum into copies of w): the same bits on every call with the
@@ -893,9 +988,7 @@ static void check_column_ranges_any_threads(void)
         sr_context_destroy(c);
     }
     unsetenv("SPARSERING_SERIAL_WORK");
-    int64_t differ = 0;
-    for (int64_t j = 0; j < X.ncols; j++)
-        differ += memcmp(&w[0][j], &w[1][j], sizeof(double)) != 0 || memcmp(&w[0][j], &w[2][j], sizeof(double)) != 0;
+    const int64_t differ = differing_doubles(w[0], w[1], X.ncols) + differing_doubles(w[0], w[2], X.ncols);
     CHECK(differ == 0, "wide X: %lld of w's %lld sums differ between 1, 2 and 3 threads", (long long)differ,
           (long long)X.ncols);
     for (int t = 0; t < 3; t++)
@@ -969,6 +1062,7 @@ static void run_all(void)
     check_logistic_looks();
     check_solver_contexts();
     check_waits();
+    check_asynchronous();
     check_preconditioners();
 }
 

@@ -109,16 +109,17 @@ static PyTypeObject ContextType;
 static int context_init(ContextObject *self, PyObject *args, PyObject *kw)
 {
     static char *names[] = {"backend", "device", "threads", "workspace_limit", "host_memory_limit", "devices",
-                            "partition", "deterministic", NULL};
+                            "partition", "deterministic", "asynchronous", NULL};
     sr_context_options o = sr_context_options_default();
     int backend = (int)o.backend, partition = (int)o.partition;
     unsigned long long workspace = 0, host = 0;
     PyObject *devices = NULL;
-    int deterministic = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|iiiKKOip", names, &backend, &o.device, &o.threads, &workspace, &host,
-                                     &devices, &partition, &deterministic))
+    int deterministic = 0, asynchronous = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|iiiKKOipp", names, &backend, &o.device, &o.threads, &workspace, &host,
+                                     &devices, &partition, &deterministic, &asynchronous))
         return -1;
     o.deterministic = deterministic != 0;
+    o.asynchronous = asynchronous != 0;
     if (devices != NULL && devices != Py_None) { /* a sequence of CUDA ordinals */
         PyObject *seq = PySequence_Fast(devices, "devices must be a sequence of CUDA device numbers");
         if (seq == NULL)
@@ -198,10 +199,11 @@ static PyObject *context_options(ContextObject *self, PyObject *unused)
         }
         Py_DECREF(d);
     }
-    return Py_BuildValue("{s:i,s:i,s:i,s:K,s:K,s:N,s:i,s:O}", "backend", (int)o.backend, "device", o.device,
+    return Py_BuildValue("{s:i,s:i,s:i,s:K,s:K,s:N,s:i,s:O,s:O}", "backend", (int)o.backend, "device", o.device,
                          "threads", o.threads, "workspace_limit", (unsigned long long)o.workspace_limit,
                          "host_memory_limit", (unsigned long long)o.host_memory_limit, "devices", devices, "partition",
-                         (int)o.partition, "deterministic", o.deterministic ? Py_True : Py_False);
+                         (int)o.partition, "deterministic", o.deterministic ? Py_True : Py_False, "asynchronous",
+                         o.asynchronous ? Py_True : Py_False);
 }
 
 static PyObject *context_synchronize(ContextObject *self, PyObject *unused)
@@ -255,13 +257,24 @@ static PyObject *context_set_host_memory_limit(ContextObject *self, PyObject *ar
     return set_context_bytes(self, arg, sr_context_set_host_memory_limit);
 }
 
-static PyObject *context_set_deterministic(ContextObject *self, PyObject *arg)
+/* A switch from Python, handed to one of the context's on/off setters. */
+static PyObject *set_context_switch(ContextObject *self, PyObject *arg, sr_status (*setter)(sr_context, bool))
 {
     const int on = PyObject_IsTrue(arg);
     if (on < 0)
         return NULL;
-    TRY(sr_context_set_deterministic(self->ctx, on != 0));
+    TRY(setter(self->ctx, on != 0));
     Py_RETURN_NONE;
+}
+
+static PyObject *context_set_deterministic(ContextObject *self, PyObject *arg)
+{
+    return set_context_switch(self, arg, sr_context_set_deterministic);
+}
+
+static PyObject *context_set_asynchronous(ContextObject *self, PyObject *arg)
+{
+    return set_context_switch(self, arg, sr_context_set_asynchronous);
 }
 
 static PyMethodDef context_methods[] = {
@@ -276,6 +289,8 @@ static PyMethodDef context_methods[] = {
      "Bytes one host allocation may take (0: no fixed limit)."},
     {"set_deterministic", (PyCFunction)context_set_deterministic, METH_O,
      "Sums in a fixed order on the GPU: the same bits on every run."},
+    {"set_asynchronous", (PyCFunction)context_set_asynchronous, METH_O,
+     "CUDA: spmv, spmm and the fused pattern return queued when every operand is on the device."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ContextType = {

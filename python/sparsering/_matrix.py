@@ -66,10 +66,15 @@ class Context:
     equal multiply-adds for SpGEMM) or "rows" (equal rows). deterministic: on the GPU, sum in a fixed
     order where the fast path adds floats atomically, so that a call gives the same bits on every
     run (the SPARSERING_DETERMINISTIC environment variable sets it; docs/c-library.md says which calls
-    and what it costs); the CPU gives the same bits with the same threads either way."""
+    and what it costs); the CPU gives the same bits with the same threads either way.
+    asynchronous: on the GPU, spmv, spmm and the fused pattern return as soon as their work is queued
+    when every operand is on the device (cupy or torch arrays), instead of waiting for it: a loop of
+    such calls then runs with no host wait between them. The next call on this context, and cupy or
+    torch on the default stream, read the result in order; anything else should call synchronize()
+    first (the SPARSERING_ASYNCHRONOUS environment variable sets it)."""
 
     def __init__(self, backend="auto", device=0, threads=0, workspace_limit=0, host_memory_limit=0, devices=None,
-                 partition="balanced", deterministic=False):
+                 partition="balanced", deterministic=False, asynchronous=False):
         if backend not in _BACKENDS:
             raise ValueError(f"backend must be one of {sorted(_BACKENDS)}, not {backend!r}")
         if partition not in _PARTITIONS:
@@ -77,12 +82,13 @@ class Context:
         if devices is not None:
             devices = [int(d) for d in devices]
         self._ctx = _core.Context(_BACKENDS[backend], device, threads, workspace_limit, host_memory_limit, devices,
-                                  _PARTITIONS[partition], bool(deterministic))
+                                  _PARTITIONS[partition], bool(deterministic), bool(asynchronous))
         # what was asked for, for pickling: a context reopens from its settings where it is loaded
         # ("auto" resolves again there, so a model fitted on a GPU loads on a machine without one)
+        self._asynchronous = self._ctx.options()["asynchronous"]  # read on every device call
         self._settings = dict(backend=backend, device=device, threads=threads, workspace_limit=workspace_limit,
                               host_memory_limit=host_memory_limit, devices=devices, partition=partition,
-                              deterministic=bool(deterministic))
+                              deterministic=bool(deterministic), asynchronous=bool(asynchronous))
 
     @property
     def devices(self):
@@ -125,6 +131,16 @@ class Context:
     def set_deterministic(self, on):
         self._ctx.set_deterministic(bool(on))
         self._remember("deterministic", bool(on))
+
+    @property
+    def asynchronous(self):
+        """Whether spmv, spmm and the fused pattern return queued on device operands (GPU only)."""
+        return self._asynchronous
+
+    def set_asynchronous(self, on):
+        self._ctx.set_asynchronous(bool(on))
+        self._asynchronous = bool(on)
+        self._remember("asynchronous", bool(on))
 
     def synchronize(self):
         self._ctx.synchronize()

@@ -223,10 +223,13 @@ def _fill_diagonal(D, kind):
 
 def _run_on_device(ctx, kind, call):
     """Runs a binding call on device data: the caller's stream is waited for before, the library's
-    after, so the inputs are complete when read and the outputs when returned."""
+    after, so the inputs are complete when read and the outputs when returned. On an asynchronous
+    context whose caller works on the framework's legacy default stream, which waits for the
+    library's blocking stream by itself, the call returns queued instead (no host wait)."""
     _device.synchronize_caller(kind)
     call()
-    ctx.synchronize()
+    if not (ctx.asynchronous and _device.caller_stream(kind) == 0):
+        ctx.synchronize()
 
 
 def spmv(A, x, semiring="plus_times", *, out=None, mask=None, complement=False, accumulate=False, context=None):

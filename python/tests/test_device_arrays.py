@@ -326,3 +326,25 @@ def test_inputs_written_just_before_the_call_are_read_complete(rng, kind, side_s
             A[...] = At + 0 * big[:300, :16]
             got = sr.sddmm_values(Sd, A, Bd, context=CUDA)
             np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-5, atol=1e-6)
+
+
+def test_asynchronous_context_power_iteration_on_cupy(rng, monkeypatch):
+    """An asynchronous context returns spmv queued on cupy arrays (no synchronize after the call, as
+    the caller works on cupy's default stream) and cupy reads each result in order: 20 steps of a
+    power iteration give the bits of the waiting context, and none of the calls waited."""
+    A = sp.random(3000, 3000, density=0.004, random_state=5, format="csr")
+    x0 = cp.asarray(rng.standard_normal(3000))
+    answers = []
+    for asynchronous in (False, True):
+        ctx = sr.Context("cuda", deterministic=True, asynchronous=asynchronous)
+        assert ctx.asynchronous == asynchronous and ctx.options()["asynchronous"] == asynchronous
+        M = sr.Matrix(A, context=ctx).to("device")
+        waits = []
+        monkeypatch.setattr(ctx, "synchronize", lambda: waits.append(1))
+        x = x0.copy()
+        for _ in range(20):
+            y = sr.spmv(M, x, context=ctx)
+            x = y / cp.linalg.norm(y)  # cupy, on its default stream, after the queued product
+        answers.append(host(x))
+        assert len(waits) == (0 if asynchronous else 20)
+    assert np.array_equal(answers[0], answers[1])

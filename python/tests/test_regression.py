@@ -137,6 +137,28 @@ def test_deterministic_context_repeats_bits(ctx, rng):
     assert c.deterministic and c.options()["deterministic"]
 
 
+def test_asynchronous_context_same_answers(ctx, rng):
+    """An asynchronous context (on the GPU, spmv, spmm and the fused pattern return queued on device
+    operands) gives the waiting context's answers, reports its option, and keeps it when pickled."""
+    import pickle
+    opts = ctx.options()
+    backend = "cuda" if ctx.on_device else "cpu"
+    contexts = [sr.Context(backend, device=opts["device"], deterministic=True, asynchronous=a) for a in (False, True)]
+    assert contexts[1].asynchronous and contexts[1].options()["asynchronous"] and not contexts[0].asynchronous
+    X = rand_X(rng, 3000, 500, 0.02)
+    y, v = rng.standard_normal(500), rng.standard_normal(3000)
+    runs = [sr.fused_pattern(X, y, v=v, context=c) for c in contexts]
+    assert np.array_equal(runs[0], runs[1])
+    products = [sr.spmv(X, y, context=c) for c in contexts]
+    assert np.array_equal(products[0], products[1])
+    c = sr.Context(backend, device=opts["device"])
+    c.set_asynchronous(True)
+    assert c.asynchronous and c.options()["asynchronous"]
+    assert pickle.loads(pickle.dumps(c)).asynchronous
+    c.set_asynchronous(False)
+    assert not c.asynchronous
+
+
 def test_solvers_refuse_nonfinite_input(ctx, rng):
     """NaN or infinity in X, y or the ratings is refused with its place, as scikit-learn refuses it
     (the solvers had returned all-zero coefficients, ALS finite factors with a NaN RMSE)."""

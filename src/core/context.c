@@ -86,18 +86,18 @@ static sr_status partition_from_environment(sr_partition *partition)
     return SR_SUCCESS;
 }
 
-/* SPARSERING_DETERMINISTIC=1|0 (also true/false, on/off) overrides the options' deterministic. */
-static sr_status deterministic_from_environment(bool *deterministic)
+/* An on/off setting from the environment (1|0, also true/false, on/off) overrides the options'. */
+static sr_status switch_from_environment(const char *name, bool *on)
 {
-    const char *env = getenv("SPARSERING_DETERMINISTIC");
+    const char *env = getenv(name);
     if (env == NULL || *env == '\0')
         return SR_SUCCESS;
     if (strcmp(env, "1") == 0 || strcasecmp(env, "true") == 0 || strcasecmp(env, "on") == 0)
-        *deterministic = true;
+        *on = true;
     else if (strcmp(env, "0") == 0 || strcasecmp(env, "false") == 0 || strcasecmp(env, "off") == 0)
-        *deterministic = false;
+        *on = false;
     else
-        return sr_error(SR_ERROR_INVALID_ARGUMENT, "SPARSERING_DETERMINISTIC is '%s'; expected 1 or 0", env);
+        return sr_error(SR_ERROR_INVALID_ARGUMENT, "%s is '%s'; expected 1 or 0", name, env);
     return SR_SUCCESS;
 }
 
@@ -128,6 +128,7 @@ static sr_status open_peers(struct sr_context_s *ctx, const sr_context_options *
         po.workspace_limit = o->workspace_limit;
         po.host_memory_limit = o->host_memory_limit;
         po.deterministic = o->deterministic;
+        po.asynchronous = o->asynchronous;
         SR_TRY(sr_context_create(&ctx->peers[g], &po));
     }
     return SR_SUCCESS;
@@ -146,7 +147,8 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
     SR_CHECK_ARG(o.partition == SR_PARTITION_BALANCED || o.partition == SR_PARTITION_ROWS,
                  "sr_context_create: unknown partition %d", (int)o.partition);
     SR_TRY(partition_from_environment(&o.partition));
-    SR_TRY(deterministic_from_environment(&o.deterministic));
+    SR_TRY(switch_from_environment("SPARSERING_DETERMINISTIC", &o.deterministic));
+    SR_TRY(switch_from_environment("SPARSERING_ASYNCHRONOUS", &o.asynchronous));
 
     sr_backend wanted = o.backend;
     if (wanted == SR_BACKEND_AUTO)
@@ -203,6 +205,7 @@ sr_status sr_context_create(sr_context *out, const sr_context_options *options)
     }
     ctx->partition = o.partition;
     ctx->deterministic = o.deterministic;
+    ctx->asynchronous = o.asynchronous;
     if (resolved == SR_BACKEND_CUDA && ndevices > 1) {
         sr_status s = open_peers(ctx, &o, ndevices, devices);
         if (s != SR_SUCCESS) {
@@ -268,6 +271,7 @@ sr_status sr_context_get_options(sr_context ctx, sr_context_options *options)
         options->devices[g] = ctx->devices[g];
     options->partition = ctx->partition;
     options->deterministic = ctx->deterministic;
+    options->asynchronous = ctx->asynchronous;
     return SR_SUCCESS;
 }
 
@@ -294,6 +298,15 @@ sr_status sr_context_set_deterministic(sr_context ctx, bool deterministic)
     ctx->deterministic = deterministic;
     for (int g = 0; g < ctx->ndevices; g++)
         ctx->peers[g]->deterministic = deterministic;
+    return SR_SUCCESS;
+}
+
+sr_status sr_context_set_asynchronous(sr_context ctx, bool asynchronous)
+{
+    SR_CHECK_ARG(ctx != NULL, "sr_context_set_asynchronous: the context is NULL");
+    ctx->asynchronous = asynchronous;
+    for (int g = 0; g < ctx->ndevices; g++)
+        ctx->peers[g]->asynchronous = asynchronous;
     return SR_SUCCESS;
 }
 

@@ -33,6 +33,7 @@ struct sr_context_s {
     struct sr_context_s *peers[SR_MAX_DEVICES];
     sr_partition partition;
     bool deterministic;        /* sr_context_options.deterministic */
+    bool asynchronous;         /* sr_context_options.asynchronous */
     pthread_mutex_t spread_lock; /* one spread call at a time: they share the GPUs' streams and NCCL */
     void *comms;
     void (*free_comms)(struct sr_context_s *ctx);

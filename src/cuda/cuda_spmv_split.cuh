@@ -85,6 +85,7 @@ template <class Ops> sr_status run_spmv_split(const product_args<Ops> &p, int64_
     else
         spmv_split_fixup<Ops><<<fixup_blocks, kBlock, 0, stream>>>(a, plan.long_spans, tile_blocks);
     SR_CUDA_LAUNCHED();
-    SR_CUDA_TRY(sr_cuda::wait_stream(stream));
+    // no wait: the caller waits unless the call is queued (a solver's step, an asynchronous
+    // context), and the scratch is freed in stream order
     return SR_SUCCESS;
 }
