@@ -346,6 +346,40 @@ def _query_copy(block, lo, hi, after=None):
     return _piece(block, lo, hi)
 
 
+def _row_lengths(block):
+    """The entries of each of a block's rows (int64)."""
+    return np.diff(block.rows.indptr).astype(np.int64)
+
+
+def _row_products(a_block, b_lengths):
+    """Each row of a block of A's products against B: the sum of B's row lengths over its columns."""
+    rows = a_block.rows
+    running = np.concatenate([[0], np.cumsum(b_lengths[rows.indices], dtype=np.int64)])
+    return running[rows.indptr[1:]] - running[rows.indptr[:-1]]
+
+
+def _sizeof_block(block):
+    """The bytes dask counts for a block as a worker holds it (its rows, and its Matrix when made)."""
+    from dask.sizeof import sizeof
+    return int(sizeof(block))
+
+
+def _cut_by_cost(cost, room):
+    """[(lo, hi)] consecutive ranges of rows whose costs add up to at most `room` each (each row's
+    cost at most room), as few as that allows ([(0, 0)] for no rows)."""
+    if len(cost) == 0:
+        return [(0, 0)]
+    total = np.cumsum(cost, dtype=np.float64)
+    cuts, lo = [], 0
+    while lo < len(cost):
+        base = total[lo - 1] if lo else 0.0
+        hi = int(np.searchsorted(total, base + room, side="right"))
+        hi = max(hi, lo + 1)
+        cuts.append((lo, hi))
+        lo = hi
+    return cuts
+
+
 def _block_nbytes(block):
     """The bytes dask counts for a block's rows (dask.sizeof, as the workers' memory accounting)."""
     from dask.sizeof import sizeof
@@ -398,11 +432,14 @@ def _needed_rows(b_block, used):
     return _Block(sp.csr_matrix((rows.data[mask], rows.indices[mask], indptr), shape=rows.shape), lo)
 
 
-def _block_mxm(a_block, semiring, backend, *b_blocks):
-    """Row block i of A·B: A_i times B's blocks stacked (each B_j with at least the rows A_i
-    names, the others empty) in one product, so each row of C is summed in the order the
-    one-process call sums it: the same bits, and no sum over the growing C a block of B."""
+def _block_mxm(a_block, semiring, backend, *b_blocks, rows=None):
+    """Row block i of A·B (its rows [lo, hi) when `rows` says): A_i times B's blocks stacked (each
+    B_j with at least the rows A_i names, the others empty) in one product, so each row of C is
+    summed in the order the one-process call sums it: the same bits, and no sum over the growing C
+    a block of B."""
     import sparsering as sr
+    if rows is not None:
+        a_block = _piece(a_block, *rows)
     A, ctx = a_block.rows, _context(backend)
     out_type = np.bool_ if semiring == "or_and" else np.result_type(A.dtype, b_blocks[0].rows.dtype if b_blocks else A.dtype)
     if not b_blocks or A.nnz == 0:
@@ -791,7 +828,8 @@ class RowMatrix:
         query block, and the window; by default each block whole and a window of the workers'
         count), pair_task(index block, carried, *pair_args) on every index block's worker and
         join(query block's number, those futures, the query block's workers). Returns join's
-        futures and each piece's (first row, rows). `carried` is carry(query block, lo, hi) (the
+        futures and each piece's (first row, rows); join also gets the piece's local rows (lo, hi)
+        when it takes them. `carried` is carry(query block, lo, hi) (the
         piece itself by default, _query_copy), a key of its own made on the query block's worker
         only once the join of piece j - window is done and released with its pair tasks, so a
         worker holds its own blocks and a few carried pieces at a time. (Taken straight, a block
@@ -808,7 +846,7 @@ class RowMatrix:
                 parts = [self.client.submit(pair_task, ib, q, *pair_args, workers=home, allow_other_workers=True,
                                             pure=False)
                          for ib, home in zip(self.blocks, homes)]
-                out.append(join(j, parts, q_home))
+                out.append(join(j, parts, q_home, lo, hi))
                 spans.append((int(queries.starts[j]) + lo, hi - lo))
         return out, spans
 
@@ -877,7 +915,7 @@ class RowMatrix:
         plan = self._knn_plan(queries, k, memory_limit) if memory_limit is not None else None
         return self._each_query_block(
             queries, _block_candidates, (k, metric, p, dtype, backend),
-            lambda j, cands, home: self.client.submit(_merge_candidates, k, largest, *cands, workers=home,
+            lambda j, cands, home, *_: self.client.submit(_merge_candidates, k, largest, *cands, workers=home,
                                                       allow_other_workers=True, pure=False), plan=plan)
 
     def kneighbors_graph(self, n_neighbors, mode="connectivity", metric="euclidean", *, p=None, include_self=False,
@@ -916,27 +954,88 @@ class RowMatrix:
         drop_self = own and not include_self
         blocks, _ = self._each_query_block(
             queries, _block_radius, (radius, mode, metric, p, dtype, backend),
-            lambda j, parts, _home: self.client.submit(_join_columns, int(queries.starts[j]), drop_self, *parts,
+            lambda j, parts, _home, *_: self.client.submit(_join_columns, int(queries.starts[j]), drop_self, *parts,
                                                        pure=False))
         return RowMatrix(self.client, blocks, queries.starts, (queries.shape[0], self.shape[0]),
                          _graph_dtype(mode, dtype, self.dtype))
 
-    def mxm(self, B, semiring="plus_times", *, backend=None):
+    def mxm(self, B, semiring="plus_times", *, backend=None, memory_limit=None):
         """C = self ⊕.⊗ B for B a RowMatrix: row block i of C on block i's worker, from the rows of
         B its columns name (cut on B's workers, fetched there); C comes back as a RowMatrix of the
-        same row blocks."""
+        same row blocks (of their pieces, with memory_limit).
+
+        memory_limit (bytes, or a string such as "2GB"): the most each worker holds for the call
+        at once, as dask.sizeof counts it (its blocks of A and B, the rows of C it is home to, and
+        the used columns, rows of B and products of the pieces in flight); the row blocks of A then
+        go in pieces short enough for it (_mxm_plan). C's rows are counted at their most (a row's
+        products, at most B's columns), so the pieces are cut for the worst case."""
         if B.shape[0] != self.shape[1]:
             raise InvalidArgumentError(f"mxm: A is {self.shape[0]} x {self.shape[1]} but B is {B.shape[0]} x {B.shape[1]}")
+        out = np.dtype(np.bool_) if semiring == "or_and" else np.result_type(self.dtype, B.dtype)
+        plan = self._mxm_plan(B, out, memory_limit) if memory_limit is not None else None
         # each block of A gets only the rows of B its columns name, cut on B's workers, a few
         # blocks of A at a time (B's blocks as the index, A's as the queries, their used columns
         # carried), so a worker holds its blocks and the rows a few products need, not all of B
-        blocks, _ = B._each_query_block(
+        blocks, spans = B._each_query_block(
             self, _needed_rows, (),
-            lambda i, needed, home: self.client.submit(_block_mxm, self.blocks[i], semiring, backend,
-                                                       *needed, workers=home, allow_other_workers=True, pure=False),
-            carry=_used_columns)
-        out = np.dtype(np.bool_) if semiring == "or_and" else np.result_type(self.dtype, B.dtype)
-        return RowMatrix(self.client, blocks, self.starts, (self.shape[0], B.shape[1]), out)
+            lambda i, needed, home, lo, hi: self.client.submit(_block_mxm, self.blocks[i], semiring, backend,
+                                                               *needed, rows=(lo, hi), workers=home,
+                                                               allow_other_workers=True, pure=False),
+            carry=_used_columns, plan=plan)
+        return RowMatrix(self.client, blocks, [start for start, _ in spans], (self.shape[0], B.shape[1]), out)
+
+    def _mxm_plan(self, B, out, memory_limit):
+        """The pieces and window of _each_query_block for C = self·B in which each worker holds at
+        most memory_limit bytes (dask.sizeof's count) at once: its blocks of A and B; the rows of C
+        it is home to, kept till the end and counted at their most (a row's entries are at most its
+        products, Σ over its entries of B's row lengths, and at most B's columns); and, for each of
+        the `window` pieces in flight and one more whose release is on its way, counted on the
+        worker that computes it and on the one that receives it: the piece's used columns (at
+        most its entries), the rows of B it needs from every block (each a block's shape, its row
+        pointers whole, with at most the piece's products or all of B's entries) and its product.
+        The pieces are as long as that allows (whole blocks when they fit); a limit below what a
+        worker must hold whatever the pieces is an error."""
+        from dask.utils import parse_bytes
+        limit = parse_bytes(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
+        workers = _workers(self.client)
+        submit, gather = self.client.submit, self.client.gather
+        b_lengths = np.concatenate(gather([submit(_row_lengths, b, pure=False) for b in B.blocks]) or
+                                   [np.zeros(0, dtype=np.int64)])
+        lengths = self.client.scatter(b_lengths, broadcast=True, hash=False)
+        products = gather([submit(_row_products, a, lengths, pure=False) for a in self.blocks])
+        entries = gather([submit(_row_lengths, a, pure=False) for a in self.blocks])
+        a_homes = self._homes()
+        held = collections.Counter()
+        for blocks, homes in ((self.blocks, a_homes), (B.blocks, B._homes())):
+            sizes = gather([submit(_sizeof_block, b, pure=False) for b in blocks])
+            for size, home in zip(sizes, homes):
+                held[(home or workers)[0]] += size
+        entry = 4 + out.itemsize  # a column index and a value, as scipy stores them
+        c_rows = [np.minimum(p, B.shape[1]) * entry + 8 for p in products]  # C's rows at their most, row pointers
+        for rows, home in zip(c_rows, a_homes):
+            held[(home or workers)[0]] += int(rows.sum())
+        need = max(held.values(), default=0)
+        if need >= limit:
+            raise InvalidArgumentError(
+                f"mxm: memory_limit {limit} bytes is below what a worker must hold whatever the pieces ({need} bytes: "
+                f"its blocks of A and B and its rows of C at their most); use more workers or a larger limit")
+        b_entry, len_b = 4 + np.dtype(B.dtype).itemsize, int(b_lengths.sum())
+        fixed = 8 * (B.shape[0] + len(B.blocks))  # each needed block's row pointers, whatever the piece
+        for window in (len(workers), 1):
+            # a piece in flight counts twice (where it is made and where it goes); one more piece
+            # than the window: a finished one's stay until the scheduler's release reaches them
+            room = (limit - need) / (2 * (window + 1)) - fixed
+            if room > 0:
+                break
+        pieces = []
+        for p, n, c in zip(products, entries, c_rows):
+            cost = np.minimum(p, len_b) * b_entry + 4 * n + c  # used columns, B's rows, product
+            if len(cost) and cost.max() > room:
+                raise InvalidArgumentError(
+                    f"mxm: memory_limit {limit} bytes leaves no room for one row of A in flight ({need} bytes held, "
+                    f"a row needs up to {int(cost.max())})")
+            pieces.append(_cut_by_cost(cost, room))
+        return pieces, window
 
     def sddmm(self, A, B, *, alpha=1.0, beta=0.0, pattern=False, backend=None):
         """The sampled product at this matrix's entries (sparsering.sddmm): A's rows (numpy,

@@ -112,9 +112,7 @@ def test_kneighbors_graph_equals_one_process(client, mode, include_self):
     got = srd.kneighbors_graph(client, X, 6, mode=mode, metric="euclidean", include_self=include_self, parts=2,
                                backend="cpu")
     assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_array_equal(got.indptr, want.indptr)
-    np.testing.assert_array_equal(got.indices, want.indices)
-    np.testing.assert_array_equal(got.data, want.data)
+    _assert_same_arrays(got, want)
 
 
 @pytest.mark.parametrize("metric", ["cosine", "euclidean"])
@@ -283,9 +281,7 @@ def test_row_matrix_mxm_sums_a_row_as_one_process_does(client, rng):
 
 def _assert_same_csr(got, want):
     got.sort_indices()
-    np.testing.assert_array_equal(got.indptr, want.indptr)
-    np.testing.assert_array_equal(got.indices, want.indices)
-    np.testing.assert_array_equal(got.data, want.data)
+    _assert_same_arrays(got, want)
 
 
 def test_row_matrix_sddmm_matches_one_process(client, rng):
@@ -457,9 +453,7 @@ def test_row_matrix_kneighbors_graph_is_the_one_process_graph(client, mode, incl
     assert isinstance(G, srd.RowMatrix) and G.shape == (650, 650) and G.starts == [0] + G.starts[1:]
     got = G.to_scipy()
     assert got.dtype == want.dtype
-    np.testing.assert_array_equal(got.indptr, want.indptr)
-    np.testing.assert_array_equal(got.indices, want.indices)
-    np.testing.assert_array_equal(got.data, want.data)
+    _assert_same_arrays(got, want)
     with pytest.raises(sr.InvalidArgumentError, match="n_neighbors"):
         srd.RowMatrix.from_scipy(client, X[:4]).kneighbors_graph(4)
 
@@ -516,6 +510,13 @@ def _most_held(c, held, run):
         done.set()
         watcher.join()
     return most
+
+
+def _assert_same_arrays(got, want):
+    """The same CSR arrays, bit for bit (row pointers, columns in order, values)."""
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_array_equal(got.data, want.data)
 
 
 def _shards(tmp_path, name, parts):
@@ -678,9 +679,7 @@ def test_memory_limit_bounds_what_each_worker_holds(tmp_path):
                 graph[0].blocks))
             peaks[limit] = max(m for (m,) in most.values())
             got = graph[0].to_scipy()
-            np.testing.assert_array_equal(got.indptr, want.indptr)
-            np.testing.assert_array_equal(got.indices, want.indices)
-            np.testing.assert_array_equal(got.data, want.data)
+            _assert_same_arrays(got, want)
             if limit is not None:
                 assert graph[0].nblocks > R.nblocks, f"under {limit:g} bytes the query blocks went whole"
                 assert peaks[limit] <= limit, f"a worker held {peaks[limit]} bytes under a limit of {limit:g}"
@@ -694,6 +693,45 @@ def test_memory_limit_bounds_what_each_worker_holds(tmp_path):
         np.testing.assert_array_equal(dist.compute(), want_d)
         with pytest.raises(sr.InvalidArgumentError, match="below what a worker must hold"):
             R.kneighbors_graph(10, memory_limit=5e6)
+
+
+def test_mxm_memory_limit_bounds_what_each_worker_holds(tmp_path):
+    """A·B on two workers with B's rows needed by every block of A (A: 8 blocks of 50 rows, 80
+    entries a row over all of B's 4,000 rows; B: 4,000 x 100, half full), polled while it runs:
+    under a memory limit of 3 MB and of 4 MB each worker's held bytes stay under it (A's blocks go
+    in pieces, each fetching only its rows of B) and the product is the one-process one bit for
+    bit; without a limit the same call held more than 3 MB on some worker (each block of A fetched
+    most of B at once). A limit below what a worker must hold whatever the pieces (its blocks and
+    its rows of C at their most, about 1.6 MB) is refused with that count."""
+    rng = np.random.default_rng(9)
+    a_parts = [sp.random(50, 4000, density=0.02, format="csr", random_state=rng) for _ in range(8)]
+    b_parts = [sp.random(500, 100, density=0.5, format="csr", random_state=rng) for _ in range(8)]
+    for part in a_parts + b_parts:
+        part.data = np.round(part.data * 8) + 1  # integers: the sums are exact in any order
+    want = sr.mxm(sp.vstack(a_parts, format="csr"), sp.vstack(b_parts, format="csr"), context=sr.Context("cpu"))
+    with _two_workers(stealing=False) as c:
+        A = srd.RowMatrix.from_shards(c, _shards(tmp_path, "a", a_parts))
+        B = srd.RowMatrix.from_shards(c, _shards(tmp_path, "b", b_parts))
+        distributed.wait(A.blocks + B.blocks)
+        peaks = {}
+        for limit in (3e6, "4MB", None):
+            product = []
+            most = _most_held(c, _held_bytes, lambda: product.append(A.mxm(B, backend="cpu", memory_limit=limit)) or
+                              distributed.wait(product[0].blocks))
+            peaks[limit] = max(m for (m,) in most.values())
+            got = product[0].to_scipy()
+            got.sort_indices()
+            _assert_same_arrays(got, want)
+            if limit is not None:
+                bound = 4e6 if limit == "4MB" else limit
+                assert product[0].nblocks > A.nblocks, f"under {limit} bytes the blocks of A went whole"
+                assert peaks[limit] <= bound, f"a worker held {peaks[limit]} bytes under a limit of {limit}"
+            keys = {b.key for b in product[0].blocks}
+            del product, got  # the product's blocks go before the next call is measured
+            _released(c, keys)
+        assert peaks[None] > 3e6, f"without a limit the most a worker held was {peaks[None]} bytes: the test shows nothing"
+        with pytest.raises(sr.InvalidArgumentError, match="below what a worker must hold"):
+            A.mxm(B, memory_limit=1e6)
 
 
 @contextlib.contextmanager
