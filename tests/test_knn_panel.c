@@ -268,6 +268,23 @@ static void count_levels(sr_context ctx)
     test_csr_free(&x);
 }
 
+/* The panel's product without cuBLAS (SPARSERING_KNN_PANEL_CUBLAS=0, for compute-sanitizer): FP16's
+ * integer sums, bit for bit, and the split product's within float32 accuracy. A sanitizer run that
+ * sets it for the whole suite keeps it. */
+static void plain_product(sr_context ctx, const test_csr *x, const test_csr *q)
+{
+    const bool set_outside = getenv("SPARSERING_KNN_PANEL_CUBLAS") != NULL;
+    if (!set_outside)
+        setenv("SPARSERING_KNN_PANEL_CUBLAS", "0", 1);
+    const sr_metric some[] = {SR_METRIC_COSINE, SR_METRIC_JACCARD, SR_METRIC_L2};
+    metrics_of(ctx, "counts, plain product", x, q, SR_PRECISION_EXACT, "FP16 (exact)", -1.0, some, 3);
+    test_csr r = zipf_rows(400, 300, 16, VALUES_REAL, 0.0);
+    metrics_of(ctx, "reals, plain product", &r, NULL, SR_PRECISION_EXACT, "3xTF32", 2e-5, some, 1);
+    test_csr_free(&r);
+    if (!set_outside)
+        unsetenv("SPARSERING_KNN_PANEL_CUBLAS");
+}
+
 int main(void)
 {
     test_seed("test_knn_panel");
@@ -290,6 +307,7 @@ int main(void)
     every_metric(ctx, "counts, small batches", &x, &q, SR_PRECISION_EXACT, "FP16 (exact)", -1.0);
     unsetenv("SPARSERING_KNN_PANEL_COLUMNS");
     CHECK_OK(sr_context_set_workspace_limit(ctx, 0));
+    plain_product(ctx, &x, &q);
     test_csr_free(&x);
     test_csr_free(&q);
 

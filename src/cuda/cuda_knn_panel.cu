@@ -821,9 +821,52 @@ sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cud
     return build_plan(in, mode, choice, 0, out);
 }
 
+__device__ inline float panel_value(float v) { return v; }
+__device__ inline float panel_value(__half v) { return __half2float(v); }
+
+// C (nq × n, row-major) (+)= the product panel_gemm asks of cuBLAS, a thread an entry, float32
+// sums in column order: SPARSERING_KNN_PANEL_CUBLAS=0 takes it so that compute-sanitizer can check
+// the panel path's own kernels (racecheck's kernel filter fails beside cuBLAS's Hopper kernels,
+// docs/install.md). The FP16 mode's sums are of integers below 2^24, the same bits in any order;
+// the TF32 modes get float32's products, not TF32's.
+template <typename T>
+__global__ void plain_panel_product(int64_t n, int64_t nq, int depth, const T *x, int64_t ldx, const T *q,
+                                    int64_t ldq, float *C, bool accumulate) {
+    for (int64_t at = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; at < n * nq;
+         at += (int64_t)gridDim.x * blockDim.x) {
+        const T *xc = x + (at % n) * ldx, *qc = q + (at / n) * ldq;
+        float sum = 0.0f;
+        for (int c = 0; c < depth; c++)
+            sum = fmaf(panel_value(xc[c]), panel_value(qc[c]), sum);
+        C[at] = accumulate ? sum + C[at] : sum;
+    }
+}
+
+static sr_status plain_panel_gemm(const sr_cuda_panel *pl, int64_t n, int64_t nq, const void *qpanel, float *C) {
+    cudaStream_t stream = stream_of(pl->ctx);
+    const int64_t H = pl->columns;
+    if (pl->mode == kPanelFp16) {
+        plain_panel_product<<<grid_for(n * nq), 256, 0, stream>>>(n, nq, (int)pl->depth,
+                                                                  static_cast<const __half *>(pl->xpanel), pl->ldx,
+                                                                  static_cast<const __half *>(qpanel), pl->ldq, C, false);
+    } else {
+        const float *x = static_cast<const float *>(pl->xpanel), *q = static_cast<const float *>(qpanel);
+        const bool split = pl->mode != kPanelTf32;
+        plain_panel_product<<<grid_for(n * nq), 256, 0, stream>>>(n, nq, (int)(split ? 2 * H : H), x, pl->ldx, q,
+                                                                  pl->ldq, C, false);
+        if (split)
+            plain_panel_product<<<grid_for(n * nq), 256, 0, stream>>>(n, nq, (int)H, x, pl->ldx, q + 2 * H, pl->ldq,
+                                                                      C, true);
+    }
+    SR_CUDA_LAUNCHED();
+    return SR_SUCCESS;
+}
+
 // C (nq × n, row-major) = the queries' panel · the index's panelᵀ: in cuBLAS's column-major terms
 // Cᵀ (n × nq) = Xpᵀ·Qp with both panels read as K × rows.
 sr_status panel_gemm(const sr_cuda_panel *pl, int64_t n, int64_t nq, const void *qpanel, float *C) {
+    if (sr_setting("SPARSERING_KNN_PANEL_CUBLAS", 1) == 0)
+        return plain_panel_gemm(pl, n, nq, qpanel, C);
     cublasHandle_t h;
     SR_TRY(blas_handle(pl->ctx, &h));
     const float one = 1.0f, zero = 0.0f;
