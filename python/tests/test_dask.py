@@ -656,6 +656,31 @@ def _released(c, keys, patience=30.0):
         time.sleep(0.2)
 
 
+def _peak_under_each_limit(c, call, limits, want, whole_blocks, sort_columns=False):
+    """For each limit (None: no limit), call(limit), a RowMatrix, while every worker's held bytes
+    are polled: its matrix must be `want` bit for bit (its columns sorted first when asked) and,
+    under a limit, come in more than `whole_blocks` blocks with no worker's peak above the limit.
+    Each answer's blocks are released before the next call is measured. Returns each limit's peak."""
+    from dask.utils import parse_bytes
+    peaks = {}
+    for limit in limits:
+        answer = []
+        most = _most_held(c, _held_bytes, lambda: answer.append(call(limit)) or distributed.wait(answer[0].blocks))
+        peaks[limit] = max(m for (m,) in most.values())
+        got = answer[0].to_scipy()
+        if sort_columns:
+            got.sort_indices()
+        _assert_same_arrays(got, want)
+        if limit is not None:
+            bound = parse_bytes(limit) if isinstance(limit, str) else limit
+            assert answer[0].nblocks > whole_blocks, f"under {limit} bytes the blocks went whole"
+            assert peaks[limit] <= bound, f"a worker held {peaks[limit]} bytes under a limit of {limit}"
+        keys = {b.key for b in answer[0].blocks}
+        del answer, got  # this answer's blocks go before the next call is measured
+        _released(c, keys)
+    return peaks
+
+
 def test_memory_limit_bounds_what_each_worker_holds(tmp_path):
     """An all-vs-all k-NN graph of 8 shards on two workers, polled while it runs: under a memory
     limit of 7 MB and of 8 MB each worker's held bytes stay under it (the query blocks go in
@@ -671,21 +696,9 @@ def test_memory_limit_bounds_what_each_worker_holds(tmp_path):
     with _two_workers(stealing=False) as c:
         R = srd.RowMatrix.from_shards(c, paths)
         distributed.wait(R.blocks)
-        peaks = {}
-        for limit in (7e6, 8e6, None):
-            graph = []
-            most = _most_held(c, _held_bytes, lambda: graph.append(R.kneighbors_graph(
-                10, mode="distance", metric="cosine", backend="cpu", memory_limit=limit)) or distributed.wait(
-                graph[0].blocks))
-            peaks[limit] = max(m for (m,) in most.values())
-            got = graph[0].to_scipy()
-            _assert_same_arrays(got, want)
-            if limit is not None:
-                assert graph[0].nblocks > R.nblocks, f"under {limit:g} bytes the query blocks went whole"
-                assert peaks[limit] <= limit, f"a worker held {peaks[limit]} bytes under a limit of {limit:g}"
-            keys = {b.key for b in graph[0].blocks}
-            del graph, got  # the graph's blocks go before the next call is measured
-            _released(c, keys)
+        peaks = _peak_under_each_limit(c, lambda limit: R.kneighbors_graph(
+            10, mode="distance", metric="cosine", backend="cpu", memory_limit=limit), (7e6, 8e6, None), want,
+            R.nblocks)
         assert peaks[None] > 7e6, f"without a limit the most a worker held was {peaks[None]} bytes: the test shows nothing"
         dist, ind = R.kneighbors(k=4, metric="cosine", backend="cpu", memory_limit="7MB")
         want_d, want_i = sr.kneighbors(sp.vstack(parts, format="csr"), k=4, metric="cosine", context=sr.Context("cpu"))
@@ -713,22 +726,8 @@ def test_mxm_memory_limit_bounds_what_each_worker_holds(tmp_path):
         A = srd.RowMatrix.from_shards(c, _shards(tmp_path, "a", a_parts))
         B = srd.RowMatrix.from_shards(c, _shards(tmp_path, "b", b_parts))
         distributed.wait(A.blocks + B.blocks)
-        peaks = {}
-        for limit in (3e6, "4MB", None):
-            product = []
-            most = _most_held(c, _held_bytes, lambda: product.append(A.mxm(B, backend="cpu", memory_limit=limit)) or
-                              distributed.wait(product[0].blocks))
-            peaks[limit] = max(m for (m,) in most.values())
-            got = product[0].to_scipy()
-            got.sort_indices()
-            _assert_same_arrays(got, want)
-            if limit is not None:
-                bound = 4e6 if limit == "4MB" else limit
-                assert product[0].nblocks > A.nblocks, f"under {limit} bytes the blocks of A went whole"
-                assert peaks[limit] <= bound, f"a worker held {peaks[limit]} bytes under a limit of {limit}"
-            keys = {b.key for b in product[0].blocks}
-            del product, got  # the product's blocks go before the next call is measured
-            _released(c, keys)
+        peaks = _peak_under_each_limit(c, lambda limit: A.mxm(B, backend="cpu", memory_limit=limit),
+                                       (3e6, "4MB", None), want, A.nblocks, sort_columns=True)
         assert peaks[None] > 3e6, f"without a limit the most a worker held was {peaks[None]} bytes: the test shows nothing"
         with pytest.raises(sr.InvalidArgumentError, match="below what a worker must hold"):
             A.mxm(B, memory_limit=1e6)
