@@ -60,7 +60,7 @@ run_one() {
     local log="$LOGS/$tool-$t${part:+-part$(echo "$part" | tr / -)}${REGEX:+-$(echo "$REGEX" | tr -c 'A-Za-z0-9_\n' _)}.log"
     local start=$SECONDS
     # shellcheck disable=SC2086
-    SR_TEST_PART=${part:-0/1} SR_TEST_BACKENDS=cuda SR_TEST_REQUIRE_CUDA=1 SR_TEST_UNTIMED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} timeout "$LIMIT" "$SAN" --tool "$tool" $extra \
+    SR_TEST_PART=${part:-0/1} SR_TEST_BACKENDS=cuda SR_TEST_REQUIRE_CUDA=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} timeout "$LIMIT" "$SAN" --tool "$tool" $extra \
         --error-exitcode 9 ${SANITIZE_ARGS:-} ${REGEX:+--kernel-name "$REGEX"} ${LAUNCHES:+--launch-count "$LAUNCHES"} "$exe" >"$log" 2>&1
     local rc=$?
     local summary
