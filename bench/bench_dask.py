@@ -9,6 +9,14 @@ are done on the workers; the answer is checked against the one-process one.
     python3 bench/bench_dask.py BUILD [--workers 1,2,4] [--threads 4] [--only knn,spgemm,pagerank,als]
         [--knn-rows 300000] [--rmat-spgemm 20] [--rmat-pagerank 22] [--als-ratings 25000095] [--cuda]
         [--json out.json]
+    python3 bench/bench_dask.py BUILD --mix 3 [--threads 4] [--knn-rows N] [--mix-parts 64]
+
+--mix N (issue 73's GPU worker beside CPU workers): the k-NN graph on a cluster of one worker that
+declares a GPU resource and N CPU workers, backend="per_worker". Each CPU worker holds index blocks
+in proportion to its measured speed (query rows a second against the whole index: the GPU's from
+the one-process call, a CPU worker's from a sample of the queries on --threads threads), the GPU
+worker the rest; the mix is timed against the one-process GPU call and against the same blocks all
+on the GPU worker.
 
 Every size is printed as made (rows, entries). Defaults are the issue's sizes (NY Times-shaped at
 the paper's density: 300,000 rows of about 233 distinct words of 102,000; R-MAT 20 and 22, edge
@@ -74,6 +82,83 @@ def workloads(args):
     return out
 
 
+def mix_cluster(cpu_workers):
+    """One worker that declares a GPU resource (as `dask worker --resources GPU=1` does) and
+    `cpu_workers` plain ones, a process each, one task at a time."""
+    import distributed
+    import sparsering.dask as srd
+    spec = {"gpu": {"cls": distributed.Nanny, "options": {"nthreads": 1, "resources": {srd.GPU_RESOURCE: 1}}}}
+    spec.update({f"cpu{i}": {"cls": distributed.Nanny, "options": {"nthreads": 1}} for i in range(cpu_workers)})
+    return distributed.SpecCluster(workers=spec, scheduler={"cls": distributed.Scheduler,
+                                                            "options": {"dashboard": False}})
+
+
+def graph_difference(got, want):
+    """(rows whose neighbours differ, the largest distance difference) of two k-NN graphs: CPU and
+    GPU sums may part in the last bits, and then break ties apart."""
+    got, want = got.tocsr(), want.tocsr()
+    rows = sum(set(got.indices[got.indptr[i]:got.indptr[i + 1]]) != set(want.indices[want.indptr[i]:want.indptr[i + 1]])
+               for i in range(want.shape[0]))
+    return rows, float(abs(np.sort(got.data) - np.sort(want.data)).max()) if want.nnz and got.nnz == want.nnz else float("nan")
+
+
+def run_mix(args):
+    """--mix: the k-NN graph on one GPU worker and args.mix CPU workers (see the module's text)."""
+    import distributed
+    import sparsering.dask as srd
+    sr, n_cpu = args.sr, args.mix
+    X = knn_set(args.knn_rows)
+    print(f"# knn graph, cosine, k=5: {X.shape[0]} x {X.shape[1]}, {X.nnz} entries; 1 GPU worker + {n_cpu} CPU "
+          f"worker{'s' if n_cpu > 1 else ''} x {args.threads} threads", flush=True)
+    one = lambda M, ctx: sr.kneighbors_graph(M, 5, mode="distance", metric="cosine", context=ctx)  # noqa: E731
+    gpu = sr.Context(args.mix_gpu_backend)
+    warm = one(X, gpu)
+    t = time.perf_counter()
+    want = one(X, gpu)
+    t_gpu = time.perf_counter() - t
+    del warm
+    sample = max(1, X.shape[0] // args.mix_sample)
+    cpu = sr.Context("cpu", threads=args.threads)
+    sr.kneighbors(X, X[:min(sample, 100)], k=5, metric="cosine", context=cpu)  # warm-up
+    t = time.perf_counter()
+    sr.kneighbors(X, X[:sample], k=5, metric="cosine", context=cpu)
+    t_cpu = time.perf_counter() - t
+    gpu_rate, cpu_rate = X.shape[0] / t_gpu, sample / t_cpu
+    share = cpu_rate / (gpu_rate + n_cpu * cpu_rate)
+    parts = args.mix_parts
+    cpu_blocks = int(parts * share)  # rounded down: a CPU worker past its share holds everyone up
+    print(f"one process: GPU {t_gpu:.2f} s ({gpu_rate:.0f} query rows/s); a CPU worker {cpu_rate:.0f} query rows/s "
+          f"({sample} queries in {t_cpu:.2f} s): each CPU worker's share {share:.2%}, {cpu_blocks} of {parts} blocks",
+          flush=True)
+    with mix_cluster(n_cpu) as cl, distributed.Client(cl) as client:
+        client.wait_for_workers(n_cpu + 1, timeout=300)
+        info = client.scheduler_info()["workers"]
+        gpu_addr = next(a for a, w in info.items() if w.get("resources", {}).get(srd.GPU_RESOURCE))
+        cpu_addrs = [a for a in info if a != gpu_addr]
+        layouts = [("the GPU worker alone", [gpu_addr] * parts)]
+        if cpu_blocks:
+            layouts.append((f"the GPU worker and {n_cpu} CPU worker{'s' if n_cpu > 1 else ''}",
+                            [gpu_addr] * (parts - n_cpu * cpu_blocks) + [a for a in cpu_addrs for _ in range(cpu_blocks)]))
+        else:
+            print("the CPU workers' share rounds to no block: the mix is the GPU worker alone (more --mix-parts "
+                  "cut finer)", flush=True)
+        backend = "per_worker" if args.mix_gpu_backend == "cuda" else "cpu"
+        for name, where in layouts:
+            R = srd.RowMatrix.from_scipy(client, X, parts=parts, workers=where)
+            distributed.wait(R.blocks)
+            G = R.kneighbors_graph(5, mode="distance", metric="cosine", backend=backend)  # warm-up: contexts
+            distributed.wait(G.blocks)
+            del G
+            t = time.perf_counter()
+            G = finish(R.kneighbors_graph(5, mode="distance", metric="cosine", backend=backend), distributed)
+            t_w = time.perf_counter() - t
+            rows, worst = graph_difference(G.to_scipy(), want)
+            print(f"knn graph, cosine, k=5, {parts} blocks on {name}: {t_w:.2f} s, {t_gpu / t_w:.2f}x the one-process "
+                  f"GPU call; rows whose neighbours differ from it: {rows}, largest distance difference {worst:.2g}",
+                  flush=True)
+            del R, G
+
+
 def finish(result, distributed):
     """Waits until the operation's answer is done on the workers (blocks, dask arrays or values)."""
     if hasattr(result, "blocks"):
@@ -134,9 +219,15 @@ def main():
     ap.add_argument("--cuda", action="store_true", help="LocalCUDACluster, one worker a GPU")
     ap.add_argument("--json", default=None)
     ap.add_argument("--tasks", action="store_true", help="print where the workers' time went (dask's task stream)")
+    ap.add_argument("--mix", type=int, default=0, help="the k-NN graph on one GPU worker and this many CPU workers")
+    ap.add_argument("--mix-parts", type=int, default=64, help="--mix: row blocks, split by the workers' speeds")
+    ap.add_argument("--mix-sample", type=int, default=50, help="--mix: a CPU worker times 1/this of the queries")
+    ap.add_argument("--mix-gpu-backend", default="cuda", help=argparse.SUPPRESS)  # "cpu": the plumbing without a GPU
     args = ap.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(args.threads)  # each worker process's sparsering threads
     args.sr = sr_package.load(args.build)
+    if args.mix:
+        return run_mix(args)
     import distributed
     sr = args.sr
     backend = "cuda" if args.cuda else "cpu"
