@@ -456,11 +456,17 @@ def _block_sddmm(s_block, a_rows, B, alpha, beta, pattern, backend):
 
 
 def _out_weights(block):
-    """A row block's out-weights (its rows' sums, float64), its weights checked to be >= 0."""
+    """A row block's out-weights (its rows' sums, float64), its weights checked to be >= 0, and
+    which of its rows have out-edges (stored entries, whatever their weights)."""
     W = sp.csr_matrix(block.rows, dtype=np.float64)
     if W.nnz and (W.data.min() < 0 or np.isnan(W.data).any()):
         raise InvalidArgumentError("pagerank: a negative or NaN edge weight (PageRank needs weights >= 0)")
-    return np.asarray(W.sum(axis=1)).ravel()
+    return np.asarray(W.sum(axis=1)).ravel(), np.diff(W.indptr) > 0
+
+
+def _out_parts(*parts):
+    """The blocks' out-weights and has-out-edges flags, each whole."""
+    return _concat(*[w for w, _ in parts]), np.concatenate([h for _, h in parts]) if parts else np.zeros(0, bool)
 
 
 def _concat(*arrays):
@@ -468,19 +474,27 @@ def _concat(*arrays):
 
 
 def _pagerank_prep(block, out):
-    """A row block of the transpose (its vertices' in-edges) in float64, kept on the worker, with
-    its vertices' inverse out-weights (0 for a vertex without out-edges) and those dangling ones."""
+    """A row block of the transpose (its vertices' in-edges) in float64, kept on the worker, its
+    columns numbered among the vertices with out-edges only (no in-edge comes from another: x is
+    pulled for them alone, half the vertices of an R-MAT graph; in order, so each row's sum runs
+    as before); with its vertices' inverse out-weights (0 for a vertex without out-weight), those
+    dangling ones, and those with out-edges."""
+    weights, has_out = out
     rows = block.rows.shape[0]
-    mine = out[block.start:block.start + rows]
+    mine = weights[block.start:block.start + rows]
     inv = np.divide(1.0, mine, out=np.zeros(rows), where=mine > 0)
-    return _Block(sp.csr_matrix(block.rows, dtype=np.float64), block.start), inv, np.flatnonzero(mine == 0)
+    T = sp.csr_matrix(block.rows, dtype=np.float64)
+    place = np.cumsum(has_out) - 1  # a vertex's number among those with out-edges
+    T = sp.csr_matrix((T.data, place[T.indices], T.indptr), shape=(rows, int(has_out.sum())))
+    return (_Block(T, block.start), inv, np.flatnonzero(mine == 0),
+            np.flatnonzero(has_out[block.start:block.start + rows]))
 
 
 def _rank_state(prep, r, change):
-    """A block's state: ((x = r / out-weight over its vertices, the rank of its dangling
-    vertices, Σ|r − r before|): the part every block pulls, r)."""
-    _, inv, dangling = prep
-    return (r * inv, float(r[dangling].sum()), change), r
+    """A block's state: ((x = r / out-weight over its vertices with out-edges, the rank of its
+    dangling vertices, Σ|r − r before|): the part every block pulls, r)."""
+    _, inv, dangling, sources = prep
+    return (r[sources] * inv[sources], float(r[dangling].sum()), change), r
 
 
 def _pagerank_start(prep, n):
@@ -1147,7 +1161,8 @@ class RowMatrix:
         """PageRank of the graph this square matrix holds (row i's entries: the edges out of i,
         weights >= 0), networkx's iteration as sparsering.pagerank: from 1/n until
         Σ|r_new − r| <= n·tol. The graph is transposed once (RowMatrix.transpose: each block then
-        holds its vertices' in-edges); a step, each block pulls every block's r / out-weight and
+        holds its vertices' in-edges); a step, each block pulls every block's r / out-weight (over its
+        vertices with out-edges, the only ones an in-edge comes from) and
         computes its own vertices' ranks, so nothing is summed across workers but the change and
         the dangling rank (two numbers a block); the client sees only each step's change.
         Returns (ranks as numpy, iterations)."""
@@ -1157,7 +1172,7 @@ class RowMatrix:
         if n == 0:
             return np.zeros(0), 0
         c = self.client
-        out = c.submit(_concat, *[c.submit(_out_weights, b, pure=False) for b in self.blocks], pure=False)
+        out = c.submit(_out_parts, *[c.submit(_out_weights, b, pure=False) for b in self.blocks], pure=False)
         preps = [c.submit(_pagerank_prep, b, out, pure=False) for b in self.transpose(parts=len(self.blocks)).blocks]
         states = [c.submit(_pagerank_start, prep, n, pure=False) for prep in preps]
 
