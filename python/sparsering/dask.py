@@ -485,7 +485,7 @@ def _pagerank_prep(block, out):
     inv = np.divide(1.0, mine, out=np.zeros(rows), where=mine > 0)
     T = sp.csr_matrix(block.rows, dtype=np.float64)
     place = np.cumsum(has_out) - 1  # a vertex's number among those with out-edges
-    T = sp.csr_matrix((T.data, place[T.indices], T.indptr), shape=(rows, int(has_out.sum())))
+    T = sp.csr_matrix((T.data, place[T.indices].astype(T.indices.dtype), T.indptr), shape=(rows, int(has_out.sum())))
     return (_Block(T, block.start), inv, np.flatnonzero(mine == 0),
             np.flatnonzero(has_out[block.start:block.start + rows]))
 
