@@ -1,6 +1,7 @@
 #include "memory.h"
 #include "context.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -292,22 +293,26 @@ sr_status sr_context_set_host_memory_limit(sr_context ctx, size_t bytes)
     return SR_SUCCESS;
 }
 
+/* A switch (the bool at `field` of the context) set on the context and on its devices' peers,
+ * which the calls on one device read. */
+static sr_status set_switch(sr_context ctx, const char *who, size_t field, bool on)
+{
+    SR_CHECK_ARG(ctx != NULL, "%s: the context is NULL", who);
+    *(bool *)((char *)ctx + field) = on;
+    for (int g = 0; g < ctx->ndevices; g++)
+        *(bool *)((char *)ctx->peers[g] + field) = on;
+    return SR_SUCCESS;
+}
+
 sr_status sr_context_set_deterministic(sr_context ctx, bool deterministic)
 {
-    SR_CHECK_ARG(ctx != NULL, "sr_context_set_deterministic: the context is NULL");
-    ctx->deterministic = deterministic;
-    for (int g = 0; g < ctx->ndevices; g++)
-        ctx->peers[g]->deterministic = deterministic;
-    return SR_SUCCESS;
+    return set_switch(ctx, "sr_context_set_deterministic", offsetof(struct sr_context_s, deterministic),
+                      deterministic);
 }
 
 sr_status sr_context_set_asynchronous(sr_context ctx, bool asynchronous)
 {
-    SR_CHECK_ARG(ctx != NULL, "sr_context_set_asynchronous: the context is NULL");
-    ctx->asynchronous = asynchronous;
-    for (int g = 0; g < ctx->ndevices; g++)
-        ctx->peers[g]->asynchronous = asynchronous;
-    return SR_SUCCESS;
+    return set_switch(ctx, "sr_context_set_asynchronous", offsetof(struct sr_context_s, asynchronous), asynchronous);
 }
 
 sr_status sr_context_set_workspace_limit(sr_context ctx, size_t bytes)

@@ -43,6 +43,10 @@ struct sr_context_s {
     pthread_mutex_t blas_lock;
 };
 
+/* Whether a call on `ctx` (which may be NULL: it then fails its own checks) returns queued on
+ * device operands: sr_context_options.asynchronous. */
+static inline bool sr_context_queues(const struct sr_context_s *ctx) { return ctx != NULL && ctx->asynchronous; }
+
 void sr_context_retain(sr_context ctx);
 void sr_context_release(sr_context ctx);
 /* Threads for an OpenMP region (>= 1). */

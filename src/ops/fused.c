@@ -125,7 +125,7 @@ static sr_status sparse_pattern(const char *fn, sr_context ctx, sr_pattern_form 
 sr_status sr_fused_pattern(sr_context ctx, sr_pattern_form form, const sr_dense *w, double alpha, sr_matrix X,
                            const sr_dense *v, const sr_dense *y, double beta, const sr_dense *z)
 {
-    return sparse_pattern("sr_fused_pattern", ctx, form, w, alpha, X, v, y, beta, z, ctx != NULL && ctx->asynchronous);
+    return sparse_pattern("sr_fused_pattern", ctx, form, w, alpha, X, v, y, beta, z, sr_context_queues(ctx));
 }
 
 sr_status sr_fused_pattern_queued(sr_context ctx, sr_pattern_form form, const sr_dense *w, double alpha, sr_matrix X,

@@ -75,7 +75,7 @@ static sr_status spmm(const char *fn, sr_context ctx, const sr_dense *C, sr_matr
 sr_status sr_spmm(sr_context ctx, const sr_dense *C, sr_matrix mask, sr_semiring s, sr_matrix A, const sr_dense *B,
                   const sr_descriptor *desc)
 {
-    return spmm("sr_spmm", ctx, C, mask, s, A, B, desc, ctx != NULL && ctx->asynchronous);
+    return spmm("sr_spmm", ctx, C, mask, s, A, B, desc, sr_context_queues(ctx));
 }
 
 static sr_status check_vectors(const sr_dense *x, const sr_dense *y)
@@ -90,7 +90,7 @@ sr_status sr_spmv(sr_context ctx, const sr_dense *y, sr_matrix mask, sr_semiring
                   const sr_descriptor *desc)
 {
     SR_TRY(check_vectors(x, y));
-    return spmm("sr_spmm", ctx, y, mask, s, A, x, desc, ctx != NULL && ctx->asynchronous);
+    return spmm("sr_spmm", ctx, y, mask, s, A, x, desc, sr_context_queues(ctx));
 }
 
 sr_status sr_spmv_queued(sr_context ctx, const sr_dense *y, sr_matrix A, const sr_dense *x)
