@@ -9,7 +9,8 @@
  *  - non-integer data in "exact": the split TF32 product, distances within float32 accuracy
  *    (Hellinger's square roots stay on the CUDA cores unless they are integers);
  *  - "tf32": one TF32 product, distances within its documented error;
- *  - Manhattan and Bray-Curtis of counts on count levels, bit for bit (count_levels).
+ *  - Manhattan and Bray-Curtis of counts on count levels, Hamming on equality levels, bit for bit
+ *    (count_levels).
  * The panel is forced (SPARSERING_KNN_PANEL=1): these inputs are too small for the cost model to
  * take it. GPU only: skipped where no device is usable. */
 #include "test_util.h"
@@ -217,17 +218,18 @@ static void every_metric(sr_context ctx, const char *what, const test_csr *xs, c
     metrics_of(ctx, what, xs, qs, precision, mode, tol, kMetrics, sizeof kMetrics / sizeof kMetrics[0]);
 }
 
-/* Manhattan and Bray-Curtis on count levels (cuda_knn_levels.cuh), bit for bit against the float32
- * path: counts past the levels (their excess walks with the cold columns), T chosen and forced to
- * 1, 3 and 16, small batches, queries past the cursors; half steps and a negative count keep them
- * off the panel. */
-static const sr_metric kLevelMetrics[] = {SR_METRIC_L1, SR_METRIC_BRAY_CURTIS};
+/* Manhattan and Bray-Curtis on count levels, Hamming on equality levels (cuda_knn_levels.cuh), bit
+ * for bit against the float32 path: counts past the levels (their excess, or for Hamming the values
+ * above T, walk with the cold columns), T chosen and forced to 1, 3 and 16, small batches, queries
+ * past the cursors, explicit zeros; half steps and a negative count keep them off the panel. */
+static const sr_metric kLevelMetrics[] = {SR_METRIC_L1, SR_METRIC_BRAY_CURTIS, SR_METRIC_HAMMING};
+static const size_t kLevelMetricCount = sizeof kLevelMetrics / sizeof kLevelMetrics[0];
 
 static void off_the_panel(sr_context ctx, const char *what, const test_csr *m)
 {
     sr_matrix X = on_device(ctx, m);
     char method[256];
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < kLevelMetricCount; i++) {
         knn_out o = run(ctx, X, X, m->nrows, 5, kLevelMetrics[i], SR_PRECISION_EXACT, method, sizeof method);
         CHECK(strstr(method, "panel") == NULL, "%s, %s took '%s'", what, sr_metric_name(kLevelMetrics[i]), method);
         free(o.idx);
@@ -238,7 +240,7 @@ static void off_the_panel(sr_context ctx, const char *what, const test_csr *m)
 
 static void count_levels(sr_context ctx)
 {
-    const size_t n = sizeof kLevelMetrics / sizeof kLevelMetrics[0];
+    const size_t n = kLevelMetricCount;
     test_csr x = zipf_rows(1500, 700, 24, VALUES_COUNTS, 40.0), q = zipf_rows(300, 700, 24, VALUES_COUNTS, 23.0);
     metrics_of(ctx, "levels", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
     metrics_of(ctx, "levels, queries apart", &x, &q, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
@@ -259,6 +261,11 @@ static void count_levels(sr_context ctx)
     test_csr_free(&q);
     x = zipf_rows_long(1500, 2000, 20, VALUES_COUNTS, 30.0, 3000);
     metrics_of(ctx, "levels, long rows", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
+    test_csr_free(&x);
+    x = zipf_rows(1500, 700, 24, VALUES_COUNTS, 40.0);
+    for (int64_t e = 0; e < x.nnz; e += 9) /* explicit zeros, hot columns' and cold ones' */
+        ((float *)x.values)[e] = 0.0f;
+    metrics_of(ctx, "levels, explicit zeros", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
     test_csr_free(&x);
     x = zipf_rows(600, 300, 12, VALUES_HALVES, 3.5);
     off_the_panel(ctx, "half steps", &x);

@@ -48,8 +48,8 @@ struct sr_cuda_panel {
     sr_context_s *ctx;
     panel_mode mode;
     int64_t columns;       // the panel's width H (a multiple of 64; slots past the hot columns stay 0)
-    int levels;            // count levels T a column (cuda_knn_levels.cuh), or 0: the values themselves
-    int64_t depth;         // the GEMM's depth: H, or T·H
+    level_code code;       // T levels a column (cuda_knn_levels.cuh), or 0: the values themselves
+    int64_t depth;         // the GEMM's depth: H, or H times the levels' blocks
     int64_t ldx, ldq;      // elements a row of the index's and of the queries' panel
     size_t elt;            // bytes an element
     int32_t *slot_of;      // ncols: a column's place in the panel, -1 for the sparse rest
@@ -427,6 +427,7 @@ template <typename F> sr_status with_panel_metric(sr_metric m, F &&f) {
     case SR_METRIC_HELLINGER: return f(std::integral_constant<sr_metric, SR_METRIC_HELLINGER>{});
     case SR_METRIC_L1: return f(std::integral_constant<sr_metric, SR_METRIC_L1>{});
     case SR_METRIC_BRAY_CURTIS: return f(std::integral_constant<sr_metric, SR_METRIC_BRAY_CURTIS>{});
+    case SR_METRIC_HAMMING: return f(std::integral_constant<sr_metric, SR_METRIC_HAMMING>{});
     default: return sr_error(SR_ERROR_INTERNAL, "knn panel: metric %d has no dot-product form", (int)m);
     }
 }
@@ -442,8 +443,11 @@ template <typename F> void with_value_kind(sr_metric m, F &&f) {
         f(std::integral_constant<sr_metric_kind, SR_MK_PRODUCT>{});
 }
 
-// Manhattan and Bray-Curtis take the panel as count levels, where the values are counts.
-bool level_metric(sr_metric m) { return m == SR_METRIC_L1 || m == SR_METRIC_BRAY_CURTIS; }
+// Manhattan and Bray-Curtis take the panel as count levels, Hamming as equality levels, where the
+// values are counts.
+bool level_metric(sr_metric m) {
+    return m == SR_METRIC_L1 || m == SR_METRIC_BRAY_CURTIS || m == SR_METRIC_HAMMING;
+}
 
 bool panel_metric(sr_metric m) {
     const sr_metric_kind kind = sr_metric_kind_of(m);
@@ -530,10 +534,11 @@ sr_status choose_exact_mode(const sr_distance_inputs *in, panel_mode *mode) {
 }
 
 void describe(const sr_cuda_panel *pl, int64_t ncols) {
-    if (pl->levels > 0)
-        sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %d count levels, "
+    if (pl->code.levels > 0)
+        sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %d count levels%s, "
                       "FP16 (exact)",
-                      (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, pl->levels);
+                      (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, pl->code.levels,
+                      pl->code.equality ? " (equality)" : "");
     else
         sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %s%s",
                       (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, mode_name(pl->mode),
@@ -549,9 +554,9 @@ sr_status fill_rows(const sr_cuda_panel *pl, sr_metric metric, const sr_matrix_s
     if (rows == 0)
         return SR_SUCCESS;
     const float *val = static_cast<const float *>(M->values);
-    if (pl->levels > 0)
+    if (pl->code.levels > 0)
         fill_levels<<<grid_for(rows * 32), 256, 0, stream>>>(M->rowptr, M->colind, val, r0, rows, pl->slot_of,
-                                                             pl->columns, pl->levels, query ? 1.0f : -2.0f,
+                                                             pl->columns, pl->code, query,
                                                              static_cast<__half *>(panel), ld);
     else
         with_value_kind(metric, [&](auto kind) {
@@ -610,8 +615,8 @@ struct panel_choice {
 
 // The panel's columns for `mode` and whether it pays: its GEMM, the block's write and read and
 // the cold columns' sparse work under 3/4 of the sparse path's time for all the work (or forced).
-// `depth`: the GEMM's depth a panel column (count levels: T), `extra`: sparse work besides the cold
-// columns' (the levels' excess).
+// `depth`: the GEMM's depth a panel column (levels: their blocks), `extra`: sparse work besides the
+// cold columns' (the levels' excess).
 bool choose_panel(const std::vector<double> &work, double m, double n, panel_mode mode, int depth, size_t budget,
                   bool forced, panel_choice *c, double extra = 0.0) {
     const size_t elt_per_column =
@@ -632,9 +637,9 @@ template <sr_metric M> bool pretest_for() {
     return forced == 0 ? false : forced == 1 ? true : distance_floor<M>::kPays;
 }
 
-// The panel of `choice`'s columns for `mode` (count levels T, or 0), its index part filled; with
-// levels, the cold walk's copies too.
-sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_choice &choice, int levels,
+// The panel of `choice`'s columns for `mode` (levels T, or 0), its index part filled; with levels,
+// the cold walk's copies too.
+sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_choice &choice, level_code code,
                      sr_cuda_panel **out) {
     sr_context_s *ctx = in->Q->ctx;
     const sr_matrix_s *X = in->X;
@@ -646,11 +651,12 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
     pl->ctx = ctx;
     pl->mode = mode;
     pl->columns = width;
-    pl->levels = levels;
-    pl->depth = width * (levels > 0 ? levels : 1);
+    pl->code = code;
+    const bool levels = code.levels > 0;
+    pl->depth = width * (levels ? code.blocks() : 1);
     pl->elt = elt;
-    pl->ldx = levels > 0 ? pl->depth : width * (mode == kPanelTf32x3 ? 2 : 1);
-    pl->ldq = levels > 0 ? pl->depth : width * (mode == kPanelTf32x3 ? 3 : 1);
+    pl->ldx = levels ? pl->depth : width * (mode == kPanelTf32x3 ? 2 : 1);
+    pl->ldq = levels ? pl->depth : width * (mode == kPanelTf32x3 ? 3 : 1);
     pl->coverage = choice.hot / choice.total;
     pl->xbytes = (size_t)X->nrows * (size_t)pl->ldx * elt;
     std::vector<int32_t> slot_of((size_t)X->ncols, -1);
@@ -662,14 +668,14 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
         s = sr_mem_copy(ctx, pl->slot_of, SR_DEVICE, slot_of.data(), SR_HOST, pl->slot_bytes);
     if (s == SR_SUCCESS)
         s = build_index_panel(pl, in);
-    if (s == SR_SUCCESS && levels > 0) {
+    if (s == SR_SUCCESS && levels) {
         s = sr_mem_alloc(ctx, SR_DEVICE, pl->slot_bytes, (void **)&pl->no_slot);
         if (s == SR_SUCCESS && cudaMemsetAsync(pl->no_slot, 0xff, pl->slot_bytes, stream_of(ctx)) != cudaSuccess)
             s = sr_cuda_fail(cudaGetLastError(), "knn panel (cold slots)", __FILE__, __LINE__);
         if (s == SR_SUCCESS)
-            s = cold_copy(in->Q, true, pl->slot_of, levels, &pl->cold_q);
+            s = cold_copy(in->Q, true, pl->slot_of, code, &pl->cold_q);
         if (s == SR_SUCCESS)
-            s = cold_copy(in->XT, false, pl->slot_of, levels, &pl->cold_xt);
+            s = cold_copy(in->XT, false, pl->slot_of, code, &pl->cold_xt);
     }
     if (s != SR_SUCCESS) {
         sr_cuda_knn_panel_free(pl);
@@ -720,10 +726,11 @@ sr_status levels_above(const sr_matrix_s *M, bool by_row, const int32_t *slot_of
     return sr_mem_copy(ctx, out.data(), SR_HOST, above.get(), SR_DEVICE, cells * sizeof(unsigned long long));
 }
 
-// Manhattan and Bray-Curtis on count levels (cuda_knn_levels.cuh): where both matrices hold counts
-// whose row sums keep every partial sum exact, the hot columns at a nominal 4 levels, then the
-// levels T that minimize the GEMM (T times the panel) plus the excess pairs' sparse work (the
-// pairs of entries above T in a hot column), and whether that still pays.
+// Manhattan and Bray-Curtis on count levels, Hamming on equality levels (cuda_knn_levels.cuh):
+// where both matrices hold counts whose row norms keep every partial sum exact, the hot columns at
+// a nominal 4 levels, then the levels T that minimize the GEMM (T, or T + 1, times the panel) plus
+// the excess pairs' sparse work (the pairs of entries above T in a hot column), and whether that
+// still pays.
 sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double> &work, double m, double n,
                           size_t budget, bool forced, sr_cuda_panel **out) {
     bool qcounts = true, xcounts = true;
@@ -736,12 +743,15 @@ sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double
         SR_TRY(counts_and_top(in->Q, in->qnorm, &qcounts, &qtop));
     }
     // the GEMM's partial sums are -2 Σ min over some levels of some columns: even integers of at
-    // most 2·min(row sums) in magnitude, and the cold sums too
+    // most 2·min(row sums) in magnitude, and the cold sums too (Hamming's: at most twice the shared
+    // columns, and its norms count the rows' entries)
     if (!qcounts || !xcounts || 2.0 * std::min(qtop, xtop) >= 16777216.0)
         return SR_SUCCESS;
+    const bool equality = in->metric == SR_METRIC_HAMMING;
+    const int extra_block = equality ? 1 : 0;
     constexpr int kNominal = 4;
     panel_choice choice;
-    if (!choose_panel(work, m, n, kPanelFp16, kNominal, budget, forced, &choice))
+    if (!choose_panel(work, m, n, kPanelFp16, kNominal + extra_block, budget, forced, &choice))
         return SR_SUCCESS;
     const int64_t H = choice.width;
     std::vector<int32_t> slot_of((size_t)in->X->ncols, -1);
@@ -762,7 +772,7 @@ sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double
         double excess = 0.0;
         for (int64_t s = 0; s < H; s++)
             excess += (double)aq[(size_t)(t - 1) * H + s] * (double)ax[(size_t)(t - 1) * H + s];
-        const double cost = m * n * (double)H * t / mac_rate(kPanelFp16) + excess / kSparseRate;
+        const double cost = m * n * (double)H * (t + extra_block) / mac_rate(kPanelFp16) + excess / kSparseRate;
         if (best < 0.0 || cost < best) {
             best = cost;
             best_excess = excess;
@@ -773,9 +783,10 @@ sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double
     if (forced_levels > 0)
         levels = (int)std::min<int64_t>(forced_levels, kMaxLevels);
     panel_choice final_choice;
-    if (!choose_panel(work, m, n, kPanelFp16, levels, budget, forced, &final_choice, best_excess))
+    const level_code code{levels, equality};
+    if (!choose_panel(work, m, n, kPanelFp16, code.blocks(), budget, forced, &final_choice, best_excess))
         return SR_SUCCESS;
-    return build_plan(in, kPanelFp16, final_choice, levels, out);
+    return build_plan(in, kPanelFp16, final_choice, code, out);
 }
 
 sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cuda_panel **out) {
@@ -818,7 +829,7 @@ sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cud
         if (mode != kPanelFp16 && !choose_panel(work, m, n, mode, 1, budget, forced == 1, &choice))
             return SR_SUCCESS;
     }
-    return build_plan(in, mode, choice, 0, out);
+    return build_plan(in, mode, choice, level_code{0, false}, out);
 }
 
 __device__ inline float panel_value(float v) { return v; }
@@ -901,13 +912,14 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     SR_TRY(block.allocate((size_t)nq * (size_t)n));
     SR_TRY(fill_rows(pl, in->metric, in->Q, q0, nq, true, qpanel.get()));
     // with levels the walk reads its copies, where every column is cold
-    const sr_matrix_s *cq = pl->levels > 0 ? pl->cold_q : in->Q, *cxt = pl->levels > 0 ? pl->cold_xt : in->XT;
+    const bool levels = pl->code.levels > 0;
+    const sr_matrix_s *cq = levels ? pl->cold_q : in->Q, *cxt = levels ? pl->cold_xt : in->XT;
     const cold_args cold{cq->rowptr, cq->colind, static_cast<const float *>(cq->values), q0,
-                         pl->levels > 0 ? pl->no_slot : pl->slot_of,
+                         levels ? pl->no_slot : pl->slot_of,
                          cxt->rowptr, cxt->colind, static_cast<const float *>(cxt->values)};
     buffer<int64_t> long_from(ctx); // where each query's long entries begin (none: every column in the panel)
     int64_t most_long = 0;          // the most long entries a query has
-    if (pl->coverage < 1.0 || pl->levels > 0) {
+    if (pl->coverage < 1.0 || levels) {
         buffer<unsigned long long> most(ctx);
         SR_TRY(long_from.allocate((size_t)nq));
         SR_TRY(most.allocate(1));
