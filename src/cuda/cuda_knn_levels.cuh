@@ -30,11 +30,21 @@ namespace {
 
 constexpr int kMaxLevels = 16; // T at most: the GEMM's depth is T (Hamming: T + 1) times the panel's columns
 
-// How the panel codes a hot column's values: T levels, and whether they are Hamming's classes.
+// How the panel codes a hot column's values: the values themselves, or T levels of one of three
+// kinds (table levels: cuda_knn_table.cuh).
+enum level_kind { kNoLevels = 0, kCountLevels, kEqualityLevels, kTableLevels };
 struct level_code {
-    int levels;
-    bool equality;
-    __host__ __device__ int blocks() const { return levels + (equality ? 1 : 0); } // of H columns each
+    level_kind kind = kNoLevels;
+    int levels = 0;               // T
+    float scale = 1.0f;           // table levels: a value's class is v · scale (whole, 1..T)
+    const __half *table = nullptr; // table levels: the index's terms, [part][j][class] of 2 × T × T
+    __host__ __device__ bool equality() const { return kind == kEqualityLevels; }
+    // the GEMM's depth a panel column: T blocks of H columns, Hamming's T + 1, the table's two parts
+    __host__ __device__ int blocks() const {
+        return kind == kNoLevels ? 1 : kind == kEqualityLevels ? levels + 1 : kind == kTableLevels ? 2 * levels : levels;
+    }
+    // count and equality levels leave values above T to the cold walk, which reads copies
+    __host__ __device__ bool walks_copies() const { return kind == kCountLevels || kind == kEqualityLevels; }
 };
 
 // flags[0] |= 1 where a value is not a non-negative whole number below 2^24.
@@ -80,7 +90,7 @@ __global__ void fill_levels(const int64_t *rowptr, const int32_t *colind, const 
             if (s < 0 || v <= 0) // an explicit zero adds to no metric's accumulator
                 continue;
             __half *at = panel + r * ld + s;
-            if (!code.equality) {
+            if (!code.equality()) {
                 const __half one = __float2half_rn(query ? 1.0f : -2.0f);
                 for (int t = 1; t <= T && t <= v; t++)
                     at[(int64_t)(t - 1) * H] = one;
@@ -101,7 +111,7 @@ __global__ void fill_levels(const int64_t *rowptr, const int32_t *colind, const 
 __device__ inline float cold_share(const int32_t *slot_of, int32_t c, float v, level_code code) {
     if (slot_of[c] < 0)
         return v;
-    return code.equality ? (v > (float)code.levels ? v : 0.0f) : v - (float)code.levels;
+    return code.equality() ? (v > (float)code.levels ? v : 0.0f) : v - (float)code.levels;
 }
 
 __global__ void count_cold_share(const int64_t *rowptr, const int32_t *colind, const float *val, int64_t rows,

@@ -36,6 +36,7 @@
 #include "cuda_knn_bound.cuh"
 #include "cuda_knn_candidates.cuh"
 #include "cuda_knn_levels.cuh"
+#include "cuda_knn_table.cuh"
 
 extern "C" {
 #include "../semiring/metric.h"
@@ -57,10 +58,14 @@ struct sr_cuda_panel {
     void *xpanel;          // index rows × ldx
     size_t xbytes;
     double coverage;       // the share of the pair work in the panel's columns
-    // With levels: the cold walk's copies (cold columns and the hot ones' excess) and its slots
-    // (every column cold to it)
+    // With count or equality levels: the cold walk's copies (cold columns and the hot ones' excess)
+    // and its slots (every column cold to it)
     sr_matrix_s *cold_q, *cold_xt;
     int32_t *no_slot;
+    // With table levels: the table on the device (code.table), and whether its sums are exact
+    __half *table;
+    size_t table_bytes;
+    bool table_exact;
 };
 
 namespace {
@@ -428,6 +433,13 @@ template <typename F> sr_status with_panel_metric(sr_metric m, F &&f) {
     case SR_METRIC_L1: return f(std::integral_constant<sr_metric, SR_METRIC_L1>{});
     case SR_METRIC_BRAY_CURTIS: return f(std::integral_constant<sr_metric, SR_METRIC_BRAY_CURTIS>{});
     case SR_METRIC_HAMMING: return f(std::integral_constant<sr_metric, SR_METRIC_HAMMING>{});
+    case SR_METRIC_CANBERRA: return f(std::integral_constant<sr_metric, SR_METRIC_CANBERRA>{});
+    case SR_METRIC_MINKOWSKI: return f(std::integral_constant<sr_metric, SR_METRIC_MINKOWSKI>{});
+    case SR_METRIC_JENSEN_SHANNON: return f(std::integral_constant<sr_metric, SR_METRIC_JENSEN_SHANNON>{});
+    case SR_METRIC_KL_DIVERGENCE: return f(std::integral_constant<sr_metric, SR_METRIC_KL_DIVERGENCE>{});
+    case SR_METRIC_L2_UNEXPANDED: return f(std::integral_constant<sr_metric, SR_METRIC_L2_UNEXPANDED>{});
+    case SR_METRIC_SQEUCLIDEAN_UNEXPANDED:
+        return f(std::integral_constant<sr_metric, SR_METRIC_SQEUCLIDEAN_UNEXPANDED>{});
     default: return sr_error(SR_ERROR_INTERNAL, "knn panel: metric %d has no dot-product form", (int)m);
     }
 }
@@ -451,7 +463,7 @@ bool level_metric(sr_metric m) {
 
 bool panel_metric(sr_metric m) {
     const sr_metric_kind kind = sr_metric_kind_of(m);
-    return kind == SR_MK_PRODUCT || kind == SR_MK_PAIR || kind == SR_MK_SQRT || level_metric(m);
+    return kind == SR_MK_PRODUCT || kind == SR_MK_PAIR || kind == SR_MK_SQRT || level_metric(m) || table_metric(m);
 }
 
 // Each column's entries in M, on the host (from the inverted form's row pointers when given).
@@ -481,9 +493,10 @@ sr_status column_counts(const sr_matrix_s *M, const sr_matrix_s *MT, std::vector
 }
 
 // The fraction bits e of the grid M's panel values lie on (-1: none, or more steps of it than
-// FP16 holds exactly: 2048, and no step below FP16's smallest, 2^-24), and the largest row norm.
+// FP16 holds exactly: 2048, and no step below FP16's smallest, 2^-24), and the largest row norm;
+// *any_bits (when asked): e however large the values (-1: none).
 sr_status grid_and_norm(const sr_matrix_s *M, sr_metric metric, const double *norms, int *grid_bits,
-                        double *top_norm) {
+                        double *top_norm, int *any_bits = nullptr) {
     sr_context_s *ctx = M->ctx;
     buffer<unsigned long long> cells(ctx); // [0..1]: the grid (three unsigned), [2]: the norm's bits
     SR_TRY(cells.allocate(3));
@@ -508,6 +521,8 @@ sr_status grid_and_norm(const sr_matrix_s *M, sr_metric metric, const double *no
     memcpy(&top_value, &g[2], sizeof top_value);
     const int bits = (int)g[1];
     *grid_bits = g[0] == 0 && bits <= 24 && std::ldexp((double)top_value, bits) <= 2048.0 ? bits : -1;
+    if (any_bits)
+        *any_bits = g[0] == 0 && bits <= 24 ? bits : -1;
     double top;
     memcpy(&top, &host[2], sizeof top);
     *top_norm = top;
@@ -534,11 +549,16 @@ sr_status choose_exact_mode(const sr_distance_inputs *in, panel_mode *mode) {
 }
 
 void describe(const sr_cuda_panel *pl, int64_t ncols) {
-    if (pl->code.levels > 0)
+    if (pl->code.kind == kTableLevels)
+        sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %d value classes, "
+                      "FP16 table%s",
+                      (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, pl->code.levels,
+                      pl->table_exact ? " (exact)" : " (float32 accuracy)");
+    else if (pl->code.kind != kNoLevels)
         sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %d count levels%s, "
                       "FP16 (exact)",
                       (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, pl->code.levels,
-                      pl->code.equality ? " (equality)" : "");
+                      pl->code.equality() ? " (equality)" : "");
     else
         sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %s%s",
                       (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, mode_name(pl->mode),
@@ -554,7 +574,11 @@ sr_status fill_rows(const sr_cuda_panel *pl, sr_metric metric, const sr_matrix_s
     if (rows == 0)
         return SR_SUCCESS;
     const float *val = static_cast<const float *>(M->values);
-    if (pl->code.levels > 0)
+    if (pl->code.kind == kTableLevels)
+        fill_table<<<grid_for(rows * 32), 256, 0, stream>>>(M->rowptr, M->colind, val, r0, rows, pl->slot_of,
+                                                            pl->columns, pl->code, query,
+                                                            static_cast<__half *>(panel), ld);
+    else if (pl->code.kind != kNoLevels)
         fill_levels<<<grid_for(rows * 32), 256, 0, stream>>>(M->rowptr, M->colind, val, r0, rows, pl->slot_of,
                                                              pl->columns, pl->code, query,
                                                              static_cast<__half *>(panel), ld);
@@ -611,6 +635,7 @@ struct panel_choice {
     int64_t width = 0;          // the panel's columns
     std::vector<int32_t> order; // the columns by decreasing pair work
     double hot = 0.0, total = 0.0; // the pair work in the panel, and all of it
+    double seconds = 0.0;          // the model's time with the panel
 };
 
 // The panel's columns for `mode` and whether it pays: its GEMM, the block's write and read and
@@ -627,6 +652,7 @@ bool choose_panel(const std::vector<double> &work, double m, double n, panel_mod
     const double t_panel = m * n * (1.0 / kPairRate + (double)c->width * depth / mac_rate(mode)) +
                            (c->total - c->hot + extra) / kSparseRate;
     const double t_sparse = c->total / kSparseRate;
+    c->seconds = t_panel;
     return forced || t_panel < 0.75 * t_sparse;
 }
 
@@ -640,7 +666,7 @@ template <sr_metric M> bool pretest_for() {
 // The panel of `choice`'s columns for `mode` (levels T, or 0), its index part filled; with levels,
 // the cold walk's copies too.
 sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_choice &choice, level_code code,
-                     sr_cuda_panel **out) {
+                     sr_cuda_panel **out, const std::vector<__half> *table = nullptr, bool table_exact = false) {
     sr_context_s *ctx = in->Q->ctx;
     const sr_matrix_s *X = in->X;
     const int64_t width = choice.width;
@@ -652,8 +678,9 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
     pl->mode = mode;
     pl->columns = width;
     pl->code = code;
-    const bool levels = code.levels > 0;
-    pl->depth = width * (levels ? code.blocks() : 1);
+    pl->table_exact = table_exact;
+    const bool levels = code.kind != kNoLevels;
+    pl->depth = width * code.blocks();
     pl->elt = elt;
     pl->ldx = levels ? pl->depth : width * (mode == kPanelTf32x3 ? 2 : 1);
     pl->ldq = levels ? pl->depth : width * (mode == kPanelTf32x3 ? 3 : 1);
@@ -666,9 +693,16 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
     sr_status s = sr_mem_alloc(ctx, SR_DEVICE, pl->slot_bytes, (void **)&pl->slot_of);
     if (s == SR_SUCCESS)
         s = sr_mem_copy(ctx, pl->slot_of, SR_DEVICE, slot_of.data(), SR_HOST, pl->slot_bytes);
+    if (s == SR_SUCCESS && table) { // before the index's panel, which reads it
+        pl->table_bytes = table->size() * sizeof(__half);
+        s = sr_mem_alloc(ctx, SR_DEVICE, pl->table_bytes, (void **)&pl->table);
+        if (s == SR_SUCCESS)
+            s = sr_mem_copy(ctx, pl->table, SR_DEVICE, table->data(), SR_HOST, pl->table_bytes);
+        pl->code.table = pl->table;
+    }
     if (s == SR_SUCCESS)
         s = build_index_panel(pl, in);
-    if (s == SR_SUCCESS && levels) {
+    if (s == SR_SUCCESS && code.walks_copies()) {
         s = sr_mem_alloc(ctx, SR_DEVICE, pl->slot_bytes, (void **)&pl->no_slot);
         if (s == SR_SUCCESS && cudaMemsetAsync(pl->no_slot, 0xff, pl->slot_bytes, stream_of(ctx)) != cudaSuccess)
             s = sr_cuda_fail(cudaGetLastError(), "knn panel (cold slots)", __FILE__, __LINE__);
@@ -783,10 +817,97 @@ sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double
     if (forced_levels > 0)
         levels = (int)std::min<int64_t>(forced_levels, kMaxLevels);
     panel_choice final_choice;
-    const level_code code{levels, equality};
+    level_code code;
+    code.kind = equality ? kEqualityLevels : kCountLevels;
+    code.levels = levels;
     if (!choose_panel(work, m, n, kPanelFp16, code.blocks(), budget, forced, &final_choice, best_excess))
         return SR_SUCCESS;
     return build_plan(in, kPanelFp16, final_choice, code, out);
+}
+
+// Each column's largest value class in Q and X (cuda_knn_table.cuh: kNoClass for a value off the
+// classes of `scale`), on the host.
+sr_status classes_of_columns(const sr_distance_inputs *in, float scale, std::vector<unsigned> &out) {
+    sr_context_s *ctx = in->Q->ctx;
+    const int64_t ncols = in->X->ncols;
+    buffer<unsigned> classes(ctx);
+    SR_TRY(classes.allocate((size_t)ncols));
+    SR_CUDA_TRY(cudaMemsetAsync(classes.get(), 0, (size_t)ncols * sizeof(unsigned), stream_of(ctx)));
+    for (const sr_matrix_s *M : {in->X, in->Q}) {
+        if (M->nnz > 0 && (M == in->X || in->Q != in->X)) {
+            column_classes<<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(
+                M->colind, static_cast<const float *>(M->values), M->nnz, scale, classes.get());
+            SR_CUDA_LAUNCHED();
+        }
+    }
+    out.resize((size_t)ncols);
+    return sr_mem_copy(ctx, out.data(), SR_HOST, classes.get(), SR_DEVICE, (size_t)ncols * sizeof(unsigned));
+}
+
+// Canberra, Minkowski, Jensen-Shannon, KL and the unexpanded Euclidean forms on table levels
+// (cuda_knn_table.cuh): where the values lie on a grid of step s = 2^-e (e <= 4), for each T the
+// panel chosen among the columns whose values are whole classes up to T (the others' work stays
+// sparse), the T whose model time is least, where it pays. "exact" takes a table only where it
+// is exact (entries on a grid 2^-k the parts hold, and row norms that keep every partial sum below
+// 2^23 steps of it: for these metrics |g(q, x)| <= f(q, 0) + f(0, x), so the norms bound the sums)
+// or where float32 accuracy is the metric's (table_float32_is_exact_enough); "tf32" wherever it
+// pays.
+sr_status make_table_plan(const sr_distance_inputs *in, sr_precision precision, const std::vector<double> &work,
+                          double m, double n, size_t budget, bool forced, sr_cuda_panel **out) {
+    int qbits = -1, xbits = -1, unused = 0;
+    double qtop = 0.0, xtop = 0.0;
+    SR_TRY(grid_and_norm(in->X, in->metric, in->xnorm, &unused, &xtop, &xbits));
+    if (in->Q == in->X) {
+        qbits = xbits;
+        qtop = xtop;
+    } else {
+        SR_TRY(grid_and_norm(in->Q, in->metric, in->qnorm, &unused, &qtop, &qbits));
+    }
+    constexpr int kFinestGrid = 4; // sixteenths: finer values would be off the classes anyway
+    const int e = std::max(qbits, xbits);
+    if (qbits < 0 || xbits < 0 || e > kFinestGrid)
+        return SR_SUCCESS;
+    const double step = std::ldexp(1.0, -e);
+    std::vector<unsigned> classes;
+    SR_TRY(classes_of_columns(in, (float)std::ldexp(1.0, e), classes));
+    panel_choice best;
+    int best_t = 0;
+    bool best_exact = false;
+    std::vector<double> eligible(work.size());
+    const int forced_t = (int)std::min<int64_t>(sr_setting("SPARSERING_KNN_PANEL_LEVELS", 0), kMaxLevels);
+    for (int t = forced_t > 0 ? forced_t : 1; t <= (forced_t > 0 ? forced_t : kMaxLevels); t++) {
+        std::vector<__half> parts;
+        int grid = -1;
+        if (!make_table(in->metric, in->p, t, step, parts, &grid))
+            break; // a term past FP16, and more classes only add larger ones
+        const bool exact = grid >= 0 && std::ldexp(qtop + xtop, grid) < 8388608.0;
+        if (precision == SR_PRECISION_EXACT && !exact && !table_float32_is_exact_enough(in->metric))
+            continue;
+        double off = 0.0; // the work of the columns off the classes: sparse
+        for (size_t c = 0; c < work.size(); c++) {
+            eligible[c] = classes[c] <= (unsigned)t ? work[c] : 0.0;
+            off += work[c] - eligible[c];
+        }
+        panel_choice choice;
+        if (!choose_panel(eligible, m, n, kPanelFp16, 2 * t, budget, forced, &choice, off))
+            continue;
+        choice.total += off;
+        if (best_t == 0 || choice.seconds < best.seconds) {
+            best = std::move(choice);
+            best_t = t;
+            best_exact = exact;
+        }
+    }
+    if (best_t == 0)
+        return SR_SUCCESS;
+    std::vector<__half> parts;
+    int grid = -1;
+    make_table(in->metric, in->p, best_t, step, parts, &grid);
+    level_code code;
+    code.kind = kTableLevels;
+    code.levels = best_t;
+    code.scale = (float)std::ldexp(1.0, e);
+    return build_plan(in, kPanelFp16, best, code, out, &parts, best_exact);
 }
 
 sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cuda_panel **out) {
@@ -812,6 +933,8 @@ sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cud
     const size_t budget = sr_context_workspace(Q->ctx, SR_DEVICE);
     if (level_metric(in->metric))
         return make_level_plan(in, work, m, n, budget, forced == 1, out);
+    if (table_metric(in->metric))
+        return make_table_plan(in, precision, work, m, n, budget, forced == 1, out);
     // The model at the fastest rate the precision allows first: the FP16 check (a pass over both
     // matrices and a copy back) runs only where even that rate could pay.
     panel_mode mode = precision == SR_PRECISION_TF32 ? kPanelTf32 : kPanelFp16;
@@ -829,7 +952,7 @@ sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cud
         if (mode != kPanelFp16 && !choose_panel(work, m, n, mode, 1, budget, forced == 1, &choice))
             return SR_SUCCESS;
     }
-    return build_plan(in, mode, choice, level_code{0, false}, out);
+    return build_plan(in, mode, choice, level_code{}, out);
 }
 
 __device__ inline float panel_value(float v) { return v; }
@@ -911,15 +1034,15 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     SR_TRY(qpanel.allocate((size_t)nq * (size_t)pl->ldq * pl->elt));
     SR_TRY(block.allocate((size_t)nq * (size_t)n));
     SR_TRY(fill_rows(pl, in->metric, in->Q, q0, nq, true, qpanel.get()));
-    // with levels the walk reads its copies, where every column is cold
-    const bool levels = pl->code.levels > 0;
-    const sr_matrix_s *cq = levels ? pl->cold_q : in->Q, *cxt = levels ? pl->cold_xt : in->XT;
+    // with count or equality levels the walk reads its copies, where every column is cold
+    const bool copies = pl->code.walks_copies();
+    const sr_matrix_s *cq = copies ? pl->cold_q : in->Q, *cxt = copies ? pl->cold_xt : in->XT;
     const cold_args cold{cq->rowptr, cq->colind, static_cast<const float *>(cq->values), q0,
-                         levels ? pl->no_slot : pl->slot_of,
+                         copies ? pl->no_slot : pl->slot_of,
                          cxt->rowptr, cxt->colind, static_cast<const float *>(cxt->values)};
     buffer<int64_t> long_from(ctx); // where each query's long entries begin (none: every column in the panel)
     int64_t most_long = 0;          // the most long entries a query has
-    if (pl->coverage < 1.0 || levels) {
+    if (pl->coverage < 1.0 || copies) {
         buffer<unsigned long long> most(ctx);
         SR_TRY(long_from.allocate((size_t)nq));
         SR_TRY(most.allocate(1));
@@ -1003,6 +1126,7 @@ extern "C" void sr_cuda_knn_panel_free(sr_cuda_panel *pl) {
     sr_mem_free(pl->ctx, SR_DEVICE, pl->xpanel, pl->xbytes);
     sr_mem_free(pl->ctx, SR_DEVICE, pl->slot_of, pl->slot_bytes);
     sr_mem_free(pl->ctx, SR_DEVICE, pl->no_slot, pl->slot_bytes);
+    sr_mem_free(pl->ctx, SR_DEVICE, pl->table, pl->table_bytes);
     sr_matrix_destroy(pl->cold_q);
     sr_matrix_destroy(pl->cold_xt);
     delete pl;
