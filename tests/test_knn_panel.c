@@ -223,7 +223,8 @@ static void every_metric(sr_context ctx, const char *what, const test_csr *xs, c
 /* Manhattan and Bray-Curtis on count levels, Hamming on equality levels (cuda_knn_levels.cuh), bit
  * for bit against the float32 path: counts past the levels (their excess, or for Hamming the values
  * above T, walk with the cold columns), T chosen and forced to 1, 3 and 16, small batches, queries
- * past the cursors, explicit zeros; half steps and a negative count keep them off the panel. */
+ * past the cursors, explicit zeros, half steps (levels of half steps); 32nds and a negative count
+ * keep them off the panel. */
 static const sr_metric kLevelMetrics[] = {SR_METRIC_L1, SR_METRIC_BRAY_CURTIS, SR_METRIC_HAMMING};
 static const size_t kLevelMetricCount = sizeof kLevelMetrics / sizeof kLevelMetrics[0];
 
@@ -269,9 +270,16 @@ static void count_levels(sr_context ctx)
         ((float *)x.values)[e] = 0.0f;
     metrics_of(ctx, "levels, explicit zeros", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
     test_csr_free(&x);
-    x = zipf_rows(600, 300, 12, VALUES_HALVES, 3.5);
-    off_the_panel(ctx, "half steps", &x);
-    for (int64_t e = 0; e < x.nnz; e++) /* the halves made whole, one of them negative */
+    x = zipf_rows(1500, 700, 24, VALUES_HALVES, 9.5); /* half stars: levels of half steps */
+    metrics_of(ctx, "levels, half steps", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
+    setenv("SPARSERING_KNN_PANEL_LEVELS", "3", 1);
+    metrics_of(ctx, "levels, half steps, 3 levels", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics,
+               n);
+    unsetenv("SPARSERING_KNN_PANEL_LEVELS");
+    for (int64_t e = 0; e < x.nnz; e++) /* 32nds: finer than the levels' finest grid, 16ths */
+        ((float *)x.values)[e] /= 16.0f;
+    off_the_panel(ctx, "32nds", &x);
+    for (int64_t e = 0; e < x.nnz; e++) /* whole again, one of them negative */
         ((float *)x.values)[e] = e == x.nnz / 2 ? -2.0f : ceilf(((float *)x.values)[e]);
     off_the_panel(ctx, "a negative count", &x);
     test_csr_free(&x);

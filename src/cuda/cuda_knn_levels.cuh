@@ -11,6 +11,10 @@
 // terms, from copies of the queries and of the inverted form that hold the cold entries and the
 // hot entries' excess (every column cold to the walk).
 //
+// Values on a finer grid of step s = 2^-e (half stars: e = 1) take the same levels of their steps
+// v/s: min(q, x) = s Σ_t [q/s >= t]·[x/s >= t], so the index's indicator is -2s (still exact in
+// FP16 and in the sums, which are multiples of 2s); an excess is v - T·s.
+//
 // Hamming ("equality levels"): its accumulator is the sum over shared columns of
 // [q != x] - 1 - 1 = -1 - [q = x]. A value falls in one of T + 1 classes: 1..T, or "above T". The
 // queries' panel holds a column's class as a one (T + 1 blocks of H), the index's, in block j, the
@@ -36,7 +40,7 @@ enum level_kind { kNoLevels = 0, kCountLevels, kEqualityLevels, kTableLevels };
 struct level_code {
     level_kind kind = kNoLevels;
     int levels = 0;               // T
-    float scale = 1.0f;           // table levels: a value's class is v · scale (whole, 1..T)
+    float scale = 1.0f;           // a value's level or class is v · scale (1/s: whole numbers)
     const __half *table = nullptr; // table levels: the index's terms, [part][j][class] of 2 × T × T
     __host__ __device__ bool equality() const { return kind == kEqualityLevels; }
     // the GEMM's depth a panel column: T blocks of H columns, Hamming's T + 1, the table's two parts
@@ -47,36 +51,37 @@ struct level_code {
     __host__ __device__ bool walks_copies() const { return kind == kCountLevels || kind == kEqualityLevels; }
 };
 
-// flags[0] |= 1 where a value is not a non-negative whole number below 2^24.
-__global__ void check_counts(const float *val, int64_t nnz, unsigned *flags) {
+// flags[0] |= 1 where a value is not a non-negative whole number of steps 1/scale below 2^24 of them.
+__global__ void check_counts(const float *val, int64_t nnz, float scale, unsigned *flags) {
     bool bad = false;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz; e += (int64_t)gridDim.x * blockDim.x) {
-        const float v = val[e];
+        const float v = val[e] * scale;
         bad |= !(v >= 0.0f && v < 16777216.0f && v == floorf(v));
     }
     if (__any_sync(~0u, bad) && (threadIdx.x & 31) == 0)
         atomicOr(flags, 1u);
 }
 
-// above[(t - 1)·H + s] += the entries of the panel's column s with a value above t, t = 1..kMaxLevels.
+// above[(t - 1)·H + s] += the entries of the panel's column s with a value above t steps 1/scale,
+// t = 1..kMaxLevels.
 // `by_row`: M's entries are columns of rows (colind gives the column); else M is an inverted form,
 // whose row r is column r.
 __global__ void count_above(const int64_t *rowptr, const int32_t *colind, const float *val, int64_t rows, bool by_row,
-                            const int32_t *slot_of, int64_t H, unsigned long long *above) {
+                            const int32_t *slot_of, int64_t H, float scale, unsigned long long *above) {
     for (int64_t r = blockIdx.x * (int64_t)blockDim.x / 32 + threadIdx.x / 32; r < rows;
          r += (int64_t)gridDim.x * blockDim.x / 32)
         for (int64_t e = rowptr[r] + (threadIdx.x & 31); e < rowptr[r + 1]; e += 32) {
             const int32_t s = slot_of[by_row ? colind[e] : (int32_t)r];
             if (s < 0)
                 continue;
-            const int v = (int)val[e];
+            const int v = (int)(val[e] * scale);
             for (int t = 1; t <= kMaxLevels && t < v; t++)
                 atomicAdd(&above[(size_t)(t - 1) * H + s], 1ull);
         }
 }
 
-// Rows [r0, r0 + rows) of M into a zeroed panel, a warp a row. Count levels: [v >= t] at
-// (t - 1)·H + slot, as 1 (the queries') or -2 (the index's). Equality levels: the queries' class
+// Rows [r0, r0 + rows) of M into a zeroed panel, a warp a row, v in steps. Count levels: [v >= t] at
+// (t - 1)·H + slot, as 1 (the queries') or -2s (the index's). Equality levels: the queries' class
 // c of v as 1 at (c - 1)·H + slot; the index's h(j, c) at (j - 1)·H + slot for every block j.
 __global__ void fill_levels(const int64_t *rowptr, const int32_t *colind, const float *val, int64_t r0, int64_t rows,
                             const int32_t *slot_of, int64_t H, level_code code, bool query, __half *panel,
@@ -86,12 +91,12 @@ __global__ void fill_levels(const int64_t *rowptr, const int32_t *colind, const 
          r += (int64_t)gridDim.x * blockDim.x / 32)
         for (int64_t e = rowptr[r0 + r] + (threadIdx.x & 31); e < rowptr[r0 + r + 1]; e += 32) {
             const int32_t s = slot_of[colind[e]];
-            const int v = (int)val[e];
+            const int v = (int)(val[e] * code.scale); // in steps
             if (s < 0 || v <= 0) // an explicit zero adds to no metric's accumulator
                 continue;
             __half *at = panel + r * ld + s;
             if (!code.equality()) {
-                const __half one = __float2half_rn(query ? 1.0f : -2.0f);
+                const __half one = __float2half_rn(query ? 1.0f : -2.0f / code.scale);
                 for (int t = 1; t <= T && t <= v; t++)
                     at[(int64_t)(t - 1) * H] = one;
             } else if (query) {
@@ -111,7 +116,8 @@ __global__ void fill_levels(const int64_t *rowptr, const int32_t *colind, const 
 __device__ inline float cold_share(const int32_t *slot_of, int32_t c, float v, level_code code) {
     if (slot_of[c] < 0)
         return v;
-    return code.equality() ? (v > (float)code.levels ? v : 0.0f) : v - (float)code.levels;
+    const float top = (float)code.levels / code.scale; // T steps
+    return code.equality() ? (v > top ? v : 0.0f) : v - top;
 }
 
 __global__ void count_cold_share(const int64_t *rowptr, const int32_t *colind, const float *val, int64_t rows,

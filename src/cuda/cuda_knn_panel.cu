@@ -529,6 +529,22 @@ sr_status grid_and_norm(const sr_matrix_s *M, sr_metric metric, const double *no
     return SR_SUCCESS;
 }
 
+// e of the grid 2^-e (e <= 4) both matrices' values lie on, or -1 (finer, or not finite): the levels'
+// and the value classes' steps; and the queries' and the index's largest first row norms.
+sr_status value_grid(const sr_distance_inputs *in, int *e, double *qtop, double *xtop) {
+    constexpr int kFinestGrid = 4; // sixteenths: finer values would take too many levels anyway
+    int qbits = -1, xbits = -1, unused = 0;
+    SR_TRY(grid_and_norm(in->X, in->metric, in->xnorm, &unused, xtop, &xbits));
+    if (in->Q == in->X) {
+        qbits = xbits;
+        *qtop = *xtop;
+    } else {
+        SR_TRY(grid_and_norm(in->Q, in->metric, in->qnorm, &unused, qtop, &qbits));
+    }
+    *e = qbits < 0 || xbits < 0 || std::max(qbits, xbits) > kFinestGrid ? -1 : std::max(qbits, xbits);
+    return SR_SUCCESS;
+}
+
 // The panel's precision for "exact": FP16 where it is exact (see the top of the file), else the split.
 sr_status choose_exact_mode(const sr_distance_inputs *in, panel_mode *mode) {
     int qbits = 0, xbits = 0;
@@ -720,31 +736,26 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
     return SR_SUCCESS;
 }
 
-// Whether every value of M is a count (a non-negative whole number), and M's largest row sum.
-sr_status counts_and_top(const sr_matrix_s *M, const double *norms, bool *counts, double *top) {
+// Whether every value of M is a count of steps 1/scale (a non-negative whole number of them).
+sr_status all_counts(const sr_matrix_s *M, float scale, bool *counts) {
     sr_context_s *ctx = M->ctx;
-    buffer<unsigned long long> cells(ctx); // [0]: the flag, [1]: the largest norm's bits
-    SR_TRY(cells.allocate(2));
-    SR_CUDA_TRY(cudaMemsetAsync(cells.get(), 0, 2 * sizeof(unsigned long long), stream_of(ctx)));
+    buffer<unsigned> flag(ctx);
+    SR_TRY(flag.allocate(1));
+    SR_CUDA_TRY(cudaMemsetAsync(flag.get(), 0, sizeof(unsigned), stream_of(ctx)));
     if (M->nnz > 0) {
         check_counts<<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(static_cast<const float *>(M->values), M->nnz,
-                                                                    reinterpret_cast<unsigned *>(cells.get()));
+                                                                    scale, flag.get());
         SR_CUDA_LAUNCHED();
     }
-    if (M->nrows > 0) {
-        max_norm<<<grid_for(M->nrows), 256, 0, stream_of(ctx)>>>(norms, M->nrows, cells.get() + 1);
-        SR_CUDA_LAUNCHED();
-    }
-    unsigned long long host[2];
-    SR_TRY(sr_mem_copy(ctx, host, SR_HOST, cells.get(), SR_DEVICE, sizeof host));
-    *counts = (host[0] & 1u) == 0;
-    memcpy(top, &host[1], sizeof *top);
+    unsigned host = 0;
+    SR_TRY(sr_mem_copy(ctx, &host, SR_HOST, flag.get(), SR_DEVICE, sizeof host));
+    *counts = (host & 1u) == 0;
     return SR_SUCCESS;
 }
 
 // For each level t = 1..kMaxLevels and panel slot s, the entries of M (by_row: rows; else an
 // inverted form) in the slot's column above t, on the host.
-sr_status levels_above(const sr_matrix_s *M, bool by_row, const int32_t *slot_of, int64_t H,
+sr_status levels_above(const sr_matrix_s *M, bool by_row, const int32_t *slot_of, int64_t H, float scale,
                        std::vector<unsigned long long> &out) {
     sr_context_s *ctx = M->ctx;
     buffer<unsigned long long> above(ctx);
@@ -753,7 +764,8 @@ sr_status levels_above(const sr_matrix_s *M, bool by_row, const int32_t *slot_of
     SR_CUDA_TRY(cudaMemsetAsync(above.get(), 0, cells * sizeof(unsigned long long), stream_of(ctx)));
     if (M->nrows > 0) {
         count_above<<<grid_for(M->nrows * 32), 256, 0, stream_of(ctx)>>>(
-            M->rowptr, M->colind, static_cast<const float *>(M->values), M->nrows, by_row, slot_of, H, above.get());
+            M->rowptr, M->colind, static_cast<const float *>(M->values), M->nrows, by_row, slot_of, H, scale,
+            above.get());
         SR_CUDA_LAUNCHED();
     }
     out.resize(cells);
@@ -767,19 +779,22 @@ sr_status levels_above(const sr_matrix_s *M, bool by_row, const int32_t *slot_of
 // still pays.
 sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double> &work, double m, double n,
                           size_t budget, bool forced, sr_cuda_panel **out) {
-    bool qcounts = true, xcounts = true;
+    int e = 0;
     double qtop = 0.0, xtop = 0.0;
-    SR_TRY(counts_and_top(in->X, in->xnorm, &xcounts, &xtop));
-    if (in->Q == in->X) {
+    SR_TRY(value_grid(in, &e, &qtop, &xtop));
+    if (e < 0)
+        return SR_SUCCESS;
+    const float scale = (float)std::ldexp(1.0, e);
+    bool qcounts = true, xcounts = true;
+    SR_TRY(all_counts(in->X, scale, &xcounts));
+    if (in->Q == in->X)
         qcounts = xcounts;
-        qtop = xtop;
-    } else {
-        SR_TRY(counts_and_top(in->Q, in->qnorm, &qcounts, &qtop));
-    }
-    // the GEMM's partial sums are -2 Σ min over some levels of some columns: even integers of at
-    // most 2·min(row sums) in magnitude, and the cold sums too (Hamming's: at most twice the shared
-    // columns, and its norms count the rows' entries)
-    if (!qcounts || !xcounts || 2.0 * std::min(qtop, xtop) >= 16777216.0)
+    else
+        SR_TRY(all_counts(in->Q, scale, &qcounts));
+    // the GEMM's partial sums are -2 Σ min over some levels of some columns: multiples of 2s of at
+    // most 2·min(row sums) in magnitude, and the cold sums too (Hamming's: integers of at most
+    // twice the shared columns, and its norms count the rows' entries)
+    if (!qcounts || !xcounts || 2.0 * std::min(qtop, xtop) * scale >= 16777216.0)
         return SR_SUCCESS;
     const bool equality = in->metric == SR_METRIC_HAMMING;
     const int extra_block = equality ? 1 : 0;
@@ -795,11 +810,11 @@ sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double
     SR_TRY(slots.allocate(slot_of.size()));
     SR_TRY(sr_mem_copy(in->Q->ctx, slots.get(), SR_DEVICE, slot_of.data(), SR_HOST, slot_of.size() * sizeof(int32_t)));
     std::vector<unsigned long long> ax, aq;
-    SR_TRY(levels_above(in->XT, false, slots.get(), H, ax));
+    SR_TRY(levels_above(in->XT, false, slots.get(), H, scale, ax));
     if (in->Q == in->X)
         aq = ax;
     else
-        SR_TRY(levels_above(in->Q, true, slots.get(), H, aq));
+        SR_TRY(levels_above(in->Q, true, slots.get(), H, scale, aq));
     int levels = 1;
     double best = -1.0, best_excess = 0.0;
     for (int t = 1; t <= kMaxLevels; t++) {
@@ -820,6 +835,7 @@ sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double
     level_code code;
     code.kind = equality ? kEqualityLevels : kCountLevels;
     code.levels = levels;
+    code.scale = scale;
     if (!choose_panel(work, m, n, kPanelFp16, code.blocks(), budget, forced, &final_choice, best_excess))
         return SR_SUCCESS;
     return build_plan(in, kPanelFp16, final_choice, code, out);
@@ -854,18 +870,10 @@ sr_status classes_of_columns(const sr_distance_inputs *in, float scale, std::vec
 // pays.
 sr_status make_table_plan(const sr_distance_inputs *in, sr_precision precision, const std::vector<double> &work,
                           double m, double n, size_t budget, bool forced, sr_cuda_panel **out) {
-    int qbits = -1, xbits = -1, unused = 0;
+    int e = 0;
     double qtop = 0.0, xtop = 0.0;
-    SR_TRY(grid_and_norm(in->X, in->metric, in->xnorm, &unused, &xtop, &xbits));
-    if (in->Q == in->X) {
-        qbits = xbits;
-        qtop = xtop;
-    } else {
-        SR_TRY(grid_and_norm(in->Q, in->metric, in->qnorm, &unused, &qtop, &qbits));
-    }
-    constexpr int kFinestGrid = 4; // sixteenths: finer values would be off the classes anyway
-    const int e = std::max(qbits, xbits);
-    if (qbits < 0 || xbits < 0 || e > kFinestGrid)
+    SR_TRY(value_grid(in, &e, &qtop, &xtop));
+    if (e < 0)
         return SR_SUCCESS;
     const double step = std::ldexp(1.0, -e);
     std::vector<unsigned> classes;
