@@ -286,11 +286,12 @@ static void count_levels(sr_context ctx)
 }
 
 /* Canberra, Minkowski (p = 3), Jensen-Shannon, KL and the unexpanded Euclidean forms on value
- * classes (cuda_knn_table.cuh) against the float32 path: counts (a column holding a 40 or 23, past
- * the 16 classes, stays sparse) and half steps, "exact" (Minkowski and the unexpanded forms bit
- * for bit: their tables are whole; Canberra and KL within float32 accuracy; Jensen-Shannon off the
- * panel) and "tf32" (Jensen-Shannon too); counts to 3 with 5 classes forced, small batches, long
- * rows, a negative value (its column sparse); reals off the panel. */
+ * classes (cuda_knn_table.cuh) against the float32 path: counts (the 40s and 23s, past the 16
+ * classes, are the walk's) and half steps, "exact" (Minkowski and the unexpanded forms bit for
+ * bit: their tables are whole; Canberra and KL within float32 accuracy; Jensen-Shannon off the
+ * panel) and "tf32" (Jensen-Shannon too); 2 classes forced (most values off them), counts to 3
+ * with 5 classes forced, small batches, long rows, a negative value (off the classes); reals off
+ * the panel. */
 static const sr_metric kTableExact[] = {SR_METRIC_MINKOWSKI, SR_METRIC_L2_UNEXPANDED,
                                         SR_METRIC_SQEUCLIDEAN_UNEXPANDED};
 static const sr_metric kTableClose[] = {SR_METRIC_CANBERRA, SR_METRIC_KL_DIVERGENCE};
@@ -312,6 +313,10 @@ static void table_levels(sr_context ctx)
     test_csr x = zipf_rows(1500, 700, 24, VALUES_COUNTS, 40.0), q = zipf_rows(300, 700, 24, VALUES_COUNTS, 23.0);
     table_cases(ctx, "counts", &x, NULL);
     table_cases(ctx, "counts, queries apart", &x, &q);
+    setenv("SPARSERING_KNN_PANEL_LEVELS", "2", 1);
+    table_cases(ctx, "counts, 2 classes forced", &x, &q);
+    table_cases(ctx, "counts, 2 classes forced, the index itself", &x, NULL);
+    unsetenv("SPARSERING_KNN_PANEL_LEVELS");
     test_csr x3 = x;
     x3.values = malloc((size_t)x.nnz * sizeof(float));
     for (int64_t e = 0; e < x.nnz; e++) { /* counts 1..3, the 40s kept */
@@ -337,7 +342,7 @@ static void table_levels(sr_context ctx)
     table_cases(ctx, "long rows", &x, NULL);
     test_csr_free(&x);
     x = zipf_rows(1500, 700, 24, VALUES_COUNTS, 5.0);
-    ((float *)x.values)[x.rowptr[3]] = -2.0f; /* a negative value: its column stays sparse */
+    ((float *)x.values)[x.rowptr[3]] = -2.0f; /* a negative value: off the classes */
     const sr_metric canberra = SR_METRIC_CANBERRA, mink = SR_METRIC_MINKOWSKI;
     metrics_of(ctx, "value classes, a negative value", &x, NULL, SR_PRECISION_EXACT, "FP16 table (exact)", -1.0,
                &mink, 1);

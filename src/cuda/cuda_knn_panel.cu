@@ -62,6 +62,7 @@ struct sr_cuda_panel {
     // and its slots (every column cold to it)
     sr_matrix_s *cold_q, *cold_xt;
     int32_t *no_slot;
+    size_t no_slot_bytes;
     // With table levels: the table on the device (code.table), and whether its sums are exact
     __half *table;
     size_t table_bytes;
@@ -679,10 +680,19 @@ template <sr_metric M> bool pretest_for() {
     return forced == 0 ? false : forced == 1 ? true : distance_floor<M>::kPays;
 }
 
-// The panel of `choice`'s columns for `mode` (levels T, or 0), its index part filled; with levels,
-// the cold walk's copies too.
+// A table's plan (cuda_knn_table.cuh): its parts, whether its sums are exact, and the hot columns'
+// flags (kQueriesOff, kIndexOff), any_off where some are set.
+struct table_plan {
+    std::vector<__half> parts;
+    bool exact = false;
+    std::vector<unsigned char> flags;
+    bool any_off = false;
+};
+
+// The panel of `choice`'s columns for `mode` (levels T, or 0), its index part filled; with levels
+// (or values off a table's classes), the cold walk's copies too.
 sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_choice &choice, level_code code,
-                     sr_cuda_panel **out, const std::vector<__half> *table = nullptr, bool table_exact = false) {
+                     sr_cuda_panel **out, const table_plan *table = nullptr) {
     sr_context_s *ctx = in->Q->ctx;
     const sr_matrix_s *X = in->X;
     const int64_t width = choice.width;
@@ -694,7 +704,7 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
     pl->mode = mode;
     pl->columns = width;
     pl->code = code;
-    pl->table_exact = table_exact;
+    pl->table_exact = table && table->exact;
     const bool levels = code.kind != kNoLevels;
     pl->depth = width * code.blocks();
     pl->elt = elt;
@@ -710,22 +720,35 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
     if (s == SR_SUCCESS)
         s = sr_mem_copy(ctx, pl->slot_of, SR_DEVICE, slot_of.data(), SR_HOST, pl->slot_bytes);
     if (s == SR_SUCCESS && table) { // before the index's panel, which reads it
-        pl->table_bytes = table->size() * sizeof(__half);
+        pl->table_bytes = table->parts.size() * sizeof(__half);
         s = sr_mem_alloc(ctx, SR_DEVICE, pl->table_bytes, (void **)&pl->table);
         if (s == SR_SUCCESS)
-            s = sr_mem_copy(ctx, pl->table, SR_DEVICE, table->data(), SR_HOST, pl->table_bytes);
+            s = sr_mem_copy(ctx, pl->table, SR_DEVICE, table->parts.data(), SR_HOST, pl->table_bytes);
         pl->code.table = pl->table;
     }
     if (s == SR_SUCCESS)
         s = build_index_panel(pl, in);
-    if (s == SR_SUCCESS && code.walks_copies()) {
-        s = sr_mem_alloc(ctx, SR_DEVICE, pl->slot_bytes, (void **)&pl->no_slot);
-        if (s == SR_SUCCESS && cudaMemsetAsync(pl->no_slot, 0xff, pl->slot_bytes, stream_of(ctx)) != cudaSuccess)
+    const bool copies = code.walks_copies() || (table && table->any_off);
+    if (s == SR_SUCCESS && copies) { // the walk's slots: every column of its copies is cold to it
+        pl->no_slot_bytes = (code.walks_copies() ? 1 : 2) * pl->slot_bytes;
+        s = sr_mem_alloc(ctx, SR_DEVICE, pl->no_slot_bytes, (void **)&pl->no_slot);
+        if (s == SR_SUCCESS && cudaMemsetAsync(pl->no_slot, 0xff, pl->no_slot_bytes, stream_of(ctx)) != cudaSuccess)
             s = sr_cuda_fail(cudaGetLastError(), "knn panel (cold slots)", __FILE__, __LINE__);
-        if (s == SR_SUCCESS)
-            s = cold_copy(in->Q, true, pl->slot_of, code, &pl->cold_q);
+    }
+    if (s == SR_SUCCESS && code.walks_copies()) {
+        s = cold_copy(in->Q, true, pl->slot_of, code, &pl->cold_q);
         if (s == SR_SUCCESS)
             s = cold_copy(in->XT, false, pl->slot_of, code, &pl->cold_xt);
+    } else if (s == SR_SUCCESS && copies) {
+        buffer<unsigned char> flags(ctx);
+        s = flags.allocate(table->flags.size());
+        if (s == SR_SUCCESS)
+            s = sr_mem_copy(ctx, flags.get(), SR_DEVICE, table->flags.data(), SR_HOST, table->flags.size());
+        const table_share share{pl->slot_of, flags.get(), pl->code, (int32_t)X->ncols};
+        if (s == SR_SUCCESS)
+            s = table_copy<false>(in->Q, share, &pl->cold_q);
+        if (s == SR_SUCCESS)
+            s = table_copy<true>(in->XT, share, &pl->cold_xt);
     }
     if (s != SR_SUCCESS) {
         sr_cuda_knn_panel_free(pl);
@@ -841,33 +864,48 @@ sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double
     return build_plan(in, kPanelFp16, final_choice, code, out);
 }
 
-// Each column's largest value class in Q and X (cuda_knn_table.cuh: kNoClass for a value off the
-// classes of `scale`), on the host.
-sr_status classes_of_columns(const sr_distance_inputs *in, float scale, std::vector<unsigned> &out) {
+// Each column's values in Q (q) and in X (x) by bin (cuda_knn_table.cuh's class_bin), on the host:
+// [c · kClassBins + bin].
+sr_status class_histograms(const sr_distance_inputs *in, float scale, std::vector<unsigned> &q,
+                           std::vector<unsigned> &x) {
     sr_context_s *ctx = in->Q->ctx;
-    const int64_t ncols = in->X->ncols;
-    buffer<unsigned> classes(ctx);
-    SR_TRY(classes.allocate((size_t)ncols));
-    SR_CUDA_TRY(cudaMemsetAsync(classes.get(), 0, (size_t)ncols * sizeof(unsigned), stream_of(ctx)));
-    for (const sr_matrix_s *M : {in->X, in->Q}) {
-        if (M->nnz > 0 && (M == in->X || in->Q != in->X)) {
-            column_classes<<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(
-                M->colind, static_cast<const float *>(M->values), M->nnz, scale, classes.get());
+    const size_t cells = (size_t)in->X->ncols * kClassBins;
+    auto one = [&](const sr_matrix_s *M, std::vector<unsigned> &out) -> sr_status {
+        buffer<unsigned> hist(ctx);
+        SR_TRY(hist.allocate(cells));
+        SR_CUDA_TRY(cudaMemsetAsync(hist.get(), 0, cells * sizeof(unsigned), stream_of(ctx)));
+        if (M->nnz > 0) {
+            class_histogram<<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(
+                M->colind, static_cast<const float *>(M->values), M->nnz, scale, hist.get());
             SR_CUDA_LAUNCHED();
         }
+        out.resize(cells);
+        return sr_mem_copy(ctx, out.data(), SR_HOST, hist.get(), SR_DEVICE, cells * sizeof(unsigned));
+    };
+    SR_TRY(one(in->X, x));
+    if (in->Q == in->X) {
+        q = x;
+        return SR_SUCCESS;
     }
-    out.resize((size_t)ncols);
-    return sr_mem_copy(ctx, out.data(), SR_HOST, classes.get(), SR_DEVICE, (size_t)ncols * sizeof(unsigned));
+    return one(in->Q, q);
+}
+
+// The values of column c past class t (off the t classes) and all its stored values, from a histogram.
+double values_off(const std::vector<unsigned> &hist, size_t c, int t) {
+    double n = 0.0;
+    for (int b = t + 1; b < kClassBins; b++)
+        n += hist[c * kClassBins + (size_t)b];
+    return n;
 }
 
 // Canberra, Minkowski, Jensen-Shannon, KL and the unexpanded Euclidean forms on table levels
 // (cuda_knn_table.cuh): where the values lie on a grid of step s = 2^-e (e <= 4), for each T the
-// panel chosen among the columns whose values are whole classes up to T (the others' work stays
-// sparse), the T whose model time is least, where it pays. "exact" takes a table only where it
-// is exact (entries on a grid 2^-k the parts hold, and row norms that keep every partial sum below
-// 2^23 steps of it: for these metrics |g(q, x)| <= f(q, 0) + f(0, x), so the norms bound the sums)
-// or where float32 accuracy is the metric's (table_float32_is_exact_enough); "tf32" wherever it
-// pays.
+// panel whose columns save the most sparse work (a column's pairs less the pairs of its values off
+// the T classes, which the walk still sums), the T whose model time is least, where it pays.
+// "exact" takes a table only where it is exact (entries on a grid 2^-k the parts hold, and row
+// norms that keep every partial sum below 2^23 steps of it: for these metrics
+// |g(q, x)| <= f(q, 0) + f(0, x), so the norms bound the sums) or where float32 accuracy is the
+// metric's (table_float32_is_exact_enough); "tf32" wherever it pays.
 sr_status make_table_plan(const sr_distance_inputs *in, sr_precision precision, const std::vector<double> &work,
                           double m, double n, size_t budget, bool forced, sr_cuda_panel **out) {
     int e = 0;
@@ -876,12 +914,16 @@ sr_status make_table_plan(const sr_distance_inputs *in, sr_precision precision, 
     if (e < 0)
         return SR_SUCCESS;
     const double step = std::ldexp(1.0, -e);
-    std::vector<unsigned> classes;
-    SR_TRY(classes_of_columns(in, (float)std::ldexp(1.0, e), classes));
+    const float scale = (float)std::ldexp(1.0, e);
+    std::vector<unsigned> hq, hx;
+    SR_TRY(class_histograms(in, scale, hq, hx));
+    double total = 0.0;
+    for (double w : work)
+        total += w;
     panel_choice best;
     int best_t = 0;
     bool best_exact = false;
-    std::vector<double> eligible(work.size());
+    std::vector<double> saved(work.size());
     const int forced_t = (int)std::min<int64_t>(sr_setting("SPARSERING_KNN_PANEL_LEVELS", 0), kMaxLevels);
     for (int t = forced_t > 0 ? forced_t : 1; t <= (forced_t > 0 ? forced_t : kMaxLevels); t++) {
         std::vector<__half> parts;
@@ -891,15 +933,18 @@ sr_status make_table_plan(const sr_distance_inputs *in, sr_precision precision, 
         const bool exact = grid >= 0 && std::ldexp(qtop + xtop, grid) < 8388608.0;
         if (precision == SR_PRECISION_EXACT && !exact && !table_float32_is_exact_enough(in->metric))
             continue;
-        double off = 0.0; // the work of the columns off the classes: sparse
+        double kept = 0.0; // the sparse work the panel could save
         for (size_t c = 0; c < work.size(); c++) {
-            eligible[c] = classes[c] <= (unsigned)t ? work[c] : 0.0;
-            off += work[c] - eligible[c];
+            const double oq = values_off(hq, c, t), ox = values_off(hx, c, t);
+            const double nq = values_off(hq, c, 0), nx = values_off(hx, c, 0);
+            saved[c] = std::max(0.0, work[c] - (oq * nx + (nq - oq) * ox));
+            kept += saved[c];
         }
+        // with `extra` the rest, the model's sparse work is all of it less what the panel saves
         panel_choice choice;
-        if (!choose_panel(eligible, m, n, kPanelFp16, 2 * t, budget, forced, &choice, off))
+        if (!choose_panel(saved, m, n, kPanelFp16, 2 * t, budget, forced, &choice, total - kept))
             continue;
-        choice.total += off;
+        choice.total = total;
         if (best_t == 0 || choice.seconds < best.seconds) {
             best = std::move(choice);
             best_t = t;
@@ -908,14 +953,21 @@ sr_status make_table_plan(const sr_distance_inputs *in, sr_precision precision, 
     }
     if (best_t == 0)
         return SR_SUCCESS;
-    std::vector<__half> parts;
+    table_plan table;
     int grid = -1;
-    make_table(in->metric, in->p, best_t, step, parts, &grid);
+    make_table(in->metric, in->p, best_t, step, table.parts, &grid);
+    table.exact = best_exact;
+    table.flags.assign(work.size(), 0);
+    for (int64_t s = 0; s < best.width && s < (int64_t)best.order.size(); s++) {
+        const size_t c = (size_t)best.order[(size_t)s];
+        table.flags[c] = (values_off(hq, c, best_t) > 0 ? kQueriesOff : 0) | (values_off(hx, c, best_t) > 0 ? kIndexOff : 0);
+        table.any_off = table.any_off || table.flags[c] != 0;
+    }
     level_code code;
     code.kind = kTableLevels;
     code.levels = best_t;
-    code.scale = (float)std::ldexp(1.0, e);
-    return build_plan(in, kPanelFp16, best, code, out, &parts, best_exact);
+    code.scale = scale;
+    return build_plan(in, kPanelFp16, best, code, out, &table);
 }
 
 sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cuda_panel **out) {
@@ -1042,8 +1094,9 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     SR_TRY(qpanel.allocate((size_t)nq * (size_t)pl->ldq * pl->elt));
     SR_TRY(block.allocate((size_t)nq * (size_t)n));
     SR_TRY(fill_rows(pl, in->metric, in->Q, q0, nq, true, qpanel.get()));
-    // with count or equality levels the walk reads its copies, where every column is cold
-    const bool copies = pl->code.walks_copies();
+    // with count or equality levels, or values off the classes, the walk reads its copies, where
+    // every column is cold
+    const bool copies = pl->cold_q != nullptr;
     const sr_matrix_s *cq = copies ? pl->cold_q : in->Q, *cxt = copies ? pl->cold_xt : in->XT;
     const cold_args cold{cq->rowptr, cq->colind, static_cast<const float *>(cq->values), q0,
                          copies ? pl->no_slot : pl->slot_of,
@@ -1133,7 +1186,7 @@ extern "C" void sr_cuda_knn_panel_free(sr_cuda_panel *pl) {
         return;
     sr_mem_free(pl->ctx, SR_DEVICE, pl->xpanel, pl->xbytes);
     sr_mem_free(pl->ctx, SR_DEVICE, pl->slot_of, pl->slot_bytes);
-    sr_mem_free(pl->ctx, SR_DEVICE, pl->no_slot, pl->slot_bytes);
+    sr_mem_free(pl->ctx, SR_DEVICE, pl->no_slot, pl->no_slot_bytes);
     sr_mem_free(pl->ctx, SR_DEVICE, pl->table, pl->table_bytes);
     sr_matrix_destroy(pl->cold_q);
     sr_matrix_destroy(pl->cold_xt);
