@@ -18,6 +18,7 @@ water mark for the baseline (inputs included)."""
 import argparse
 import json
 import os
+import re
 import sys
 import time
 
@@ -107,6 +108,34 @@ def time_all_vs_all(sr, ctx, cp, Xd, k, metric, p, precision):
     return time.perf_counter() - t0, ctx.device_memory()[1]
 
 
+def panel_shape(method):
+    """(panel columns H, the GEMM's depth) of an FP16 tensor-core panel as the method string
+    reports it, or None (no panel, or a TF32 one): H for the dot products, T·H for count levels,
+    (T + 1)·H for equality levels, 2·T·H for value classes (docs/tensor-cores.md)."""
+    m = re.search(r"panel of (\d+) of", method)
+    if not m or "FP16" not in method:
+        return None
+    H = int(m.group(1))
+    lv = re.search(r"(\d+) (count levels|value classes)", method)
+    if not lv:
+        return H, H
+    T = int(lv.group(1))
+    blocks = 2 * T if lv.group(2) == "value classes" else T + 1 if "(equality)" in method else T
+    return H, H * blocks
+
+
+def panel_gemm_seconds(cp, n, m, depth, batch):
+    """cuBLAS FP16 (cupy.matmul: FP16 out, FP32 sums) of `batch` query rows of a dense panel of
+    `depth` columns against n index rows, median of 3, scaled to m queries: the arithmetic the
+    panel path cannot go below (its block is FP32, twice these output bytes)."""
+    x = cp.ones((n, depth), dtype=cp.float16)
+    q = cp.ones((batch, depth), dtype=cp.float16)
+    t = median_time(lambda: cp.matmul(q, x.T), reps=3, warm=1, sync=cp.cuda.Device().synchronize)
+    del x, q
+    cp.get_default_memory_pool().free_all_blocks()
+    return t * m / batch
+
+
 def run_case(sr, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out, precision="exact"):
     """The package's k-NN on device matrices (the index and queries uploaded once), its results
     on the device as cupy arrays."""
@@ -135,6 +164,10 @@ def run_case(sr, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out, precis
            "peak_device_bytes": peak_ours, "nnz": int(X.nnz)}
     if measured is not None:
         row.update(all_vs_all_measured_seconds=measured[0], all_vs_all_peak_device_bytes=measured[1])
+    shape = panel_shape(method)
+    if shape and not args.no_panel_gemm:
+        row.update(panel_columns=shape[0], panel_depth=shape[1],
+                   panel_gemm_seconds=panel_gemm_seconds(cp, n, n, shape[1], min(nq, 2000)))
     raft = plots.RAFT_V100.get(name, {}).get(metric)
     if raft:
         row.update(raft_v100_seconds=raft, x_raft=raft / (measured[0] if measured else scaled))
@@ -182,6 +215,11 @@ def run_case(sr, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out, precis
     if measured is not None:
         print(f"{name:22s} {metric:14s} {precision:8s} all-vs-all measured: {measured[0]:.2f} s, "
               f"peak {measured[1] / 2**20:.0f} MiB", flush=True)
+    if "panel_gemm_seconds" in row:
+        ours_avv = measured[0] if measured is not None else scaled
+        print(f"{name:22s} {metric:14s} {precision:8s} cuBLAS FP16 on the same panel ({n} x {row['panel_depth']}),"
+              f" all-vs-all scaled: {row['panel_gemm_seconds']:.2f} s; ours {ours_avv / row['panel_gemm_seconds']:.2f}x it",
+              flush=True)
 
 
 def main():
@@ -200,6 +238,8 @@ def main():
     ap.add_argument("--avv-limit", type=float, default=300.0, help="measure all-vs-all only where scaled under this")
     ap.add_argument("--precision", default="exact", help="comma-separated: exact, tf32, float32")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--no-panel-gemm", action="store_true",
+                    help="skip cuBLAS FP16 on each panel cell's panel shape (the arithmetic floor beside it)")
     args = ap.parse_args()
     import cupy as cp
     import cupyx.scipy.sparse as cpx
