@@ -124,16 +124,17 @@ def panel_shape(method):
     return H, H * blocks
 
 
-def panel_gemm_seconds(cp, n, m, depth, batch):
+def panel_gemm_seconds(cp, n, depth, batch):
     """cuBLAS FP16 (cupy.matmul: FP16 out, FP32 sums) of `batch` query rows of a dense panel of
-    `depth` columns against n index rows, median of 3, scaled to m queries: the arithmetic the
-    panel path cannot go below (its block is FP32, twice these output bytes)."""
+    `depth` columns against n index rows, median of 3, scaled to all n rows as queries: the
+    arithmetic the panel path's all-vs-all cannot go below (its block is FP32, twice these output
+    bytes)."""
     x = cp.ones((n, depth), dtype=cp.float16)
     q = cp.ones((batch, depth), dtype=cp.float16)
     t = median_time(lambda: cp.matmul(q, x.T), reps=3, warm=1, sync=cp.cuda.Device().synchronize)
     del x, q
     cp.get_default_memory_pool().free_all_blocks()
-    return t * m / batch
+    return t * n / batch
 
 
 def run_case(sr, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out, precision="exact"):
@@ -167,7 +168,7 @@ def run_case(sr, ctx, cp, cpx, name, X, qrows, metric, k, args, rows_out, precis
     shape = panel_shape(method)
     if shape and not args.no_panel_gemm:
         row.update(panel_columns=shape[0], panel_depth=shape[1],
-                   panel_gemm_seconds=panel_gemm_seconds(cp, n, n, shape[1], min(nq, 2000)))
+                   panel_gemm_seconds=panel_gemm_seconds(cp, n, shape[1], min(nq, 2000)))
     raft = plots.RAFT_V100.get(name, {}).get(metric)
     if raft:
         row.update(raft_v100_seconds=raft, x_raft=raft / (measured[0] if measured else scaled))

@@ -479,7 +479,7 @@ def _out_weights(block):
 
 def _out_parts(*parts):
     """The blocks' out-weights and has-out-edges flags, each whole."""
-    return _concat(*[w for w, _ in parts]), np.concatenate([h for _, h in parts]) if parts else np.zeros(0, bool)
+    return _concat(*[w for w, _ in parts]), _concat(*[h for _, h in parts])
 
 
 def _concat(*arrays):
