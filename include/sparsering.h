@@ -307,15 +307,23 @@ sr_status sr_semiring_definition(sr_semiring s, sr_semiring_def *def);
  * correlation, jaccard, dice, russellrao, hellinger) and the SDDMM calls may use the GPU's tensor
  * cores (docs/tensor-cores.md): k-NN for the columns that hold most of the pair work, the SDDMM
  * for whole tiles of well-filled S. float32 on CUDA only; float64 and the CPU backend always
- * compute in their own precision. */
+ * compute in their own precision. On counts and other values of a few steps (half stars), the
+ * other sum metrics take the tensor cores too: manhattan, braycurtis and hamming as count levels
+ * (exact), canberra, minkowski, jensenshannon, kl_divergence and the unexpanded euclidean forms
+ * as value classes (a table of the metric's terms; exact where its terms are whole numbers). */
 typedef enum sr_precision {
     /** default: FP16 products where every value (after the metric's transform: 1 for the set
      * metrics, the square root for hellinger) lies on a grid 2^-e (counts e = 0, half stars e = 1)
      * with at most 2048 steps in magnitude and every dot product's terms sum below 2^24 steps of
      * their grid (checked on each call: the answer is the float32 path's, bit for bit); otherwise a product of TF32 operands split in two (3 products) that keeps
-     * float32 accuracy (about 1e-6 relative to |q||x|) */
+     * float32 accuracy (about 1e-6 relative to |q||x|). Value classes: where the table is whole
+     * (minkowski of whole p, the unexpanded euclidean forms), bit for bit; canberra and
+     * kl_divergence with float32 accuracy; jensenshannon and minkowski of other p (a root of the
+     * sum, which near 0 magnifies float32 rounding) stay on the CUDA cores */
     SR_PRECISION_EXACT = 0,
-    SR_PRECISION_TF32 = 1,    /**< one TF32 product: fastest; dot products to about 1e-3 of |q||x| */
+    /** one TF32 product: fastest; dot products to about 1e-3 of |q||x|; value classes with float32
+     * accuracy for every metric they take */
+    SR_PRECISION_TF32 = 1,
     SR_PRECISION_FLOAT32 = 2  /**< no tensor cores: the CUDA cores' float32 sums */
 } sr_precision;
 

@@ -9,7 +9,10 @@
  *  - non-integer data in "exact": the split TF32 product, distances within float32 accuracy
  *    (Hellinger's square roots stay on the CUDA cores unless they are integers);
  *  - "tf32": one TF32 product, distances within its documented error;
- *  - Manhattan and Bray-Curtis of counts on count levels, bit for bit (count_levels).
+ *  - Manhattan and Bray-Curtis of counts on count levels, Hamming on equality levels, bit for bit
+ *    (count_levels);
+ *  - the other sum metrics on value classes (table_levels): bit for bit where the table is exact,
+ *    within float32 accuracy where not.
  * The panel is forced (SPARSERING_KNN_PANEL=1): these inputs are too small for the cost model to
  * take it. GPU only: skipped where no device is usable. */
 #include "test_util.h"
@@ -129,7 +132,7 @@ static knn_out run(sr_context ctx, sr_matrix X, sr_matrix Q, int64_t nq, int64_t
     }
     sr_dense D = sr_dense_view(o.dist, nq, k, SR_TYPE_FLOAT32, SR_ROW_MAJOR, SR_HOST);
     sr_knn_options opts = {NULL, NULL, precision};
-    CHECK_OK(sr_knn(ctx, X, Q, k, metric, 0.0, o.idx, &D, &opts));
+    CHECK_OK(sr_knn(ctx, X, Q, k, metric, metric == SR_METRIC_MINKOWSKI ? 3.0 : 0.0, o.idx, &D, &opts));
     snprintf(method, method_size, "%s", sr_last_method());
     return o;
 }
@@ -217,17 +220,19 @@ static void every_metric(sr_context ctx, const char *what, const test_csr *xs, c
     metrics_of(ctx, what, xs, qs, precision, mode, tol, kMetrics, sizeof kMetrics / sizeof kMetrics[0]);
 }
 
-/* Manhattan and Bray-Curtis on count levels (cuda_knn_levels.cuh), bit for bit against the float32
- * path: counts past the levels (their excess walks with the cold columns), T chosen and forced to
- * 1, 3 and 16, small batches, queries past the cursors; half steps and a negative count keep them
- * off the panel. */
-static const sr_metric kLevelMetrics[] = {SR_METRIC_L1, SR_METRIC_BRAY_CURTIS};
+/* Manhattan and Bray-Curtis on count levels, Hamming on equality levels (cuda_knn_levels.cuh), bit
+ * for bit against the float32 path: counts past the levels (their excess, or for Hamming the values
+ * above T, walk with the cold columns), T chosen and forced to 1, 3 and 16, small batches, queries
+ * past the cursors, explicit zeros, half steps (levels of half steps); 32nds and a negative count
+ * keep them off the panel. */
+static const sr_metric kLevelMetrics[] = {SR_METRIC_L1, SR_METRIC_BRAY_CURTIS, SR_METRIC_HAMMING};
+static const size_t kLevelMetricCount = sizeof kLevelMetrics / sizeof kLevelMetrics[0];
 
 static void off_the_panel(sr_context ctx, const char *what, const test_csr *m)
 {
     sr_matrix X = on_device(ctx, m);
     char method[256];
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < kLevelMetricCount; i++) {
         knn_out o = run(ctx, X, X, m->nrows, 5, kLevelMetrics[i], SR_PRECISION_EXACT, method, sizeof method);
         CHECK(strstr(method, "panel") == NULL, "%s, %s took '%s'", what, sr_metric_name(kLevelMetrics[i]), method);
         free(o.idx);
@@ -238,7 +243,7 @@ static void off_the_panel(sr_context ctx, const char *what, const test_csr *m)
 
 static void count_levels(sr_context ctx)
 {
-    const size_t n = sizeof kLevelMetrics / sizeof kLevelMetrics[0];
+    const size_t n = kLevelMetricCount;
     test_csr x = zipf_rows(1500, 700, 24, VALUES_COUNTS, 40.0), q = zipf_rows(300, 700, 24, VALUES_COUNTS, 23.0);
     metrics_of(ctx, "levels", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
     metrics_of(ctx, "levels, queries apart", &x, &q, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
@@ -260,11 +265,100 @@ static void count_levels(sr_context ctx)
     x = zipf_rows_long(1500, 2000, 20, VALUES_COUNTS, 30.0, 3000);
     metrics_of(ctx, "levels, long rows", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
     test_csr_free(&x);
-    x = zipf_rows(600, 300, 12, VALUES_HALVES, 3.5);
-    off_the_panel(ctx, "half steps", &x);
-    for (int64_t e = 0; e < x.nnz; e++) /* the halves made whole, one of them negative */
+    x = zipf_rows(1500, 700, 24, VALUES_COUNTS, 40.0);
+    for (int64_t e = 0; e < x.nnz; e += 9) /* explicit zeros, hot columns' and cold ones' */
+        ((float *)x.values)[e] = 0.0f;
+    metrics_of(ctx, "levels, explicit zeros", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
+    test_csr_free(&x);
+    x = zipf_rows(1500, 700, 24, VALUES_HALVES, 9.5); /* half stars: levels of half steps */
+    metrics_of(ctx, "levels, half steps", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics, n);
+    setenv("SPARSERING_KNN_PANEL_LEVELS", "3", 1);
+    metrics_of(ctx, "levels, half steps, 3 levels", &x, NULL, SR_PRECISION_EXACT, "count levels", -1.0, kLevelMetrics,
+               n);
+    unsetenv("SPARSERING_KNN_PANEL_LEVELS");
+    for (int64_t e = 0; e < x.nnz; e++) /* 32nds: finer than the levels' finest grid, 16ths */
+        ((float *)x.values)[e] /= 16.0f;
+    off_the_panel(ctx, "32nds", &x);
+    for (int64_t e = 0; e < x.nnz; e++) /* whole again, one of them negative */
         ((float *)x.values)[e] = e == x.nnz / 2 ? -2.0f : ceilf(((float *)x.values)[e]);
     off_the_panel(ctx, "a negative count", &x);
+    test_csr_free(&x);
+}
+
+/* Canberra, Minkowski (p = 3), Jensen-Shannon, KL and the unexpanded Euclidean forms on value
+ * classes (cuda_knn_table.cuh) against the float32 path: counts (the 40s and 23s, past the 16
+ * classes, are the walk's) and half steps, "exact" (Minkowski and the unexpanded forms bit for
+ * bit: their tables are whole; Canberra and KL within float32 accuracy; Jensen-Shannon off the
+ * panel) and "tf32" (Jensen-Shannon too); 2 classes forced (most values off them), counts to 3
+ * with 5 classes forced, small batches, long rows, a negative value (off the classes); reals off
+ * the panel. */
+static const sr_metric kTableExact[] = {SR_METRIC_MINKOWSKI, SR_METRIC_L2_UNEXPANDED,
+                                        SR_METRIC_SQEUCLIDEAN_UNEXPANDED};
+static const sr_metric kTableClose[] = {SR_METRIC_CANBERRA, SR_METRIC_KL_DIVERGENCE};
+
+static void table_cases(sr_context ctx, const char *what, const test_csr *x, const test_csr *q)
+{
+    char label[96];
+    snprintf(label, sizeof label, "value classes, %s", what);
+    metrics_of(ctx, label, x, q, SR_PRECISION_EXACT, "FP16 table (exact)", -1.0, kTableExact, 3);
+    metrics_of(ctx, label, x, q, SR_PRECISION_EXACT, "FP16 table (float32 accuracy)", 2e-5, kTableClose, 2);
+    const sr_metric js = SR_METRIC_JENSEN_SHANNON;
+    metrics_of(ctx, label, x, q, SR_PRECISION_EXACT, "sparse tiles", 1e-5, &js, 1);
+    /* a root of a float32 sum near 0: a row with itself lands near sqrt(2^-22 Σv) */
+    metrics_of(ctx, label, x, q, SR_PRECISION_TF32, "FP16 table (float32 accuracy)", 1e-2, &js, 1);
+}
+
+static void table_levels(sr_context ctx)
+{
+    test_csr x = zipf_rows(1500, 700, 24, VALUES_COUNTS, 40.0), q = zipf_rows(300, 700, 24, VALUES_COUNTS, 23.0);
+    table_cases(ctx, "counts", &x, NULL);
+    table_cases(ctx, "counts, queries apart", &x, &q);
+    setenv("SPARSERING_KNN_PANEL_LEVELS", "2", 1);
+    table_cases(ctx, "counts, 2 classes forced", &x, &q);
+    table_cases(ctx, "counts, 2 classes forced, the index itself", &x, NULL);
+    unsetenv("SPARSERING_KNN_PANEL_LEVELS");
+    test_csr x3 = x;
+    x3.values = malloc((size_t)x.nnz * sizeof(float));
+    for (int64_t e = 0; e < x.nnz; e++) { /* counts 1..3, the 40s kept */
+        const float v = ((float *)x.values)[e];
+        ((float *)x3.values)[e] = v <= 5.0f ? 1.0f + fmodf(v - 1.0f, 3.0f) : v;
+    }
+    table_cases(ctx, "counts to 3", &x3, NULL);
+    setenv("SPARSERING_KNN_PANEL_LEVELS", "5", 1);
+    table_cases(ctx, "counts to 3, 5 classes forced", &x3, NULL);
+    unsetenv("SPARSERING_KNN_PANEL_LEVELS");
+    free(x3.values);
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 2u << 20));
+    setenv("SPARSERING_KNN_PANEL_COLUMNS", "200", 1);
+    table_cases(ctx, "counts, small batches", &x, &q);
+    unsetenv("SPARSERING_KNN_PANEL_COLUMNS");
+    CHECK_OK(sr_context_set_workspace_limit(ctx, 0));
+    test_csr_free(&x);
+    test_csr_free(&q);
+    x = zipf_rows(1500, 700, 24, VALUES_HALVES, 3.5);
+    table_cases(ctx, "half steps", &x, NULL);
+    test_csr_free(&x);
+    x = zipf_rows_long(1500, 2000, 20, VALUES_COUNTS, 9.0, 3000);
+    table_cases(ctx, "long rows", &x, NULL);
+    test_csr_free(&x);
+    x = zipf_rows(1500, 700, 24, VALUES_COUNTS, 5.0);
+    ((float *)x.values)[x.rowptr[3]] = -2.0f; /* a negative value: off the classes */
+    const sr_metric canberra = SR_METRIC_CANBERRA, mink = SR_METRIC_MINKOWSKI;
+    metrics_of(ctx, "value classes, a negative value", &x, NULL, SR_PRECISION_EXACT, "FP16 table (exact)", -1.0,
+               &mink, 1);
+    metrics_of(ctx, "value classes, a negative value", &x, NULL, SR_PRECISION_EXACT, "FP16 table (float32 accuracy)",
+               2e-5, &canberra, 1);
+    test_csr_free(&x);
+    x = zipf_rows(600, 300, 12, VALUES_REAL, 0.0);
+    sr_matrix X = on_device(ctx, &x);
+    char method[256];
+    for (size_t i = 0; i < 2; i++) {
+        knn_out o = run(ctx, X, X, x.nrows, 5, kTableClose[i], SR_PRECISION_TF32, method, sizeof method);
+        CHECK(strstr(method, "panel") == NULL, "reals, %s took '%s'", sr_metric_name(kTableClose[i]), method);
+        free(o.idx);
+        free(o.dist);
+    }
+    sr_matrix_free(X);
     test_csr_free(&x);
 }
 
@@ -386,6 +480,7 @@ int main(void)
     test_csr_free(&q);
 
     count_levels(ctx);
+    table_levels(ctx);
 
     /* a precision that does not exist is refused */
     {

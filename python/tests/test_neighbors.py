@@ -171,6 +171,50 @@ def test_precision_modes_agree_with_float32_and_scipy(ctx, metric):
     assert nn.kneighbors(X[:4])[1].shape == (4, 3)
 
 
+def count_metric_reference(metric, Q, X):
+    """float64 distances of the sum metrics on counts, from the dense rows (scipy where it has the
+    metric in our form; KL divergence and Jensen-Shannon of unnormalized rows by their formulas)."""
+    a, b = Q.toarray().astype(np.float64), X.toarray().astype(np.float64)
+    if metric == "minkowski":
+        return cdist(a, b, "minkowski", p=3)
+    if metric in ("kl_divergence", "jensenshannon"):
+        q, x = a[:, None, :], b[None, :, :]
+        with np.errstate(all="ignore"):
+            if metric == "kl_divergence":
+                return np.where((q > 0) & (x > 0), q * np.log(q / x), 0.0).sum(-1)
+            m = 0.5 * (q + x)
+            terms = np.where(q > 0, q * np.log(q / m), 0.0) + np.where(x > 0, x * np.log(x / m), 0.0)
+            return np.sqrt(0.5 * np.maximum(terms.sum(-1), 0.0))
+    return cdist(a, b, SCIPY[metric][0])
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "braycurtis", "hamming", "canberra", "minkowski",
+                                    "sqeuclidean_unexpanded", "kl_divergence", "jensenshannon"])
+def test_count_levels_and_value_classes_agree_with_float64(ctx, metric, monkeypatch):
+    """The sum metrics without a dot-product form on count data, with the panel forced where a GPU
+    takes it (count levels, equality levels, value classes; docs/tensor-cores.md): the distances
+    agree with float64 formulas in each precision (exact ones to float32 rounding; Canberra and KL
+    to float32 accuracy; Jensen-Shannon's root of a float32 sum near 0 in tf32 to 1e-2), on every
+    backend. A few counts past 16 are off the value classes."""
+    rng = np.random.default_rng(5)
+    X = random_csr(rng, 700, 180, 0.08, np.float32)
+    X.data = np.ceil(np.abs(X.data) * 5).astype(np.float32)  # counts 1..5
+    X.data[::97] = 40.0
+    X = without_empty_rows(X)  # scipy's Bray-Curtis of two empty rows is not ours (0)
+    Q = X[:60]
+    monkeypatch.setenv("SPARSERING_KNN_PANEL", "1")
+    ref = np.sort(count_metric_reference(metric, Q, X), axis=1)[:, :5]
+    on_gpu = ctx.backend == "cuda"
+    for precision in ("exact", "tf32"):
+        d, _ = sr.kneighbors(X, Q, 5, metric, context=ctx, precision=precision, p=3.0)
+        method = sr.last_method()
+        root_near_zero = metric == "jensenshannon" and precision == "tf32"
+        if on_gpu:
+            assert ("panel" in method) == (metric != "jensenshannon" or precision == "tf32"), method
+        tol = 1e-2 if root_near_zero else 1e-5 if metric in ("canberra", "kl_divergence") else 1e-6
+        np.testing.assert_allclose(d, ref, rtol=tol, atol=tol, err_msg=f"{precision}: {method}")
+
+
 def test_drop_in_for_sklearn_and_cuml_signatures(ctx, rng):
     """scikit-learn's and cuML's constructor and kneighbors arguments are accepted; clone works;
     every algorithm name gives the exact neighbours."""

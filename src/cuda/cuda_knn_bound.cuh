@@ -20,8 +20,10 @@ template <sr_metric M> struct distance_floor {
     // one division, what the test itself costs (MovieLens-like, 20,000 queries, H200: 81.7 ms with
     // it, 74.3 without; cosine 82.2 against 91.4, correlation 86.9 against 93.2; Jaccard and Dice
     // within 2% either way).
-    // Manhattan and Bray-Curtis (count levels) have no test: their finalizer is a sum or a division.
-    static constexpr bool kPays = M != SR_METRIC_RUSSELL_RAO && M != SR_METRIC_L1 && M != SR_METRIC_BRAY_CURTIS;
+    // The metrics on levels (no product form) have no test.
+    static constexpr bool kPays = (sr_metric_kind_of(M) == SR_MK_PRODUCT || sr_metric_kind_of(M) == SR_MK_PAIR ||
+                                   sr_metric_kind_of(M) == SR_MK_SQRT) &&
+                                  M != SR_METRIC_RUSSELL_RAO;
     float q0 = 0.0f, q1 = 0.0f, rq = 0.0f, vq = 0.0f, d = 0.0f;
     bool usable = false; // false: every pair goes to the finalizer
 

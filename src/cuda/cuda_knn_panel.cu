@@ -36,6 +36,7 @@
 #include "cuda_knn_bound.cuh"
 #include "cuda_knn_candidates.cuh"
 #include "cuda_knn_levels.cuh"
+#include "cuda_knn_table.cuh"
 
 extern "C" {
 #include "../semiring/metric.h"
@@ -48,8 +49,8 @@ struct sr_cuda_panel {
     sr_context_s *ctx;
     panel_mode mode;
     int64_t columns;       // the panel's width H (a multiple of 64; slots past the hot columns stay 0)
-    int levels;            // count levels T a column (cuda_knn_levels.cuh), or 0: the values themselves
-    int64_t depth;         // the GEMM's depth: H, or T·H
+    level_code code;       // T levels a column (cuda_knn_levels.cuh), or 0: the values themselves
+    int64_t depth;         // the GEMM's depth: H, or H times the levels' blocks
     int64_t ldx, ldq;      // elements a row of the index's and of the queries' panel
     size_t elt;            // bytes an element
     int32_t *slot_of;      // ncols: a column's place in the panel, -1 for the sparse rest
@@ -57,10 +58,15 @@ struct sr_cuda_panel {
     void *xpanel;          // index rows × ldx
     size_t xbytes;
     double coverage;       // the share of the pair work in the panel's columns
-    // With levels: the cold walk's copies (cold columns and the hot ones' excess) and its slots
-    // (every column cold to it)
+    // With count or equality levels: the cold walk's copies (cold columns and the hot ones' excess)
+    // and its slots (every column cold to it)
     sr_matrix_s *cold_q, *cold_xt;
     int32_t *no_slot;
+    size_t no_slot_bytes;
+    // With table levels: the table on the device (code.table), and whether its sums are exact
+    __half *table;
+    size_t table_bytes;
+    bool table_exact;
 };
 
 namespace {
@@ -427,6 +433,14 @@ template <typename F> sr_status with_panel_metric(sr_metric m, F &&f) {
     case SR_METRIC_HELLINGER: return f(std::integral_constant<sr_metric, SR_METRIC_HELLINGER>{});
     case SR_METRIC_L1: return f(std::integral_constant<sr_metric, SR_METRIC_L1>{});
     case SR_METRIC_BRAY_CURTIS: return f(std::integral_constant<sr_metric, SR_METRIC_BRAY_CURTIS>{});
+    case SR_METRIC_HAMMING: return f(std::integral_constant<sr_metric, SR_METRIC_HAMMING>{});
+    case SR_METRIC_CANBERRA: return f(std::integral_constant<sr_metric, SR_METRIC_CANBERRA>{});
+    case SR_METRIC_MINKOWSKI: return f(std::integral_constant<sr_metric, SR_METRIC_MINKOWSKI>{});
+    case SR_METRIC_JENSEN_SHANNON: return f(std::integral_constant<sr_metric, SR_METRIC_JENSEN_SHANNON>{});
+    case SR_METRIC_KL_DIVERGENCE: return f(std::integral_constant<sr_metric, SR_METRIC_KL_DIVERGENCE>{});
+    case SR_METRIC_L2_UNEXPANDED: return f(std::integral_constant<sr_metric, SR_METRIC_L2_UNEXPANDED>{});
+    case SR_METRIC_SQEUCLIDEAN_UNEXPANDED:
+        return f(std::integral_constant<sr_metric, SR_METRIC_SQEUCLIDEAN_UNEXPANDED>{});
     default: return sr_error(SR_ERROR_INTERNAL, "knn panel: metric %d has no dot-product form", (int)m);
     }
 }
@@ -442,12 +456,15 @@ template <typename F> void with_value_kind(sr_metric m, F &&f) {
         f(std::integral_constant<sr_metric_kind, SR_MK_PRODUCT>{});
 }
 
-// Manhattan and Bray-Curtis take the panel as count levels, where the values are counts.
-bool level_metric(sr_metric m) { return m == SR_METRIC_L1 || m == SR_METRIC_BRAY_CURTIS; }
+// Manhattan and Bray-Curtis take the panel as count levels, Hamming as equality levels, where the
+// values are counts.
+bool level_metric(sr_metric m) {
+    return m == SR_METRIC_L1 || m == SR_METRIC_BRAY_CURTIS || m == SR_METRIC_HAMMING;
+}
 
 bool panel_metric(sr_metric m) {
     const sr_metric_kind kind = sr_metric_kind_of(m);
-    return kind == SR_MK_PRODUCT || kind == SR_MK_PAIR || kind == SR_MK_SQRT || level_metric(m);
+    return kind == SR_MK_PRODUCT || kind == SR_MK_PAIR || kind == SR_MK_SQRT || level_metric(m) || table_metric(m);
 }
 
 // Each column's entries in M, on the host (from the inverted form's row pointers when given).
@@ -477,9 +494,10 @@ sr_status column_counts(const sr_matrix_s *M, const sr_matrix_s *MT, std::vector
 }
 
 // The fraction bits e of the grid M's panel values lie on (-1: none, or more steps of it than
-// FP16 holds exactly: 2048, and no step below FP16's smallest, 2^-24), and the largest row norm.
+// FP16 holds exactly: 2048, and no step below FP16's smallest, 2^-24), and the largest row norm;
+// *any_bits (when asked): e however large the values (-1: none).
 sr_status grid_and_norm(const sr_matrix_s *M, sr_metric metric, const double *norms, int *grid_bits,
-                        double *top_norm) {
+                        double *top_norm, int *any_bits = nullptr) {
     sr_context_s *ctx = M->ctx;
     buffer<unsigned long long> cells(ctx); // [0..1]: the grid (three unsigned), [2]: the norm's bits
     SR_TRY(cells.allocate(3));
@@ -504,9 +522,27 @@ sr_status grid_and_norm(const sr_matrix_s *M, sr_metric metric, const double *no
     memcpy(&top_value, &g[2], sizeof top_value);
     const int bits = (int)g[1];
     *grid_bits = g[0] == 0 && bits <= 24 && std::ldexp((double)top_value, bits) <= 2048.0 ? bits : -1;
+    if (any_bits)
+        *any_bits = g[0] == 0 && bits <= 24 ? bits : -1;
     double top;
     memcpy(&top, &host[2], sizeof top);
     *top_norm = top;
+    return SR_SUCCESS;
+}
+
+// e of the grid 2^-e (e <= 4) both matrices' values lie on, or -1 (finer, or not finite): the levels'
+// and the value classes' steps; and the queries' and the index's largest first row norms.
+sr_status value_grid(const sr_distance_inputs *in, int *e, double *qtop, double *xtop) {
+    constexpr int kFinestGrid = 4; // sixteenths: finer values would take too many levels anyway
+    int qbits = -1, xbits = -1, unused = 0;
+    SR_TRY(grid_and_norm(in->X, in->metric, in->xnorm, &unused, xtop, &xbits));
+    if (in->Q == in->X) {
+        qbits = xbits;
+        *qtop = *xtop;
+    } else {
+        SR_TRY(grid_and_norm(in->Q, in->metric, in->qnorm, &unused, qtop, &qbits));
+    }
+    *e = qbits < 0 || xbits < 0 || std::max(qbits, xbits) > kFinestGrid ? -1 : std::max(qbits, xbits);
     return SR_SUCCESS;
 }
 
@@ -530,10 +566,16 @@ sr_status choose_exact_mode(const sr_distance_inputs *in, panel_mode *mode) {
 }
 
 void describe(const sr_cuda_panel *pl, int64_t ncols) {
-    if (pl->levels > 0)
-        sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %d count levels, "
+    if (pl->code.kind == kTableLevels)
+        sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %d value classes, "
+                      "FP16 table%s",
+                      (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, pl->code.levels,
+                      pl->table_exact ? " (exact)" : " (float32 accuracy)");
+    else if (pl->code.kind != kNoLevels)
+        sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %d count levels%s, "
                       "FP16 (exact)",
-                      (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, pl->levels);
+                      (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, pl->code.levels,
+                      pl->code.equality() ? " (equality)" : "");
     else
         sr_set_method("knn: tensor-core panel of %lld of %lld columns (%.1f%% of the pair work), %s%s",
                       (long long)pl->columns, (long long)ncols, 100.0 * pl->coverage, mode_name(pl->mode),
@@ -549,9 +591,13 @@ sr_status fill_rows(const sr_cuda_panel *pl, sr_metric metric, const sr_matrix_s
     if (rows == 0)
         return SR_SUCCESS;
     const float *val = static_cast<const float *>(M->values);
-    if (pl->levels > 0)
+    if (pl->code.kind == kTableLevels)
+        fill_table<<<grid_for(rows * 32), 256, 0, stream>>>(M->rowptr, M->colind, val, r0, rows, pl->slot_of,
+                                                            pl->columns, pl->code, query,
+                                                            static_cast<__half *>(panel), ld);
+    else if (pl->code.kind != kNoLevels)
         fill_levels<<<grid_for(rows * 32), 256, 0, stream>>>(M->rowptr, M->colind, val, r0, rows, pl->slot_of,
-                                                             pl->columns, pl->levels, query ? 1.0f : -2.0f,
+                                                             pl->columns, pl->code, query,
                                                              static_cast<__half *>(panel), ld);
     else
         with_value_kind(metric, [&](auto kind) {
@@ -606,12 +652,13 @@ struct panel_choice {
     int64_t width = 0;          // the panel's columns
     std::vector<int32_t> order; // the columns by decreasing pair work
     double hot = 0.0, total = 0.0; // the pair work in the panel, and all of it
+    double seconds = 0.0;          // the model's time with the panel
 };
 
 // The panel's columns for `mode` and whether it pays: its GEMM, the block's write and read and
 // the cold columns' sparse work under 3/4 of the sparse path's time for all the work (or forced).
-// `depth`: the GEMM's depth a panel column (count levels: T), `extra`: sparse work besides the cold
-// columns' (the levels' excess).
+// `depth`: the GEMM's depth a panel column (levels: their blocks), `extra`: sparse work besides the
+// cold columns' (the levels' excess).
 bool choose_panel(const std::vector<double> &work, double m, double n, panel_mode mode, int depth, size_t budget,
                   bool forced, panel_choice *c, double extra = 0.0) {
     const size_t elt_per_column =
@@ -622,6 +669,7 @@ bool choose_panel(const std::vector<double> &work, double m, double n, panel_mod
     const double t_panel = m * n * (1.0 / kPairRate + (double)c->width * depth / mac_rate(mode)) +
                            (c->total - c->hot + extra) / kSparseRate;
     const double t_sparse = c->total / kSparseRate;
+    c->seconds = t_panel;
     return forced || t_panel < 0.75 * t_sparse;
 }
 
@@ -632,10 +680,19 @@ template <sr_metric M> bool pretest_for() {
     return forced == 0 ? false : forced == 1 ? true : distance_floor<M>::kPays;
 }
 
-// The panel of `choice`'s columns for `mode` (count levels T, or 0), its index part filled; with
-// levels, the cold walk's copies too.
-sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_choice &choice, int levels,
-                     sr_cuda_panel **out) {
+// A table's plan (cuda_knn_table.cuh): its parts, whether its sums are exact, and the hot columns'
+// flags (kQueriesOff, kIndexOff), any_off where some are set.
+struct table_plan {
+    std::vector<__half> parts;
+    bool exact = false;
+    std::vector<unsigned char> flags;
+    bool any_off = false;
+};
+
+// The panel of `choice`'s columns for `mode` (levels T, or 0), its index part filled; with levels
+// (or values off a table's classes), the cold walk's copies too.
+sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_choice &choice, level_code code,
+                     sr_cuda_panel **out, const table_plan *table = nullptr) {
     sr_context_s *ctx = in->Q->ctx;
     const sr_matrix_s *X = in->X;
     const int64_t width = choice.width;
@@ -646,11 +703,13 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
     pl->ctx = ctx;
     pl->mode = mode;
     pl->columns = width;
-    pl->levels = levels;
-    pl->depth = width * (levels > 0 ? levels : 1);
+    pl->code = code;
+    pl->table_exact = table && table->exact;
+    const bool levels = code.kind != kNoLevels;
+    pl->depth = width * code.blocks();
     pl->elt = elt;
-    pl->ldx = levels > 0 ? pl->depth : width * (mode == kPanelTf32x3 ? 2 : 1);
-    pl->ldq = levels > 0 ? pl->depth : width * (mode == kPanelTf32x3 ? 3 : 1);
+    pl->ldx = levels ? pl->depth : width * (mode == kPanelTf32x3 ? 2 : 1);
+    pl->ldq = levels ? pl->depth : width * (mode == kPanelTf32x3 ? 3 : 1);
     pl->coverage = choice.hot / choice.total;
     pl->xbytes = (size_t)X->nrows * (size_t)pl->ldx * elt;
     std::vector<int32_t> slot_of((size_t)X->ncols, -1);
@@ -660,16 +719,36 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
     sr_status s = sr_mem_alloc(ctx, SR_DEVICE, pl->slot_bytes, (void **)&pl->slot_of);
     if (s == SR_SUCCESS)
         s = sr_mem_copy(ctx, pl->slot_of, SR_DEVICE, slot_of.data(), SR_HOST, pl->slot_bytes);
+    if (s == SR_SUCCESS && table) { // before the index's panel, which reads it
+        pl->table_bytes = table->parts.size() * sizeof(__half);
+        s = sr_mem_alloc(ctx, SR_DEVICE, pl->table_bytes, (void **)&pl->table);
+        if (s == SR_SUCCESS)
+            s = sr_mem_copy(ctx, pl->table, SR_DEVICE, table->parts.data(), SR_HOST, pl->table_bytes);
+        pl->code.table = pl->table;
+    }
     if (s == SR_SUCCESS)
         s = build_index_panel(pl, in);
-    if (s == SR_SUCCESS && levels > 0) {
-        s = sr_mem_alloc(ctx, SR_DEVICE, pl->slot_bytes, (void **)&pl->no_slot);
-        if (s == SR_SUCCESS && cudaMemsetAsync(pl->no_slot, 0xff, pl->slot_bytes, stream_of(ctx)) != cudaSuccess)
+    const bool copies = code.walks_copies() || (table && table->any_off);
+    if (s == SR_SUCCESS && copies) { // the walk's slots: every column of its copies is cold to it
+        pl->no_slot_bytes = (code.walks_copies() ? 1 : 2) * pl->slot_bytes;
+        s = sr_mem_alloc(ctx, SR_DEVICE, pl->no_slot_bytes, (void **)&pl->no_slot);
+        if (s == SR_SUCCESS && cudaMemsetAsync(pl->no_slot, 0xff, pl->no_slot_bytes, stream_of(ctx)) != cudaSuccess)
             s = sr_cuda_fail(cudaGetLastError(), "knn panel (cold slots)", __FILE__, __LINE__);
+    }
+    if (s == SR_SUCCESS && code.walks_copies()) {
+        s = cold_copy(in->Q, true, pl->slot_of, code, &pl->cold_q);
         if (s == SR_SUCCESS)
-            s = cold_copy(in->Q, true, pl->slot_of, levels, &pl->cold_q);
+            s = cold_copy(in->XT, false, pl->slot_of, code, &pl->cold_xt);
+    } else if (s == SR_SUCCESS && copies) {
+        buffer<unsigned char> flags(ctx);
+        s = flags.allocate(table->flags.size());
         if (s == SR_SUCCESS)
-            s = cold_copy(in->XT, false, pl->slot_of, levels, &pl->cold_xt);
+            s = sr_mem_copy(ctx, flags.get(), SR_DEVICE, table->flags.data(), SR_HOST, table->flags.size());
+        const table_share share{pl->slot_of, flags.get(), pl->code, (int32_t)X->ncols};
+        if (s == SR_SUCCESS)
+            s = table_copy<false>(in->Q, share, &pl->cold_q);
+        if (s == SR_SUCCESS)
+            s = table_copy<true>(in->XT, share, &pl->cold_xt);
     }
     if (s != SR_SUCCESS) {
         sr_cuda_knn_panel_free(pl);
@@ -680,31 +759,26 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
     return SR_SUCCESS;
 }
 
-// Whether every value of M is a count (a non-negative whole number), and M's largest row sum.
-sr_status counts_and_top(const sr_matrix_s *M, const double *norms, bool *counts, double *top) {
+// Whether every value of M is a count of steps 1/scale (a non-negative whole number of them).
+sr_status all_counts(const sr_matrix_s *M, float scale, bool *counts) {
     sr_context_s *ctx = M->ctx;
-    buffer<unsigned long long> cells(ctx); // [0]: the flag, [1]: the largest norm's bits
-    SR_TRY(cells.allocate(2));
-    SR_CUDA_TRY(cudaMemsetAsync(cells.get(), 0, 2 * sizeof(unsigned long long), stream_of(ctx)));
+    buffer<unsigned> flag(ctx);
+    SR_TRY(flag.allocate(1));
+    SR_CUDA_TRY(cudaMemsetAsync(flag.get(), 0, sizeof(unsigned), stream_of(ctx)));
     if (M->nnz > 0) {
         check_counts<<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(static_cast<const float *>(M->values), M->nnz,
-                                                                    reinterpret_cast<unsigned *>(cells.get()));
+                                                                    scale, flag.get());
         SR_CUDA_LAUNCHED();
     }
-    if (M->nrows > 0) {
-        max_norm<<<grid_for(M->nrows), 256, 0, stream_of(ctx)>>>(norms, M->nrows, cells.get() + 1);
-        SR_CUDA_LAUNCHED();
-    }
-    unsigned long long host[2];
-    SR_TRY(sr_mem_copy(ctx, host, SR_HOST, cells.get(), SR_DEVICE, sizeof host));
-    *counts = (host[0] & 1u) == 0;
-    memcpy(top, &host[1], sizeof *top);
+    unsigned host = 0;
+    SR_TRY(sr_mem_copy(ctx, &host, SR_HOST, flag.get(), SR_DEVICE, sizeof host));
+    *counts = (host & 1u) == 0;
     return SR_SUCCESS;
 }
 
 // For each level t = 1..kMaxLevels and panel slot s, the entries of M (by_row: rows; else an
 // inverted form) in the slot's column above t, on the host.
-sr_status levels_above(const sr_matrix_s *M, bool by_row, const int32_t *slot_of, int64_t H,
+sr_status levels_above(const sr_matrix_s *M, bool by_row, const int32_t *slot_of, int64_t H, float scale,
                        std::vector<unsigned long long> &out) {
     sr_context_s *ctx = M->ctx;
     buffer<unsigned long long> above(ctx);
@@ -713,35 +787,43 @@ sr_status levels_above(const sr_matrix_s *M, bool by_row, const int32_t *slot_of
     SR_CUDA_TRY(cudaMemsetAsync(above.get(), 0, cells * sizeof(unsigned long long), stream_of(ctx)));
     if (M->nrows > 0) {
         count_above<<<grid_for(M->nrows * 32), 256, 0, stream_of(ctx)>>>(
-            M->rowptr, M->colind, static_cast<const float *>(M->values), M->nrows, by_row, slot_of, H, above.get());
+            M->rowptr, M->colind, static_cast<const float *>(M->values), M->nrows, by_row, slot_of, H, scale,
+            above.get());
         SR_CUDA_LAUNCHED();
     }
     out.resize(cells);
     return sr_mem_copy(ctx, out.data(), SR_HOST, above.get(), SR_DEVICE, cells * sizeof(unsigned long long));
 }
 
-// Manhattan and Bray-Curtis on count levels (cuda_knn_levels.cuh): where both matrices hold counts
-// whose row sums keep every partial sum exact, the hot columns at a nominal 4 levels, then the
-// levels T that minimize the GEMM (T times the panel) plus the excess pairs' sparse work (the
-// pairs of entries above T in a hot column), and whether that still pays.
+// Manhattan and Bray-Curtis on count levels, Hamming on equality levels (cuda_knn_levels.cuh):
+// where both matrices hold counts whose row norms keep every partial sum exact, the hot columns at
+// a nominal 4 levels, then the levels T that minimize the GEMM (T, or T + 1, times the panel) plus
+// the excess pairs' sparse work (the pairs of entries above T in a hot column), and whether that
+// still pays.
 sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double> &work, double m, double n,
                           size_t budget, bool forced, sr_cuda_panel **out) {
-    bool qcounts = true, xcounts = true;
+    int e = 0;
     double qtop = 0.0, xtop = 0.0;
-    SR_TRY(counts_and_top(in->X, in->xnorm, &xcounts, &xtop));
-    if (in->Q == in->X) {
-        qcounts = xcounts;
-        qtop = xtop;
-    } else {
-        SR_TRY(counts_and_top(in->Q, in->qnorm, &qcounts, &qtop));
-    }
-    // the GEMM's partial sums are -2 Σ min over some levels of some columns: even integers of at
-    // most 2·min(row sums) in magnitude, and the cold sums too
-    if (!qcounts || !xcounts || 2.0 * std::min(qtop, xtop) >= 16777216.0)
+    SR_TRY(value_grid(in, &e, &qtop, &xtop));
+    if (e < 0)
         return SR_SUCCESS;
+    const float scale = (float)std::ldexp(1.0, e);
+    bool qcounts = true, xcounts = true;
+    SR_TRY(all_counts(in->X, scale, &xcounts));
+    if (in->Q == in->X)
+        qcounts = xcounts;
+    else
+        SR_TRY(all_counts(in->Q, scale, &qcounts));
+    // the GEMM's partial sums are -2 Σ min over some levels of some columns: multiples of 2s of at
+    // most 2·min(row sums) in magnitude, and the cold sums too (Hamming's: integers of at most
+    // twice the shared columns, and its norms count the rows' entries)
+    if (!qcounts || !xcounts || 2.0 * std::min(qtop, xtop) * scale >= 16777216.0)
+        return SR_SUCCESS;
+    const bool equality = in->metric == SR_METRIC_HAMMING;
+    const int extra_block = equality ? 1 : 0;
     constexpr int kNominal = 4;
     panel_choice choice;
-    if (!choose_panel(work, m, n, kPanelFp16, kNominal, budget, forced, &choice))
+    if (!choose_panel(work, m, n, kPanelFp16, kNominal + extra_block, budget, forced, &choice))
         return SR_SUCCESS;
     const int64_t H = choice.width;
     std::vector<int32_t> slot_of((size_t)in->X->ncols, -1);
@@ -751,18 +833,18 @@ sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double
     SR_TRY(slots.allocate(slot_of.size()));
     SR_TRY(sr_mem_copy(in->Q->ctx, slots.get(), SR_DEVICE, slot_of.data(), SR_HOST, slot_of.size() * sizeof(int32_t)));
     std::vector<unsigned long long> ax, aq;
-    SR_TRY(levels_above(in->XT, false, slots.get(), H, ax));
+    SR_TRY(levels_above(in->XT, false, slots.get(), H, scale, ax));
     if (in->Q == in->X)
         aq = ax;
     else
-        SR_TRY(levels_above(in->Q, true, slots.get(), H, aq));
+        SR_TRY(levels_above(in->Q, true, slots.get(), H, scale, aq));
     int levels = 1;
     double best = -1.0, best_excess = 0.0;
     for (int t = 1; t <= kMaxLevels; t++) {
         double excess = 0.0;
         for (int64_t s = 0; s < H; s++)
             excess += (double)aq[(size_t)(t - 1) * H + s] * (double)ax[(size_t)(t - 1) * H + s];
-        const double cost = m * n * (double)H * t / mac_rate(kPanelFp16) + excess / kSparseRate;
+        const double cost = m * n * (double)H * (t + extra_block) / mac_rate(kPanelFp16) + excess / kSparseRate;
         if (best < 0.0 || cost < best) {
             best = cost;
             best_excess = excess;
@@ -773,9 +855,119 @@ sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double
     if (forced_levels > 0)
         levels = (int)std::min<int64_t>(forced_levels, kMaxLevels);
     panel_choice final_choice;
-    if (!choose_panel(work, m, n, kPanelFp16, levels, budget, forced, &final_choice, best_excess))
+    level_code code;
+    code.kind = equality ? kEqualityLevels : kCountLevels;
+    code.levels = levels;
+    code.scale = scale;
+    if (!choose_panel(work, m, n, kPanelFp16, code.blocks(), budget, forced, &final_choice, best_excess))
         return SR_SUCCESS;
-    return build_plan(in, kPanelFp16, final_choice, levels, out);
+    return build_plan(in, kPanelFp16, final_choice, code, out);
+}
+
+// Each column's values in Q (q) and in X (x) by bin (cuda_knn_table.cuh's class_bin), on the host:
+// [c · kClassBins + bin].
+sr_status class_histograms(const sr_distance_inputs *in, float scale, std::vector<unsigned> &q,
+                           std::vector<unsigned> &x) {
+    sr_context_s *ctx = in->Q->ctx;
+    const size_t cells = (size_t)in->X->ncols * kClassBins;
+    auto one = [&](const sr_matrix_s *M, std::vector<unsigned> &out) -> sr_status {
+        buffer<unsigned> hist(ctx);
+        SR_TRY(hist.allocate(cells));
+        SR_CUDA_TRY(cudaMemsetAsync(hist.get(), 0, cells * sizeof(unsigned), stream_of(ctx)));
+        if (M->nnz > 0) {
+            class_histogram<<<grid_for(M->nnz), 256, 0, stream_of(ctx)>>>(
+                M->colind, static_cast<const float *>(M->values), M->nnz, scale, hist.get());
+            SR_CUDA_LAUNCHED();
+        }
+        out.resize(cells);
+        return sr_mem_copy(ctx, out.data(), SR_HOST, hist.get(), SR_DEVICE, cells * sizeof(unsigned));
+    };
+    SR_TRY(one(in->X, x));
+    if (in->Q == in->X) {
+        q = x;
+        return SR_SUCCESS;
+    }
+    return one(in->Q, q);
+}
+
+// The values of column c past class t (off the t classes) and all its stored values, from a histogram.
+double values_off(const std::vector<unsigned> &hist, size_t c, int t) {
+    double n = 0.0;
+    for (int b = t + 1; b < kClassBins; b++)
+        n += hist[c * kClassBins + (size_t)b];
+    return n;
+}
+
+// Canberra, Minkowski, Jensen-Shannon, KL and the unexpanded Euclidean forms on table levels
+// (cuda_knn_table.cuh): where the values lie on a grid of step s = 2^-e (e <= 4), for each T the
+// panel whose columns save the most sparse work (a column's pairs less the pairs of its values off
+// the T classes, which the walk still sums), the T whose model time is least, where it pays.
+// "exact" takes a table only where it is exact (entries on a grid 2^-k the parts hold, and row
+// norms that keep every partial sum below 2^23 steps of it: for these metrics
+// |g(q, x)| <= f(q, 0) + f(0, x), so the norms bound the sums) or where float32 accuracy is the
+// metric's (table_float32_is_exact_enough); "tf32" wherever it pays.
+sr_status make_table_plan(const sr_distance_inputs *in, sr_precision precision, const std::vector<double> &work,
+                          double m, double n, size_t budget, bool forced, sr_cuda_panel **out) {
+    int e = 0;
+    double qtop = 0.0, xtop = 0.0;
+    SR_TRY(value_grid(in, &e, &qtop, &xtop));
+    if (e < 0)
+        return SR_SUCCESS;
+    const double step = std::ldexp(1.0, -e);
+    const float scale = (float)std::ldexp(1.0, e);
+    std::vector<unsigned> hq, hx;
+    SR_TRY(class_histograms(in, scale, hq, hx));
+    double total = 0.0;
+    for (double w : work)
+        total += w;
+    panel_choice best;
+    int best_t = 0;
+    bool best_exact = false;
+    std::vector<double> saved(work.size());
+    const int forced_t = (int)std::min<int64_t>(sr_setting("SPARSERING_KNN_PANEL_LEVELS", 0), kMaxLevels);
+    for (int t = forced_t > 0 ? forced_t : 1; t <= (forced_t > 0 ? forced_t : kMaxLevels); t++) {
+        std::vector<__half> parts;
+        int grid = -1;
+        if (!make_table(in->metric, in->p, t, step, parts, &grid))
+            break; // a term past FP16, and more classes only add larger ones
+        const bool exact = grid >= 0 && std::ldexp(qtop + xtop, grid) < 8388608.0;
+        if (precision == SR_PRECISION_EXACT && !exact && !table_float32_is_exact_enough(in->metric))
+            continue;
+        double kept = 0.0; // the sparse work the panel could save
+        for (size_t c = 0; c < work.size(); c++) {
+            const double oq = values_off(hq, c, t), ox = values_off(hx, c, t);
+            const double nq = values_off(hq, c, 0), nx = values_off(hx, c, 0);
+            saved[c] = std::max(0.0, work[c] - (oq * nx + (nq - oq) * ox));
+            kept += saved[c];
+        }
+        // with `extra` the rest, the model's sparse work is all of it less what the panel saves
+        panel_choice choice;
+        if (!choose_panel(saved, m, n, kPanelFp16, 2 * t, budget, forced, &choice, total - kept))
+            continue;
+        choice.total = total;
+        if (best_t == 0 || choice.seconds < best.seconds) {
+            best = std::move(choice);
+            best_t = t;
+            best_exact = exact;
+        }
+    }
+    if (best_t == 0)
+        return SR_SUCCESS;
+    table_plan table;
+    int grid = -1;
+    make_table(in->metric, in->p, best_t, step, table.parts, &grid);
+    table.exact = best_exact;
+    table.flags.assign(work.size(), 0);
+    for (int64_t s = 0; s < best.width && s < (int64_t)best.order.size(); s++) {
+        const size_t c = (size_t)best.order[(size_t)s];
+        table.flags[c] = (values_off(hq, c, best_t) > 0 ? kQueriesOff : 0) | (values_off(hx, c, best_t) > 0 ? kIndexOff : 0);
+        table.any_off = table.any_off || table.flags[c] != 0;
+    }
+    level_code code;
+    code.kind = kTableLevels;
+    code.levels = best_t;
+    code.scale = scale;
+    return build_plan(in, kPanelFp16, best, code, out, &table);
 }
 
 sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cuda_panel **out) {
@@ -801,6 +993,8 @@ sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cud
     const size_t budget = sr_context_workspace(Q->ctx, SR_DEVICE);
     if (level_metric(in->metric))
         return make_level_plan(in, work, m, n, budget, forced == 1, out);
+    if (table_metric(in->metric))
+        return make_table_plan(in, precision, work, m, n, budget, forced == 1, out);
     // The model at the fastest rate the precision allows first: the FP16 check (a pass over both
     // matrices and a copy back) runs only where even that rate could pay.
     panel_mode mode = precision == SR_PRECISION_TF32 ? kPanelTf32 : kPanelFp16;
@@ -818,7 +1012,7 @@ sr_status make_plan(const sr_distance_inputs *in, sr_precision precision, sr_cud
         if (mode != kPanelFp16 && !choose_panel(work, m, n, mode, 1, budget, forced == 1, &choice))
             return SR_SUCCESS;
     }
-    return build_plan(in, mode, choice, 0, out);
+    return build_plan(in, mode, choice, level_code{}, out);
 }
 
 __device__ inline float panel_value(float v) { return v; }
@@ -900,14 +1094,16 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     SR_TRY(qpanel.allocate((size_t)nq * (size_t)pl->ldq * pl->elt));
     SR_TRY(block.allocate((size_t)nq * (size_t)n));
     SR_TRY(fill_rows(pl, in->metric, in->Q, q0, nq, true, qpanel.get()));
-    // with levels the walk reads its copies, where every column is cold
-    const sr_matrix_s *cq = pl->levels > 0 ? pl->cold_q : in->Q, *cxt = pl->levels > 0 ? pl->cold_xt : in->XT;
+    // with count or equality levels, or values off the classes, the walk reads its copies, where
+    // every column is cold
+    const bool copies = pl->cold_q != nullptr;
+    const sr_matrix_s *cq = copies ? pl->cold_q : in->Q, *cxt = copies ? pl->cold_xt : in->XT;
     const cold_args cold{cq->rowptr, cq->colind, static_cast<const float *>(cq->values), q0,
-                         pl->levels > 0 ? pl->no_slot : pl->slot_of,
+                         copies ? pl->no_slot : pl->slot_of,
                          cxt->rowptr, cxt->colind, static_cast<const float *>(cxt->values)};
     buffer<int64_t> long_from(ctx); // where each query's long entries begin (none: every column in the panel)
     int64_t most_long = 0;          // the most long entries a query has
-    if (pl->coverage < 1.0 || pl->levels > 0) {
+    if (pl->coverage < 1.0 || copies) {
         buffer<unsigned long long> most(ctx);
         SR_TRY(long_from.allocate((size_t)nq));
         SR_TRY(most.allocate(1));
@@ -990,7 +1186,8 @@ extern "C" void sr_cuda_knn_panel_free(sr_cuda_panel *pl) {
         return;
     sr_mem_free(pl->ctx, SR_DEVICE, pl->xpanel, pl->xbytes);
     sr_mem_free(pl->ctx, SR_DEVICE, pl->slot_of, pl->slot_bytes);
-    sr_mem_free(pl->ctx, SR_DEVICE, pl->no_slot, pl->slot_bytes);
+    sr_mem_free(pl->ctx, SR_DEVICE, pl->no_slot, pl->no_slot_bytes);
+    sr_mem_free(pl->ctx, SR_DEVICE, pl->table, pl->table_bytes);
     sr_matrix_destroy(pl->cold_q);
     sr_matrix_destroy(pl->cold_xt);
     delete pl;
