@@ -16,8 +16,12 @@
 // ⊕ uses native atomics where the hardware has them, else a compare-and-swap loop, so every
 // semiring and type works the same way. On a deterministic context the float sums of the hash and
 // dense rows are added in A-entry order by a pass of their own instead (cuda_mxm_ordered.cuh).
+// A user semiring's product is the built-in structural product's pattern with every row's values
+// from that pass, compiled by NVRTC with the user's operators (user_mxm below).
 #include "cuda_atomic.cuh"
+#include "cuda_mxm_ordered.cuh"
 #include "cuda_semiring.cuh"
+#include "cuda_user.cuh"
 
 #include <cub/cub.cuh>
 
@@ -36,7 +40,7 @@ namespace {
 
 using namespace sr_cuda;
 
-constexpr int kBlock = 256;
+constexpr int kBlock = kMxmBlock;
 // Hash bins: the team that takes a row and its table's slots; a row goes to the first bin whose
 // table holds twice its product bound, and rows beyond the last go to the dense bin. Shared
 // memory is reserved for a bin's largest table, so small tables in their own bins let more
@@ -66,7 +70,17 @@ constexpr int first_bin_of_team(int team, int b = 0) {
 #include "cuda_mxm_dense.cuh"
 #include "cuda_mxm_esc.cuh"
 #include "cuda_mxm_binning.cuh"
-#include "cuda_mxm_ordered.cuh"
+
+// Whether the order of a row's products changes the bits: float sums. min and max pick the same
+// value in any order, and integer sums are exact.
+template <class Ops> constexpr bool order_changes_bits() {
+    return std::is_floating_point_v<typename Ops::value> && Ops::add_kind == SR_ADD_OP_PLUS;
+}
+
+// What ordered_values reads of a product's arguments.
+template <class Ops> ordered_args<typename Ops::value> ordered_args_of(const mxm_args<Ops> &p) {
+    return {p.a_rowptr, p.a_colind, p.a_values, p.b_rowptr, p.b_colind, p.b_values, p.c_rowptr, p.c_colind, p.c_values};
+}
 
 // SPARSERING_MXM_ESC=0 sends the smallest rows to the hash bins instead, for comparison and tests
 // (read at every product).
@@ -205,12 +219,13 @@ template <class Ops> struct mxm_launcher {
         const int64_t warp_rows = starts.at[first_block_bin] - starts.at[0];
         const int64_t block_rows = starts.at[kBinEscSmall] - starts.at[first_block_bin];
         if (warp_rows > 0) {
-            ordered_values<Ops, 32><<<grid_for(warp_rows * 32), kBlock, 0, stream>>>(p, bins + starts.at[0], warp_rows);
+            ordered_values<Ops, 32><<<grid_for(warp_rows * 32), kBlock, 0, stream>>>(ordered_args_of(p), bins + starts.at[0],
+                                                                                    warp_rows);
             SR_CUDA_LAUNCHED();
         }
         if (block_rows > 0) {
             ordered_values<Ops, kBlock><<<grid_for(block_rows * kBlock), kBlock, 0, stream>>>(
-                p, bins + starts.at[first_block_bin], block_rows);
+                ordered_args_of(p), bins + starts.at[first_block_bin], block_rows);
             SR_CUDA_LAUNCHED();
         }
         return SR_SUCCESS;
@@ -437,10 +452,100 @@ template <class Ops> struct mxm_launcher {
     }
 };
 
+// The most products a row has that a warp takes (the largest warp hash bin's rows).
+constexpr int64_t kWarpRowProducts = kHashBins[first_bin_of_team(kBlock) - 1].table / 2;
+
+// A user semiring's rows for ordered_values: rows with no output entry drop; a row of at most 512
+// products (the warp hash bins' rows) goes to the front of `rows` for a warp, a longer one to the
+// back for a block. counts[0] and counts[1] count them.
+__global__ void user_row_teams(const int64_t *a_rowptr, const int32_t *a_colind, const int64_t *b_rowptr,
+                               const int64_t *c_rowptr, int64_t nrows, int64_t *rows, unsigned long long *counts) {
+    const int lane = threadIdx.x % 32;
+    for (int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < nrows;
+         row += (int64_t)gridDim.x * blockDim.x / 32) {
+        if (c_rowptr[row + 1] == c_rowptr[row])
+            continue;
+        const int64_t ub = row_bound(a_rowptr, a_colind, b_rowptr, row, lane);
+        if (lane == 0) {
+            const bool warp = ub <= kWarpRowProducts;
+            const unsigned long long at = atomicAdd(&counts[warp ? 0 : 1], 1ull);
+            rows[warp ? (int64_t)at : nrows - 1 - (int64_t)at] = row;
+        }
+    }
+}
+
+// A ⊕.⊗ B under a user semiring u of value type T: the pattern from the built-in structural
+// product (any_pair, the same mask), then each row's values by ordered_values compiled with u's
+// operators, a row's terms in A-entry order. So the answer's bits do not depend on the context's
+// determinism, and a built-in written again gives the built-in's bits on a deterministic context.
+template <typename T>
+sr_status user_mxm(sr_context_s *ctx, const sr_user_semiring *u, const sr_matrix_s *A, const sr_matrix_s *B,
+                   const sr_matrix_s *mask, bool complement, sr_matrix_s **out) {
+    const std::string warp_kernel = user_kernel_name("ordered_values", {32});
+    const std::string block_kernel = user_kernel_name("ordered_values", {kBlock});
+    jit_program *program = nullptr;
+    SR_TRY(user_program(u, {warp_kernel, block_kernel}, &program)); // a compile error before any work
+    sr_matrix_s *C = nullptr;
+    SR_TRY(mxm_launcher<ops_OR_PAIR_uint8_t>::run(ctx, A, B, mask, complement, SR_TYPE_BOOL, &C));
+    auto fail = [&](sr_status s) {
+        sr_matrix_destroy(C);
+        return s;
+    };
+    // C takes values of T in place of the pattern's none (sr_matrix_destroy frees them by C's type)
+    C->type = u->def.type;
+    sr_status st = sr_mem_alloc_array(ctx, SR_DEVICE, (size_t)C->capacity, sizeof(T), &C->values);
+    if (st != SR_SUCCESS || C->nnz == 0)
+        return st == SR_SUCCESS ? (*out = C, SR_SUCCESS) : fail(st);
+    const int64_t nrows = A->nrows;
+    cudaStream_t stream = stream_of(ctx);
+    buffer<int64_t> rows(ctx);
+    buffer<unsigned long long> counts(ctx);
+    if ((st = rows.allocate((size_t)nrows)) != SR_SUCCESS || (st = counts.allocate(2)) != SR_SUCCESS)
+        return fail(st);
+    unsigned long long teams[2] = {0, 0};
+    cudaError_t err = cudaMemsetAsync(counts.get(), 0, sizeof teams, stream);
+    if (err == cudaSuccess) {
+        user_row_teams<<<grid_for(nrows * 32), kBlock, 0, stream>>>(A->rowptr, A->colind, B->rowptr, C->rowptr, nrows,
+                                                                     rows.get(), counts.get());
+        err = cudaGetLastError();
+    }
+    if (err == cudaSuccess)
+        err = cudaMemcpyAsync(teams, counts.get(), sizeof teams, cudaMemcpyDeviceToHost, stream);
+    if (err == cudaSuccess)
+        err = sr_cuda::wait_stream(stream);
+    if (err != cudaSuccess)
+        return fail(sr_cuda_fail(err, "sr_mxm (user semiring rows)", __FILE__, __LINE__));
+    const ordered_args<T> args{A->rowptr, A->colind, static_cast<const T *>(A->values),
+                               B->rowptr, B->colind, static_cast<const T *>(B->values),
+                               C->rowptr, C->colind, static_cast<T *>(C->values)};
+    const int64_t warp_rows = (int64_t)teams[0], block_rows = (int64_t)teams[1];
+    user_program_scope scope(program);
+    if (warp_rows > 0)
+        st = launch_user(warp_kernel, grid_for(warp_rows * 32), kBlock, stream, args, (const int64_t *)rows.get(),
+                         warp_rows);
+    if (st == SR_SUCCESS && block_rows > 0)
+        st = launch_user(block_kernel, grid_for(block_rows * kBlock), kBlock, stream, args,
+                         (const int64_t *)rows.get() + nrows - block_rows, block_rows);
+    if (st == SR_SUCCESS && (err = sr_cuda::wait_stream(stream)) != cudaSuccess)
+        st = sr_cuda_fail(err, "sr_mxm (user semiring values)", __FILE__, __LINE__);
+    if (st != SR_SUCCESS)
+        return fail(st);
+    *out = C;
+    return SR_SUCCESS;
+}
+
 } // namespace
 
 extern "C" sr_status sr_cuda_mxm(sr_context_s *ctx, const sr_matrix_s *A, const sr_matrix_s *B, const sr_matrix_s *mask,
                                  bool complement, sr_semiring s, sr_type out_type, sr_matrix_s **C) {
     device_guard guard(ctx->device);
+    if (const sr_user_semiring *u = sr_user_semiring_of((int)s)) {
+        switch (u->def.type) {
+        case SR_TYPE_INT32: return user_mxm<int32_t>(ctx, u, A, B, mask, complement, C);
+        case SR_TYPE_FLOAT32: return user_mxm<float>(ctx, u, A, B, mask, complement, C);
+        case SR_TYPE_FLOAT64: return user_mxm<double>(ctx, u, A, B, mask, complement, C);
+        default: return sr_error(SR_ERROR_INTERNAL, "a user semiring on %s values", sr_type_name(u->def.type));
+        }
+    }
     return dispatch_semiring<mxm_launcher>(s, out_type, ctx, A, B, mask, complement, out_type, C);
 }

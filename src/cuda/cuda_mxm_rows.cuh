@@ -2,7 +2,7 @@
 // them): the products of a row, and hash tables in shared memory with a merge sort in registers
 // (the dense rows are in cuda_mxm_dense.cuh). Each kernel runs twice: a count pass (FILL false)
 // writes each row's entry count, a fill pass writes the row. Uses kBlock from cuda_mxm.cu, inside
-// its anonymous namespace.
+// its anonymous namespace, and the row packing and team barrier of cuda_mxm_ordered.cuh.
 #pragma once
 
 template <class Ops> struct mxm_args {
@@ -26,22 +26,6 @@ template <class Ops> struct mxm_args {
     __device__ T a(int64_t k) const { return Ops::reads_values && a_values ? a_values[k] : T(1); }
     __device__ T b(int64_t k) const { return Ops::reads_values && b_values ? b_values[k] : T(1); }
 };
-
-// A bin entry: the row (below 2^32) in the low half and its product bound, capped at 2^31 - 1,
-// in the high half, so the row kernels need not sum the B-row lengths again.
-__device__ inline int64_t pack_row(int64_t row, int64_t ub) {
-    return row | ((ub < INT32_MAX ? ub : (int64_t)INT32_MAX) << 32);
-}
-__device__ inline int64_t packed_row(int64_t entry) { return entry & 0xffffffffll; }
-__device__ inline int64_t packed_bound(int64_t entry) { return entry >> 32; }
-
-// A team is a warp (TEAM == 32) or the whole block.
-template <int TEAM> __device__ inline void team_sync() {
-    if constexpr (TEAM == 32)
-        __syncwarp();
-    else
-        __syncthreads();
-}
 
 // Sum over the team (every lane gets it).
 template <int TEAM> __device__ inline int64_t team_sum(int64_t v) {

@@ -23,6 +23,7 @@ extern const char sr_rtc_metric_kernels[];
 extern const char sr_rtc_ewise_kernels[];
 extern const char sr_rtc_structure_kernels[];
 extern const char sr_rtc_sddmm_kernels[];
+extern const char sr_rtc_mxm_ordered[];
 }
 
 namespace sr_cuda {
@@ -37,11 +38,11 @@ namespace {
 
 const char *const kHeaderNames[] = {"cuda_device_base.cuh", "cuda_spmm_kernels.cuh", "cuda_spmv_split_kernels.cuh",
                                     "cuda_metric_kernels.cuh", "cuda_ewise_kernels.cuh", "cuda_structure_kernels.cuh",
-                                    "cuda_sddmm_kernels.cuh"};
+                                    "cuda_sddmm_kernels.cuh", "cuda_mxm_ordered.cuh"};
 const char *const kHeaderSources[] = {sr_rtc_device_base,    sr_rtc_spmm_kernels,  sr_rtc_spmv_split_kernels,
                                       sr_rtc_metric_kernels, sr_rtc_ewise_kernels, sr_rtc_structure_kernels,
-                                      sr_rtc_sddmm_kernels};
-constexpr int kHeaders = 7;
+                                      sr_rtc_sddmm_kernels, sr_rtc_mxm_ordered};
+constexpr int kHeaders = sizeof kHeaderNames / sizeof kHeaderNames[0];
 
 std::mutex jit_lock;                          // one compile or load at a time
 std::map<uint64_t, jit_program *> programs;   // by key, for the process (never unloaded)

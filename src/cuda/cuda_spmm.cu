@@ -5,6 +5,7 @@
 // that write partial results, which a combine pass reduces in chunk order. Every reduction has a
 // fixed order (deterministic for every semiring, no atomics). The mid and long rows come from the
 // matrix's cached row plan, so a call launches only the kernels its rows need and waits once.
+#include "cuda_mxm_ordered.cuh"
 #include "cuda_row_plan.cuh"
 #include "cuda_semiring.cuh"
 #include "cuda_spmm_kernels.cuh"
@@ -387,6 +388,8 @@ extern "C" sr_status sr_cuda_user_compile_check(sr_semiring s, int arch, size_t 
     for (const char *fill : {"fill_tiles", "kron_fill", "reduce_fill"}) // cuda_ewise.cu's, cuda_structure.cu's
         spmv_and_fills.push_back(user_kernel_name(fill, {}));
     spmv_and_fills.push_back(user_kernel_name("sddmm_interleaved", {1, 32, 0})); // cuda_sddmm.cu's
+    for (int team : {32, kMxmBlock}) // cuda_mxm.cu's user_mxm
+        spmv_and_fills.push_back(user_kernel_name("ordered_values", {team}));
     SR_TRY(jit_compile_only(u->def.name, user_source(&u->def), spmv_and_fills, arch, &spmv_bytes, &lowered));
     SR_TRY(jit_compile_only(u->def.name, user_source(&u->def), user_product_kernels(false, V), arch, &spmm_bytes,
                             &lowered));

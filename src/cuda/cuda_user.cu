@@ -31,6 +31,7 @@ std::string user_source(const sr_semiring_def *d) {
            "#include \"cuda_ewise_kernels.cuh\"\n"
            "#include \"cuda_structure_kernels.cuh\"\n"
            "#include \"cuda_sddmm_kernels.cuh\"\n"
+           "#include \"cuda_mxm_ordered.cuh\"\n"
            "typedef " + c_type(d->type) + " sr_value;\n"
            "struct sr_user_ops {\n"
            "    using value = sr_value;\n"

@@ -76,7 +76,5 @@ typedef struct sr_staged_rows {
 sr_status sr_ops_stage_rows(struct sr_context_s *ctx, const sr_dense *v, sr_location where, sr_staged_rows *r);
 void sr_ops_release_rows(struct sr_context_s *ctx, sr_staged_rows *r);
 
-/* A user semiring (src/semiring/user.h) only where it runs: on the host, for now. */
-sr_status sr_ops_check_user_semiring_here(const char *fn, sr_semiring s, const struct sr_matrix_s *A);
 
 #endif

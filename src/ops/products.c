@@ -12,17 +12,6 @@
 #include "multi_gpu.h"
 #include "ops_common.h"
 
-sr_status sr_ops_check_user_semiring_here(const char *fn, sr_semiring s, const struct sr_matrix_s *A)
-{
-    const sr_user_semiring *u = sr_user_semiring_of((int)s);
-    if (u && A->location == SR_DEVICE)
-        return sr_error(SR_ERROR_UNSUPPORTED, "%s: the user semiring '%s' runs on the CPU backend for this call (on "
-                        "the GPU, SpMV, SpMM, SDDMM, the element-wise calls, Kronecker and row reductions take it), "
-                        "and the matrix lives on the GPU (copy it to the host, or use a CPU context; "
-                        "docs/user-semirings.md)", fn, u->def.name);
-    return SR_SUCCESS;
-}
-
 sr_dense sr_vector_view(void *data, int64_t n, sr_type type, sr_location location)
 {
     return sr_dense_view(data, n, 1, type, SR_COL_MAJOR, location);
@@ -120,7 +109,6 @@ sr_status sr_mxm(sr_context ctx, sr_matrix *C, sr_matrix mask, sr_semiring s, sr
     SR_TRY(sr_ops_check_matrix(fn, ctx, A));
     SR_TRY(sr_ops_check_matrix(fn, ctx, B));
     SR_CHECK_ARG(C != NULL, "%s: the output pointer is NULL", fn);
-    SR_TRY(sr_ops_check_user_semiring_here(fn, s, A));
     sr_descriptor d;
     SR_TRY(sr_ops_plain_descriptor(fn, desc, &d));
     sr_type out;
