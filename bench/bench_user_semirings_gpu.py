@@ -4,9 +4,11 @@ read in place, median of 10 after 2 warm-ups; the answers are checked bit for bi
 use's NVRTC compile (an empty cache folder) and the first use in a new process, whose program
 comes from the disk cache. Then user metrics against the built-ins they restate (cosine,
 manhattan, braycurtis) on a NY Times-shaped bag of words (float32): pairwise distances (the same
-kernels) and k-NN (the user's on the distance block, the built-in's on its own path).
+kernels) and k-NN (the user's on the distance block, the built-in's on its own path). With
+--spgemm, SpGEMM A·A on R-MAT graphs (the user's: the built-in structural product, then the
+ordered values pass) on a default and a deterministic context.
 
-    python3 bench/bench_user_semirings_gpu.py BUILD [--scales 18,21] [--rows 20000]
+    python3 bench/bench_user_semirings_gpu.py BUILD [--scales 18,21] [--rows 20000] [--spgemm 14,16]
 """
 import argparse
 import os
@@ -46,6 +48,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--scales", default="18,21")
     ap.add_argument("--rows", type=int, default=20000, help="rows of the metrics' bag of words (0: none)")
+    ap.add_argument("--spgemm", default="", help="R-MAT scales of SpGEMM A·A (none by default)")
     args = ap.parse_args()
     os.environ["SPARSERING_JIT_CACHE"] = tempfile.mkdtemp(prefix="sr-jit-gpu-bench-")
     sr = sr_package.load(args.build)
@@ -93,6 +96,33 @@ def main():
 
     if args.rows:
         metrics(sr, ctx, args.rows)
+    for scale in (int(s) for s in args.spgemm.split(",") if s):
+        spgemm(sr, scale, users)
+
+
+def spgemm(sr, scale, users):
+    G = sp.csr_matrix(rmat(scale, 16), dtype=np.float64)
+    print(f"SpGEMM A·A, R-MAT {scale}: {G.shape[0]} x {G.shape[1]}, {G.nnz} entries")
+    sync = cp.cuda.Device().synchronize
+    for deterministic in (False, True):
+        ctx = sr.Context("cuda", deterministic=deterministic)
+        for dtype in (np.float32, np.float64):
+            Gd = csp.csr_matrix(G.astype(dtype))
+            Gd.data = cp.asarray(np.random.default_rng(1).random(G.nnz).astype(dtype) + dtype(0.5))
+            A = sr.Matrix(Gd, context=ctx)
+            for builtin, semiring in users.items():
+                if np.dtype(dtype) != np.float64:
+                    semiring = sr.Semiring(f"bench_{builtin}_f32", add=semiring.add, multiply=semiring.multiply,
+                                           dtype=dtype)
+                C1, C2 = (sr.mxm(A, A, s) for s in (builtin, semiring))
+                w, g = (sp.csr_matrix(C.to_scipy()) for C in (C1, C2))
+                same = bool(np.array_equal(w.indices, g.indices) and np.array_equal(w.data.view(np.uint8),
+                                                                                    g.data.view(np.uint8)))
+                t_b = median_time(lambda: sr.mxm(A, A, builtin), sync=sync, reps=5)
+                t_u = median_time(lambda: sr.mxm(A, A, semiring), sync=sync, reps=5)
+                print(f"  {'deterministic' if deterministic else 'default'} context, {np.dtype(dtype).name} {builtin}: "
+                      f"{w.nnz} entries; built-in {1e3 * t_b:.2f} ms, user {1e3 * t_u:.2f} ms, {t_u / t_b:.2f}x; "
+                      f"same bits: {same}")
 
 
 # the built-ins written again (tests/test_user_metrics.c's definitions)

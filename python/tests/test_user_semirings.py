@@ -51,7 +51,7 @@ def test_builtins_written_again_give_their_bits(rng, builtin, add, multiply, dty
 @pytest.mark.parametrize("dtype", [np.int32, np.float64])
 def test_builtins_written_again_on_the_gpu(rng, builtin, add, multiply, dtype):
     """On a GPU context, from NVRTC programs: the element-wise calls, the Kronecker product, the row
-    reduction and SDDMM of a built-in written again give the built-in's entries bit for bit (SDDMM's
+    reduction, SDDMM and SpGEMM of a built-in written again give the built-in's entries bit for bit (SDDMM's
     dense operands hold small integers, so plus_times's sums are exact in any order: the built-in's
     tuned kernels add in another order than the any-semiring kernel a user semiring runs)."""
     gpu = next((ctx for name, ctx in CONTEXTS if name == "cuda"), None)
@@ -70,6 +70,16 @@ def test_builtins_written_again_on_the_gpu(rng, builtin, add, multiply, dtype):
         U, V = (rng.integers(-5, 6, (n, 24)).astype(dtype) for n in (200, 300))
         want, got = (sp.csr_matrix(sr.sddmm(A, U, V, semiring=s).to_scipy()) for s in (builtin, user))
         np.testing.assert_array_equal(got.data.view(np.uint8), want.data.view(np.uint8))
+    # SpGEMM on a deterministic context, where the built-in's float sums are added in A-entry order,
+    # as a user product's always are
+    det = sr.Context("cuda", deterministic=True)
+    A2, B2 = (sr.Matrix(_random(rng, r, c, d, dtype), context=det) for r, c, d in ((200, 300, 0.05), (300, 150, 0.08)))
+    mask = sr.Matrix(sp.random(200, 150, density=0.3, format="csr", random_state=rng) != 0, context=det)
+    for kwargs in ({}, {"mask": mask}, {"mask": mask, "complement": True}):
+        want, got = (sp.csr_matrix(sr.mxm(A2, B2, s, **kwargs).to_scipy()) for s in (builtin, user))
+        np.testing.assert_array_equal(got.indptr, want.indptr, err_msg=str(kwargs))
+        np.testing.assert_array_equal(got.indices, want.indices, err_msg=str(kwargs))
+        np.testing.assert_array_equal(got.data.view(np.uint8), want.data.view(np.uint8), err_msg=str(kwargs))
 
 
 def test_a_viterbi_step_against_a_dense_reference(rng):
