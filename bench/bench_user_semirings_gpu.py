@@ -71,13 +71,8 @@ def main():
         G = sp.csr_matrix(rmat(scale, 16), dtype=np.float64)
         print(f"R-MAT {scale}: {G.shape[0]} x {G.shape[1]}, {G.nnz} entries")
         for dtype in (np.float32, np.float64):
-            Gd = csp.csr_matrix(G.astype(dtype))
-            Gd.data = cp.asarray(np.random.default_rng(1).random(G.nnz).astype(dtype) + dtype(0.5))
-            A = sr.Matrix(Gd, context=ctx)
-            for builtin, semiring in users.items():
-                if np.dtype(dtype) != np.float64:
-                    semiring = sr.Semiring(f"bench_{builtin}_f32", add=semiring.add, multiply=semiring.multiply,
-                                           dtype=dtype)
+            A = sr.Matrix(weighted(G, dtype), context=ctx)
+            for builtin, semiring in users_of(sr, users, dtype):
                 for K in (1, 8, 32):
                     B = cp.asarray(np.random.default_rng(K).random((G.shape[0], K)).astype(dtype))
                     B = B[:, 0] if K == 1 else B
@@ -100,6 +95,21 @@ def main():
         spgemm(sr, scale, users)
 
 
+def weighted(G, dtype):
+    """G's pattern on the GPU with values in [0.5, 1.5) of dtype."""
+    Gd = csp.csr_matrix(G.astype(dtype))
+    Gd.data = cp.asarray(np.random.default_rng(1).random(G.nnz).astype(dtype) + dtype(0.5))
+    return Gd
+
+
+def users_of(sr, users, dtype):
+    """(built-in, user semiring) pairs with the user semirings of dtype."""
+    for builtin, semiring in users.items():
+        if np.dtype(dtype) != np.float64:
+            semiring = sr.Semiring(f"bench_{builtin}_f32", add=semiring.add, multiply=semiring.multiply, dtype=dtype)
+        yield builtin, semiring
+
+
 def spgemm(sr, scale, users):
     G = sp.csr_matrix(rmat(scale, 16), dtype=np.float64)
     print(f"SpGEMM A·A, R-MAT {scale}: {G.shape[0]} x {G.shape[1]}, {G.nnz} entries")
@@ -107,13 +117,8 @@ def spgemm(sr, scale, users):
     for deterministic in (False, True):
         ctx = sr.Context("cuda", deterministic=deterministic)
         for dtype in (np.float32, np.float64):
-            Gd = csp.csr_matrix(G.astype(dtype))
-            Gd.data = cp.asarray(np.random.default_rng(1).random(G.nnz).astype(dtype) + dtype(0.5))
-            A = sr.Matrix(Gd, context=ctx)
-            for builtin, semiring in users.items():
-                if np.dtype(dtype) != np.float64:
-                    semiring = sr.Semiring(f"bench_{builtin}_f32", add=semiring.add, multiply=semiring.multiply,
-                                           dtype=dtype)
+            A = sr.Matrix(weighted(G, dtype), context=ctx)
+            for builtin, semiring in users_of(sr, users, dtype):
                 C1, C2 = (sr.mxm(A, A, s) for s in (builtin, semiring))
                 w, g = (sp.csr_matrix(C.to_scipy()) for C in (C1, C2))
                 same = bool(np.array_equal(w.indices, g.indices) and np.array_equal(w.data.view(np.uint8),
