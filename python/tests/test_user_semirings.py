@@ -158,10 +158,6 @@ def test_refusals(rng, monkeypatch):
     for op in (sr.ewise_add, sr.ewise_mult):  # the built-in's entries, bit for bit
         want, got = op(A, B, "plus_times", context=CPU), op(A, B, s, context=CPU)
         np.testing.assert_array_equal(got.toarray().view(np.uint8), want.toarray().view(np.uint8))
-    for name, ctx in CONTEXTS:
-        if name == "cuda":
-            with pytest.raises(sr.SparseringError, match="runs on the CPU backend"):
-                sr.mxm(sr.Matrix(A, context=ctx), A, s)
 
 
 # the built-in metrics that sum over columns, written again (metric.h's formulas)

@@ -616,6 +616,12 @@ sr_status build_index_panel(sr_cuda_panel *pl, const sr_distance_inputs *in) {
 // The columns by decreasing pair work (queries' count × index's count), and the panel's width:
 // the columns whose sparse work costs more than their GEMM share, rounded up to the alignment,
 // within the memory budget (the index's panel at most half the workspace). 0: no panel.
+// How many panel columns (a multiple of kAlign) of elt_per_column bytes an index row fit in half the
+// workspace, with n index rows.
+int64_t columns_that_fit(size_t budget, double n, size_t elt_per_column) {
+    return (int64_t)(budget / 2 / ((size_t)std::max(n, 1.0) * elt_per_column)) / kAlign * kAlign;
+}
+
 int64_t choose_columns(const std::vector<double> &work, double m, double n, panel_mode mode, int depth, size_t budget,
                        size_t elt_per_column, std::vector<int32_t> &order, double *hot_work, double *all_work) {
     const double rate = mac_rate(mode) / depth, threshold = m * n * kSparseRate / rate;
@@ -636,8 +642,7 @@ int64_t choose_columns(const std::vector<double> &work, double m, double n, pane
     if (forced > 0)
         hot = forced;
     int64_t width = (hot + kAlign - 1) / kAlign * kAlign;
-    const int64_t fits = (int64_t)(budget / 2 / ((size_t)std::max(n, 1.0) * elt_per_column)) / kAlign * kAlign;
-    width = std::min(width, fits);
+    width = std::min(width, columns_that_fit(budget, n, elt_per_column));
     if (forced <= 0)
         width = std::min(width, ((int64_t)work.size() + kAlign - 1) / kAlign * kAlign);
     double in_panel = 0.0;
@@ -841,6 +846,10 @@ sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double
     int levels = 1;
     double best = -1.0, best_excess = 0.0;
     for (int t = 1; t <= kMaxLevels; t++) {
+        // levels whose panel cannot hold one tile of columns in the workspace are no choice: taken,
+        // they left no panel at all (an H100, a 2 MiB workspace, Hamming's extra block)
+        if (columns_that_fit(budget, n, sizeof(__half) * (size_t)(t + extra_block)) < kAlign)
+            break;
         double excess = 0.0;
         for (int64_t s = 0; s < H; s++)
             excess += (double)aq[(size_t)(t - 1) * H + s] * (double)ax[(size_t)(t - 1) * H + s];

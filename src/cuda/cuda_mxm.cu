@@ -14,8 +14,8 @@
 // The fill pass compacts a table's occupied slots and merge-sorts them in registers (cub's warp
 // and block merge sorts, their scratch in the table's own memory).
 // ⊕ uses native atomics where the hardware has them, else a compare-and-swap loop, so every
-// semiring and type works the same way. On a deterministic context the float sums of the hash and
-// dense rows are added in A-entry order by a pass of their own instead (cuda_mxm_ordered.cuh).
+// semiring and type works the same way. On a deterministic context the float sums of every row
+// are added in A-entry order by a pass of their own instead (cuda_mxm_ordered.cuh).
 // A user semiring's product is the built-in structural product's pattern with every row's values
 // from that pass, compiled by NVRTC with the user's operators (user_mxm below).
 #include "cuda_atomic.cuh"
@@ -211,18 +211,21 @@ template <class Ops> struct mxm_launcher {
         return SR_SUCCESS;
     }
 
-    // A deterministic context's values of the hash and dense rows (cuda_mxm_ordered.cuh), after
-    // the fill pass wrote their pattern: the warp-table bins a warp a row, the rest a block a row.
+    // A deterministic context's values (cuda_mxm_ordered.cuh), after the fill pass wrote the
+    // pattern: the warp-table bins and the ESC bins a warp a row, the rest a block a row.
     static sr_status fill_ordered_values(const mxm_args<Ops> &p, const int64_t *bins, const bin_starts &starts,
-                                         cudaStream_t stream) {
+                                         const unsigned long long *sizes, cudaStream_t stream) {
         constexpr int first_block_bin = first_bin_of_team(kBlock);
         const int64_t warp_rows = starts.at[first_block_bin] - starts.at[0];
         const int64_t block_rows = starts.at[kBinEscSmall] - starts.at[first_block_bin];
-        if (warp_rows > 0) {
-            ordered_values<Ops, 32><<<grid_for(warp_rows * 32), kBlock, 0, stream>>>(ordered_args_of(p), bins + starts.at[0],
-                                                                                    warp_rows);
-            SR_CUDA_LAUNCHED();
-        }
+        const int64_t esc_rows = (int64_t)(sizes[kBinEscSmall] + sizes[kBinEscLarge]); // adjacent bins
+        static_assert(kBinEscLarge == kBinEscSmall + 1, "the ESC bins' rows lie together");
+        for (const auto &[first, rows] : {std::pair<int64_t, int64_t>{starts.at[0], warp_rows},
+                                          std::pair<int64_t, int64_t>{starts.at[kBinEscSmall], esc_rows}})
+            if (rows > 0) {
+                ordered_values<Ops, 32><<<grid_for(rows * 32), kBlock, 0, stream>>>(ordered_args_of(p), bins + first, rows);
+                SR_CUDA_LAUNCHED();
+            }
         if (block_rows > 0) {
             ordered_values<Ops, kBlock><<<grid_for(block_rows * kBlock), kBlock, 0, stream>>>(
                 ordered_args_of(p), bins + starts.at[first_block_bin], block_rows);
@@ -442,7 +445,7 @@ template <class Ops> struct mxm_launcher {
             (st = run_pass<true>(p, bins.get(), bin_sizes.get(), sizes, starts, dense_blocks, bitmaps.get(), dense_vals.get(),
                                  tile, stream, timer, lanes.forked(), lanes.events)) != SR_SUCCESS)
             return fail(st);
-        if (nrows > 0 && nnz > 0 && p.values_later && (st = fill_ordered_values(p, bins.get(), starts, stream)) != SR_SUCCESS)
+        if (nrows > 0 && nnz > 0 && p.values_later && (st = fill_ordered_values(p, bins.get(), starts, sizes, stream)) != SR_SUCCESS)
             return fail(st);
         timer.mark("fill: ordered values");
         if ((err = sr_cuda::wait_stream(stream)) != cudaSuccess)

@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kBlock) esc_rows(mxm_args<Ops> p, const int64_
     constexpr int kProducts = 32 * ITEMS;
     __shared__ typename sorter::TempStorage sort_storage[kEscWarps];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const bool with_values = FILL && p.c_values != nullptr;
+    const bool with_values = FILL && p.fills_values(); // on a deterministic context, the ordered pass's
     const int64_t n = (int64_t)*row_count;
     for (int64_t idx = (int64_t)blockIdx.x * kEscWarps + warp; idx < n; idx += (int64_t)gridDim.x * kEscWarps) {
         const int64_t row = packed_row(rows[idx]);

@@ -1,12 +1,15 @@
 // The device SpGEMM's values in a fixed order. The hash and dense rows combine a row's products
 // that meet in one column with atomics, whose order changes from run to run; where ⊕ is a float sum
-// that moves the last bits. On a deterministic context those rows' fill pass writes the pattern
-// alone (mxm_args::values_later), and this pass then fills their values: a team per row walks the
-// row's A entries one after another, each lane adding its products of that entry's B row into C at
-// the product's column (found by a binary search in C's sorted row). A B row holds a column once,
-// so the lanes of one A entry never meet, and a team barrier between A entries keeps each value's
+// that moves the last bits. On a deterministic context the fill pass writes the pattern alone
+// (mxm_args::values_later), and this pass then fills the values: a team per row walks the row's A
+// entries one after another, each lane adding its products of that entry's B row into C at the
+// product's column (found by a binary search in C's sorted row). A B row holds a column once, so
+// the lanes of one A entry never meet, and a team barrier between A entries keeps each value's
 // terms in A-entry order. Products that the mask left out find no column and drop. The ESC rows
-// are already in a fixed order (a stable sort, then each run combined in sorted order).
+// take this pass too: their own fill sums runs of products that were rounded before the sort, where
+// this pass lets the compiler fuse a product into its sum (an FMA), so the two gave different last
+// bits for the same order (seen on an H100: user semirings' products, which run this pass on every
+// row, against the built-ins').
 //
 // A user semiring's product (cuda_mxm.cu's user_mxm) fills every row's values here, with the user's
 // ⊕ and ⊗: so this header is device code alone, compiled by nvcc for the built-ins and by NVRTC

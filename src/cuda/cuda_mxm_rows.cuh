@@ -19,9 +19,9 @@ template <class Ops> struct mxm_args {
     const int64_t *c_rowptr; // fill pass
     int32_t *c_colind;
     T *c_values;           // nullptr for bool output
-    bool values_later;     // a deterministic context: the hash and dense rows' fill pass writes their
-                           // pattern alone, and ordered_values (cuda_mxm_ordered.cuh) their values
-    // Whether the hash and dense rows' fill pass writes values (the ESC rows always do).
+    bool values_later;     // a deterministic context: the fill pass writes the pattern alone, and
+                           // ordered_values (cuda_mxm_ordered.cuh) the values
+    // Whether the fill pass writes values.
     __device__ bool fills_values() const { return c_values != nullptr && !values_later; }
     __device__ T a(int64_t k) const { return Ops::reads_values && a_values ? a_values[k] : T(1); }
     __device__ T b(int64_t k) const { return Ops::reads_values && b_values ? b_values[k] : T(1); }
