@@ -58,11 +58,9 @@ struct sr_cuda_panel {
     void *xpanel;          // index rows × ldx
     size_t xbytes;
     double coverage;       // the share of the pair work in the panel's columns
-    // With count or equality levels: the cold walk's copies (cold columns and the hot ones' excess)
-    // and its slots (every column cold to it)
+    // With count or equality levels, or values off a table's classes: the cold walk's copies (cold
+    // columns and the hot ones' excess or off-class entries), every column of which is cold to it
     sr_matrix_s *cold_q, *cold_xt;
-    int32_t *no_slot;
-    size_t no_slot_bytes;
     // With table levels: the table on the device (code.table), and whether its sums are exact
     __half *table;
     size_t table_bytes;
@@ -198,10 +196,11 @@ struct cold_args {
     const int32_t *qcol;
     const float *qval;
     int64_t q0;
-    const int32_t *slot_of;
+    const int32_t *slot_of; // null where the walk reads copies, whose every column is cold
     const int64_t *xtptr;
     const int32_t *xtrow;
     const float *xtval;
+    __device__ bool cold(int32_t c) const { return slot_of == nullptr || slot_of[c] < 0; }
 };
 
 // One cold term as the tiles add it: the metric's double term rounded to float.
@@ -287,7 +286,7 @@ __global__ void split_cold_entries(cold_args cold, int64_t nq, int64_t *long_fro
         int seen = 0;
         for (int64_t b = e0; b < e1; b += 32) {
             const int64_t e = b + lane;
-            unsigned m = __ballot_sync(~0u, e < e1 && cold.slot_of[cold.qcol[e]] < 0);
+            unsigned m = __ballot_sync(~0u, e < e1 && cold.cold(cold.qcol[e]));
             if (seen + __popc(m) > kCursors) { // the first long entry is in these 32
                 for (int keep = kCursors - seen; keep > 0; keep--)
                     m &= m - 1;
@@ -321,7 +320,7 @@ __global__ void __launch_bounds__(kSelThreads)
     for (int64_t e = long_from[r] + blockIdx.y * warps + threadIdx.x / 32; e < e1;
          e += (int64_t)gridDim.y * warps) {
         const int32_t c = cold.qcol[e];
-        if (cold.slot_of[c] >= 0)
+        if (!cold.cold(c))
             continue;
         const double q = cold.qval[e];
         const int64_t t1 = cold.xtptr[c + 1];
@@ -369,7 +368,7 @@ __global__ void __launch_bounds__(kSelThreads)
         const int64_t j = b + lane;
         const int32_t c = j < kept ? cold.qcol[e0 + j] : 0;
         const float qv = j < kept ? cold.qval[e0 + j] : 0.0f;
-        unsigned m = __ballot_sync(~0u, j < kept && cold.slot_of[c] < 0);
+        unsigned m = __ballot_sync(~0u, j < kept && cold.cold(c));
         while (m) { // at most kCursors in all (split_cold_entries)
             const int src = __ffs(m) - 1;
             m &= m - 1;
@@ -660,6 +659,14 @@ struct panel_choice {
     double seconds = 0.0;          // the model's time with the panel
 };
 
+// Each of ncols columns' place in the choice's panel, -1 for the sparse rest.
+std::vector<int32_t> slot_map(const panel_choice &choice, int64_t ncols) {
+    std::vector<int32_t> slot_of((size_t)ncols, -1);
+    for (int64_t s = 0; s < choice.width && s < (int64_t)choice.order.size(); s++)
+        slot_of[(size_t)choice.order[(size_t)s]] = (int32_t)s;
+    return slot_of;
+}
+
 // The panel's columns for `mode` and whether it pays: its GEMM, the block's write and read and
 // the cold columns' sparse work under 3/4 of the sparse path's time for all the work (or forced).
 // `depth`: the GEMM's depth a panel column (levels: their blocks), `extra`: sparse work besides the
@@ -717,9 +724,7 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
     pl->ldq = levels ? pl->depth : width * (mode == kPanelTf32x3 ? 3 : 1);
     pl->coverage = choice.hot / choice.total;
     pl->xbytes = (size_t)X->nrows * (size_t)pl->ldx * elt;
-    std::vector<int32_t> slot_of((size_t)X->ncols, -1);
-    for (int64_t s = 0; s < width && s < (int64_t)choice.order.size(); s++)
-        slot_of[(size_t)choice.order[(size_t)s]] = (int32_t)s;
+    const std::vector<int32_t> slot_of = slot_map(choice, X->ncols);
     pl->slot_bytes = slot_of.size() * sizeof(int32_t);
     sr_status s = sr_mem_alloc(ctx, SR_DEVICE, pl->slot_bytes, (void **)&pl->slot_of);
     if (s == SR_SUCCESS)
@@ -734,12 +739,6 @@ sr_status build_plan(const sr_distance_inputs *in, panel_mode mode, const panel_
     if (s == SR_SUCCESS)
         s = build_index_panel(pl, in);
     const bool copies = code.walks_copies() || (table && table->any_off);
-    if (s == SR_SUCCESS && copies) { // the walk's slots: every column of its copies is cold to it
-        pl->no_slot_bytes = (code.walks_copies() ? 1 : 2) * pl->slot_bytes;
-        s = sr_mem_alloc(ctx, SR_DEVICE, pl->no_slot_bytes, (void **)&pl->no_slot);
-        if (s == SR_SUCCESS && cudaMemsetAsync(pl->no_slot, 0xff, pl->no_slot_bytes, stream_of(ctx)) != cudaSuccess)
-            s = sr_cuda_fail(cudaGetLastError(), "knn panel (cold slots)", __FILE__, __LINE__);
-    }
     if (s == SR_SUCCESS && code.walks_copies()) {
         s = cold_copy(in->Q, true, pl->slot_of, code, &pl->cold_q);
         if (s == SR_SUCCESS)
@@ -831,9 +830,8 @@ sr_status make_level_plan(const sr_distance_inputs *in, const std::vector<double
     if (!choose_panel(work, m, n, kPanelFp16, kNominal + extra_block, budget, forced, &choice))
         return SR_SUCCESS;
     const int64_t H = choice.width;
-    std::vector<int32_t> slot_of((size_t)in->X->ncols, -1);
-    for (int64_t s = 0; s < H && s < (int64_t)choice.order.size(); s++)
-        slot_of[(size_t)choice.order[(size_t)s]] = (int32_t)s;
+    // the nominal panel's slots (the final one's width may differ: its depth is the levels chosen)
+    const std::vector<int32_t> slot_of = slot_map(choice, in->X->ncols);
     buffer<int32_t> slots(in->Q->ctx);
     SR_TRY(slots.allocate(slot_of.size()));
     SR_TRY(sr_mem_copy(in->Q->ctx, slots.get(), SR_DEVICE, slot_of.data(), SR_HOST, slot_of.size() * sizeof(int32_t)));
@@ -1108,7 +1106,7 @@ sr_status panel_rows(sr_cuda_panel *pl, const sr_distance_inputs *in, int64_t q0
     const bool copies = pl->cold_q != nullptr;
     const sr_matrix_s *cq = copies ? pl->cold_q : in->Q, *cxt = copies ? pl->cold_xt : in->XT;
     const cold_args cold{cq->rowptr, cq->colind, static_cast<const float *>(cq->values), q0,
-                         copies ? pl->no_slot : pl->slot_of,
+                         copies ? nullptr : pl->slot_of,
                          cxt->rowptr, cxt->colind, static_cast<const float *>(cxt->values)};
     buffer<int64_t> long_from(ctx); // where each query's long entries begin (none: every column in the panel)
     int64_t most_long = 0;          // the most long entries a query has
@@ -1195,7 +1193,6 @@ extern "C" void sr_cuda_knn_panel_free(sr_cuda_panel *pl) {
         return;
     sr_mem_free(pl->ctx, SR_DEVICE, pl->xpanel, pl->xbytes);
     sr_mem_free(pl->ctx, SR_DEVICE, pl->slot_of, pl->slot_bytes);
-    sr_mem_free(pl->ctx, SR_DEVICE, pl->no_slot, pl->no_slot_bytes);
     sr_mem_free(pl->ctx, SR_DEVICE, pl->table, pl->table_bytes);
     sr_matrix_destroy(pl->cold_q);
     sr_matrix_destroy(pl->cold_xt);
