@@ -1,4 +1,5 @@
 """sparsering.dask against the one-process answer, on a LocalCluster of two CPU worker processes."""
+import collections
 import contextlib
 import os
 import time
@@ -240,6 +241,28 @@ def test_row_matrix_kneighbors_is_the_one_process_answer(client, rng, metric):
         np.testing.assert_array_equal(dist.compute(), want_d)
     with pytest.raises(sr.InvalidArgumentError, match="k must be"):
         R.kneighbors(k=X.shape[0] + 1)
+
+
+@pytest.mark.parametrize("placed", ["round", "runs"])
+def test_kneighbors_searches_a_workers_blocks_in_one_call(client, rng, placed):
+    """Six index blocks on two workers: each query block is searched by one task a worker (12 in
+    all, not 36), the worker's blocks as one; the answer is the one-process answer, ties across
+    blocks included, whether a worker's blocks are neighbours in the index ("runs": their rows
+    run on) or not ("round": blocks 0, 2, 4 on one worker, so its rows are renumbered)."""
+    X = _data(rng, rows=900)
+    workers = sorted(client.scheduler_info()["workers"])
+    where = [workers[j % 2] for j in range(6)] if placed == "round" else [workers[j // 3] for j in range(6)]
+    R = srd.RowMatrix.from_scipy(client, X, parts=6, workers=where)
+    distributed.wait(R.blocks)
+    want_d, want_i = sr.kneighbors(X, X, k=7, metric="cosine")
+    with distributed.get_task_stream(client) as stream:
+        dist, ind = R.kneighbors(k=7, metric="cosine")
+        np.testing.assert_array_equal(ind.compute(), want_i)
+        np.testing.assert_array_equal(dist.compute(), want_d)
+    from dask.utils import key_split
+    kinds = collections.Counter(key_split(t["key"]) for t in stream.data)
+    searches, groups = kinds["block_candidates"], kinds["index_group"]  # key_split drops the leading _
+    assert searches == 12 and groups == 2, kinds
 
 
 @pytest.mark.parametrize("mode", ["connectivity", "distance"])
@@ -773,6 +796,13 @@ def test_gpu_worker_beside_a_cpu_worker(rng):
                 R.kneighbors(k=6, metric="manhattan", backend="per_worker")[0].compute()
             return
         dist, ind = R.kneighbors(k=6, metric="manhattan", backend="per_worker")
+        np.testing.assert_array_equal(ind.compute(), want_i)
+        np.testing.assert_array_equal(dist.compute(), want_d)
+        # the GPU worker searched its three blocks as one, so each worker made its kind of context alone
+        made = c.run(lambda: sorted(srd._CONTEXTS))
+        assert made == {gpu: ["cuda"], cpu: ["cpu"]}, made
+        # with a memory limit, block by block: each block's matrix where it lives
+        dist, ind = R.kneighbors(k=6, metric="manhattan", backend="per_worker", memory_limit="1GB")
         np.testing.assert_array_equal(ind.compute(), want_i)
         np.testing.assert_array_equal(dist.compute(), want_d)
         ran_on = c.gather([c.submit(srd._block_backend, b, pure=False) for b in R.blocks])
