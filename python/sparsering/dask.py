@@ -840,8 +840,9 @@ class RowMatrix:
     def kneighbors(self, queries=None, k=5, metric="euclidean", *, p=None, dtype=None, backend=None,
                    memory_limit=None):
         """The k nearest rows of this matrix to each row of `queries` (a RowMatrix; this matrix
-        when None, each row then finds itself first): every query block against every index
-        block on the index block's worker, the candidates merged on the query block's worker
+        when None, each row then finds itself first): every query block against the index blocks
+        of each worker, by one call there (block by block with memory_limit), the candidates
+        merged on the query block's worker
         (closest first, ties to the smaller index: the one-process answer, distances bit for bit).
         Returns (distances, indices) as dask arrays of the queries' rows × k.
 
