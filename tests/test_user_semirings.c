@@ -120,6 +120,23 @@ static void compare_mxm(sr_semiring builtin, sr_semiring user, sr_matrix A, sr_m
     compare_mxm_on(ctx, builtin, user, A, B, mask, what);
 }
 
+/* A·B's row blocks by the user semiring, gathered, against sr_mxm by the built-in on context `on`:
+ * the same matrix. */
+static void compare_row_blocks_on(sr_context on, sr_semiring builtin, sr_semiring user, sr_matrix A, sr_matrix B,
+                                  const char *what)
+{
+    sr_row_blocks R = NULL;
+    sr_matrix G = NULL, W = NULL;
+    bool equal = false;
+    CHECK_OK(sr_mxm_row_blocks(on, &R, user, A, B));
+    if (R && sr_row_blocks_gather(R, &G) == SR_SUCCESS && sr_mxm(on, &W, NULL, builtin, A, B, NULL) == SR_SUCCESS)
+        CHECK_OK(sr_matrix_equal(on, G, W, &equal));
+    CHECK(equal, "%s: sr_mxm_row_blocks%s differs from %s", what, on == ctx ? "" : " on the GPU",
+          sr_semiring_name(builtin));
+    sr_row_blocks_free(R);
+    sr_matrix_free(G), sr_matrix_free(W);
+}
+
 /* ewise add and mult, Kronecker, row reduction and row blocks by the built-in and by the user
  * semiring: the same matrices. */
 static void compare_structural(sr_semiring builtin, sr_semiring user, sr_matrix A, sr_matrix B, const char *what)
@@ -142,15 +159,7 @@ static void compare_structural(sr_semiring builtin, sr_semiring user, sr_matrix 
         sr_matrix_free(C1[o]);
         sr_matrix_free(C2[o]);
     }
-    sr_row_blocks R = NULL;
-    CHECK_OK(sr_mxm_row_blocks(ctx, &R, user, A, A));
-    sr_matrix G = NULL, W = NULL;
-    bool equal = false;
-    if (R && sr_row_blocks_gather(R, &G) == SR_SUCCESS && sr_mxm(ctx, &W, NULL, builtin, A, A, NULL) == SR_SUCCESS)
-        CHECK_OK(sr_matrix_equal(ctx, G, W, &equal));
-    CHECK(equal, "%s: sr_mxm_row_blocks differs from %s", what, sr_semiring_name(builtin));
-    sr_row_blocks_free(R);
-    sr_matrix_free(G), sr_matrix_free(W);
+    compare_row_blocks_on(ctx, builtin, user, A, A, what);
 }
 
 /* C1's and C2's values (both of S's pattern, nnz entries) alike: bit for bit, or where `close`
@@ -397,16 +406,7 @@ static void check_gpu_mxm(void)
                 compare_mxm_on(gpu, kBuiltins[b].builtin, user, A, Thin, Mthin, name);
             if (A && Wide && Mwide)
                 compare_mxm_on(gpu, kBuiltins[b].builtin, user, A, Wide, Mwide, name);
-            sr_row_blocks R = NULL;
-            sr_matrix G = NULL, W = NULL;
-            bool equal = false;
-            CHECK_OK(sr_mxm_row_blocks(gpu, &R, user, A, Wide));
-            if (R && sr_row_blocks_gather(R, &G) == SR_SUCCESS &&
-                sr_mxm(gpu, &W, NULL, kBuiltins[b].builtin, A, Wide, NULL) == SR_SUCCESS)
-                CHECK_OK(sr_matrix_equal(gpu, G, W, &equal));
-            CHECK(equal, "%s: sr_mxm_row_blocks on the GPU differs from %s", name, sr_semiring_name(kBuiltins[b].builtin));
-            sr_row_blocks_free(R);
-            sr_matrix_free(G), sr_matrix_free(W);
+            compare_row_blocks_on(gpu, kBuiltins[b].builtin, user, A, Wide, name);
             sr_matrix_free(A), sr_matrix_free(Thin), sr_matrix_free(Wide), sr_matrix_free(Mthin), sr_matrix_free(Mwide);
             test_csr_free(&a), test_csr_free(&thin), test_csr_free(&wide), test_csr_free(&mthin), test_csr_free(&mwide);
         }

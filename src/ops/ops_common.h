@@ -76,5 +76,4 @@ typedef struct sr_staged_rows {
 sr_status sr_ops_stage_rows(struct sr_context_s *ctx, const sr_dense *v, sr_location where, sr_staged_rows *r);
 void sr_ops_release_rows(struct sr_context_s *ctx, sr_staged_rows *r);
 
-
 #endif
